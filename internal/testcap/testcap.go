@@ -1,0 +1,40 @@
+// Package testcap locates the shared public captures and their tshark
+// reference answers for tests. They live in ../shared/captures relative to
+// the repository root.
+package testcap
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// Root returns the repository root (the directory holding go.mod).
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Dir returns ../shared/captures relative to the repository root.
+func Dir() string { return filepath.Join(Root(), "..", "shared", "captures") }
+
+// Public returns the path of a public capture by file name.
+func Public(name string) string { return filepath.Join(Dir(), "public", name) }
+
+// Truth returns the path of the tshark reference answer for a capture.
+func Truth(name string) string { return filepath.Join(Dir(), "truth", name+".json") }
+
+// PublicNames lists every file in the public capture directory, sorted.
+func PublicNames() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(Dir(), "public"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
