@@ -1,0 +1,373 @@
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// Schema is a JSON Schema node as sipnab advertises it. Its fields marshal in
+// a fixed order so the bytes of tools/list are deterministic.
+type Schema struct {
+	// Type is one JSON type name, or several for a union (["string","null"]).
+	Type []string
+	// Description documents the property for the agent.
+	Description string
+	// Format is a JSON Schema format hint, e.g. "date-time".
+	Format string
+	// Enum lists the allowed string values.
+	Enum []string
+	// Properties of an object, in declaration order.
+	Properties []Property
+	// Required names the object properties that must be present.
+	Required []string
+	// Items is the schema of an array's elements.
+	Items *Schema
+	// AdditionalProperties is the schema of a map's values.
+	AdditionalProperties *Schema
+	// Defs holds named sub-schemas ($defs), in order.
+	Defs []Property
+	// OneOf, AnyOf and AllOf are schema combinators.
+	OneOf, AnyOf, AllOf []*Schema
+}
+
+// Property is one named member of Properties or Defs.
+type Property struct {
+	Name   string
+	Schema *Schema
+}
+
+// MarshalJSON writes the schema with keys in a fixed order.
+func (s *Schema) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	first := true
+	key := func(k string) {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+	}
+	val := func(v any) error {
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		b.Write(vb)
+		return nil
+	}
+	switch len(s.Type) {
+	case 0:
+	case 1:
+		key("type")
+		_ = val(s.Type[0])
+	default:
+		key("type")
+		_ = val(s.Type)
+	}
+	if s.Description != "" {
+		key("description")
+		_ = val(s.Description)
+	}
+	if s.Format != "" {
+		key("format")
+		_ = val(s.Format)
+	}
+	if len(s.Enum) > 0 {
+		key("enum")
+		_ = val(s.Enum)
+	}
+	if s.Properties != nil || s.isObject() && s.AdditionalProperties == nil {
+		key("properties")
+		if err := writeProps(&b, s.Properties); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Required) > 0 {
+		key("required")
+		_ = val(s.Required)
+	}
+	if s.Items != nil {
+		key("items")
+		if err := val(s.Items); err != nil {
+			return nil, err
+		}
+	}
+	if s.AdditionalProperties != nil {
+		key("additionalProperties")
+		if err := val(s.AdditionalProperties); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Defs) > 0 {
+		key("$defs")
+		if err := writeProps(&b, s.Defs); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range []struct {
+		name string
+		list []*Schema
+	}{{"oneOf", s.OneOf}, {"anyOf", s.AnyOf}, {"allOf", s.AllOf}} {
+		if len(c.list) > 0 {
+			key(c.name)
+			if err := val(c.list); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeProps(b *bytes.Buffer, props []Property) error {
+	b.WriteByte('{')
+	for i, p := range props {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(p.Name)
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := json.Marshal(p.Schema)
+		if err != nil {
+			return err
+		}
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+func (s *Schema) isObject() bool { return len(s.Type) == 1 && s.Type[0] == "object" }
+
+// Property returns the named property's schema, or nil.
+func (s *Schema) Property(name string) *Schema {
+	for _, p := range s.Properties {
+		if p.Name == name {
+			return p.Schema
+		}
+	}
+	return nil
+}
+
+// Names returns the property names of an object schema, in order.
+func (s *Schema) Names() []string {
+	out := make([]string, len(s.Properties))
+	for i, p := range s.Properties {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// SchemaFor generates the JSON schema of a Go type. Struct fields take their
+// names from the json tag, their description from the desc tag and their
+// allowed values from the enum tag (values separated by "|"). A field
+// without omitempty or omitzero is required. A pointer field is nullable:
+// its type is a union with "null" (input schemas collapse the union of an
+// optional field, see [CollapseOptionalUnions]). time.Time is a date-time
+// string. Interfaces (any), channels, functions and recursive types are
+// refused: a bare `true` schema fails strict clients.
+func SchemaFor(t reflect.Type) (*Schema, error) {
+	g := &schemaGen{seen: map[reflect.Type]bool{}}
+	s, err := g.gen(t, "")
+	if err != nil {
+		return nil, err
+	}
+	if !s.isObject() {
+		return nil, fmt.Errorf("type %s is not a struct: a tool's input and output are JSON objects", t)
+	}
+	return s, nil
+}
+
+type schemaGen struct {
+	seen map[reflect.Type]bool
+}
+
+var (
+	timeType   = reflect.TypeFor[time.Time]()
+	rawMsgType = reflect.TypeFor[json.RawMessage]()
+)
+
+func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
+	where := path
+	if where == "" {
+		where = t.String()
+	}
+	switch {
+	case t == timeType:
+		return &Schema{Type: []string{"string"}, Format: "date-time"}, nil
+	case t == rawMsgType:
+		return nil, fmt.Errorf("%s: json.RawMessage has no schema (a bare `true` schema fails strict clients); use a typed struct", where)
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		s, err := g.gen(t.Elem(), path)
+		if err != nil {
+			return nil, err
+		}
+		if len(s.Type) == 1 {
+			s.Type = []string{s.Type[0], "null"}
+		}
+		return s, nil
+	case reflect.String:
+		return &Schema{Type: []string{"string"}}, nil
+	case reflect.Bool:
+		return &Schema{Type: []string{"boolean"}}, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return &Schema{Type: []string{"integer"}}, nil
+	case reflect.Float32, reflect.Float64:
+		return &Schema{Type: []string{"number"}}, nil
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return &Schema{Type: []string{"string"}}, nil
+		}
+		items, err := g.gen(t.Elem(), path+"[]")
+		if err != nil {
+			return nil, err
+		}
+		return &Schema{Type: []string{"array"}, Items: items}, nil
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return nil, fmt.Errorf("%s: map keys must be strings", where)
+		}
+		vals, err := g.gen(t.Elem(), path+"{}")
+		if err != nil {
+			return nil, err
+		}
+		return &Schema{Type: []string{"object"}, AdditionalProperties: vals}, nil
+	case reflect.Struct:
+		if g.seen[t] {
+			return nil, fmt.Errorf("%s: recursive type %s", where, t)
+		}
+		g.seen[t] = true
+		defer delete(g.seen, t)
+		s := &Schema{Type: []string{"object"}, Properties: []Property{}}
+		if err := g.fields(t, path, s); err != nil {
+			return nil, err
+		}
+		return s, nil
+	default:
+		return nil, fmt.Errorf("%s: %s (%s) has no JSON schema; schemas may not contain any, channels or functions", where, t, t.Kind())
+	}
+}
+
+// fields appends t's JSON fields to s, flattening embedded structs the way
+// encoding/json does.
+func (g *schemaGen) fields(t reflect.Type, path string, s *Schema) error {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if err := g.fields(ft, path, s); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fp := name
+		if path != "" {
+			fp = path + "." + name
+		}
+		ps, err := g.gen(f.Type, fp)
+		if err != nil {
+			return err
+		}
+		ps.Description = f.Tag.Get("desc")
+		if e := f.Tag.Get("enum"); e != "" {
+			ps.Enum = strings.Split(e, "|")
+		}
+		s.Properties = append(s.Properties, Property{Name: name, Schema: ps})
+		optional := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
+		if !optional {
+			s.Required = append(s.Required, name)
+		}
+	}
+	return nil
+}
+
+// CollapseOptionalUnions rewrites, in place, every optional property typed
+// ["T","null"] to "T", walking properties, $defs, oneOf/anyOf/allOf, items
+// and additionalProperties. Required nullables, non-null unions and three-way
+// unions are left alone (the registry refuses them in input schemas).
+func CollapseOptionalUnions(s *Schema) {
+	if s == nil {
+		return
+	}
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	for _, p := range s.Properties {
+		if !req[p.Name] && len(p.Schema.Type) == 2 && p.Schema.Type[1] == "null" && p.Schema.Type[0] != "null" {
+			p.Schema.Type = p.Schema.Type[:1]
+		}
+		CollapseOptionalUnions(p.Schema)
+	}
+	for _, p := range s.Defs {
+		CollapseOptionalUnions(p.Schema)
+	}
+	for _, l := range [][]*Schema{s.OneOf, s.AnyOf, s.AllOf} {
+		for _, c := range l {
+			CollapseOptionalUnions(c)
+		}
+	}
+	CollapseOptionalUnions(s.Items)
+	CollapseOptionalUnions(s.AdditionalProperties)
+}
+
+// walk calls fn on s and every schema below it, with a JSON-pointer-like path.
+func walk(s *Schema, path string, fn func(path string, s *Schema)) {
+	if s == nil {
+		return
+	}
+	fn(path, s)
+	for _, p := range s.Properties {
+		walk(p.Schema, path+"/properties/"+p.Name, fn)
+	}
+	for _, p := range s.Defs {
+		walk(p.Schema, path+"/$defs/"+p.Name, fn)
+	}
+	for _, c := range []struct {
+		name string
+		list []*Schema
+	}{{"oneOf", s.OneOf}, {"anyOf", s.AnyOf}, {"allOf", s.AllOf}} {
+		for i, sub := range c.list {
+			walk(sub, fmt.Sprintf("%s/%s/%d", path, c.name, i), fn)
+		}
+	}
+	walk(s.Items, path+"/items", fn)
+	walk(s.AdditionalProperties, path+"/additionalProperties", fn)
+}
+
+// FieldNames returns the JSON names of a row struct's fields, in order: the
+// valid names of a fields projection over rows of type T.
+func FieldNames[T any]() []string {
+	s, err := SchemaFor(reflect.TypeFor[T]())
+	if err != nil {
+		return nil
+	}
+	return s.Names()
+}

@@ -1,0 +1,307 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Effect says what a tool does to the server's state. The zero value is
+// invalid, so a forgotten annotation fails registration instead of silently
+// meaning "destructive".
+type Effect int
+
+const (
+	// EffectUnset is invalid: every tool states its effect.
+	EffectUnset Effect = iota
+	// ReadOnly tools change nothing a later answer depends on.
+	ReadOnly
+	// Writes change state but destroy nothing (readOnlyHint false, destructiveHint false).
+	Writes
+	// Destructive tools may destroy state (readOnlyHint false, destructiveHint true).
+	Destructive
+)
+
+// Idempotency says whether repeating a call has further effect. The zero
+// value is invalid for a tool that is not ReadOnly.
+type Idempotency int
+
+const (
+	// IdempotencyUnset is invalid on a writing tool.
+	IdempotencyUnset Idempotency = iota
+	// Idempotent: repeating the call with the same arguments has no further effect.
+	Idempotent
+	// NotIdempotent: each call has its own effect.
+	NotIdempotent
+)
+
+// World says whether the tool reaches outside the server. The zero value is
+// invalid.
+type World int
+
+const (
+	// WorldUnset is invalid: every tool states its world.
+	WorldUnset World = iota
+	// ClosedWorld tools touch only sipnab's own state (openWorldHint false).
+	ClosedWorld
+	// OpenWorld tools reach external entities (openWorldHint true).
+	OpenWorld
+)
+
+// Annotations are a tool's behaviour hints; all four MCP hints are derived
+// from them and always sent.
+type Annotations struct {
+	Effect      Effect
+	Idempotency Idempotency
+	World       World
+}
+
+func (a Annotations) readOnly() bool { return a.Effect == ReadOnly }
+
+// Hints returns the four MCP hints. A ReadOnly tool is non-destructive and
+// idempotent.
+func (a Annotations) Hints() mcp.ToolAnnotation {
+	ro := a.Effect == ReadOnly
+	destructive := a.Effect == Destructive
+	idem := ro || a.Idempotency == Idempotent
+	open := a.World == OpenWorld
+	return mcp.ToolAnnotation{ReadOnlyHint: &ro, DestructiveHint: &destructive, IdempotentHint: &idem, OpenWorldHint: &open}
+}
+
+func (a Annotations) check() []string {
+	var v []string
+	switch a.Effect {
+	case ReadOnly, Writes, Destructive:
+	default:
+		v = append(v, "annotations: Effect is unset (want sdk.ReadOnly, sdk.Writes or sdk.Destructive)")
+	}
+	if a.Effect != ReadOnly && a.Effect != EffectUnset {
+		if a.Idempotency != Idempotent && a.Idempotency != NotIdempotent {
+			v = append(v, "annotations: Idempotency is unset on a writing tool (want sdk.Idempotent or sdk.NotIdempotent)")
+		}
+	}
+	if a.World != ClosedWorld && a.World != OpenWorld {
+		v = append(v, "annotations: World is unset (want sdk.ClosedWorld or sdk.OpenWorld)")
+	}
+	return v
+}
+
+// Descriptor is everything about a tool except its types and handler.
+type Descriptor struct {
+	// Name is the tool name, ^[a-z][a-z0-9_]*$, unique across bundles.
+	Name string
+	// Title is a short human-readable name.
+	Title string
+	// Description tells the agent when and how to use the tool.
+	Description string
+	// Annotations are required; their zero values are invalid.
+	Annotations Annotations
+	// StrictArgs refuses arguments the input struct does not name (file tools).
+	StrictArgs bool
+}
+
+// Handler is a typed tool handler. It returns the answer (serialized as the
+// first content block) or an error ([InvalidParams], [Internal], ... any
+// other error is internal).
+type Handler[In, Out any] func(ctx context.Context, c *Call, in In) (Out, error)
+
+// Tool is a registered tool: a descriptor beside a handler. Build it with
+// [NewTool].
+type Tool struct {
+	Descriptor
+	inType, outType reflect.Type
+	input, output   *Schema
+	schemaErr       error
+	invoke          func(ctx context.Context, c *Call, args json.RawMessage) (any, error)
+}
+
+// NewTool builds a tool from its descriptor and typed handler. The input
+// schema is generated from In, the output schema from Out (see [SchemaFor]);
+// schema problems are reported by the registry, never by a panic.
+func NewTool[In, Out any](d Descriptor, h Handler[In, Out]) Tool {
+	t := Tool{Descriptor: d, inType: reflect.TypeFor[In](), outType: reflect.TypeFor[Out]()}
+	in, err := SchemaFor(t.inType)
+	if err != nil {
+		t.schemaErr = errors.Join(t.schemaErr, fmt.Errorf("input schema: %w", err))
+	} else {
+		CollapseOptionalUnions(in)
+		t.input = in
+	}
+	out, err := SchemaFor(t.outType)
+	if err != nil {
+		t.schemaErr = errors.Join(t.schemaErr, fmt.Errorf("output schema: %w", err))
+	} else {
+		t.output = out
+	}
+	t.invoke = func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+		var in In
+		if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+			dec := json.NewDecoder(bytes.NewReader(args))
+			if d.StrictArgs {
+				dec.DisallowUnknownFields()
+			}
+			if err := dec.Decode(&in); err != nil {
+				return nil, InvalidParams("invalid arguments for %s: %v", d.Name, err)
+			}
+		}
+		return h(ctx, c, in)
+	}
+	return t
+}
+
+// InputSchema returns the generated input schema (optional unions collapsed).
+func (t Tool) InputSchema() *Schema { return t.input }
+
+// OutputSchema returns the generated output schema (unions kept).
+func (t Tool) OutputSchema() *Schema { return t.output }
+
+// Wire returns the tool's tools/list entry exactly as the host sends it: all
+// four hints set, the input schema, and the output schema only when
+// outputSchemas is on.
+func (t Tool) Wire(outputSchemas bool) mcp.Tool {
+	w := mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations.Hints()}
+	if t.input != nil {
+		w.RawInputSchema, _ = json.Marshal(t.input)
+	} else {
+		w.RawInputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	if outputSchemas && t.output != nil {
+		w.RawOutputSchema, _ = json.Marshal(t.output)
+	}
+	return w
+}
+
+// WireBytes is the length of the compact JSON of the tool's tools/list entry.
+func (t Tool) WireBytes(outputSchemas bool) int {
+	b, err := json.Marshal(t.Wire(outputSchemas))
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+// Reply is a finished tool answer, before the host's central exit attaches
+// structuredContent, the provenance note and the audit record.
+type Reply struct {
+	// Blocks are the text content blocks; Blocks[0] is the answer.
+	Blocks []string
+	// Fenced: the answer carries fenced capture text, so the provenance note
+	// must follow as the last block.
+	Fenced bool
+	// IsError marks a tool-level error result (isError: true).
+	IsError bool
+}
+
+// Invoke validates args against the input schema, decodes them, runs the
+// handler and serializes its answer. The returned error is an [*Error].
+func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (Reply, error) {
+	if t.invoke == nil {
+		return Reply{}, Internal("tool %s has no handler", t.Name)
+	}
+	if t.input != nil {
+		if err := ValidateArgs(t.input, args); err != nil {
+			return Reply{}, err
+		}
+	}
+	c := &Call{limits: limits}
+	out, err := t.invoke(ctx, c, args)
+	if err != nil {
+		return Reply{}, AsError(err)
+	}
+	var first string
+	if c.text != nil {
+		first = *c.text
+	} else {
+		b, err := json.Marshal(out)
+		if err != nil {
+			return Reply{}, Internal("serializing %s answer: %v", t.Name, err)
+		}
+		if c.projRows != "" {
+			if b, err = Project(b, c.projRows, c.projFields); err != nil {
+				return Reply{}, Internal("%v", err)
+			}
+		}
+		first = string(b)
+	}
+	return Reply{Blocks: append([]string{first}, c.extra...), Fenced: c.fenced, IsError: c.isError}, nil
+}
+
+// Call is the per-call context a handler uses to shape its answer.
+type Call struct {
+	limits     Limits
+	fenced     bool
+	extra      []string
+	text       *string
+	isError    bool
+	projRows   string
+	projFields []string
+}
+
+// NewCall returns a Call with the given limits, for handler unit tests.
+func NewCall(l Limits) *Call { return &Call{limits: l} }
+
+// Limits returns the server-wide ceilings for this call.
+func (c *Call) Limits() Limits { return c.limits }
+
+// Limit resolves a requested row limit: 0 (absent) is DefaultLimit (50);
+// anything above --mcp-max-rows is silently clamped to it. Callers read
+// `returned`.
+func (c *Call) Limit(requested int) int {
+	if requested <= 0 {
+		requested = DefaultLimit
+	}
+	if c.limits.MaxRows > 0 && requested > c.limits.MaxRows {
+		requested = c.limits.MaxRows
+	}
+	return requested
+}
+
+// Fence fences one sender-written single-line field and arranges the
+// provenance note as the answer's last block.
+func (c *Call) Fence(s string) string {
+	c.fenced = true
+	return Fence(s)
+}
+
+// FenceBody fences a sender-written body or snippet, cut to
+// --mcp-max-body-bytes, and arranges the provenance note.
+func (c *Call) FenceBody(s string) string {
+	c.fenced = true
+	return FenceBody(s, c.limits.MaxBodyBytes)
+}
+
+// MarkFenced arranges the provenance note without fencing anything here
+// (reports carry the note but no markers).
+func (c *Call) MarkFenced() { c.fenced = true }
+
+// AddBlock appends a text content block after the answer (a rendered
+// document, a flags block). The provenance note still comes last.
+func (c *Call) AddBlock(text string) { c.extra = append(c.extra, text) }
+
+// ReplyText makes the first block a rendered document (markdown, text)
+// instead of the serialized answer; the handler's returned value is then
+// ignored. No structuredContent is attached to a document.
+func (c *Call) ReplyText(doc string) { c.text = &doc }
+
+// MarkToolError makes the result a tool-level error (isError: true) whose
+// first block is still the serialized answer.
+func (c *Call) MarkToolError() { c.isError = true }
+
+// Project arranges a fields projection of the rows array rowsKey, applied to
+// the serialized answer. It validates fields against valid first (unknown
+// name: invalid params naming the valid fields). No fields: no projection.
+func (c *Call) Project(rowsKey string, fields, valid []string) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	if err := ValidateFields(fields, valid); err != nil {
+		return err
+	}
+	c.projRows, c.projFields = rowsKey, fields
+	return nil
+}
