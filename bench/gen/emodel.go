@@ -1,0 +1,51 @@
+package gen
+
+import "math"
+
+// E-model constants (simplified ITU-T G.107, engine.md §9).
+const (
+	// AssumedOneWayDelayMs is the path delay used when nothing better is known.
+	AssumedOneWayDelayMs = 100.0
+	// G711Ie is the G.113 equipment impairment of G.711 (µ-law and A-law).
+	G711Ie = 0.0
+	// BurstBpl is the packet-loss robustness used with BurstR = 1.
+	BurstBpl = 10.0
+)
+
+// EModel scores a narrowband stream with the simplified G.107 E-model that
+// sipnab uses (engine.md §9):
+//
+//	d      = oneWayDelayMs + jitterMs, capped at 3000 ms
+//	Id     = 0.024·d                                  (d ≤ 177.3 ms)
+//	Id     = 0.024·d + 0.11·(d − 177.3)·√(d − 177.3)  (d > 177.3 ms)
+//	Ie,eff = Ie + (95 − Ie)·Ppl/(Ppl + Bpl), Ppl = lossPct, Bpl = 10
+//	R      = 93.2 − Id − Ie,eff
+//	MOS    = 1 + 0.035·R + R·(R − 60)·(100 − R)·7e-6, clamped to [1, 4.5]
+//
+// (MOS is 1 for R < 0 and 4.5 for R > 100.) It returns the MOS and R.
+func EModel(lossPct, jitterMs, oneWayDelayMs, ie float64) (mos, r float64) {
+	d := math.Min(oneWayDelayMs+jitterMs, 3000)
+	id := 0.024 * d
+	if d > 177.3 {
+		x := d - 177.3
+		id += 0.11 * x * math.Sqrt(x)
+	}
+	ieEff := ie
+	if lossPct > 0 {
+		ieEff = ie + (95-ie)*lossPct/(lossPct+BurstBpl)
+	}
+	r = 93.2 - id - ieEff
+	return MOSFromR(r), r
+}
+
+// MOSFromR is G.107's conversion from the rating factor R to MOS (CQE).
+func MOSFromR(r float64) float64 {
+	switch {
+	case r < 0:
+		return 1
+	case r > 100:
+		return 4.5
+	}
+	m := 1 + 0.035*r + r*(r-60)*(100-r)*7e-6
+	return math.Max(1, math.Min(4.5, m))
+}
