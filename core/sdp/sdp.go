@@ -26,11 +26,15 @@ type Origin struct {
 
 // Format is one payload format of a media line with what rtpmap/fmtp say.
 type Format struct {
-	PayloadType int    // 0..127
-	Encoding    string // from rtpmap, e.g. "PCMU", "opus", "telephone-event"; "" when no rtpmap
-	ClockRate   int    // from rtpmap; 0 when no rtpmap
-	Channels    int    // from rtpmap; 0 when absent
+	PayloadType int    // 0..127; -1 when the format is not a payload type number (t38, *)
+	Encoding    string // from rtpmap, e.g. "PCMU", "opus", "telephone-event"; for a static type without rtpmap the RFC 3551 name (Static); "" when unknown
+	ClockRate   int    // from rtpmap (or the RFC 3551 table when Static); 0 when unknown
+	Channels    int    // from rtpmap (or the RFC 3551 table when Static); 0 when absent
 	Fmtp        string // raw fmtp parameters
+	Fmt         string // the format token as written on the m= line ("0", "96", "t38")
+	// Static is true when Encoding/ClockRate/Channels come from the RFC 3551
+	// static payload table because no rtpmap named this type.
+	Static bool
 }
 
 // Media is one m= section.
@@ -65,7 +69,11 @@ type Session struct {
 	Origin    Origin
 	HasOrigin bool
 	Name      string
-	Conn      string    // session-level c= address; "" when none
+	Conn      string // session-level c= address; "" when none
+	// ConnAddrType is the session-level c= address type (IP4, IP6); "" when none.
+	ConnAddrType string
+	// Timing is the first t= line's value, whitespace-normalized ("0 0"); "" when none.
+	Timing    string
 	Direction Direction // session-level direction attribute; "" when none
 	Media     []Media
 	Attrs     []Attr

@@ -139,8 +139,11 @@ type Message struct {
 	Body            []byte
 	BodyTruncated   bool // declared Content-Length is larger than the bytes present
 	JunkPrefixBytes int  // bytes skipped before the start line
-	HeaderLimitHit  bool // more than MaxHeaders headers
-	LineLimitHit    bool // a line longer than MaxLineBytes was truncated
+	// TrailingBytes counts bytes after a Content-Length-bounded body that are
+	// not part of the message (a Content-Length shorter than the data).
+	TrailingBytes  int
+	HeaderLimitHit bool // more than MaxHeaders headers
+	LineLimitHit   bool // a line longer than MaxLineBytes was truncated
 
 	// Malformed lists what is wrong with the message, e.g. "missing Call-ID",
 	// "unparseable CSeq", "Content-Length larger than body",

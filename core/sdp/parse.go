@@ -1,0 +1,509 @@
+package sdp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sipnab/sipnab/core/sip"
+)
+
+// MaxErrors bounds Session.Errors; past it one last "too many errors" entry
+// is added and further problems are not listed.
+const MaxErrors = 32
+
+// ErrNotSDP is returned by Parse when the body has no v= and no m= line.
+var ErrNotSDP = errors.New("not an sdp body")
+
+type parser struct {
+	s       *Session
+	cur     *Media // current media section; nil at session level
+	curConn bool   // the current media section has its own c=
+	lineNo  int
+	sawV    bool
+	sawO    bool
+	sawS    bool
+	sawT    bool
+}
+
+func (p *parser) errorf(format string, args ...any) {
+	switch n := len(p.s.Errors); {
+	case n < MaxErrors:
+		p.s.Errors = append(p.s.Errors, "line "+strconv.Itoa(p.lineNo)+": "+fmt.Sprintf(format, args...))
+	case n == MaxErrors:
+		p.s.Errors = append(p.s.Errors, "too many errors")
+	}
+}
+
+// Parse parses an SDP body tolerantly: LF or CRLF line ends, lines of
+// unknown or misplaced types recorded in Session.Errors rather than
+// refused. The only error is ErrNotSDP, when the body has neither a v= nor
+// an m= line. Every string is a copy: the Session does not retain body.
+//
+// Media sections inherit the session-level c= and direction; static RTP
+// payload types without an rtpmap get their RFC 3551 encoding and clock
+// (Format.Static).
+func Parse(body []byte) (*Session, error) {
+	if !bytes.Contains(body, []byte("v=")) && !bytes.Contains(body, []byte("m=")) {
+		return nil, ErrNotSDP
+	}
+	s := &Session{}
+	p := parser{s: s}
+	text := string(body) // one copy; every string below shares it
+	for len(text) > 0 {
+		var line string
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			line, text = text, ""
+		}
+		p.lineNo++
+		line = strings.TrimRight(line, " \t\r")
+		if line == "" {
+			continue
+		}
+		if len(line) < 2 || line[1] != '=' {
+			p.errorf("not a type=value line")
+			continue
+		}
+		p.line(line[0], line[2:])
+	}
+	p.endMedia()
+	if !p.sawV {
+		p.lineNo = 0
+		p.errorf("missing v= line")
+	}
+	if !p.sawV && len(s.Media) == 0 {
+		return nil, ErrNotSDP
+	}
+	if !p.sawO {
+		p.lineNo = 0
+		p.errorf("missing o= line")
+	}
+	if !p.sawS {
+		p.lineNo = 0
+		p.errorf("missing s= line")
+	}
+	if !p.sawT {
+		p.lineNo = 0
+		p.errorf("missing t= line")
+	}
+	return s, nil
+}
+
+func (p *parser) line(typ byte, v string) {
+	s := p.s
+	switch typ {
+	case 'v':
+		if p.sawV {
+			p.errorf("duplicate v= line")
+			return
+		}
+		p.sawV = true
+		if p.lineNo != 1 && (p.sawO || p.sawS || len(s.Media) > 0) {
+			p.errorf("v= line is not first")
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			p.errorf("bad v= version")
+			return
+		}
+		s.Version = n
+	case 'o':
+		if p.cur != nil {
+			p.errorf("o= line inside a media section")
+			return
+		}
+		if p.sawO {
+			p.errorf("duplicate o= line")
+			return
+		}
+		p.sawO = true
+		f := strings.Fields(v)
+		if len(f) != 6 {
+			p.errorf("o= line has %d fields, want 6", len(f))
+		}
+		dst := []*string{&s.Origin.Username, &s.Origin.SessionID, &s.Origin.SessionVersion,
+			&s.Origin.NetType, &s.Origin.AddrType, &s.Origin.Address}
+		for i := 0; i < len(f) && i < len(dst); i++ {
+			*dst[i] = f[i]
+		}
+		s.HasOrigin = true
+	case 's':
+		if p.cur != nil {
+			p.errorf("s= line inside a media section")
+			return
+		}
+		if p.sawS {
+			p.errorf("duplicate s= line")
+			return
+		}
+		p.sawS = true
+		s.Name = v
+	case 't':
+		if p.cur != nil {
+			p.errorf("t= line inside a media section")
+			return
+		}
+		if !p.sawT {
+			s.Timing = strings.Join(strings.Fields(v), " ")
+			if s.Timing == "" {
+				p.errorf("empty t= line")
+			}
+		}
+		p.sawT = true
+	case 'c':
+		addr, typ, ok := parseConn(v)
+		if !ok {
+			p.errorf("bad c= line")
+			return
+		}
+		if p.cur == nil {
+			if s.Conn != "" {
+				p.errorf("duplicate session c= line")
+				return
+			}
+			s.Conn, s.ConnAddrType = addr, typ
+			return
+		}
+		if p.curConn {
+			return // further addresses (layered multicast): first wins
+		}
+		p.curConn = true
+		p.cur.Conn, p.cur.ConnAddrType = addr, typ
+	case 'm':
+		p.endMedia()
+		p.media(v)
+	case 'a':
+		a := parseAttr(v)
+		if p.cur == nil {
+			s.Attrs = append(s.Attrs, a)
+			if d, ok := direction(a.Key); ok && a.Value == "" {
+				s.Direction = d
+			}
+			return
+		}
+		p.cur.Attrs = append(p.cur.Attrs, a)
+	case 'i', 'u', 'e', 'p', 'b', 'z', 'k', 'r':
+		// Known types this model does not keep.
+	default:
+		p.errorf("unknown line type %q", string(typ))
+	}
+}
+
+func parseAttr(v string) Attr {
+	if i := strings.IndexByte(v, ':'); i >= 0 {
+		return Attr{Key: v[:i], Value: v[i+1:]}
+	}
+	return Attr{Key: v}
+}
+
+func direction(key string) (Direction, bool) {
+	switch key {
+	case "sendrecv":
+		return SendRecv, true
+	case "sendonly":
+		return SendOnly, true
+	case "recvonly":
+		return RecvOnly, true
+	case "inactive":
+		return Inactive, true
+	}
+	return "", false
+}
+
+// parseConn parses "IN IP4 addr[/ttl[/n]]" into the address (suffixes
+// dropped) and the address type.
+func parseConn(v string) (addr, typ string, ok bool) {
+	f := strings.Fields(v)
+	if len(f) != 3 || f[0] != "IN" {
+		return "", "", false
+	}
+	addr = f[2]
+	if i := strings.IndexByte(addr, '/'); i >= 0 {
+		addr = addr[:i]
+	}
+	if addr == "" {
+		return "", "", false
+	}
+	return addr, f[1], true
+}
+
+func (p *parser) media(v string) {
+	p.s.Media = append(p.s.Media, Media{})
+	p.cur = &p.s.Media[len(p.s.Media)-1]
+	p.curConn = false
+	m := p.cur
+	f := strings.Fields(v)
+	if len(f) < 3 {
+		p.errorf("m= line has %d fields, want at least 4", len(f))
+	}
+	if len(f) > 0 {
+		m.Type = f[0]
+	}
+	if len(f) > 1 {
+		port, nports := f[1], ""
+		if i := strings.IndexByte(port, '/'); i >= 0 {
+			port, nports = port[:i], port[i+1:]
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 0 || n > 65535 {
+			p.errorf("bad m= port")
+		} else {
+			m.Port = n
+		}
+		if nports != "" {
+			k, err := strconv.Atoi(nports)
+			if err != nil || k < 1 || k > 65535 {
+				p.errorf("bad m= port count")
+			} else {
+				m.NumPorts = k
+			}
+		}
+	}
+	if len(f) > 2 {
+		m.Proto = f[2]
+	}
+	if len(f) == 3 {
+		p.errorf("m= line has no formats")
+	}
+	for _, t := range f[min(3, len(f)):] {
+		pt := -1
+		if n, err := strconv.Atoi(t); err == nil && n >= 0 && n <= 127 && t[0] != '+' && t[0] != '-' {
+			pt = n
+		}
+		m.Formats = append(m.Formats, Format{PayloadType: pt, Fmt: t})
+	}
+}
+
+// endMedia resolves the current media section's attributes into its typed
+// fields and applies session-level inheritance.
+func (p *parser) endMedia() {
+	m := p.cur
+	if m == nil {
+		return
+	}
+	s := p.s
+	if !p.curConn {
+		m.Conn, m.ConnAddrType = s.Conn, s.ConnAddrType
+	}
+	isRTP := strings.Contains(strings.ToUpper(m.Proto), "RTP")
+	seenMap := map[int]bool{}
+	seenFmtp := map[int]bool{}
+	for _, a := range m.Attrs {
+		switch a.Key {
+		case "rtpmap":
+			pt, rest, ok := ptAndRest(a.Value)
+			if !ok {
+				p.errorf("bad rtpmap %q", a.Value)
+				continue
+			}
+			f := m.format(pt)
+			if f == nil || seenMap[pt] {
+				continue
+			}
+			seenMap[pt] = true
+			parts := strings.Split(rest, "/")
+			f.Encoding = strings.TrimSpace(parts[0])
+			if len(parts) > 1 {
+				if n, err := strconv.Atoi(strings.TrimSpace(parts[1])); err == nil && n > 0 {
+					f.ClockRate = n
+				} else {
+					p.errorf("bad rtpmap clock rate %q", a.Value)
+				}
+			} else {
+				p.errorf("rtpmap without clock rate %q", a.Value)
+			}
+			if len(parts) > 2 {
+				if n, err := strconv.Atoi(strings.TrimSpace(parts[2])); err == nil && n > 0 {
+					f.Channels = n
+				} else {
+					p.errorf("bad rtpmap channels %q", a.Value)
+				}
+			}
+		case "fmtp":
+			pt, rest, ok := ptAndRest(a.Value)
+			if !ok {
+				continue // non-RTP fmtp (a=fmtp:t38 ..., a=fmtp:* ...)
+			}
+			if f := m.format(pt); f != nil && !seenFmtp[pt] {
+				seenFmtp[pt] = true
+				f.Fmtp = rest
+			}
+		case "ptime":
+			if n, ok := atoiPrefix(a.Value); ok {
+				m.Ptime = n
+			} else {
+				p.errorf("bad ptime %q", a.Value)
+			}
+		case "maxptime":
+			if n, ok := atoiPrefix(a.Value); ok {
+				m.MaxPtime = n
+			} else {
+				p.errorf("bad maxptime %q", a.Value)
+			}
+		case "sendrecv", "sendonly", "recvonly", "inactive":
+			if a.Value == "" {
+				m.Direction, _ = direction(a.Key)
+			}
+		case "rtcp":
+			f := strings.Fields(a.Value)
+			if len(f) == 0 {
+				p.errorf("bad rtcp %q", a.Value)
+				continue
+			}
+			n, err := strconv.Atoi(f[0])
+			if err != nil || n < 0 || n > 65535 {
+				p.errorf("bad rtcp port %q", a.Value)
+				continue
+			}
+			m.RTCPPort = n
+			if len(f) >= 4 && f[0] != "" {
+				m.RTCPAddr = f[3]
+			}
+		case "rtcp-mux":
+			m.RTCPMux = true
+		case "crypto":
+			m.Crypto = append(m.Crypto, a.Value)
+		case "label":
+			if m.Label == "" {
+				m.Label = a.Value
+			}
+		}
+	}
+	if m.Direction == "" {
+		m.Direction = s.Direction
+	}
+	if m.Direction == "" {
+		m.Direction = SendRecv
+	}
+	if isRTP {
+		for i := range m.Formats {
+			f := &m.Formats[i]
+			if f.Encoding == "" && f.PayloadType >= 0 {
+				if enc, clock, ok := StaticPayload(f.PayloadType); ok {
+					f.Encoding, f.ClockRate, f.Channels, f.Static = enc, clock, StaticChannels(f.PayloadType), true
+				}
+			}
+		}
+	}
+	p.cur = nil
+}
+
+// format returns the media's format with payload type pt, or nil.
+func (m *Media) format(pt int) *Format {
+	for i := range m.Formats {
+		if m.Formats[i].PayloadType == pt {
+			return &m.Formats[i]
+		}
+	}
+	return nil
+}
+
+// ptAndRest splits "96 opus/48000/2" into 96 and "opus/48000/2".
+func ptAndRest(v string) (int, string, bool) {
+	v = strings.TrimLeft(v, " \t")
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 3 {
+		return 0, "", false
+	}
+	n, _ := strconv.Atoi(v[:i])
+	if n > 127 {
+		return 0, "", false
+	}
+	rest := v[i:]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return 0, "", false
+	}
+	return n, strings.TrimSpace(rest), true
+}
+
+// atoiPrefix parses the leading integer of "20" or "20.0" (ptime values are
+// sometimes written with decimals).
+func atoiPrefix(v string) (int, bool) {
+	v = strings.TrimSpace(v)
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 6 {
+		return 0, false
+	}
+	if i < len(v) && v[i] != '.' {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(v[:i])
+	return n, true
+}
+
+// Format returns the media's format with the given payload type.
+func (m *Media) Format(pt int) (Format, bool) {
+	if f := m.format(pt); f != nil {
+		return *f, true
+	}
+	return Format{}, false
+}
+
+// IsT38 reports whether the section is T.38 fax (m=image ... udptl t38).
+func (m *Media) IsT38() bool {
+	if !strings.EqualFold(m.Type, "image") || !strings.Contains(strings.ToLower(m.Proto), "udptl") {
+		return false
+	}
+	for _, f := range m.Formats {
+		if strings.EqualFold(f.Fmt, "t38") {
+			return true
+		}
+	}
+	return false
+}
+
+// Attr returns the value of the first attribute with the given key in the
+// section and whether it is present.
+func (m *Media) Attr(key string) (string, bool) {
+	for _, a := range m.Attrs {
+		if a.Key == key {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+// FmtpParam returns one parameter of the format's fmtp ("mode-set",
+// "octet-align", "interleaving", ...), by case-insensitive name. Parameters
+// are separated by ';' (whitespace tolerated); a parameter without '=' is
+// present with value "".
+func (f Format) FmtpParam(name string) (string, bool) {
+	for _, p := range strings.Split(f.Fmtp, ";") {
+		p = strings.TrimSpace(p)
+		k, v := p, ""
+		if i := strings.IndexByte(p, '='); i >= 0 {
+			k, v = strings.TrimSpace(p[:i]), strings.TrimSpace(p[i+1:])
+		}
+		if k != "" && strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// FromBody parses the SDP of a SIP body: contentType is the full
+// Content-Type header value (parameters included, needed for a multipart
+// boundary). It handles application/sdp and multipart bodies carrying an
+// application/sdp part. ok is false when there is no SDP or it does not
+// parse.
+func FromBody(contentType string, body []byte) (*Session, bool) {
+	b, _, ok := sip.FindBodyPart(contentType, body, "application/sdp")
+	if !ok || len(b) == 0 {
+		return nil, false
+	}
+	s, err := Parse(b)
+	if err != nil {
+		return nil, false
+	}
+	return s, true
+}

@@ -1,0 +1,155 @@
+package sip
+
+// canonicalNames holds the canonical spelling of each known header.
+var canonicalNames = [hdrCount]string{
+	HdrExtension:                "",
+	HdrAccept:                   "Accept",
+	HdrAcceptContact:            "Accept-Contact",
+	HdrAllow:                    "Allow",
+	HdrAllowEvents:              "Allow-Events",
+	HdrAuthorization:            "Authorization",
+	HdrCallID:                   "Call-ID",
+	HdrContact:                  "Contact",
+	HdrContentEncoding:          "Content-Encoding",
+	HdrContentLength:            "Content-Length",
+	HdrContentType:              "Content-Type",
+	HdrCSeq:                     "CSeq",
+	HdrDiversion:                "Diversion",
+	HdrEvent:                    "Event",
+	HdrExpires:                  "Expires",
+	HdrFrom:                     "From",
+	HdrHistoryInfo:              "History-Info",
+	HdrIdentity:                 "Identity",
+	HdrMaxForwards:              "Max-Forwards",
+	HdrMinSE:                    "Min-SE",
+	HdrPAssertedIdentity:        "P-Asserted-Identity",
+	HdrPChargingVector:          "P-Charging-Vector",
+	HdrProxyAuthenticate:        "Proxy-Authenticate",
+	HdrProxyAuthorization:       "Proxy-Authorization",
+	HdrRAck:                     "RAck",
+	HdrReason:                   "Reason",
+	HdrRecordRoute:              "Record-Route",
+	HdrReferTo:                  "Refer-To",
+	HdrReferredBy:               "Referred-By",
+	HdrRejectContact:            "Reject-Contact",
+	HdrRequestDisposition:       "Request-Disposition",
+	HdrRequire:                  "Require",
+	HdrRoute:                    "Route",
+	HdrRSeq:                     "RSeq",
+	HdrServer:                   "Server",
+	HdrSessionExpires:           "Session-Expires",
+	HdrSessionID:                "Session-ID",
+	HdrSubject:                  "Subject",
+	HdrSubscriptionState:        "Subscription-State",
+	HdrSupported:                "Supported",
+	HdrTo:                       "To",
+	HdrUserAgent:                "User-Agent",
+	HdrVia:                      "Via",
+	HdrWarning:                  "Warning",
+	HdrWWWAuthenticate:          "WWW-Authenticate",
+	HdrXAsteriskHangupCauseCode: "X-Asterisk-HangupCauseCode",
+}
+
+// compactForms maps the 19 IANA compact header names (lower case) to their
+// header. SigComp's and the obsolete Identity-Info's ("n") are not included.
+var compactForms = [26]HeaderID{
+	0: HdrAcceptContact, // a
+	'b' - 'a': HdrReferredBy,
+	'c' - 'a': HdrContentType,
+	'd' - 'a': HdrRequestDisposition,
+	'e' - 'a': HdrContentEncoding,
+	'f' - 'a': HdrFrom,
+	'i' - 'a': HdrCallID,
+	'j' - 'a': HdrRejectContact,
+	'k' - 'a': HdrSupported,
+	'l' - 'a': HdrContentLength,
+	'm' - 'a': HdrContact,
+	'o' - 'a': HdrEvent,
+	'r' - 'a': HdrReferTo,
+	's' - 'a': HdrSubject,
+	't' - 'a': HdrTo,
+	'u' - 'a': HdrAllowEvents,
+	'v' - 'a': HdrVia,
+	'x' - 'a': HdrSessionExpires,
+	'y' - 'a': HdrIdentity,
+}
+
+// maxKnownName is the length of the longest canonical name.
+const maxKnownName = len("X-Asterisk-HangupCauseCode")
+
+// byLowerName maps the lower-cased canonical names to their id.
+var byLowerName = func() map[string]HeaderID {
+	m := make(map[string]HeaderID, hdrCount)
+	for id := HeaderID(1); id < hdrCount; id++ {
+		m[lowerASCII(canonicalNames[id])] = id
+	}
+	return m
+}()
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
+}
+
+// String returns the canonical long name of the header ("Call-ID", "CSeq");
+// "" for HdrExtension.
+func (id HeaderID) String() string {
+	if id >= hdrCount {
+		return ""
+	}
+	return canonicalNames[id]
+}
+
+// LookupHeader maps a header name as spelled on the wire (any case, compact
+// form or long form) to its id; HdrExtension when the name is not in the
+// canonical table. It does not allocate.
+func LookupHeader(name string) HeaderID {
+	n := len(name)
+	if n == 1 {
+		c := name[0] | 0x20
+		if 'a' <= c && c <= 'z' {
+			return compactForms[c-'a']
+		}
+		return HdrExtension
+	}
+	if n == 0 || n > maxKnownName {
+		return HdrExtension
+	}
+	var buf [maxKnownName]byte
+	for i := 0; i < n; i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 32
+		}
+		buf[i] = c
+	}
+	return byLowerName[string(buf[:n])]
+}
+
+func lookupHeaderBytes(name []byte) HeaderID {
+	n := len(name)
+	if n == 1 {
+		c := name[0] | 0x20
+		if 'a' <= c && c <= 'z' {
+			return compactForms[c-'a']
+		}
+		return HdrExtension
+	}
+	if n == 0 || n > maxKnownName {
+		return HdrExtension
+	}
+	var buf [maxKnownName]byte
+	for i := 0; i < n; i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 32
+		}
+		buf[i] = c
+	}
+	return byLowerName[string(buf[:n])]
+}

@@ -1,0 +1,434 @@
+package sip
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Malformation reasons recorded in Message.Malformed.
+const (
+	MalMissingCallID      = "missing Call-ID"
+	MalMissingCSeq        = "missing CSeq"
+	MalMissingFrom        = "missing From"
+	MalMissingTo          = "missing To"
+	MalMissingVia         = "missing Via"
+	MalBadCSeq            = "unparseable CSeq"
+	MalBadFrom            = "unparseable From"
+	MalBadTo              = "unparseable To"
+	MalBadVia             = "unparseable Via"
+	MalBadContentLength   = "unparseable Content-Length"
+	MalBadMaxForwards     = "unparseable Max-Forwards"
+	MalBodyTruncated      = "Content-Length larger than body"
+	MalControlByte        = "control byte in header"
+	MalHeaderLimit        = "more than 200 headers"
+	MalLineLimit          = "line longer than 8192 bytes"
+	MalNoColon            = "header line without colon"
+	MalOrphanContinuation = "continuation line without a header"
+	MalNoEndOfHeaders     = "no empty line after headers"
+	MalBadStatusCode      = "status code out of range"
+)
+
+// ErrNotSIP is returned by Parse when the bytes hold no SIP start line.
+var ErrNotSIP = errors.New("not a sip message")
+
+// Parse parses one SIP message. It copies b once into Message.Raw; every
+// string of the Message points into that copy (Raw must be treated as
+// read-only). The only error is ErrNotSIP, when b has no SIP start line
+// within its first MaxJunkBytes bytes. Anything else wrong is tolerated and
+// listed in Message.Malformed: the message is returned, never dropped.
+//
+// Raw spans the start line through the end of the body; junk before the
+// start line (JunkPrefixBytes) and bytes after a Content-Length-bounded body
+// (TrailingBytes) are not part of it.
+func Parse(b []byte) (*Message, error) {
+	sl, ok := findStartLine(b)
+	if !ok {
+		return nil, ErrNotSIP
+	}
+	raw := make([]byte, len(b)-sl.off)
+	copy(raw, b[sl.off:])
+	m := &Message{
+		Raw:             raw,
+		JunkPrefixBytes: sl.off,
+		MaxForwards:     -1,
+		ContentLength:   -1,
+	}
+	p := parser{m: m, raw: raw}
+	p.startLine(sl, sl.off)
+	end := p.headers(sl.next - sl.off)
+	p.body(end)
+	p.interpret()
+	return m, nil
+}
+
+type parser struct {
+	m   *Message
+	raw []byte
+}
+
+// str returns raw[i:j] as a string sharing raw's memory.
+func (p *parser) str(i, j int) string {
+	if j <= i {
+		return ""
+	}
+	return unsafe.String(&p.raw[i], j-i)
+}
+
+func (p *parser) flag(reason string) {
+	for _, r := range p.m.Malformed {
+		if r == reason {
+			return
+		}
+	}
+	p.m.Malformed = append(p.m.Malformed, reason)
+}
+
+func (p *parser) startLine(sl startLine, shift int) {
+	m := p.m
+	end := sl.end - shift
+	lineEndAt := end
+	if end > MaxLineBytes {
+		m.LineLimitHit = true
+		p.flag(MalLineLimit)
+		lineEndAt = MaxLineBytes
+		for lineEndAt > 0 && !utf8.RuneStart(p.raw[lineEndAt]) {
+			lineEndAt--
+		}
+	}
+	m.StartLine = p.str(0, lineEndAt)
+	if sl.isRequest {
+		m.IsRequest = true
+		m.Method = upperASCII(p.str(sl.m0-shift, sl.m1-shift))
+		u1 := sl.u1 - shift
+		if u1 > lineEndAt {
+			u1 = lineEndAt
+		}
+		m.RequestURI = p.str(sl.u0-shift, u1)
+		return
+	}
+	m.StatusCode = sl.code
+	if sl.code < 100 || sl.code > 699 {
+		p.flag(MalBadStatusCode)
+	}
+	r1 := sl.r1 - shift
+	if r1 > lineEndAt {
+		r1 = lineEndAt
+	}
+	m.Reason = p.str(sl.r0-shift, r1)
+}
+
+// headers walks the header section starting at offset i of raw and returns
+// the offset where the body starts (len(raw) when there is no empty line).
+func (p *parser) headers(i int) int {
+	m := p.m
+	raw := p.raw
+	m.Headers = make([]Header, 0, 16)
+	for i < len(raw) {
+		lineStart := i
+		end, next := lineEnd(raw, i)
+		ce := end
+		if ce > lineStart && raw[ce-1] == '\r' {
+			ce--
+		}
+		if ce == lineStart {
+			return next // empty line: end of headers
+		}
+		if isWS(raw[lineStart]) {
+			// A continuation with no header before it.
+			p.flag(MalOrphanContinuation)
+			i = next
+			continue
+		}
+		// Gather continuation lines into this logical line.
+		logicalEnd, folded := ce, false
+		for next < len(raw) && isWS(raw[next]) {
+			e2, n2 := lineEnd(raw, next)
+			c2 := e2
+			if c2 > next && raw[c2-1] == '\r' {
+				c2--
+			}
+			// A whitespace-only line after a header: RFC 3261 treats it as
+			// LWS; keep folding.
+			logicalEnd, folded = c2, true
+			next = n2
+		}
+		i = next
+		if len(m.Headers) >= MaxHeaders {
+			if !m.HeaderLimitHit {
+				m.HeaderLimitHit = true
+				p.flag(MalHeaderLimit)
+			}
+			continue
+		}
+		p.header(lineStart, logicalEnd, folded)
+	}
+	p.flag(MalNoEndOfHeaders)
+	return len(raw)
+}
+
+// header records the logical line raw[s:e].
+func (p *parser) header(s, e int, folded bool) {
+	raw := p.raw
+	colon := bytes.IndexByte(raw[s:e], ':')
+	if colon < 0 {
+		p.flag(MalNoColon)
+		return
+	}
+	colon += s
+	ne := colon
+	for ne > s && isWS(raw[ne-1]) {
+		ne--
+	}
+	// Control bytes anywhere in the logical line (CRLF of folds excepted).
+	for k := s; k < e; k++ {
+		c := raw[k]
+		if (c < 0x20 && c != '\t') || c == 0x7f {
+			if (c == '\r' || c == '\n') && folded && foldBreak(raw, k) {
+				continue
+			}
+			p.flag(MalControlByte)
+			break
+		}
+	}
+	h := Header{
+		ID:    lookupHeaderBytes(raw[s:ne]),
+		Name:  p.str(s, ne),
+		Start: s,
+		End:   e,
+	}
+	var val string
+	if folded {
+		val = unfold(raw[colon+1 : e])
+	} else {
+		val = strings.Trim(p.str(colon+1, e), " \t")
+	}
+	// The unfolded logical line is name ":" SP value.
+	if lineLen := (ne - s) + 2 + len(val); lineLen > MaxLineBytes {
+		p.m.LineLimitHit = true
+		p.flag(MalLineLimit)
+		keep := MaxLineBytes - (ne - s) - 2
+		if keep < 0 {
+			keep = 0
+		}
+		for keep > 0 && !utf8.RuneStart(val[keep]) {
+			keep--
+		}
+		val = val[:keep]
+	}
+	h.Value = val
+	p.m.Headers = append(p.m.Headers, h)
+}
+
+// foldBreak reports whether the CR or LF at k is part of a line fold (CRLF
+// or LF followed by whitespace).
+func foldBreak(raw []byte, k int) bool {
+	if raw[k] == '\r' {
+		return k+1 < len(raw) && raw[k+1] == '\n'
+	}
+	return k+1 < len(raw) && isWS(raw[k+1])
+}
+
+// unfold replaces each line break and the whitespace around it with one
+// space and trims the result (RFC 3261 §7.3.1).
+func unfold(v []byte) string {
+	var b strings.Builder
+	b.Grow(len(v))
+	i := 0
+	pendingSpace := false
+	for i < len(v) {
+		c := v[i]
+		if c == '\r' || c == '\n' || isWS(c) {
+			pendingSpace = true
+			i++
+			continue
+		}
+		if pendingSpace && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		pendingSpace = false
+		// copy the run of non-space bytes
+		j := i
+		for j < len(v) && v[j] != '\r' && v[j] != '\n' && !isWS(v[j]) {
+			j++
+		}
+		b.Write(v[i:j])
+		i = j
+	}
+	return b.String()
+}
+
+// body sets Body from offset i using Content-Length.
+func (p *parser) body(i int) {
+	m := p.m
+	if i > len(p.raw) {
+		i = len(p.raw)
+	}
+	avail := len(p.raw) - i
+	if v, ok := m.Header(HdrContentLength); ok {
+		n, ok := atoiBounded(strings.TrimSpace(v), 1<<31-1)
+		if !ok {
+			p.flag(MalBadContentLength)
+		} else {
+			m.ContentLength = n
+		}
+	}
+	switch {
+	case m.ContentLength < 0:
+		m.Body = p.raw[i:len(p.raw):len(p.raw)]
+	case m.ContentLength > avail:
+		m.BodyTruncated = true
+		p.flag(MalBodyTruncated)
+		m.Body = p.raw[i:len(p.raw):len(p.raw)]
+	default:
+		end := i + m.ContentLength
+		m.Body = p.raw[i:end:end]
+		m.TrailingBytes = len(p.raw) - end
+		m.Raw = p.raw[:end:end]
+	}
+	if len(m.Body) == 0 {
+		m.Body = nil
+	}
+}
+
+// interpret fills the typed fields from the headers.
+func (p *parser) interpret() {
+	m := p.m
+	var haveCallID, haveFrom, haveTo, haveCSeq bool
+	var ua, server string
+	var haveUA bool
+	for i := range m.Headers {
+		h := &m.Headers[i]
+		switch h.ID {
+		case HdrCallID:
+			if !haveCallID && h.Value != "" {
+				m.CallID, haveCallID = h.Value, true
+			}
+		case HdrFrom:
+			if !haveFrom {
+				haveFrom = true
+				na, err := ParseNameAddr(h.Value)
+				m.From = na
+				if err != nil {
+					p.flag(MalBadFrom)
+				}
+			}
+		case HdrTo:
+			if !haveTo {
+				haveTo = true
+				na, err := ParseNameAddr(h.Value)
+				m.To = na
+				if err != nil {
+					p.flag(MalBadTo)
+				}
+			}
+		case HdrCSeq:
+			if !haveCSeq {
+				haveCSeq = true
+				cs, err := ParseCSeq(h.Value)
+				m.CSeq = cs
+				if err != nil {
+					p.flag(MalBadCSeq)
+				}
+			}
+		case HdrVia:
+			for _, e := range SplitList(h.Value) {
+				v, err := ParseVia(e)
+				if err != nil {
+					p.flag(MalBadVia)
+				}
+				m.Vias = append(m.Vias, v)
+			}
+			if strings.TrimSpace(h.Value) == "" {
+				p.flag(MalBadVia)
+			}
+		case HdrContact:
+			if m.Contact == nil {
+				if l := SplitList(h.Value); len(l) > 0 {
+					na, _ := ParseNameAddr(l[0])
+					m.Contact = &na
+				}
+			}
+		case HdrUserAgent:
+			if !haveUA {
+				ua, haveUA = h.Value, true
+			}
+		case HdrServer:
+			if server == "" {
+				server = h.Value
+			}
+		case HdrContentType:
+			if m.ContentType == "" {
+				m.ContentType = MediaType(h.Value)
+			}
+		case HdrMaxForwards:
+			if m.MaxForwards < 0 {
+				n, ok := atoiBounded(strings.TrimSpace(h.Value), 1<<31-1)
+				if ok {
+					m.MaxForwards = n
+				} else {
+					p.flag(MalBadMaxForwards)
+				}
+			}
+		}
+	}
+	if haveUA {
+		m.UserAgent = ua
+	} else if !m.IsRequest {
+		m.UserAgent = server
+	}
+	if !haveCallID {
+		p.flag(MalMissingCallID)
+	}
+	if !haveCSeq {
+		p.flag(MalMissingCSeq)
+	}
+	if !haveFrom {
+		p.flag(MalMissingFrom)
+	}
+	if !haveTo {
+		p.flag(MalMissingTo)
+	}
+	if len(m.Vias) == 0 && !p.seenFlag(MalBadVia) {
+		p.flag(MalMissingVia)
+	}
+}
+
+func (p *parser) seenFlag(r string) bool {
+	for _, x := range p.m.Malformed {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// MediaType returns the media type of a Content-Type value, lower-cased,
+// parameters and whitespace dropped ("application/sdp").
+func MediaType(contentType string) string {
+	v := contentType
+	if i := strings.IndexByte(v, ';'); i >= 0 {
+		v = v[:i]
+	}
+	v = strings.TrimSpace(v)
+	for i := 0; i < len(v); i++ {
+		if 'A' <= v[i] && v[i] <= 'Z' {
+			return strings.ToLower(v)
+		}
+	}
+	return v
+}
+
+// IsWellFormed reports whether nothing was flagged.
+func (m *Message) IsWellFormed() bool { return len(m.Malformed) == 0 }
+
+// String returns a short description: "INVITE sip:bob@x" or "200 OK".
+func (m *Message) String() string {
+	if m.IsRequest {
+		return m.Method + " " + m.RequestURI
+	}
+	return strconv.Itoa(m.StatusCode) + " " + m.Reason
+}

@@ -1,0 +1,213 @@
+package sip
+
+import "bytes"
+
+// MaxJunkBytes is how many bytes before the start line the parser skips at
+// most (whitespace, NUL padding, keepalive leftovers, garbage). A start line
+// that begins later is not found.
+const MaxJunkBytes = 256
+
+// isTokenChar[c] reports whether c is an RFC 3261 token character.
+var isTokenChar [256]bool
+
+// isLeadSpace[c] reports whether c may be skipped before a start line
+// without counting as a problem (CR, LF, SP, HT, NUL).
+var isLeadSpace [256]bool
+
+func init() {
+	for c := 'a'; c <= 'z'; c++ {
+		isTokenChar[c] = true
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		isTokenChar[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		isTokenChar[c] = true
+	}
+	for _, c := range "-.!%*_+`'~" {
+		isTokenChar[c] = true
+	}
+	for _, c := range "\r\n \t\x00" {
+		isLeadSpace[c] = true
+	}
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' }
+
+// startLine is what the start-line recognizer found.
+type startLine struct {
+	off       int // offset of the start line in the input (junk before it)
+	end       int // offset just past the line's content (before CR/LF)
+	next      int // offset of the byte after the line's LF (or len)
+	isRequest bool
+	// request: method [m0,m1), uri [u0,u1); response: code, reason [r0,r1)
+	m0, m1, u0, u1 int
+	code           int
+	r0, r1         int
+}
+
+// sipVersionAt reports whether b[i:] starts with "SIP/2.0" in any case.
+func sipVersionAt(b []byte, i int) bool {
+	if len(b)-i < 7 {
+		return false
+	}
+	return b[i]|0x20 == 's' && b[i+1]|0x20 == 'i' && b[i+2]|0x20 == 'p' &&
+		b[i+3] == '/' && b[i+4] == '2' && b[i+5] == '.' && b[i+6] == '0'
+}
+
+// classifyLine tests whether b[off:end] (one line, CR/LF excluded) is a
+// start line beginning exactly at off.
+func classifyLine(b []byte, off, end int) (startLine, bool) {
+	// Trim trailing whitespace and CR.
+	for end > off && (isWS(b[end-1]) || b[end-1] == '\r') {
+		end--
+	}
+	sl := startLine{off: off, end: end}
+	if sipVersionAt(b, off) && off+7 < end && isWS(b[off+7]) {
+		// Status line: SIP/2.0 SP 3DIGIT [SP reason]
+		i := off + 7
+		for i < end && isWS(b[i]) {
+			i++
+		}
+		if end-i < 3 {
+			return sl, false
+		}
+		d0, d1, d2 := b[i]-'0', b[i+1]-'0', b[i+2]-'0'
+		if d0 > 9 || d1 > 9 || d2 > 9 {
+			return sl, false
+		}
+		i += 3
+		if i < end && !isWS(b[i]) {
+			return sl, false
+		}
+		sl.code = int(d0)*100 + int(d1)*10 + int(d2)
+		for i < end && isWS(b[i]) {
+			i++
+		}
+		sl.r0, sl.r1 = i, end
+		return sl, true
+	}
+	// Request line: token 1*WS uri 1*WS SIP/2.0
+	i := off
+	for i < end && isTokenChar[b[i]] {
+		i++
+	}
+	if i == off || i >= end || !isWS(b[i]) {
+		return sl, false
+	}
+	sl.m0, sl.m1 = off, i
+	if end-i < 9 || !sipVersionAt(b, end-7) || !isWS(b[end-8]) {
+		return sl, false
+	}
+	u0, u1 := i, end-8
+	for u0 < u1 && isWS(b[u0]) {
+		u0++
+	}
+	for u1 > u0 && isWS(b[u1-1]) {
+		u1--
+	}
+	if u0 == u1 {
+		return sl, false
+	}
+	sl.u0, sl.u1 = u0, u1
+	sl.isRequest = true
+	return sl, true
+}
+
+// lineEnd returns the offset of the LF ending the line starting at i (or
+// len(b)) and the offset after it.
+func lineEnd(b []byte, i int) (end, next int) {
+	j := bytes.IndexByte(b[i:], '\n')
+	if j < 0 {
+		return len(b), len(b)
+	}
+	return i + j, i + j + 1
+}
+
+// findStartLine locates the start line within the first MaxJunkBytes bytes
+// of b. It never allocates.
+func findStartLine(b []byte) (startLine, bool) {
+	// Fast path: optional leading whitespace, then the start line.
+	i := 0
+	for i < len(b) && i < MaxJunkBytes && isLeadSpace[b[i]] {
+		i++
+	}
+	if i < len(b) && (isTokenChar[b[i]]) {
+		end, next := lineEnd(b, i)
+		if sl, ok := classifyLine(b, i, end); ok {
+			sl.next = next
+			return sl, true
+		}
+	}
+	return findStartLineSlow(b)
+}
+
+// findStartLineSlow handles junk before the start line: on each line that
+// begins within MaxJunkBytes, it looks for a status line ("SIP/2.0 NNN"
+// anywhere in the junk window of the line) or a request line (a line ending
+// in " SIP/2.0", the method being the token run before the URI).
+func findStartLineSlow(b []byte) (startLine, bool) {
+	for ls := 0; ls < len(b) && ls < MaxJunkBytes; {
+		end, next := lineEnd(b, ls)
+		// Request line ending in SIP/2.0.
+		e := end
+		for e > ls && (isWS(b[e-1]) || b[e-1] == '\r') {
+			e--
+		}
+		if e-ls >= 10 && sipVersionAt(b, e-7) && isWS(b[e-8]) {
+			// Backtrack: URI is the last non-space run before the version,
+			// the method the token run before the URI.
+			u1 := e - 8
+			for u1 > ls && isWS(b[u1-1]) {
+				u1--
+			}
+			u0 := u1
+			for u0 > ls && !isWS(b[u0-1]) {
+				u0--
+			}
+			m1 := u0
+			for m1 > ls && isWS(b[m1-1]) {
+				m1--
+			}
+			m0 := m1
+			for m0 > ls && isTokenChar[b[m0-1]] {
+				m0--
+			}
+			if u0 < u1 && m0 < m1 && m1 < u0 && m0 < MaxJunkBytes {
+				if sl, ok := classifyLine(b, m0, end); ok {
+					sl.next = next
+					return sl, true
+				}
+			}
+		}
+		// Status line somewhere in the junk window of this line.
+		win := end
+		if lim := MaxJunkBytes + 8; win > lim {
+			win = lim
+		}
+		for from := ls; from < win; {
+			k := bytes.Index(b[from:win], []byte("SIP/2.0 "))
+			if k < 0 {
+				break
+			}
+			if sl, ok := classifyLine(b, from+k, end); ok && !sl.isRequest {
+				sl.next = next
+				return sl, true
+			}
+			from += k + 1
+		}
+		ls = next
+	}
+	return startLine{}, false
+}
+
+// Looks reports, cheaply and without allocating, whether b starts with a SIP
+// message: a request line (any token method, a URI, SIP/2.0) or a status line
+// (SIP/2.0 and a three-digit code), possibly after a little junk (at most
+// MaxJunkBytes bytes). HTTP, RTP, keepalives (CRLFCRLF, short garbage) and
+// other payloads on SIP ports are not SIP. Looks(b) is true exactly when
+// Parse(b) succeeds.
+func Looks(b []byte) bool {
+	_, ok := findStartLine(b)
+	return ok
+}

@@ -1,0 +1,108 @@
+package sip
+
+import (
+	"errors"
+	"strings"
+)
+
+var (
+	errBadVia  = errors.New("via has no sent-protocol")
+	errBadCSeq = errors.New("cseq is not a number and a method")
+)
+
+// ParseVia parses one Via element (a Via header value may hold several:
+// split it with SplitList first): "SIP/2.0/UDP host:port;branch=..;rport".
+// Whitespace around '/' is tolerated. The error says what is wrong; the
+// fields read so far are still returned.
+func ParseVia(s string) (Via, error) {
+	var v Via
+	s = strings.TrimSpace(s)
+	// sent-protocol: name / version / transport, LWS allowed around '/'.
+	parts := [3]string{}
+	rest := s
+	for k := 0; k < 3; k++ {
+		rest = strings.TrimLeft(rest, " \t")
+		if k > 0 {
+			if !strings.HasPrefix(rest, "/") {
+				return v, errBadVia
+			}
+			rest = strings.TrimLeft(rest[1:], " \t")
+		}
+		j := 0
+		for j < len(rest) && isTokenChar[rest[j]] {
+			j++
+		}
+		if j == 0 {
+			return v, errBadVia
+		}
+		parts[k], rest = rest[:j], rest[j:]
+	}
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return v, errBadVia
+	}
+	if len(s)-len(rest) == len(parts[0])+len(parts[1])+len(parts[2])+2 {
+		v.Protocol = s[:len(s)-len(rest)] // no whitespace: reuse the input
+	} else {
+		v.Protocol = parts[0] + "/" + parts[1] + "/" + parts[2]
+	}
+	v.Transport = strings.ToUpper(parts[2])
+	rest = strings.TrimSpace(rest)
+	hp, params := rest, ""
+	if i := strings.IndexByte(rest, ';'); i >= 0 {
+		hp, params = rest[:i], rest[i:]
+	}
+	host, port, err := splitHostPort(hp)
+	v.Host, v.Port = host, port
+	eachParam(params, func(k, val string) bool {
+		switch {
+		case strings.EqualFold(k, "branch"):
+			v.Branch = unquote(val)
+		case strings.EqualFold(k, "received"):
+			v.Received = unquote(val)
+		case strings.EqualFold(k, "rport"):
+			v.RPort, v.HasRPort = val, true
+		}
+		return true
+	})
+	if err != nil {
+		return v, err
+	}
+	if host == "" {
+		return v, errEmptyHost
+	}
+	return v, nil
+}
+
+// ParseCSeq parses "number method". Valid is set when both are present and
+// the number fits 32 bits.
+func ParseCSeq(s string) (CSeq, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, ok := atoiBounded(s[:i], 1<<32-1)
+	if !ok || i == len(s) || !isWS(s[i]) {
+		return CSeq{}, errBadCSeq
+	}
+	m := strings.TrimSpace(s[i:])
+	if m == "" {
+		return CSeq{}, errBadCSeq
+	}
+	for j := 0; j < len(m); j++ {
+		if !isTokenChar[m[j]] {
+			return CSeq{}, errBadCSeq
+		}
+	}
+	return CSeq{Number: uint32(n), Method: upperASCII(m), Valid: true}, nil
+}
+
+// upperASCII upper-cases ASCII letters, allocating only when needed.
+func upperASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'a' <= s[i] && s[i] <= 'z' {
+			return strings.ToUpper(s)
+		}
+	}
+	return s
+}
