@@ -1,0 +1,174 @@
+package media
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/sipnab/sipnab/core/rtp"
+	"github.com/sipnab/sipnab/core/sdp"
+)
+
+// OnSDP registers the media endpoints an offer or answer announces for a
+// dialog: each m= port at its effective c= address, with the codecs its
+// rtpmap lines name (dynamic payload types) over the RFC 3551 table. A
+// re-INVITE re-registers; an endpoint already announced by the same dialog
+// is updated in place, so the streams bound to it see the new codecs. Hold
+// (c=0.0.0.0) announces no endpoint; sendonly/inactive are recorded. RTP
+// already seen at or from a newly announced endpoint stops being orphaned.
+// src is where the signaling came from.
+func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, src netip.AddrPort) {
+	if s == nil || callID == "" {
+		return
+	}
+	st.mu.Lock()
+	changed := false
+	for i := range s.Media {
+		m := &s.Media[i]
+		if m.Port <= 0 || m.Port > 65535 {
+			continue
+		}
+		conn := m.Conn
+		if conn == "" {
+			conn = s.Conn
+		}
+		addr, err := netip.ParseAddr(strings.TrimSpace(conn))
+		if err != nil || addr.IsUnspecified() {
+			continue
+		}
+		ap := netip.AddrPortFrom(addr.Unmap(), uint16(m.Port))
+		ep := st.eps[ap]
+		if ep == nil || ep.callID != callID {
+			if ep == nil && len(st.eps) >= st.cfg.MaxEndpoints {
+				st.evictEndpoint()
+			}
+			if ep == nil {
+				st.epQ = append(st.epQ, ap)
+			}
+			if ep != nil {
+				st.unindexEndpoint(ep)
+			}
+			st.epOrd++
+			ep = &endpoint{addr: ap, callID: callID, ordinal: st.epOrd}
+			st.eps[ap] = ep
+			st.epByCall[callID] = append(st.epByCall[callID], ep)
+		}
+		ep.mediaType = m.Type
+		ep.fax = strings.EqualFold(m.Proto, "udptl") || strings.EqualFold(m.Proto, "udp/udptl")
+		ep.offer = offer
+		ep.direction = m.Direction
+		ep.hold = m.Direction == sdp.SendOnly || m.Direction == sdp.Inactive
+		ep.ptime = m.Ptime
+		ep.at = ts
+		ep.signaler = src
+		ep.formats = ep.formats[:0:0]
+		for _, f := range m.Formats {
+			if f.PayloadType < 0 || f.PayloadType > 127 {
+				continue
+			}
+			pt := uint8(f.PayloadType)
+			var c rtp.Codec
+			if f.Encoding != "" {
+				c = rtp.NamedCodec(f.Encoding, uint32(max(f.ClockRate, 0)), m.Type)
+			} else if sc, ok := rtp.StaticCodec(pt); ok {
+				c = sc
+			} else {
+				continue
+			}
+			ep.formats = append(ep.formats, format{pt: pt, codec: c})
+		}
+		changed = true
+		for _, o := range append([]*stream(nil), st.orphanEP[ap]...) {
+			st.unindexOrphan(o)
+			st.bind(o, ep)
+		}
+	}
+	st.mu.Unlock()
+	if changed {
+		st.rev.Add(1)
+	}
+}
+
+func (st *Store) evictEndpoint() {
+	for st.epHd < len(st.epQ) {
+		a := st.epQ[st.epHd]
+		st.epHd++
+		if ep, ok := st.eps[a]; ok {
+			delete(st.eps, a)
+			st.unindexEndpoint(ep)
+			st.stats.EndpointsEvicted++
+			break
+		}
+	}
+	if st.epHd > 1024 && st.epHd*2 > len(st.epQ) {
+		n := copy(st.epQ, st.epQ[st.epHd:])
+		st.epQ = st.epQ[:n]
+		st.epHd = 0
+	}
+}
+
+// Endpoint is one SDP-announced media endpoint as readers see it.
+type Endpoint struct {
+	Address   string    `json:"address"` // ip:port
+	CallID    string    `json:"call_id"`
+	MediaType string    `json:"media_type"`
+	Codecs    []string  `json:"codecs,omitempty"`
+	Fax       bool      `json:"fax,omitempty"`
+	Offer     bool      `json:"offer"`
+	Direction string    `json:"direction,omitempty"`
+	Hold      bool      `json:"hold,omitempty"`
+	PtimeMs   int       `json:"ptime_ms,omitempty"`
+	At        time.Time `json:"at"`
+	Signaler  string    `json:"signaler,omitempty"`
+	// AddrPort is the parsed address (not serialized).
+	AddrPort netip.AddrPort `json:"-"`
+}
+
+// EndpointsFor returns the media endpoints a dialog's SDP announced that
+// the store still remembers, oldest first.
+func (st *Store) EndpointsFor(callID string) []Endpoint {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	var out []Endpoint
+	for _, ep := range st.epByCall[callID] {
+		out = append(out, ep.view())
+	}
+	return out
+}
+
+func (st *Store) unindexEndpoint(ep *endpoint) {
+	l := st.epByCall[ep.callID]
+	for i, x := range l {
+		if x == ep {
+			l = append(l[:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(st.epByCall, ep.callID)
+	} else {
+		st.epByCall[ep.callID] = l
+	}
+}
+
+func (ep *endpoint) view() Endpoint {
+	e := Endpoint{
+		Address:   ep.addr.String(),
+		AddrPort:  ep.addr,
+		CallID:    ep.callID,
+		MediaType: ep.mediaType,
+		Fax:       ep.fax,
+		Offer:     ep.offer,
+		Direction: string(ep.direction),
+		Hold:      ep.hold,
+		PtimeMs:   ep.ptime,
+		At:        ep.at,
+	}
+	if ep.signaler.IsValid() {
+		e.Signaler = ep.signaler.String()
+	}
+	for _, f := range ep.formats {
+		e.Codecs = append(e.Codecs, f.codec.Name)
+	}
+	return e
+}

@@ -1,0 +1,498 @@
+// Package media is the stream store: every RTP stream of a capture (bound to
+// its dialog through SDP, or found by heuristics and kept as an orphan), its
+// RFC 3550 loss and jitter, per-interval quality, comfort noise, RFC 4733
+// events, T.38/UDPTL fax flows and the RTCP claims kept beside it.
+//
+// One goroutine writes (Observe, OnSDP); any number read (StreamsFor, All,
+// Stats) under a read lock and get copies. RTP is never gated by port.
+package media
+
+import (
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/rtp"
+	"github.com/sipnab/sipnab/core/sdp"
+)
+
+// Defaults (engine.md §8, §17).
+const (
+	DefaultMaxStreams      = 50000
+	DefaultMaxCandidates   = 10000
+	DefaultMaxEndpoints    = 100000
+	DefaultQualityInterval = 5 * time.Second
+	DefaultLostSeqRing     = 1000
+	IntervalRetention      = time.Hour
+	// MinSequential is how many consecutive packets promote unsignaled
+	// UDP to an orphaned RTP stream.
+	MinSequential = 3
+	// CNShareWithhold is the comfort-noise share above which one-way audio
+	// is not concluded.
+	CNShareWithhold = 0.3
+)
+
+// Config sets the store's bounds and scoring inputs. Zero values take the
+// defaults.
+type Config struct {
+	// MaxStreams caps the streams held (--max-streams); the oldest is
+	// evicted and counted.
+	MaxStreams int
+	// MaxCandidates caps unsignaled flows held in probation before they
+	// prove to be RTP.
+	MaxCandidates int
+	// MaxEndpoints caps the SDP-announced media endpoints remembered.
+	MaxEndpoints int
+	// QualityInterval is the per-interval snapshot length
+	// (--quality-interval, 1-300 s).
+	QualityInterval time.Duration
+	// LostSeqRing is how many lost sequence numbers a stream keeps.
+	LostSeqRing int
+	// OneWayDelayMs is the operator's one-way path delay
+	// (--one-way-delay); used when HasOneWayDelay.
+	OneWayDelayMs  float64
+	HasOneWayDelay bool
+	// CodecIe holds operator-declared equipment impairments by lowercase
+	// codec name ([media.codec_ie]).
+	CodecIe map[string]float64
+	// Logger receives rare notices; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MaxCandidates <= 0 {
+		c.MaxCandidates = DefaultMaxCandidates
+	}
+	if c.MaxEndpoints <= 0 {
+		c.MaxEndpoints = DefaultMaxEndpoints
+	}
+	if c.QualityInterval <= 0 {
+		c.QualityInterval = DefaultQualityInterval
+	}
+	if c.QualityInterval < time.Second {
+		c.QualityInterval = time.Second
+	}
+	if c.QualityInterval > 300*time.Second {
+		c.QualityInterval = 300 * time.Second
+	}
+	if c.LostSeqRing <= 0 {
+		c.LostSeqRing = DefaultLostSeqRing
+	}
+	return c
+}
+
+// format is one payload type of an SDP media section.
+type format struct {
+	pt    uint8
+	codec rtp.Codec
+}
+
+// endpoint is one SDP-announced media address:port.
+type endpoint struct {
+	addr      netip.AddrPort
+	callID    string
+	mediaType string
+	formats   []format
+	fax       bool // m=image udptl
+	rtcp      bool // this is the RTCP port of a media section
+	offer     bool
+	direction sdp.Direction
+	hold      bool
+	ptime     int
+	at        time.Time
+	signaler  netip.AddrPort
+	ordinal   uint64
+}
+
+// candidate is an unsignaled flow in probation.
+type candidate struct {
+	key     Key
+	n       int
+	pkts    [MinSequential]candPkt
+	ordinal uint64
+}
+
+type candPkt struct {
+	ns      int64
+	h       rtp.Header
+	dscp    uint8
+	hasDSCP bool
+	frame   packet.FrameRef
+	origin  packet.Origin
+}
+
+// Stats are the store's counters.
+type Stats struct {
+	Streams           int    `json:"streams"`
+	OrphanedStreams   int    `json:"orphaned_streams"`
+	FaxStreams        int    `json:"fax_streams"`
+	StreamsEvicted    uint64 `json:"streams_evicted"`
+	Candidates        int    `json:"candidates"`
+	CandidatesEvicted uint64 `json:"candidates_evicted"`
+	Endpoints         int    `json:"endpoints"`
+	EndpointsEvicted  uint64 `json:"endpoints_evicted"`
+	RTPPackets        uint64 `json:"rtp_packets"`
+	RTCPPackets       uint64 `json:"rtcp_packets"`
+	RTCPMalformed     uint64 `json:"rtcp_malformed"`
+	RTCPUnknownSSRC   uint64 `json:"rtcp_unknown_ssrc"`
+	UDPTLPackets      uint64 `json:"udptl_packets"`
+	Rejected          uint64 `json:"rejected"` // UDP datagrams that were not media
+}
+
+// Store holds the streams of one capture.
+type Store struct {
+	cfg        Config
+	intervalNs int64
+	ivCap      int
+
+	mu       sync.RWMutex
+	rev      atomic.Uint64
+	ordinal  uint64
+	streams  map[Key]*stream
+	order    []*stream // creation order; nil entries were evicted or removed
+	orderHd  int
+	byCall   map[string][]*stream
+	bySSRC   map[uint32][]*stream
+	orphanEP map[netip.AddrPort][]*stream
+
+	cands    map[Key]*candidate
+	candQ    []Key
+	candHd   int
+	eps      map[netip.AddrPort]*endpoint
+	epByCall map[string][]*endpoint
+	epQ      []netip.AddrPort
+	epHd     int
+	epOrd    uint64
+	stats    Stats
+	orphans  int
+	faxes    int
+}
+
+// NewStore returns an empty store.
+func NewStore(cfg Config) *Store {
+	cfg = cfg.withDefaults()
+	iv := int64(cfg.QualityInterval)
+	return &Store{
+		cfg:        cfg,
+		intervalNs: iv,
+		ivCap:      int((int64(IntervalRetention) + iv - 1) / iv),
+		streams:    make(map[Key]*stream),
+		byCall:     make(map[string][]*stream),
+		bySSRC:     make(map[uint32][]*stream),
+		orphanEP:   make(map[netip.AddrPort][]*stream),
+		cands:      make(map[Key]*candidate),
+		eps:        make(map[netip.AddrPort]*endpoint),
+		epByCall:   make(map[string][]*endpoint),
+	}
+}
+
+// Config returns the effective configuration.
+func (st *Store) Config() Config { return st.cfg }
+
+// Revision numbers the store's content: an unchanged value proves unchanged
+// content.
+func (st *Store) Revision() uint64 { return st.rev.Load() }
+
+// Observe offers one UDP payload to the store. It returns true when the
+// payload was taken as RTP, RTCP or UDPTL, or held as a candidate RTP packet
+// of a flow still in probation.
+func (st *Store) Observe(p *packet.Packet) bool {
+	if p == nil || p.Transport != packet.TransportUDP || len(p.Payload) == 0 {
+		return false
+	}
+	st.mu.Lock()
+	ok := st.observe(p)
+	st.mu.Unlock()
+	if ok {
+		st.rev.Add(1)
+	}
+	return ok
+}
+
+func (st *Store) observe(p *packet.Packet) bool {
+	b := p.Payload
+	if len(st.eps) > 0 {
+		if ep := st.faxEndpoint(p); ep != nil {
+			st.observeFax(p, ep)
+			return true
+		}
+	}
+	if rtp.LooksLikeRTCP(b) {
+		return st.observeRTCP(p)
+	}
+	h, err := rtp.Parse(b)
+	if err != nil {
+		st.stats.Rejected++
+		return false
+	}
+	k := Key{Src: p.Src, Dst: p.Dst, SSRC: h.SSRC}
+	ns := p.TS.UnixNano()
+	if s := st.streams[k]; s != nil {
+		st.update(s, ns, &h, b, p.DSCP, p.HasDSCP)
+		st.stats.RTPPackets++
+		return true
+	}
+	// New flow: signaled endpoints bind at once, anything else waits.
+	var ep *endpoint
+	if len(st.eps) > 0 {
+		ep = st.mediaEndpoint(p.Dst)
+		if ep == nil {
+			ep = st.mediaEndpoint(p.Src)
+		}
+	}
+	if ep != nil {
+		s := st.newStream(k, ns, ep, packet.RefOf(p.Frame), p.Origin)
+		st.update(s, ns, &h, b, p.DSCP, p.HasDSCP)
+		st.stats.RTPPackets++
+		return true
+	}
+	return st.probation(k, p, ns, &h)
+}
+
+func (st *Store) mediaEndpoint(a netip.AddrPort) *endpoint {
+	ep := st.eps[a]
+	if ep == nil || ep.fax || ep.rtcp {
+		return nil
+	}
+	return ep
+}
+
+func (st *Store) faxEndpoint(p *packet.Packet) *endpoint {
+	if ep := st.eps[p.Dst]; ep != nil && ep.fax {
+		return ep
+	}
+	if ep := st.eps[p.Src]; ep != nil && ep.fax {
+		return ep
+	}
+	return nil
+}
+
+// probation holds an unsignaled flow until MinSequential packets show
+// version 2, a constant SSRC (part of the key), a consistent plausible
+// payload type and continuous sequence numbers, then replays them into a
+// new orphaned stream.
+func (st *Store) probation(k Key, p *packet.Packet, ns int64, h *rtp.Header) bool {
+	if !rtp.PlausiblePayloadType(h.PayloadType) {
+		st.stats.Rejected++
+		return false
+	}
+	c := st.cands[k]
+	if c != nil && c.n > 0 {
+		last := &c.pkts[c.n-1].h
+		d := h.Seq - last.Seq
+		if h.PayloadType != c.pkts[0].h.PayloadType || d == 0 || d > 10 {
+			c.n = 0 // continuity broken: start over from this packet
+		}
+	}
+	if c == nil {
+		if len(st.cands) >= st.cfg.MaxCandidates {
+			st.evictCandidate()
+		}
+		st.ordinal++
+		c = &candidate{key: k, ordinal: st.ordinal}
+		st.cands[k] = c
+		st.candQ = append(st.candQ, k)
+	}
+	c.pkts[c.n] = candPkt{ns: ns, h: *h, dscp: p.DSCP, hasDSCP: p.HasDSCP, frame: packet.RefOf(p.Frame), origin: p.Origin}
+	c.n++
+	if c.n < MinSequential {
+		return true
+	}
+	delete(st.cands, k)
+	s := st.newStream(k, c.pkts[0].ns, nil, c.pkts[0].frame, c.pkts[0].origin)
+	for i := 0; i < c.n; i++ {
+		cp := &c.pkts[i]
+		st.update(s, cp.ns, &cp.h, nil, cp.dscp, cp.hasDSCP)
+		st.stats.RTPPackets++
+	}
+	return true
+}
+
+func (st *Store) evictCandidate() {
+	for st.candHd < len(st.candQ) {
+		k := st.candQ[st.candHd]
+		st.candHd++
+		if _, ok := st.cands[k]; ok {
+			delete(st.cands, k)
+			st.stats.CandidatesEvicted++
+			break
+		}
+	}
+	st.compactCandQ()
+}
+
+func (st *Store) compactCandQ() {
+	if st.candHd > 1024 && st.candHd*2 > len(st.candQ) {
+		n := copy(st.candQ, st.candQ[st.candHd:])
+		clear(st.candQ[n:])
+		st.candQ = st.candQ[:n]
+		st.candHd = 0
+	}
+}
+
+func (st *Store) newStream(k Key, ns int64, ep *endpoint, ref packet.FrameRef, origin packet.Origin) *stream {
+	if len(st.streams) >= st.cfg.MaxStreams {
+		st.evictStream()
+	}
+	st.ordinal++
+	s := &stream{key: k, ordinal: st.ordinal, frame: ref, origin: origin, firstNs: ns, ivIdx: -1}
+	st.streams[k] = s
+	st.order = append(st.order, s)
+	st.bySSRC[k.SSRC] = append(st.bySSRC[k.SSRC], s)
+	if k.Fax {
+		st.faxes++
+	}
+	if ep != nil {
+		st.bind(s, ep)
+	} else {
+		st.orphans++
+		s.orphanIdx = true
+		st.orphanEP[k.Src] = append(st.orphanEP[k.Src], s)
+		st.orphanEP[k.Dst] = append(st.orphanEP[k.Dst], s)
+	}
+	return s
+}
+
+func (st *Store) bind(s *stream, ep *endpoint) {
+	s.ep = ep
+	s.callID = ep.callID
+	st.byCall[ep.callID] = append(st.byCall[ep.callID], s)
+}
+
+func removeStream(list []*stream, s *stream) []*stream {
+	for i, x := range list {
+		if x == s {
+			last := len(list) - 1
+			list[i] = list[last]
+			list[last] = nil
+			return list[:last]
+		}
+	}
+	return list
+}
+
+func (st *Store) unindexOrphan(s *stream) {
+	if !s.orphanIdx {
+		return
+	}
+	s.orphanIdx = false
+	st.orphans--
+	for _, a := range [2]netip.AddrPort{s.key.Src, s.key.Dst} {
+		l := removeStream(st.orphanEP[a], s)
+		if len(l) == 0 {
+			delete(st.orphanEP, a)
+		} else {
+			st.orphanEP[a] = l
+		}
+	}
+}
+
+func (st *Store) evictStream() {
+	for st.orderHd < len(st.order) {
+		s := st.order[st.orderHd]
+		st.order[st.orderHd] = nil
+		st.orderHd++
+		if s == nil || st.streams[s.key] != s {
+			continue
+		}
+		delete(st.streams, s.key)
+		st.unindexOrphan(s)
+		if s.key.Fax {
+			st.faxes--
+		}
+		if l := removeStream(st.bySSRC[s.key.SSRC], s); len(l) == 0 {
+			delete(st.bySSRC, s.key.SSRC)
+		} else {
+			st.bySSRC[s.key.SSRC] = l
+		}
+		if s.callID != "" {
+			if l := removeStream(st.byCall[s.callID], s); len(l) == 0 {
+				delete(st.byCall, s.callID)
+			} else {
+				st.byCall[s.callID] = l
+			}
+		}
+		st.stats.StreamsEvicted++
+		break
+	}
+	if st.orderHd > 1024 && st.orderHd*2 > len(st.order) {
+		n := copy(st.order, st.order[st.orderHd:])
+		clear(st.order[n:])
+		st.order = st.order[:n]
+		st.orderHd = 0
+	}
+}
+
+// update folds one RTP packet into a stream. It allocates nothing once the
+// stream exists, apart from amortized growth of the interval ring and the
+// first lost-sequence ring.
+func (st *Store) update(s *stream, ns int64, h *rtp.Header, payload []byte, dscp uint8, hasDSCP bool) {
+	st.intervalTick(s, ns)
+	s.seq(h.Seq, st.cfg.LostSeqRing)
+	first := s.packets == 0
+	s.packets++
+	s.octets += uint64(h.PayloadLen)
+	if first {
+		s.firstPT = h.PayloadType
+	}
+	s.countPT(h.PayloadType)
+	if ns > s.lastNs {
+		s.lastNs = ns
+	}
+	if hasDSCP {
+		switch {
+		case !s.hasDSCP:
+			s.dscp, s.hasDSCP = dscp, true
+		case dscp != s.dscp && (!s.remarked || dscp != s.remarkedTo):
+			s.remarkedTo, s.remarked = dscp, true
+		}
+	}
+	codec, basis := s.codecFor(h.PayloadType)
+	cn := h.PayloadType == rtp.PTComfortNoise || h.PayloadType == rtp.PTComfortNoiseOld
+	switch {
+	case cn:
+		s.cnFrames++
+		if !s.inCN {
+			s.inCN = true
+			s.cnPeriods++
+			s.cnStartNs = ns
+		}
+	case s.inCN:
+		s.inCN = false
+		if ns > s.cnStartNs {
+			s.cnTotalNs += ns - s.cnStartNs
+		}
+	}
+	if codec.Kind == rtp.KindEvent {
+		st.event(s, h, payload, codec.ClockRate)
+	}
+	st.timing(s, ns, h, codec, basis, first, cn)
+	s.ivPackets++
+}
+
+// event counts RFC 4733 events once each: the first End-bit packet of an
+// event timestamp (the end packet is sent three times). Digit values are
+// never kept.
+func (st *Store) event(s *stream, h *rtp.Header, payload []byte, clock uint32) {
+	if payload == nil || h.PayloadOffset+h.PayloadLen > len(payload) {
+		return
+	}
+	ev, err := rtp.ParseEvent(payload[h.PayloadOffset : h.PayloadOffset+h.PayloadLen])
+	if err != nil || !ev.End {
+		return
+	}
+	if s.endSeen && s.lastEndTS == h.Timestamp {
+		return
+	}
+	s.endSeen, s.lastEndTS = true, h.Timestamp
+	s.events++
+	if clock > 0 {
+		s.eventNs += int64(ev.Duration) * int64(time.Second) / int64(clock)
+	}
+}

@@ -1,0 +1,238 @@
+package media
+
+import (
+	"net/netip"
+
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/rtp"
+)
+
+// Key identifies a stream: SSRC plus the UDP 5-tuple. UDPTL (fax) streams
+// carry SSRC 0 and Fax true.
+type Key struct {
+	Src, Dst netip.AddrPort
+	SSRC     uint32
+	Fax      bool
+}
+
+// ptCount is one payload type and how many packets carried it.
+type ptCount struct {
+	pt    uint8
+	count uint32
+}
+
+const maxPTs = 6 // distinct payload types tracked per stream; the rest count as other
+
+// interval is one closed per-interval snapshot.
+type interval struct {
+	startNs    int64
+	packets    uint32
+	expected   int32
+	jitterMean float32 // ms; <0 when not measured
+}
+
+// lossRing keeps the most recent lost sequence numbers.
+type lossRing struct {
+	seqs      []uint16
+	next      int
+	truncated bool
+}
+
+func (r *lossRing) add(seq uint16, capacity int) {
+	if len(r.seqs) < capacity {
+		r.seqs = append(r.seqs, seq)
+		return
+	}
+	r.truncated = true
+	r.seqs[r.next] = seq
+	r.next = (r.next + 1) % capacity
+}
+
+// stream is the mutable per-stream state. Only the store's writer touches it.
+type stream struct {
+	key     Key
+	ordinal uint64 // creation order; eviction and tie-break order
+	frame   packet.FrameRef
+	origin  packet.Origin
+
+	ep        *endpoint // SDP endpoint the stream was bound to; nil when orphaned
+	callID    string
+	orphanIdx bool // listed in the store's orphan index
+
+	firstNs, lastNs int64
+	packets, octets uint64
+	pts             [maxPTs]ptCount
+	nPTs            uint8
+	otherPTs        uint32
+	firstPT         uint8
+
+	// sequence accounting (RFC 3550 A.1 extended sequence numbers)
+	baseExt, maxExt int64
+	window          [2]uint64 // bit i: maxExt-i was received
+	dups, ooo       uint64
+	jumps           uint64
+	lost            *lossRing
+
+	// timing (tshark-compatible RFC 3550 §6.4.1 jitter in arrival order)
+	extTS      int64 // extended RTP timestamp of the previous packet
+	refTS      int64 // extended timestamp of the last in-time packet
+	refNs      int64 // its arrival
+	jitter     float64
+	jitterMax  float64
+	jitterSum  float64
+	jitterN    uint64
+	jitterSeen bool // jitter was computed at least once
+	deltaMin   float64
+	deltaMax   float64
+	deltaSum   float64
+	deltaN     uint64
+	prevPT     uint8
+	clock      uint32 // clock of the last timed packet
+	clockBasis string
+
+	// comfort noise and events
+	cnFrames  uint64
+	cnPeriods uint64
+	inCN      bool
+	cnStartNs int64
+	cnTotalNs int64
+	events    uint64
+	eventNs   int64
+	lastEndTS uint32
+	endSeen   bool
+
+	// qos
+	dscp       uint8
+	hasDSCP    bool
+	remarkedTo uint8
+	remarked   bool
+
+	// per-interval accounting
+	ivIdx      int64 // current interval number (arrival / interval)
+	ivStartNs  int64
+	ivPackets  uint32
+	ivStartExt int64 // maxExt at the start of the interval
+	ivJSum     float64
+	ivJN       uint32
+	ivs        []interval
+	ivHead     int // ring start once full
+	ivDropped  uint64
+
+	rtcp *rtcpSide
+}
+
+// codecFor resolves a payload type: the bound SDP endpoint's rtpmap first,
+// the RFC 3551 static table second.
+func (s *stream) codecFor(pt uint8) (rtp.Codec, string) {
+	if s.ep != nil {
+		for i := range s.ep.formats {
+			if s.ep.formats[i].pt == pt {
+				return s.ep.formats[i].codec, "rtpmap"
+			}
+		}
+	}
+	if c, ok := rtp.StaticCodec(pt); ok {
+		return c, "rfc3551"
+	}
+	return rtp.Codec{}, ""
+}
+
+func (s *stream) countPT(pt uint8) {
+	for i := uint8(0); i < s.nPTs; i++ {
+		if s.pts[i].pt == pt {
+			s.pts[i].count++
+			return
+		}
+	}
+	if s.nPTs < maxPTs {
+		s.pts[s.nPTs] = ptCount{pt, 1}
+		s.nPTs++
+		return
+	}
+	s.otherPTs++
+}
+
+// mainPT is the payload type that carried the most packets, comfort noise
+// and events aside when anything else was seen.
+func (s *stream) mainPT() uint8 {
+	best, bestN := s.firstPT, uint32(0)
+	for i := uint8(0); i < s.nPTs; i++ {
+		c, _ := s.codecFor(s.pts[i].pt)
+		if c.Kind == rtp.KindComfortNoise || c.Kind == rtp.KindEvent {
+			continue
+		}
+		if s.pts[i].count > bestN {
+			best, bestN = s.pts[i].pt, s.pts[i].count
+		}
+	}
+	return best
+}
+
+// seq updates the extended-sequence accounting for one packet.
+func (s *stream) seq(seq uint16, lostCap int) {
+	if s.packets == 0 {
+		s.baseExt = int64(seq)
+		s.maxExt = int64(seq)
+		s.window[0] = 1
+		s.ivStartExt = s.baseExt - 1
+		return
+	}
+	maxSeq := uint16(s.maxExt)
+	d := seq - maxSeq
+	switch {
+	case d == 0:
+		s.dups++
+	case d < 0x8000: // forward
+		if d > 1 {
+			s.jumps++
+			if s.lost == nil {
+				s.lost = &lossRing{}
+			}
+			n := int(d) - 1
+			if n > lostCap {
+				n = lostCap
+				s.lost.truncated = true
+			}
+			for i := 1; i <= n; i++ {
+				s.lost.add(maxSeq+uint16(i), lostCap)
+			}
+		}
+		s.maxExt += int64(d)
+		shiftWindow(&s.window, uint(d))
+		s.window[0] |= 1
+	default: // backward: late or duplicate
+		back := int64(maxSeq - seq)
+		ext := s.maxExt - back
+		if back < 128 {
+			w, bit := back/64, uint(back%64)
+			if s.window[w]&(1<<bit) != 0 {
+				s.dups++
+				return
+			}
+			s.window[w] |= 1 << bit
+		}
+		s.ooo++
+		if ext < s.baseExt {
+			if s.ivStartExt == s.baseExt-1 {
+				s.ivStartExt = ext - 1
+			}
+			s.baseExt = ext
+		}
+	}
+}
+
+func shiftWindow(w *[2]uint64, d uint) {
+	switch {
+	case d >= 128:
+		w[0], w[1] = 0, 0
+	case d >= 64:
+		w[1] = w[0] << (d - 64)
+		w[0] = 0
+	default:
+		w[1] = w[1]<<d | w[0]>>(64-d)
+		w[0] <<= d
+	}
+}
+
+// expected is the number of packets the sequence numbers say were sent.
+func (s *stream) expected() int64 { return s.maxExt - s.baseExt + 1 }

@@ -1,0 +1,111 @@
+package media
+
+import (
+	"math"
+
+	"github.com/sipnab/sipnab/core/rtp"
+)
+
+// timing updates jitter and inter-arrival statistics for one packet.
+//
+// Jitter follows RFC 3550 §6.4.1 (J += (|D| − J)/16) in arrival order at the
+// codec clock rate, with nanosecond arrival times, and the conventions of
+// Wireshark's RTP analysis so the numbers compare with tshark's:
+//   - D compares a packet with the last packet that was in timestamp order
+//     (a packet whose timestamp goes backwards updates J but is not a new
+//     reference);
+//   - a telephone-event packet (its timestamp is the event start, not a
+//     sampling instant) updates the reference but not J;
+//   - the maximum and mean jitter and the inter-arrival deltas leave out
+//     packets that start a talkspurt (marker), comfort noise, the packet
+//     following comfort noise and packets whose timestamp went backwards.
+func (st *Store) timing(s *stream, ns int64, h *rtp.Header, codec rtp.Codec, basis string, first, cn bool) {
+	if first {
+		s.extTS = int64(h.Timestamp)
+		s.refTS = s.extTS
+		s.refNs = ns
+		s.prevPT = h.PayloadType
+		return
+	}
+	ext := s.extTS + int64(int32(h.Timestamp-uint32(s.extTS)))
+	s.extTS = ext
+	inTime := s.refTS <= ext
+	clock := codec.ClockRate
+	if codec.Kind == rtp.KindEvent {
+		clock = 0
+	}
+	followCN := s.prevPT == rtp.PTComfortNoise || s.prevPT == rtp.PTComfortNoiseOld
+	s.prevPT = h.PayloadType
+	deltaMs := float64(ns-s.refNs) / 1e6
+	if clock != 0 {
+		nominalMs := float64(ext-s.refTS) * 1000 / float64(clock)
+		s.jitter = (15*s.jitter + math.Abs(deltaMs-nominalMs)) / 16
+		s.jitterSeen = true
+		s.clock = clock
+		s.clockBasis = basis
+	}
+	if !h.Marker && !cn && !followCN && inTime {
+		if s.deltaN == 0 || deltaMs < s.deltaMin {
+			s.deltaMin = deltaMs
+		}
+		if deltaMs > s.deltaMax {
+			s.deltaMax = deltaMs
+		}
+		s.deltaSum += deltaMs
+		s.deltaN++
+		if clock != 0 {
+			if s.jitter > s.jitterMax {
+				s.jitterMax = s.jitter
+			}
+			s.jitterSum += s.jitter
+			s.jitterN++
+			s.ivJSum += s.jitter
+			s.ivJN++
+		}
+	}
+	if inTime {
+		s.refNs = ns
+		s.refTS = ext
+	}
+}
+
+// intervalTick closes the stream's current interval when a packet arrives
+// in a later one. Intervals align to multiples of the interval length since
+// the Unix epoch, so both directions of a call share boundaries.
+func (st *Store) intervalTick(s *stream, ns int64) {
+	idx := ns / st.intervalNs
+	if s.ivIdx < 0 {
+		s.ivIdx = idx
+		s.ivStartNs = idx * st.intervalNs
+		return
+	}
+	if idx <= s.ivIdx {
+		return
+	}
+	st.closeInterval(s)
+	s.ivIdx = idx
+	s.ivStartNs = idx * st.intervalNs
+}
+
+func (st *Store) closeInterval(s *stream) {
+	iv := interval{
+		startNs:    s.ivStartNs,
+		packets:    s.ivPackets,
+		expected:   int32(s.maxExt - s.ivStartExt),
+		jitterMean: -1,
+	}
+	if s.ivJN > 0 {
+		iv.jitterMean = float32(s.ivJSum / float64(s.ivJN))
+	}
+	if len(s.ivs) < st.ivCap {
+		s.ivs = append(s.ivs, iv)
+	} else {
+		s.ivs[s.ivHead] = iv
+		s.ivHead = (s.ivHead + 1) % st.ivCap
+		s.ivDropped++
+	}
+	s.ivStartExt = s.maxExt
+	s.ivPackets = 0
+	s.ivJSum = 0
+	s.ivJN = 0
+}
