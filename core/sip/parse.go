@@ -232,33 +232,28 @@ func foldBreak(raw []byte, k int) bool {
 	return k+1 < len(raw) && isWS(raw[k+1])
 }
 
-// unfold replaces each line break and the whitespace around it with one
-// space and trims the result (RFC 3261 §7.3.1).
+// unfold replaces each line fold (optional whitespace, CRLF or LF, and the
+// whitespace that follows) with one space and trims the result (RFC 3261
+// §7.3.1). Whitespace inside a line is kept as is.
 func unfold(v []byte) string {
-	var b strings.Builder
-	b.Grow(len(v))
+	out := make([]byte, 0, len(v))
 	i := 0
-	pendingSpace := false
 	for i < len(v) {
 		c := v[i]
-		if c == '\r' || c == '\n' || isWS(c) {
-			pendingSpace = true
-			i++
+		if c == '\r' || c == '\n' {
+			for len(out) > 0 && isWS(out[len(out)-1]) {
+				out = out[:len(out)-1]
+			}
+			for i < len(v) && (v[i] == '\r' || v[i] == '\n' || isWS(v[i])) {
+				i++
+			}
+			out = append(out, ' ')
 			continue
 		}
-		if pendingSpace && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		pendingSpace = false
-		// copy the run of non-space bytes
-		j := i
-		for j < len(v) && v[j] != '\r' && v[j] != '\n' && !isWS(v[j]) {
-			j++
-		}
-		b.Write(v[i:j])
-		i = j
+		out = append(out, c)
+		i++
 	}
-	return b.String()
+	return strings.Trim(string(out), " \t")
 }
 
 // body sets Body from offset i using Content-Length.
