@@ -28,8 +28,8 @@ type truthSIP struct {
 			Values []string `json:"values"`
 		} `json:"call_ids"`
 		Dialogs []struct {
-			CallID   string `json:"call_id"`
-			Messages int    `json:"messages"`
+			CallID   string  `json:"call_id"`
+			Messages int     `json:"messages"`
 			FromUser *string `json:"from_user"` // null: tshark did not report one
 			ToUser   *string `json:"to_user"`
 		} `json:"dialogs"`

@@ -53,7 +53,7 @@ var canonicalNames = [hdrCount]string{
 // compactForms maps the 19 IANA compact header names (lower case) to their
 // header. SigComp's and the obsolete Identity-Info's ("n") are not included.
 var compactForms = [26]HeaderID{
-	0: HdrAcceptContact, // a
+	0:         HdrAcceptContact, // a
 	'b' - 'a': HdrReferredBy,
 	'c' - 'a': HdrContentType,
 	'd' - 'a': HdrRequestDisposition,
