@@ -1,0 +1,697 @@
+package dialog
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/sip"
+)
+
+// Observation is one SIP message handed to the store, with where and when it
+// was seen. Msg must not be modified after it is handed over: the store keeps
+// it and readers share it.
+type Observation struct {
+	Msg       *sip.Message
+	TS        time.Time
+	Src, Dst  netip.AddrPort
+	Transport packet.Transport
+	Origin    packet.Origin
+	// Frame points at the frame the message came from; zero when unknown
+	// (live capture without an evidence ring, synthesized input).
+	Frame   packet.FrameRef
+	DSCP    uint8
+	HasDSCP bool
+	// InvalidTS: the capture timestamp was unusable and wall clock was
+	// substituted; the dialog's timing is flagged.
+	InvalidTS bool
+}
+
+// Message is one retained message of a dialog.
+type Message struct {
+	Msg       *sip.Message
+	TS        time.Time
+	Src, Dst  netip.AddrPort
+	Transport packet.Transport
+	Origin    packet.Origin
+	Frame     packet.FrameRef // zero when unknown
+	DSCP      uint8
+	HasDSCP   bool
+	// Index is the message's 0-based position among every message of the
+	// Call-ID.
+	Index int
+	// Leg is the index of the leg the message joined (-1 when the leg cap
+	// was reached and it joined none).
+	Leg int
+	// Retransmission: an identical message (same direction, status, CSeq
+	// number and method, and remote tag) was seen before in this dialog.
+	Retransmission bool
+}
+
+type retxKey struct {
+	src, dst netip.AddrPort
+	status   int
+	cseq     uint32
+	method   string
+	tag      string // responses: the remote (To) tag, so forks are not retransmissions
+}
+
+type txKey struct {
+	branch string
+	cseq   uint32
+	method string
+}
+
+// tx is one transaction: top Via branch + CSeq number + CSeq method.
+type tx struct {
+	key         txKey
+	leg         int
+	requestSeen bool
+	reInvite    bool // an INVITE whose request carried a To tag
+	unregister  bool // a REGISTER removing bindings
+	firstReq    time.Time
+	lastReq     time.Time
+	reqCount    int
+	respCount   int
+	finalCode   int
+	finalReason string
+	finalAt     time.Time
+}
+
+// leg is one dialog inside a Call-ID (see the package comment).
+type leg struct {
+	tag        string
+	family     Family
+	method     string
+	state      State
+	challenged bool
+	created    time.Time
+	updated    time.Time
+	msgCount   int
+	fromUser   string
+	toUser     string
+
+	forks        []Fork
+	forksDropped int
+
+	transitions        []Transition
+	transitionsDropped int
+
+	// INVITE-family timing milestones; zero when not seen.
+	inviteAt   time.Time
+	tryingAt   time.Time
+	ringingAt  time.Time
+	answeredAt time.Time
+	answerCSeq uint32
+	finalAt    time.Time // first non-challenge final response to an opening INVITE
+	byeAt      time.Time
+	byeOKAt    time.Time
+}
+
+// Fork is one remote tag that answered a leg's requests (several for a
+// forking proxy).
+type Fork struct {
+	// Tag is the remote tag.
+	Tag string `json:"tag" desc:"remote tag of the fork"`
+	// Messages counts the messages carrying this tag.
+	Messages int `json:"messages" desc:"messages carrying this remote tag"`
+	// LastStatus is the last response status from this fork; absent when it
+	// sent no response.
+	LastStatus int `json:"last_status,omitempty" desc:"last response status from this fork"`
+}
+
+// Transition is one state change of a leg.
+type Transition struct {
+	At      time.Time `json:"at" desc:"time of the message that moved the state"`
+	From    string    `json:"from,omitempty" desc:"state before (absent for the first message)"`
+	To      string    `json:"to" desc:"state after"`
+	Arrival string    `json:"arrival" desc:"the arriving message as the table names it"`
+	Reason  string    `json:"reason" desc:"why the table moved the state"`
+	// Message is the index of the message that caused the change.
+	Message int `json:"message" desc:"index of the message that moved the state"`
+}
+
+// dtmfEvent is one INFO DTMF digit.
+type dtmfEvent struct {
+	at       time.Time
+	digit    string
+	duration int
+	frame    packet.FrameRef
+}
+
+type dialog struct {
+	callID  string
+	seq     uint64
+	created time.Time
+	updated time.Time
+
+	firstFrame  packet.FrameRef
+	firstOrigin packet.Origin
+
+	legs        []*leg
+	legsDropped int // messages that joined no leg because the leg cap was reached
+
+	msgs        []Message
+	msgCount    int
+	msgsDropped int
+	malformed   int
+
+	retrans      int
+	seen         map[retxKey]struct{}
+	seenDropped  int
+	txs          map[txKey]*tx
+	txOrder      []*tx
+	txDropped    int
+	cause        *Cause
+	dtmf         []dtmfEvent
+	dtmfDropped  int
+	clockSuspect bool
+
+	// LRU links (most recently updated at the store's head).
+	prev, next *dialog
+}
+
+// Per-dialog bounds on attacker-keyed sets (engine.md §17).
+const (
+	maxLegs        = 64
+	maxForks       = 16
+	maxTransitions = 64
+	maxTxs         = 1024
+	maxDTMF        = 256
+)
+
+func newDialog(callID string, seq uint64, o *Observation) *dialog {
+	return &dialog{
+		callID:      callID,
+		seq:         seq,
+		created:     o.TS,
+		updated:     o.TS,
+		firstFrame:  o.Frame,
+		firstOrigin: o.Origin,
+		seen:        map[retxKey]struct{}{},
+		txs:         map[txKey]*tx{},
+	}
+}
+
+// applyResult says what happened to one message.
+type applyResult struct {
+	retrans bool
+}
+
+func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
+	m := o.Msg
+	if o.TS.After(d.updated) {
+		d.updated = o.TS
+	}
+	if o.InvalidTS {
+		d.clockSuspect = true
+	}
+	if len(m.Malformed) > 0 {
+		d.malformed++
+	}
+	index := d.msgCount
+	d.msgCount++
+
+	retrans := d.retransmission(o, cfg)
+	if retrans {
+		d.retrans++
+	}
+
+	li, l := d.legFor(m, o.TS)
+	t := d.transaction(m, o.TS, li, retrans)
+
+	if len(d.msgs) < cfg.MaxMessages {
+		d.msgs = append(d.msgs, Message{
+			Msg: m, TS: o.TS, Src: o.Src, Dst: o.Dst, Transport: o.Transport,
+			Origin: o.Origin, Frame: o.Frame, DSCP: o.DSCP, HasDSCP: o.HasDSCP,
+			Index: index, Leg: li, Retransmission: retrans,
+		})
+	} else {
+		d.msgsDropped++
+	}
+
+	if c, ok := causeOf(m); ok {
+		c.frame = o.Frame
+		d.cause = &c
+	}
+
+	if l != nil {
+		l.msgCount++
+		if o.TS.After(l.updated) {
+			l.updated = o.TS
+		}
+		d.noteFork(l, m)
+		if !retrans {
+			d.step(l, li, m, t, o.TS, index)
+			if m.IsRequest && m.Method == "INFO" {
+				d.noteDTMF(m, o)
+			}
+		}
+	}
+	return applyResult{retrans: retrans}
+}
+
+// retransmission checks and remembers the message's identity.
+func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
+	m := o.Msg
+	if !m.CSeq.Valid {
+		return false
+	}
+	k := retxKey{src: o.Src, dst: o.Dst, cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method)}
+	if !m.IsRequest {
+		k.status = m.StatusCode
+		k.tag = m.To.Tag
+	}
+	if _, ok := d.seen[k]; ok {
+		return true
+	}
+	if len(d.seen) >= cfg.MaxSeen {
+		d.seenDropped++
+		return false
+	}
+	d.seen[k] = struct{}{}
+	return false
+}
+
+// legFor finds or opens the leg a message belongs to. It returns (-1, nil)
+// when the message would open a leg past the cap.
+func (d *dialog) legFor(m *sip.Message, ts time.Time) (int, *leg) {
+	ft, tt := m.From.Tag, m.To.Tag
+	hint, opener := familyHint(m)
+	best := -1
+	for pass := 0; pass < 2; pass++ {
+		tag := ft
+		if pass == 1 {
+			if tt == "" || tt == ft {
+				break
+			}
+			tag = tt
+		}
+		for i, l := range d.legs {
+			if l.tag != tag {
+				continue
+			}
+			if !hint.ok || l.family == hint.f {
+				return i, l
+			}
+			if best < 0 {
+				best = i
+			}
+		}
+		if best >= 0 && !opener {
+			return best, d.legs[best]
+		}
+	}
+	if best >= 0 && !opener {
+		return best, d.legs[best]
+	}
+	if len(d.legs) >= maxLegs {
+		d.legsDropped++
+		return -1, nil
+	}
+	f := FamilyGeneric
+	method := ""
+	if m.IsRequest {
+		method = strings.ToUpper(m.Method)
+	} else if m.CSeq.Valid {
+		method = strings.ToUpper(m.CSeq.Method)
+	}
+	if method != "" {
+		f = FamilyOf(method)
+	}
+	l := &leg{
+		tag: ft, family: f, method: method, created: ts, updated: ts,
+		fromUser: m.From.User, toUser: m.To.User,
+	}
+	d.legs = append(d.legs, l)
+	return len(d.legs) - 1, l
+}
+
+type famHint struct {
+	f  Family
+	ok bool
+}
+
+// familyHint names the family a message's transaction belongs to when that
+// is unambiguous (INVITE, REGISTER, SUBSCRIBE), and whether the message is an
+// out-of-dialog request that opens a leg of that family.
+func familyHint(m *sip.Message) (famHint, bool) {
+	method := m.Method
+	if !m.IsRequest {
+		if !m.CSeq.Valid {
+			return famHint{}, false
+		}
+		method = m.CSeq.Method
+	}
+	switch strings.ToUpper(method) {
+	case "INVITE":
+		return famHint{FamilyInvite, true}, m.IsRequest && m.To.Tag == ""
+	case "REGISTER":
+		return famHint{FamilyRegister, true}, m.IsRequest && m.To.Tag == ""
+	case "SUBSCRIBE":
+		return famHint{FamilySubscribe, true}, m.IsRequest && m.To.Tag == ""
+	}
+	return famHint{}, false
+}
+
+// transaction records the message in its transaction (top Via branch + CSeq
+// number + CSeq method) and returns it; nil when the message names no
+// transaction or the per-dialog transaction cap was reached.
+func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool) *tx {
+	if !m.CSeq.Valid {
+		return nil
+	}
+	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method)}
+	t := d.txs[k]
+	if t == nil {
+		if len(d.txs) >= maxTxs {
+			d.txDropped++
+			return nil
+		}
+		t = &tx{key: k, leg: li}
+		d.txs[k] = t
+		d.txOrder = append(d.txOrder, t)
+	}
+	if m.IsRequest {
+		if !t.requestSeen {
+			t.requestSeen = true
+			t.firstReq = ts
+			t.reInvite = k.method == "INVITE" && m.To.Tag != ""
+			t.unregister = k.method == "REGISTER" && expiresZero(m)
+		}
+		t.reqCount++
+		t.lastReq = ts
+		return t
+	}
+	t.respCount++
+	// The first final response decides the transaction, except that a 2xx
+	// after a failure (another branch answered) replaces it.
+	if m.StatusCode >= 200 && !retrans && (t.finalCode == 0 || m.StatusCode < 300 && t.finalCode >= 300) {
+		t.finalCode = m.StatusCode
+		t.finalReason = m.Reason
+		t.finalAt = ts
+	}
+	return t
+}
+
+// arrival classifies a message for the transition table.
+func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
+	if m.IsRequest {
+		switch strings.ToUpper(m.Method) {
+		case "INVITE":
+			if m.To.Tag != "" {
+				return ReqReInvite
+			}
+			return ReqInvite
+		case "ACK":
+			return ReqAck
+		case "BYE":
+			return ReqBye
+		case "CANCEL":
+			return ReqCancel
+		case "PRACK":
+			return ReqPrack
+		case "UPDATE":
+			return ReqUpdate
+		case "INFO":
+			return ReqInfo
+		case "REFER":
+			return ReqRefer
+		case "NOTIFY":
+			switch subscriptionState(m) {
+			case "active":
+				return ReqNotifyActive
+			case "pending":
+				return ReqNotifyPending
+			case "terminated":
+				return ReqNotifyTerminated
+			}
+			return ReqNotify
+		case "SUBSCRIBE":
+			return ReqSubscribe
+		case "REGISTER":
+			return ReqRegister
+		}
+		return ReqOther
+	}
+	st := StatusOf(m.StatusCode)
+	if !m.CSeq.Valid {
+		return RespArrival(TxNone, st)
+	}
+	var tc Tx
+	switch strings.ToUpper(m.CSeq.Method) {
+	case "INVITE":
+		tc = TxInvite
+		switch {
+		case t != nil && t.requestSeen:
+			if t.reInvite {
+				tc = TxReInvite
+			}
+		case !l.answeredAt.IsZero() && m.CSeq.Number > l.answerCSeq:
+			tc = TxReInvite
+		}
+	case "BYE":
+		tc = TxBye
+	case "CANCEL":
+		tc = TxCancel
+	case "PRACK":
+		tc = TxPrack
+	case "UPDATE", "INFO":
+		tc = TxInDialog
+	case "REFER":
+		tc = TxRefer
+	case "REGISTER":
+		tc = TxRegister
+		if (t != nil && t.unregister) || headerIsZero(m, sip.HdrExpires) {
+			tc = TxUnregister
+		}
+	case "SUBSCRIBE":
+		tc = TxSubscribe
+	case "NOTIFY":
+		tc = TxNotify
+	default:
+		tc = TxOther
+	}
+	return RespArrival(tc, st)
+}
+
+func headerIsZero(m *sip.Message, id sip.HeaderID) bool {
+	v, ok := m.Header(id)
+	return ok && strings.TrimSpace(v) == "0"
+}
+
+// openerArrival reports whether a request retries the leg's opening
+// transaction (which clears a pending challenge).
+func openerArrival(f Family, a Arrival) bool {
+	switch f {
+	case FamilyInvite:
+		return a == ReqInvite
+	case FamilyRegister:
+		return a == ReqRegister
+	case FamilySubscribe:
+		return a == ReqSubscribe
+	default:
+		return !a.IsResponse() && a != ReqAck
+	}
+}
+
+// openerTx reports whether a response answers the leg's opening transaction.
+func openerTx(f Family, t Tx) bool {
+	switch f {
+	case FamilyInvite:
+		return t == TxInvite
+	case FamilyRegister:
+		return t == TxRegister || t == TxUnregister
+	case FamilySubscribe:
+		return t == TxSubscribe
+	default:
+		return t != TxNone
+	}
+}
+
+// step runs the state machine and the timing for one (non-retransmitted)
+// message.
+func (d *dialog) step(l *leg, li int, m *sip.Message, t *tx, ts time.Time, index int) {
+	a := d.arrival(l, m, t)
+	c := Decide(l.family, a, l.state)
+	prev := l.state
+	if c.Change {
+		l.state = c.Next
+		if len(l.transitions) < maxTransitions {
+			l.transitions = append(l.transitions, Transition{
+				At: ts, From: prev.String(), To: c.Next.String(),
+				Arrival: a.String(), Reason: c.Reason, Message: index,
+			})
+		} else {
+			l.transitionsDropped++
+		}
+	}
+	txc, st, isResp := a.Response()
+	switch {
+	case isResp && st == SChallenge && openerTx(l.family, txc) && (l.state == Trying || l.state == Ringing):
+		l.challenged = true
+	case c.Change:
+		l.challenged = false
+	case !isResp && openerArrival(l.family, a):
+		l.challenged = false
+	}
+	if l.family == FamilyInvite {
+		l.time(a, m, ts)
+	}
+}
+
+// time records the INVITE-family milestones (first occurrence wins).
+func (l *leg) time(a Arrival, m *sip.Message, ts time.Time) {
+	set := func(p *time.Time) {
+		if p.IsZero() {
+			*p = ts
+		}
+	}
+	switch a {
+	case ReqInvite:
+		set(&l.inviteAt)
+		return
+	case ReqBye:
+		set(&l.byeAt)
+		return
+	}
+	t, st, ok := a.Response()
+	if !ok {
+		return
+	}
+	switch t {
+	case TxInvite:
+		switch st {
+		case S100:
+			set(&l.tryingAt)
+		case S18x:
+			set(&l.ringingAt)
+		case S2xx:
+			if l.answeredAt.IsZero() {
+				l.answeredAt = ts
+				l.answerCSeq = m.CSeq.Number
+			}
+			set(&l.finalAt)
+		case S3xx, S487, SFail:
+			set(&l.finalAt)
+		}
+	case TxBye:
+		if st == S2xx {
+			set(&l.byeOKAt)
+		}
+	}
+}
+
+// noteFork records the remote tag of a message in its leg.
+func (d *dialog) noteFork(l *leg, m *sip.Message) {
+	if m.CSeq.Valid && strings.EqualFold(m.CSeq.Method, "CANCEL") {
+		return // a CANCEL's answer carries a tag the answering hop made up
+	}
+	remote := m.To.Tag
+	if m.From.Tag != l.tag {
+		remote = m.From.Tag
+	}
+	if remote == "" {
+		return
+	}
+	for i := range l.forks {
+		if l.forks[i].Tag == remote {
+			l.forks[i].Messages++
+			if !m.IsRequest {
+				l.forks[i].LastStatus = m.StatusCode
+			}
+			return
+		}
+	}
+	if len(l.forks) >= maxForks {
+		l.forksDropped++
+		return
+	}
+	f := Fork{Tag: remote, Messages: 1}
+	if !m.IsRequest {
+		f.LastStatus = m.StatusCode
+	}
+	l.forks = append(l.forks, f)
+}
+
+func (d *dialog) noteDTMF(m *sip.Message, o *Observation) {
+	digit, dur, ok := dtmfOf(m)
+	if !ok {
+		return
+	}
+	if len(d.dtmf) >= maxDTMF {
+		d.dtmfDropped++
+		return
+	}
+	d.dtmf = append(d.dtmf, dtmfEvent{at: o.TS, digit: digit, duration: dur, frame: o.Frame})
+}
+
+// effectiveState is the state a leg reports: a leg whose opening transaction
+// was only ever challenged, with nothing after, reads Failed.
+func (l *leg) effectiveState() State {
+	if l.challenged && (l.state == Trying || l.state == Ringing) {
+		return Failed
+	}
+	return l.state
+}
+
+// primary is the leg a Call-ID's row describes: the first INVITE-family leg,
+// else the first leg.
+func (d *dialog) primary() *leg {
+	for _, l := range d.legs {
+		if l.family == FamilyInvite {
+			return l
+		}
+	}
+	if len(d.legs) > 0 {
+		return d.legs[0]
+	}
+	return nil
+}
+
+// finalStatus picks the call's final status from the INVITE transactions
+// that open or retry the call (re-INVITEs excluded): the first 2xx when the
+// call was answered, else the last non-challenge final response, else (the
+// call was only ever challenged) the last challenge.
+func (d *dialog) finalStatus() (code int, reason string, ok bool) {
+	var ans, last, chal *tx
+	for _, t := range d.txOrder {
+		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 {
+			continue
+		}
+		if !t.requestSeen && d.isLateReInvite(t) {
+			continue
+		}
+		switch {
+		case t.finalCode < 300:
+			if ans == nil || t.finalAt.Before(ans.finalAt) {
+				ans = t
+			}
+		case t.finalCode == 401 || t.finalCode == 407:
+			if chal == nil || !t.finalAt.Before(chal.finalAt) {
+				chal = t
+			}
+		default:
+			if last == nil || !t.finalAt.Before(last.finalAt) {
+				last = t
+			}
+		}
+	}
+	for _, t := range []*tx{ans, last, chal} {
+		if t != nil {
+			return t.finalCode, t.finalReason, true
+		}
+	}
+	return 0, "", false
+}
+
+// isLateReInvite: an INVITE transaction whose request was not captured and
+// whose CSeq comes after the one that answered its leg is a re-INVITE.
+func (d *dialog) isLateReInvite(t *tx) bool {
+	if t.leg < 0 || t.leg >= len(d.legs) {
+		return false
+	}
+	l := d.legs[t.leg]
+	return !l.answeredAt.IsZero() && t.key.cseq > l.answerCSeq
+}

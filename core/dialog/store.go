@@ -1,0 +1,229 @@
+package dialog
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Defaults (engine.md §17).
+const (
+	DefaultMaxDialogs  = 100000
+	DefaultMaxMessages = 500
+	DefaultMaxSeen     = 4096
+)
+
+// Config bounds the store. Zero fields take the defaults.
+type Config struct {
+	// MaxDialogs caps the Call-IDs held (a run total, not concurrency). At
+	// the cap the least recently updated dialogs are evicted in batches of
+	// MaxDialogs/100, or, with NoRotate, new Call-IDs are refused.
+	MaxDialogs int
+	// NoRotate refuses new Call-IDs at the cap instead of evicting old ones.
+	NoRotate bool
+	// MaxMessages caps the messages retained per dialog; later messages are
+	// counted (msg_count) but not kept.
+	MaxMessages int
+	// MaxSeen caps the retransmission identities remembered per dialog;
+	// past it, new identities are not remembered (counted).
+	MaxSeen int
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxDialogs <= 0 {
+		c.MaxDialogs = DefaultMaxDialogs
+	}
+	if c.MaxMessages <= 0 {
+		c.MaxMessages = DefaultMaxMessages
+	}
+	if c.MaxSeen <= 0 {
+		c.MaxSeen = DefaultMaxSeen
+	}
+	return c
+}
+
+// Stats are the store's counters.
+type Stats struct {
+	// Dialogs is the number of Call-IDs held now.
+	Dialogs int `json:"dialogs" desc:"Call-IDs held now"`
+	// Messages counts every SIP message applied to a dialog.
+	Messages uint64 `json:"messages" desc:"SIP messages applied to dialogs"`
+	// WithoutCallID counts SIP messages that carried no Call-ID and joined
+	// no dialog.
+	WithoutCallID uint64 `json:"without_call_id" desc:"SIP messages without a Call-ID (joined no dialog)"`
+	// Retransmissions counts messages recognized as retransmissions.
+	Retransmissions uint64 `json:"retransmissions" desc:"messages recognized as retransmissions"`
+	// Evicted counts dialogs evicted at the cap (the least recently updated
+	// end went).
+	Evicted uint64 `json:"evicted" desc:"dialogs evicted at the cap (least recently updated first)"`
+	// EvictionBatches counts eviction rounds.
+	EvictionBatches uint64 `json:"eviction_batches" desc:"eviction rounds"`
+	// Refused counts new Call-IDs refused at the cap under no-rotate (the
+	// newest end went).
+	Refused uint64 `json:"refused" desc:"new Call-IDs refused at the cap (no-rotate)"`
+	// RefusedMessages counts the messages of refused Call-IDs.
+	RefusedMessages uint64 `json:"refused_messages" desc:"messages of refused Call-IDs"`
+	// MessagesNotRetained counts messages past the per-dialog cap (counted,
+	// not kept), over the dialogs held now.
+	MessagesNotRetained uint64 `json:"messages_not_retained" desc:"messages past the per-dialog retention cap"`
+}
+
+// Result says what Apply did with one message.
+type Result struct {
+	// Created: the message opened a new Call-ID.
+	Created bool
+	// Retransmission: the message repeated an earlier one.
+	Retransmission bool
+	// NoCallID: the message carried no Call-ID and joined no dialog.
+	NoCallID bool
+	// Refused: the Call-ID was new and the store is full under no-rotate.
+	Refused bool
+	// Evicted counts dialogs evicted to make room for this one.
+	Evicted int
+}
+
+// Store is the dialog store. Apply must be called from one goroutine at a
+// time (the capture's single writer); every other method is safe for any
+// number of concurrent readers.
+type Store struct {
+	cfg Config
+
+	mu         sync.RWMutex
+	byID       map[string]*dialog
+	head, tail *dialog // LRU list: head is the most recently updated
+	seq        uint64
+	stats      Stats
+
+	rev atomic.Uint64
+	gen atomic.Uint64
+}
+
+// New returns an empty store.
+func New(cfg Config) *Store {
+	return &Store{cfg: cfg.withDefaults(), byID: map[string]*dialog{}}
+}
+
+// Config returns the store's bounds, defaults filled in.
+func (s *Store) Config() Config { return s.cfg }
+
+// Revision counts mutations: an unchanged revision proves unchanged content.
+func (s *Store) Revision() uint64 { return s.rev.Load() }
+
+// Generation counts evictions rounds: it moves when dialogs leave the store.
+func (s *Store) Generation() uint64 { return s.gen.Load() }
+
+// Len returns the number of Call-IDs held.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.byID)
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := s.stats
+	st.Dialogs = len(s.byID)
+	return st
+}
+
+// Apply adds one SIP message to its dialog, opening the dialog when the
+// Call-ID is new. A message without a Call-ID is counted and joins nothing.
+func (s *Store) Apply(o Observation) Result {
+	if o.Msg == nil {
+		return Result{}
+	}
+	callID := o.Msg.CallID
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if callID == "" {
+		s.stats.WithoutCallID++
+		s.rev.Add(1)
+		return Result{NoCallID: true}
+	}
+	var res Result
+	d := s.byID[callID]
+	if d == nil {
+		if len(s.byID) >= s.cfg.MaxDialogs {
+			if s.cfg.NoRotate {
+				s.stats.Refused++
+				s.stats.RefusedMessages++
+				s.rev.Add(1)
+				return Result{Refused: true}
+			}
+			res.Evicted = s.evictLocked()
+		}
+		s.seq++
+		d = newDialog(callID, s.seq, &o)
+		s.byID[callID] = d
+		s.pushFront(d)
+		res.Created = true
+	} else {
+		s.moveFront(d)
+	}
+	before := d.msgsDropped
+	r := d.apply(&o, &s.cfg)
+	s.stats.Messages++
+	s.stats.MessagesNotRetained += uint64(d.msgsDropped - before)
+	if r.retrans {
+		s.stats.Retransmissions++
+	}
+	res.Retransmission = r.retrans
+	s.rev.Add(1)
+	return res
+}
+
+// evictLocked removes the least recently updated dialogs: MaxDialogs/100 of
+// them (at least one).
+func (s *Store) evictLocked() int {
+	n := s.cfg.MaxDialogs / 100
+	if n < 1 {
+		n = 1
+	}
+	evicted := 0
+	for evicted < n && s.tail != nil {
+		d := s.tail
+		s.unlink(d)
+		delete(s.byID, d.callID)
+		s.stats.MessagesNotRetained -= uint64(d.msgsDropped)
+		evicted++
+	}
+	s.stats.Evicted += uint64(evicted)
+	s.stats.EvictionBatches++
+	s.gen.Add(1)
+	return evicted
+}
+
+func (s *Store) pushFront(d *dialog) {
+	d.prev = nil
+	d.next = s.head
+	if s.head != nil {
+		s.head.prev = d
+	}
+	s.head = d
+	if s.tail == nil {
+		s.tail = d
+	}
+}
+
+func (s *Store) unlink(d *dialog) {
+	if d.prev != nil {
+		d.prev.next = d.next
+	} else {
+		s.head = d.next
+	}
+	if d.next != nil {
+		d.next.prev = d.prev
+	} else {
+		s.tail = d.prev
+	}
+	d.prev, d.next = nil, nil
+}
+
+func (s *Store) moveFront(d *dialog) {
+	if s.head == d {
+		return
+	}
+	s.unlink(d)
+	s.pushFront(d)
+}

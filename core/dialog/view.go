@@ -1,0 +1,470 @@
+package dialog
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Summary is the list row of one Call-ID: the list_dialogs row
+// (DialogSummary) every surface projects dialogs through (--json,
+// --json-dialogs, MCP). Fields absent from the wire were not measured.
+type Summary struct {
+	// CallID is the dialog's Call-ID, verbatim.
+	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
+	// State is the primary leg's state.
+	State string `json:"state" enum:"Trying|Ringing|InCall|Completed|Cancelled|Failed|Redirected|Registered|Expired|Pending|Active|Terminated|Transferring" desc:"dialog state"`
+	// Method is the method that opened the primary leg.
+	Method string `json:"method" desc:"method that opened the dialog"`
+	// MsgCount counts every SIP message of the Call-ID, retransmissions
+	// included.
+	MsgCount int `json:"msg_count" desc:"SIP messages in the dialog, retransmissions included"`
+	// FromUser is the user part of the From URI; absent when none.
+	FromUser string `json:"from_user,omitempty" desc:"user part of the From URI"`
+	// ToUser is the user part of the To URI; absent when none.
+	ToUser string `json:"to_user,omitempty" desc:"user part of the To URI"`
+	// DurationSec is the span from the first to the last message, seconds.
+	DurationSec float64 `json:"duration_sec" desc:"seconds from the first to the last message"`
+	// CreatedAt is the time of the first message (it never moves).
+	CreatedAt time.Time `json:"created_at" desc:"time of the first message"`
+	// UpdatedAt is the time of the latest message.
+	UpdatedAt time.Time `json:"updated_at" desc:"time of the latest message"`
+	// Timing holds the transaction timing of the call.
+	Timing Timing `json:"timing" desc:"transaction timing"`
+	// Frame points at the frame the dialog opened in; absent when unknown.
+	Frame string `json:"frame,omitempty" desc:"evidence pointer <source>#<ordinal>@<digest> of the opening frame"`
+	// FinalStatusCode is the final response to the INVITE that opened (or
+	// retried) the call; absent on dialogs without an answered INVITE
+	// transaction. Challenges count only when nothing else followed.
+	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final response code of the call's INVITE"`
+	// InputOrigin says how the opening message reached sipnab.
+	InputOrigin string `json:"input_origin,omitempty" enum:"wire|hep|uprobe" desc:"how the opening message reached sipnab"`
+}
+
+// Timing is the row's timing subset. Absent values were not measured.
+type Timing struct {
+	// PDDMs is the post-dial delay: the opening INVITE to the first 18x
+	// (a 100 Trying does not count), milliseconds.
+	PDDMs *int64 `json:"pdd_ms,omitempty" desc:"post-dial delay: INVITE to first 18x, ms"`
+	// SetupMs is the INVITE to the first 2xx, milliseconds.
+	SetupMs *int64 `json:"setup_ms,omitempty" desc:"setup time: INVITE to 2xx, ms"`
+	// Retransmits counts retransmitted messages in the dialog.
+	Retransmits int `json:"retransmits" desc:"retransmitted messages"`
+	// DurationMs is the answered call's duration (answer to BYE), ms.
+	DurationMs *int64 `json:"duration_ms,omitempty" desc:"answered call duration: 2xx to BYE, ms"`
+}
+
+// TimingDetail is the full timing of a call. Absent values were not
+// measured.
+type TimingDetail struct {
+	InviteAt   *time.Time `json:"invite_at,omitempty" desc:"opening INVITE"`
+	TryingAt   *time.Time `json:"trying_at,omitempty" desc:"first 100 Trying"`
+	RingingAt  *time.Time `json:"ringing_at,omitempty" desc:"first 18x"`
+	AnsweredAt *time.Time `json:"answered_at,omitempty" desc:"first 2xx to the INVITE"`
+	EndedAt    *time.Time `json:"ended_at,omitempty" desc:"BYE (or its 2xx when the BYE was not captured)"`
+	TryingMs   *int64     `json:"trying_ms,omitempty" desc:"INVITE to 100 Trying, ms"`
+	PDDMs      *int64     `json:"pdd_ms,omitempty" desc:"INVITE to first 18x, ms"`
+	SetupMs    *int64     `json:"setup_ms,omitempty" desc:"INVITE to 2xx, ms"`
+	RingMs     *int64     `json:"ring_ms,omitempty" desc:"first 18x to the final response, ms"`
+	TeardownMs *int64     `json:"teardown_ms,omitempty" desc:"BYE to its 2xx, ms"`
+	DurationMs *int64     `json:"duration_ms,omitempty" desc:"2xx to BYE, ms"`
+	// ClockSuspect: a message of the dialog carried an unusable capture
+	// timestamp (wall clock substituted), so these numbers may be wrong.
+	ClockSuspect bool `json:"clock_suspect,omitempty" desc:"a timestamp was substituted; timing may be wrong"`
+}
+
+// LegView is one leg of a Call-ID.
+type LegView struct {
+	Tag          string       `json:"tag,omitempty" desc:"tag of the side that opened the leg"`
+	Family       string       `json:"family" enum:"INVITE|REGISTER|SUBSCRIBE|generic" desc:"state machine of the leg"`
+	Method       string       `json:"method,omitempty" desc:"method that opened the leg"`
+	State        string       `json:"state" desc:"leg state"`
+	OnlyChalleng bool         `json:"only_challenged,omitempty" desc:"the opening request was only ever challenged (401/407) and nothing followed"`
+	MsgCount     int          `json:"msg_count" desc:"messages of the leg"`
+	CreatedAt    time.Time    `json:"created_at" desc:"first message of the leg"`
+	UpdatedAt    time.Time    `json:"updated_at" desc:"latest message of the leg"`
+	FromUser     string       `json:"from_user,omitempty" desc:"From user of the leg's first message"`
+	ToUser       string       `json:"to_user,omitempty" desc:"To user of the leg's first message"`
+	Forks        []Fork       `json:"forks" desc:"remote tags that answered"`
+	ForksDropped int          `json:"forks_dropped,omitempty" desc:"remote tags past the per-leg cap"`
+	Transitions  []Transition `json:"transitions" desc:"state changes, oldest first"`
+	// TransitionsDropped counts changes past the per-leg cap.
+	TransitionsDropped int `json:"transitions_dropped,omitempty" desc:"state changes past the per-leg cap"`
+}
+
+// Unanswered is a request retransmitted without any response.
+type Unanswered struct {
+	CSeq   uint32    `json:"cseq" desc:"CSeq number"`
+	Method string    `json:"method" desc:"CSeq method"`
+	Branch string    `json:"branch,omitempty" desc:"top Via branch"`
+	Count  int       `json:"count" desc:"copies of the request seen"`
+	First  time.Time `json:"first" desc:"first copy"`
+	Last   time.Time `json:"last" desc:"last copy"`
+	SpanMs int64     `json:"span_ms" desc:"first to last copy, ms"`
+}
+
+// DTMF is one digit sent as SIP INFO. The digit is masked unless the reader
+// asked for it.
+type DTMF struct {
+	At         time.Time `json:"at" desc:"time of the INFO"`
+	Digit      string    `json:"digit" desc:"the digit; \"x\" when masked"`
+	DurationMs int       `json:"duration_ms,omitempty" desc:"signalled duration, ms"`
+	Frame      string    `json:"frame,omitempty" desc:"evidence pointer of the INFO"`
+}
+
+// Bounds reports what per-dialog caps shed. Zero fields are omitted.
+type Bounds struct {
+	MessagesNotRetained   int `json:"messages_not_retained,omitempty" desc:"messages past the retention cap (counted, not kept)"`
+	LegsDropped           int `json:"legs_dropped,omitempty" desc:"messages that would have opened a leg past the leg cap"`
+	TransactionsDropped   int `json:"transactions_dropped,omitempty" desc:"messages whose transaction was past the transaction cap"`
+	IdentitiesNotRemember int `json:"identities_not_remembered,omitempty" desc:"retransmission identities past the cap (not remembered)"`
+	DTMFDropped           int `json:"dtmf_dropped,omitempty" desc:"INFO DTMF digits past the cap"`
+}
+
+// Detail is everything the store knows about one Call-ID. Messages share the
+// stored *sip.Message values, which are immutable.
+type Detail struct {
+	Summary
+	// FinalReason is the reason phrase of the final status; absent with it.
+	FinalReason string `json:"final_reason,omitempty" desc:"reason phrase of the final status"`
+	// Family is the primary leg's state machine.
+	Family string `json:"family" desc:"state machine of the primary leg"`
+	// TimingDetail is the full timing of the primary leg.
+	TimingDetail TimingDetail `json:"timing_detail" desc:"full call timing"`
+	// Legs are the dialogs inside the Call-ID; the first INVITE leg (or the
+	// first leg) is the primary one.
+	Legs []LegView `json:"legs" desc:"dialogs inside the Call-ID"`
+	// Termination is the last cause the signaling named; absent when none.
+	Termination *Cause `json:"termination,omitempty" desc:"why the call ended, as signaled"`
+	// RetransmittedNoResponse lists requests retransmitted without any
+	// response (empty: looked, none).
+	RetransmittedNoResponse []Unanswered `json:"retransmitted_no_response" desc:"requests retransmitted without a response"`
+	// InfoDTMF lists digits sent as SIP INFO (empty: looked, none).
+	InfoDTMF []DTMF `json:"info_dtmf" desc:"DTMF digits sent as SIP INFO"`
+	// Malformed counts messages the parser flagged.
+	Malformed int `json:"malformed" desc:"messages flagged malformed"`
+	// Retained counts the messages kept (at most the per-dialog cap).
+	Retained int `json:"messages_retained" desc:"messages kept"`
+	// Bounds says what per-dialog caps shed.
+	Bounds Bounds `json:"bounds" desc:"what per-dialog caps shed"`
+	// Messages are the retained messages in arrival order.
+	Messages []Message `json:"-"`
+}
+
+// Options tune a Detail.
+type Options struct {
+	// RevealDigits shows INFO DTMF digits instead of masking them.
+	RevealDigits bool
+	// NoMessages leaves Detail.Messages empty.
+	NoMessages bool
+}
+
+func msBetween(a, b time.Time) *int64 {
+	if a.IsZero() || b.IsZero() || b.Before(a) {
+		return nil
+	}
+	v := b.Sub(a).Milliseconds()
+	return &v
+}
+
+func tp(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func (d *dialog) timing() TimingDetail {
+	var td TimingDetail
+	td.ClockSuspect = d.clockSuspect
+	l := d.primary()
+	if l == nil || l.family != FamilyInvite {
+		return td
+	}
+	ended := l.byeAt
+	if ended.IsZero() {
+		ended = l.byeOKAt
+	}
+	td.InviteAt, td.TryingAt, td.RingingAt = tp(l.inviteAt), tp(l.tryingAt), tp(l.ringingAt)
+	td.AnsweredAt, td.EndedAt = tp(l.answeredAt), tp(ended)
+	td.TryingMs = msBetween(l.inviteAt, l.tryingAt)
+	td.PDDMs = msBetween(l.inviteAt, l.ringingAt)
+	td.SetupMs = msBetween(l.inviteAt, l.answeredAt)
+	td.RingMs = msBetween(l.ringingAt, l.finalAt)
+	td.TeardownMs = msBetween(l.byeAt, l.byeOKAt)
+	td.DurationMs = msBetween(l.answeredAt, ended)
+	return td
+}
+
+func (d *dialog) summary() Summary {
+	s := Summary{
+		CallID:    d.callID,
+		MsgCount:  d.msgCount,
+		CreatedAt: d.created,
+		UpdatedAt: d.updated,
+	}
+	if d.msgCount > 1 {
+		s.DurationSec = float64(d.updated.Sub(d.created).Milliseconds()) / 1000
+	}
+	if l := d.primary(); l != nil {
+		s.State = l.effectiveState().String()
+		s.Method = l.method
+		s.FromUser, s.ToUser = l.fromUser, l.toUser
+	}
+	td := d.timing()
+	s.Timing = Timing{PDDMs: td.PDDMs, SetupMs: td.SetupMs, Retransmits: d.retrans, DurationMs: td.DurationMs}
+	if !d.firstFrame.IsZero() {
+		s.Frame = d.firstFrame.String()
+	}
+	if code, _, ok := d.finalStatus(); ok {
+		s.FinalStatusCode = code
+	}
+	s.InputOrigin = d.firstOrigin.String()
+	return s
+}
+
+func (d *dialog) detail(opt Options) Detail {
+	det := Detail{Summary: d.summary(), TimingDetail: d.timing()}
+	if _, reason, ok := d.finalStatus(); ok {
+		det.FinalReason = reason
+	}
+	if l := d.primary(); l != nil {
+		det.Family = l.family.String()
+	}
+	det.Legs = make([]LegView, 0, len(d.legs))
+	for _, l := range d.legs {
+		det.Legs = append(det.Legs, LegView{
+			Tag: l.tag, Family: l.family.String(), Method: l.method,
+			State:        l.effectiveState().String(),
+			OnlyChalleng: l.effectiveState() != l.state,
+			MsgCount:     l.msgCount, CreatedAt: l.created, UpdatedAt: l.updated,
+			FromUser: l.fromUser, ToUser: l.toUser,
+			Forks:        append([]Fork{}, l.forks...),
+			ForksDropped: l.forksDropped,
+			Transitions:  append([]Transition{}, l.transitions...), TransitionsDropped: l.transitionsDropped,
+		})
+	}
+	if d.cause != nil {
+		c := *d.cause
+		if !c.frame.IsZero() {
+			c.FrameRef = c.frame.String()
+		}
+		det.Termination = &c
+	}
+	det.RetransmittedNoResponse = []Unanswered{}
+	for _, t := range d.txOrder {
+		if t.reqCount > 1 && t.respCount == 0 && t.key.method != "ACK" {
+			det.RetransmittedNoResponse = append(det.RetransmittedNoResponse, Unanswered{
+				CSeq: t.key.cseq, Method: t.key.method, Branch: t.key.branch, Count: t.reqCount,
+				First: t.firstReq, Last: t.lastReq, SpanMs: t.lastReq.Sub(t.firstReq).Milliseconds(),
+			})
+		}
+	}
+	det.InfoDTMF = make([]DTMF, 0, len(d.dtmf))
+	for _, e := range d.dtmf {
+		x := DTMF{At: e.at, Digit: "x", DurationMs: e.duration}
+		if opt.RevealDigits {
+			x.Digit = e.digit
+		}
+		if !e.frame.IsZero() {
+			x.Frame = e.frame.String()
+		}
+		det.InfoDTMF = append(det.InfoDTMF, x)
+	}
+	det.Malformed = d.malformed
+	det.Retained = len(d.msgs)
+	det.Bounds = Bounds{
+		MessagesNotRetained: d.msgsDropped, LegsDropped: d.legsDropped,
+		TransactionsDropped: d.txDropped, IdentitiesNotRemember: d.seenDropped,
+		DTMFDropped: d.dtmfDropped,
+	}
+	if !opt.NoMessages {
+		det.Messages = append([]Message(nil), d.msgs...)
+	}
+	return det
+}
+
+// Lookup returns the row of one Call-ID.
+func (s *Store) Lookup(callID string) (Summary, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d := s.byID[callID]
+	if d == nil {
+		return Summary{}, false
+	}
+	return d.summary(), true
+}
+
+// Get returns everything known about one Call-ID (digits masked).
+func (s *Store) Get(callID string) (Detail, bool) { return s.GetWith(callID, Options{}) }
+
+// GetWith returns everything known about one Call-ID.
+func (s *Store) GetWith(callID string, opt Options) (Detail, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d := s.byID[callID]
+	if d == nil {
+		return Detail{}, false
+	}
+	return d.detail(opt), true
+}
+
+// Order is a listing order.
+type Order uint8
+
+const (
+	// ByCreated orders by created_at, then Call-ID (list_dialogs: the key
+	// never moves).
+	ByCreated Order = iota
+	// ByUpdated orders by updated_at, then Call-ID (tail_dialogs).
+	ByUpdated
+)
+
+func (o Order) key(s *Summary) time.Time {
+	if o == ByUpdated {
+		return s.UpdatedAt
+	}
+	return s.CreatedAt
+}
+
+func (o Order) cmp(a, b *Summary) int {
+	if c := o.key(a).Compare(o.key(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.CallID, b.CallID)
+}
+
+// Summaries returns every row, sorted.
+func (s *Store) Summaries(o Order) []Summary {
+	s.mu.RLock()
+	rows := make([]Summary, 0, len(s.byID))
+	for d := s.head; d != nil; d = d.next {
+		rows = append(rows, d.summary())
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(rows, func(a, b Summary) int { return o.cmp(&a, &b) })
+	return rows
+}
+
+// CallIDs returns every Call-ID held, in created_at order.
+func (s *Store) CallIDs() []string {
+	type kv struct {
+		t  time.Time
+		id string
+	}
+	s.mu.RLock()
+	keys := make([]kv, 0, len(s.byID))
+	for d := s.head; d != nil; d = d.next {
+		keys = append(keys, kv{d.created, d.callID})
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(keys, func(a, b kv) int {
+		if c := a.t.Compare(b.t); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.id
+	}
+	return out
+}
+
+// Cursor is a position in a listing: the sort timestamp and Call-ID of the
+// last row returned. Its text form is "<RFC 3339>|<Call-ID>"; a bare
+// timestamp (no Call-ID) pages strictly after that instant.
+type Cursor struct {
+	At     time.Time
+	CallID string
+	HasID  bool
+}
+
+// CursorLayout is the fixed-width UTC layout of a cursor's timestamp, so
+// cursors compare correctly as text.
+const CursorLayout = "2006-01-02T15:04:05.000000000Z"
+
+// String renders the cursor.
+func (c Cursor) String() string {
+	s := c.At.UTC().Format(CursorLayout)
+	if c.HasID {
+		s += "|" + c.CallID
+	}
+	return s
+}
+
+var errCursor = errors.New("invalid cursor: want the next_cursor of an earlier page")
+
+// ParseCursor reads "<RFC 3339>|<Call-ID>" or a bare RFC 3339 timestamp.
+func ParseCursor(s string) (Cursor, error) {
+	ts, id, hasID := strings.Cut(s, "|")
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return Cursor{}, errCursor
+	}
+	return Cursor{At: t, CallID: id, HasID: hasID}, nil
+}
+
+// after reports whether a row sorts strictly after the cursor.
+func (c Cursor) after(o Order, s *Summary) bool {
+	k := o.key(s)
+	if !c.HasID {
+		return k.After(c.At)
+	}
+	if k.Equal(c.At) {
+		return s.CallID > c.CallID
+	}
+	return k.After(c.At)
+}
+
+// Query selects a page of rows.
+type Query struct {
+	Order Order
+	// After, when set, starts the page strictly after this cursor.
+	After *Cursor
+	// Limit caps the rows returned; <= 0 returns every match.
+	Limit int
+	// Match, when set, keeps only the rows it accepts.
+	Match func(*Summary) bool
+}
+
+// Page is one page of rows.
+type Page struct {
+	Rows []Summary
+	// TotalMatched counts every row matching Query.Match, whatever the
+	// cursor.
+	TotalMatched int
+	// More: rows remain after this page.
+	More bool
+	// Next is the cursor of the last row returned (valid when More).
+	Next Cursor
+}
+
+// List returns a page of rows in the query's order. The rows are built
+// under the read lock and sorted after it is released.
+func (s *Store) List(q Query) Page {
+	rows := s.Summaries(q.Order)
+	var p Page
+	for i := range rows {
+		r := &rows[i]
+		if q.Match != nil && !q.Match(r) {
+			continue
+		}
+		p.TotalMatched++
+		if q.After != nil && !q.After.after(q.Order, r) {
+			continue
+		}
+		if q.Limit > 0 && len(p.Rows) >= q.Limit {
+			p.More = true
+			continue
+		}
+		p.Rows = append(p.Rows, *r)
+	}
+	if p.More && len(p.Rows) > 0 {
+		last := &p.Rows[len(p.Rows)-1]
+		p.Next = Cursor{At: q.Order.key(last), CallID: last.CallID, HasID: true}
+	}
+	return p
+}
