@@ -11,23 +11,22 @@ import (
 // here feeds the store's own loss, jitter or MOS, except a round trip for
 // the path delay.
 type rtcpSide struct {
-	srCount   uint64 // sender reports from the stream's sender
-	lastSR    rtp.SenderInfo
-	lastSRNs  int64
-	srEcho    [4]srMark // recent SRs by NTP middle 32 bits, for LSR/DLSR echo
-	srEchoN   int
-	rrCount   uint64 // reception report blocks about the stream
-	lastRR    rtp.ReportBlock
-	lastRRNs  int64
-	rttMs     float64 // capture point to receiver and back, from LSR/DLSR
-	hasRTT    bool
-	xr        rtp.VoIPMetrics
-	hasXR     bool
-	xrNs      int64
-	cname     string
-	byeNs     int64
-	hasBye    bool
-	malformed uint64
+	srCount  uint64 // sender reports from the stream's sender
+	lastSR   rtp.SenderInfo
+	lastSRNs int64
+	srEcho   [4]srMark // recent SRs by NTP middle 32 bits, for LSR/DLSR echo
+	srEchoN  int
+	rrCount  uint64 // reception report blocks about the stream
+	lastRR   rtp.ReportBlock
+	lastRRNs int64
+	rttMs    float64 // capture point to receiver and back, from LSR/DLSR
+	hasRTT   bool
+	xr       rtp.VoIPMetrics
+	hasXR    bool
+	xrNs     int64
+	cname    string
+	byeNs    int64
+	hasBye   bool
 }
 
 type srMark struct {

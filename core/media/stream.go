@@ -75,8 +75,9 @@ type stream struct {
 
 	// timing (tshark-compatible RFC 3550 §6.4.1 jitter in arrival order)
 	extTS      int64 // extended RTP timestamp of the previous packet
-	refTS      int64 // extended timestamp of the last in-time packet
-	refNs      int64 // its arrival
+	firstTS    int64 // extended timestamp of the first packet
+	refTS      int64 // extended timestamp of the last timed in-sequence packet
+	refNs      int64 // arrival of the last in-sequence packet
 	jitter     float64
 	jitterMax  float64
 	jitterSum  float64

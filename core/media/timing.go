@@ -9,19 +9,21 @@ import (
 // timing updates jitter and inter-arrival statistics for one packet.
 //
 // Jitter follows RFC 3550 §6.4.1 (J += (|D| − J)/16) in arrival order at the
-// codec clock rate, with nanosecond arrival times, and the conventions of
+// codec clock rate, with nanosecond arrival times, under the conventions of
 // Wireshark's RTP analysis so the numbers compare with tshark's:
-//   - D compares a packet with the last packet that was in timestamp order
-//     (a packet whose timestamp goes backwards updates J but is not a new
-//     reference);
+//   - a packet whose timestamp lies before the stream's first timestamp is
+//     out of time sequence: it changes nothing but the counters;
+//   - D compares the arrival with the previous in-sequence packet's arrival
+//     advanced by the timestamp difference since the previous timed packet;
 //   - a telephone-event packet (its timestamp is the event start, not a
-//     sampling instant) updates the reference but not J;
+//     sampling instant) moves the arrival reference but is not timed;
 //   - the maximum and mean jitter and the inter-arrival deltas leave out
 //     packets that start a talkspurt (marker), comfort noise, the packet
-//     following comfort noise and packets whose timestamp went backwards.
+//     following comfort noise and packets out of time sequence.
 func (st *Store) timing(s *stream, ns int64, h *rtp.Header, codec rtp.Codec, basis string, first, cn bool) {
 	if first {
 		s.extTS = int64(h.Timestamp)
+		s.firstTS = s.extTS
 		s.refTS = s.extTS
 		s.refNs = ns
 		s.prevPT = h.PayloadType
@@ -29,13 +31,16 @@ func (st *Store) timing(s *stream, ns int64, h *rtp.Header, codec rtp.Codec, bas
 	}
 	ext := s.extTS + int64(int32(h.Timestamp-uint32(s.extTS)))
 	s.extTS = ext
-	inTime := s.refTS <= ext
+	inTime := ext >= s.firstTS
 	clock := codec.ClockRate
 	if codec.Kind == rtp.KindEvent {
 		clock = 0
 	}
 	followCN := s.prevPT == rtp.PTComfortNoise || s.prevPT == rtp.PTComfortNoiseOld
 	s.prevPT = h.PayloadType
+	if !inTime {
+		return
+	}
 	deltaMs := float64(ns-s.refNs) / 1e6
 	if clock != 0 {
 		nominalMs := float64(ext-s.refTS) * 1000 / float64(clock)
@@ -43,29 +48,28 @@ func (st *Store) timing(s *stream, ns int64, h *rtp.Header, codec rtp.Codec, bas
 		s.jitterSeen = true
 		s.clock = clock
 		s.clockBasis = basis
-	}
-	if !h.Marker && !cn && !followCN && inTime {
-		if s.deltaN == 0 || deltaMs < s.deltaMin {
-			s.deltaMin = deltaMs
-		}
-		if deltaMs > s.deltaMax {
-			s.deltaMax = deltaMs
-		}
-		s.deltaSum += deltaMs
-		s.deltaN++
-		if clock != 0 {
-			if s.jitter > s.jitterMax {
-				s.jitterMax = s.jitter
-			}
-			s.jitterSum += s.jitter
-			s.jitterN++
-			s.ivJSum += s.jitter
-			s.ivJN++
-		}
-	}
-	if inTime {
-		s.refNs = ns
 		s.refTS = ext
+	}
+	s.refNs = ns
+	if h.Marker || cn || followCN {
+		return
+	}
+	if s.deltaN == 0 || deltaMs < s.deltaMin {
+		s.deltaMin = deltaMs
+	}
+	if deltaMs > s.deltaMax {
+		s.deltaMax = deltaMs
+	}
+	s.deltaSum += deltaMs
+	s.deltaN++
+	if clock != 0 {
+		if s.jitter > s.jitterMax {
+			s.jitterMax = s.jitter
+		}
+		s.jitterSum += s.jitter
+		s.jitterN++
+		s.ivJSum += s.jitter
+		s.ivJN++
 	}
 }
 

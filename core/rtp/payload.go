@@ -1,6 +1,10 @@
 package rtp
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sipnab/sipnab/core/sdp"
+)
 
 // Kind is what a payload carries.
 type Kind uint8
@@ -37,41 +41,24 @@ const (
 	PTComfortNoiseOld = 19
 )
 
-// static is the RFC 3551 §6 table of static payload types.
-var static = [35]Codec{
-	0:  {"PCMU", 8000, KindAudio},
-	3:  {"GSM", 8000, KindAudio},
-	4:  {"G723", 8000, KindAudio},
-	5:  {"DVI4", 8000, KindAudio},
-	6:  {"DVI4", 16000, KindAudio},
-	7:  {"LPC", 8000, KindAudio},
-	8:  {"PCMA", 8000, KindAudio},
-	9:  {"G722", 8000, KindAudio}, // RFC 3551 §4.5.2: the clock stays 8000 for historical reasons
-	10: {"L16", 44100, KindAudio},
-	11: {"L16", 44100, KindAudio},
-	12: {"QCELP", 8000, KindAudio},
-	13: {"CN", 8000, KindComfortNoise},
-	14: {"MPA", 90000, KindAudio},
-	15: {"G728", 8000, KindAudio},
-	16: {"DVI4", 11025, KindAudio},
-	17: {"DVI4", 22050, KindAudio},
-	18: {"G729", 8000, KindAudio},
-	19: {"CN", 8000, KindComfortNoise},
-	25: {"CelB", 90000, KindVideo},
-	26: {"JPEG", 90000, KindVideo},
-	28: {"nv", 90000, KindVideo},
-	31: {"H261", 90000, KindVideo},
-	32: {"MPV", 90000, KindVideo},
-	33: {"MP2T", 90000, KindVideo},
-	34: {"H263", 90000, KindVideo},
-}
-
-// StaticCodec returns the RFC 3551 codec of a static payload type.
+// StaticCodec returns the RFC 3551 codec of a static payload type (the
+// table is core/sdp's; 19 is the pre-RFC 3551 comfort-noise value).
 func StaticCodec(pt uint8) (Codec, bool) {
-	if int(pt) < len(static) && static[pt].Name != "" {
-		return static[pt], true
+	if pt == PTComfortNoiseOld {
+		return Codec{"CN", 8000, KindComfortNoise}, true
 	}
-	return Codec{}, false
+	enc, clock, ok := sdp.StaticPayload(int(pt))
+	if !ok {
+		return Codec{}, false
+	}
+	c := Codec{Name: enc, ClockRate: uint32(clock), Kind: KindAudio}
+	switch {
+	case pt == PTComfortNoise:
+		c.Kind = KindComfortNoise
+	case sdp.StaticChannels(int(pt)) == 0:
+		c.Kind = KindVideo
+	}
+	return c, true
 }
 
 // dynamic maps encoding names (lowercase) that arrive on dynamic payload
