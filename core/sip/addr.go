@@ -325,14 +325,17 @@ func eachParam(params string, fn func(k, v string) bool) {
 // a header is a list is the caller's choice (Date and WWW-Authenticate
 // values contain commas that do not separate elements).
 func SplitList(value string) []string {
-	if indexUnquoted(value, ',') < 0 {
-		v := strings.TrimSpace(value)
-		if v == "" {
-			return nil
-		}
-		return []string{v}
-	}
 	var out []string
+	eachElem(value, func(e string) bool {
+		out = append(out, e)
+		return true
+	})
+	return out
+}
+
+// eachElem calls fn for each trimmed, non-empty element of a comma-separated
+// list (see SplitList), stopping when fn returns false. It does not allocate.
+func eachElem(value string, fn func(string) bool) {
 	inQ, depth, start := false, 0, 0
 	for i := 0; i < len(value); i++ {
 		c := value[i]
@@ -350,15 +353,16 @@ func SplitList(value string) []string {
 			}
 		case c == ',' && depth == 0:
 			if e := strings.TrimSpace(value[start:i]); e != "" {
-				out = append(out, e)
+				if !fn(e) {
+					return
+				}
 			}
 			start = i + 1
 		}
 	}
-	if start <= len(value) {
+	if start < len(value) {
 		if e := strings.TrimSpace(value[start:]); e != "" {
-			out = append(out, e)
+			fn(e)
 		}
 	}
-	return out
 }

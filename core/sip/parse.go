@@ -234,26 +234,36 @@ func foldBreak(raw []byte, k int) bool {
 
 // unfold replaces each line fold (optional whitespace, CRLF or LF, and the
 // whitespace that follows) with one space and trims the result (RFC 3261
-// §7.3.1). Whitespace inside a line is kept as is.
+// §7.3.1). Whitespace inside a line and a bare CR are kept as they are.
 func unfold(v []byte) string {
 	out := make([]byte, 0, len(v))
-	i := 0
-	for i < len(v) {
-		c := v[i]
-		if c == '\r' || c == '\n' {
-			for len(out) > 0 && isWS(out[len(out)-1]) {
-				out = out[:len(out)-1]
-			}
-			for i < len(v) && (v[i] == '\r' || v[i] == '\n' || isWS(v[i])) {
-				i++
-			}
-			out = append(out, ' ')
+	for i := 0; i < len(v); {
+		brk := 0
+		switch {
+		case v[i] == '\n':
+			brk = 1
+		case v[i] == '\r' && i+1 < len(v) && v[i+1] == '\n':
+			brk = 2
+		}
+		if brk == 0 {
+			out = append(out, v[i])
+			i++
 			continue
 		}
-		out = append(out, c)
-		i++
+		for len(out) > 0 && isWS(out[len(out)-1]) {
+			out = out[:len(out)-1]
+		}
+		i += brk
+		for i < len(v) && isWS(v[i]) {
+			i++
+		}
+		out = append(out, ' ')
 	}
-	return strings.Trim(string(out), " \t")
+	if len(out) == 0 {
+		return ""
+	}
+	// out is private and never written again: share it.
+	return strings.Trim(unsafe.String(&out[0], len(out)), " \t")
 }
 
 // body sets Body from offset i using Content-Length.
@@ -330,22 +340,24 @@ func (p *parser) interpret() {
 				}
 			}
 		case HdrVia:
-			for _, e := range SplitList(h.Value) {
+			eachElem(h.Value, func(e string) bool {
 				v, err := ParseVia(e)
 				if err != nil {
 					p.flag(MalBadVia)
 				}
 				m.Vias = append(m.Vias, v)
-			}
+				return true
+			})
 			if strings.TrimSpace(h.Value) == "" {
 				p.flag(MalBadVia)
 			}
 		case HdrContact:
 			if m.Contact == nil {
-				if l := SplitList(h.Value); len(l) > 0 {
-					na, _ := ParseNameAddr(l[0])
+				eachElem(h.Value, func(e string) bool {
+					na, _ := ParseNameAddr(e)
 					m.Contact = &na
-				}
+					return false
+				})
 			}
 		case HdrUserAgent:
 			if !haveUA {
