@@ -1,0 +1,13 @@
+// Package all is the explicit, ordered list of the bundles compiled into
+// sipnab. The order here decides the order of tools/list, whatever the
+// configuration's order. To add a bundle, import it and append it.
+package all
+
+import (
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// Bundles returns every compiled-in bundle, in order.
+func Bundles() []sdk.Bundle {
+	return []sdk.Bundle{}
+}

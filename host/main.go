@@ -1,0 +1,325 @@
+// Package host is sipnab's startup: configuration, logging, the MCP server
+// with its stdio and streamable HTTP transports, auth, guards, the audit
+// record and the batch CLI. It receives the compiled-in bundles from
+// cmd/sipnab and never names one.
+package host
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // runtime failure or partial input
+	exitUsage   = 2
+)
+
+// IO is the process's standard streams and environment.
+type IO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Env    []string
+}
+
+// Main runs sipnab with the given arguments (without the program name) and
+// the compiled-in bundles, and returns the exit code.
+func Main(args []string, bundles []sdk.Bundle) int {
+	return Run(context.Background(), args, bundles, IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Env: os.Environ()})
+}
+
+// Run is Main with explicit streams (tests use it).
+func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
+	cfg, err := loadConfig(args, sio.Env, sio.Stderr)
+	if err != nil {
+		if errors.Is(err, errHelp) || strings.Contains(err.Error(), "flag: help requested") {
+			return exitOK
+		}
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		return exitUsage
+	}
+	logSpec := ""
+	for _, kv := range sio.Env {
+		if v, ok := strings.CutPrefix(kv, "SIPNAB_LOG="); ok {
+			logSpec = v
+		}
+	}
+	root, auditLog := newRootLogger(sio.Stderr, logSpec, cfg.Bool("quiet"))
+
+	if cfg.Bool("mint_token") {
+		return mint(cfg, sio)
+	}
+	if err := checkStartup(cfg); err != nil {
+		root.Error(err.Error())
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cfg.Bool("mcp.enabled") {
+		code, err := runMCP(ctx, cfg, bundles, sio, root, auditLog)
+		if err != nil {
+			var ue usageError
+			if errors.As(err, &ue) {
+				fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+				return exitUsage
+			}
+			root.Error("mcp server stopped", "error", err)
+			fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+			return exitFailure
+		}
+		return code
+	}
+	return runBatch(ctx, cfg, sio, root)
+}
+
+// checkStartup applies the startup refusals of mcp-surface §1.4.
+func checkStartup(cfg *Config) error {
+	mcpOn := cfg.Bool("mcp.enabled")
+	if !cfg.Bool("no_tui") {
+		if mcpOn {
+			return usagef("--mcp needs -N/--no-tui")
+		}
+		return usagef("the terminal UI is not built; run with -N (batch: -N -I FILE --json|--report; MCP: -N --mcp)")
+	}
+	if mcpOn {
+		transport := cfg.String("mcp.transport")
+		switch transport {
+		case "stdio":
+			for _, f := range []string{"json", "report"} {
+				if cfg.Bool(f) {
+					return usagef("--%s writes to stdout, which carries JSON-RPC with stdio MCP; use --mcp-transport http or drop --%s", f, f)
+				}
+			}
+		case "http":
+			if cfg.Bool("json") || cfg.Bool("report") {
+				return usagef("--json and --report are batch outputs; they do not combine with --mcp")
+			}
+		default:
+			return usagef("--mcp-transport %q: want stdio or http", transport)
+		}
+		for _, k := range []string{"limits.mcp_max_rows", "mcp.max_body_bytes", "mcp.max_response_bytes", "mcp.max_wait_seconds"} {
+			if cfg.Int(k) < 1 {
+				return usagef("%s must be at least 1", k)
+			}
+		}
+		for _, k := range []string{"mcp.max_concurrent", "mcp.rate_limit_per_peer"} {
+			if cfg.Int(k) < 0 {
+				return usagef("%s must be 0 (unlimited) or more", k)
+			}
+		}
+	}
+	return nil
+}
+
+func mint(cfg *Config, sio IO) int {
+	keys, err := signingKeys(cfg)
+	if err == nil && len(keys) == 0 {
+		err = usagef("--mint-token needs a signing key (--mcp-signing-key, --mcp-signing-key-file or SIPNAB_MCP_SIGNING_KEY)")
+	}
+	var tok string
+	if err == nil {
+		ttl := time.Duration(cfg.Int("mcp.token_ttl")) * time.Second
+		tok, err = mintToken(keys[0], cfg.String("token_id"), cfg.String("token_scope"), tokenAudience, time.Now().Add(ttl))
+	}
+	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintln(sio.Stdout, tok)
+	return exitOK
+}
+
+// Services are the typed values the host hands every bundle (see
+// sdk.Service). A capture source registers here once the engine runs.
+type serviceList []any
+
+// buildRegistry provisions every compiled-in bundle.
+func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root hclog.Logger, services serviceList, limits sdk.Limits) (*sdk.Registry, error) {
+	opts := map[string]bool{}
+	for _, o := range options {
+		if strings.HasPrefix(o.flag, "mcp-allow-") {
+			opts[o.flag] = cfg.Bool(o.key)
+		}
+	}
+	env := func(info sdk.Info) sdk.Env {
+		return sdk.NewEnv(sdk.EnvOptions{
+			Logger:   toSlog(root.Named("bundle." + info.ID)),
+			Decode:   cfg.BundleDecoder(info.ID),
+			Services: services,
+			Limits:   limits,
+			Options:  opts,
+		})
+	}
+	return sdk.Register(ctx, bundles, env, sdk.RegistryOptions{})
+}
+
+func limitsFrom(cfg *Config) sdk.Limits {
+	return sdk.Limits{
+		MaxRows:          cfg.Int("limits.mcp_max_rows"),
+		MaxBodyBytes:     cfg.Int("mcp.max_body_bytes"),
+		MaxResponseBytes: cfg.Int("mcp.max_response_bytes"),
+		MaxWaitSeconds:   cfg.Int("mcp.max_wait_seconds"),
+	}
+}
+
+func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root, auditLog hclog.Logger) (int, error) {
+	log := root.Named("mcp")
+	transport := cfg.String("mcp.transport")
+
+	// Everything that needs the starting user's rights happens before the
+	// privilege drop: secrets, TLS keys, the audit file.
+	var verify *verifier
+	var tlsCfg *tls.Config
+	var resURL *netURL
+	if transport == "http" {
+		var err error
+		if verify, err = newVerifier(cfg); err != nil {
+			return 0, err
+		}
+		if s := cfg.String("mcp.resource_url"); s != "" {
+			u, err := parseResourceURL(s)
+			if err != nil {
+				return 0, err
+			}
+			resURL = u
+		}
+		bind := cfg.String("mcp.bind")
+		host, _, err := net.SplitHostPort(bind)
+		if err != nil {
+			return 0, usagef("--mcp-bind %q: %v", bind, err)
+		}
+		if !isLoopbackHost(host) && !verify.configured() {
+			return 0, usagef("--mcp-bind %s is not a loopback address and no credential is configured (--mcp-token, --mcp-token-file, --mcp-signing-key); refusing to start", bind)
+		}
+		cert, key := cfg.String("mcp.tls_cert"), cfg.String("mcp.tls_key")
+		if (cert == "") != (key == "") {
+			return 0, usagef("--mcp-tls-cert and --mcp-tls-key go together")
+		}
+		if cert != "" {
+			pair, err := tls.LoadX509KeyPair(cert, key)
+			if err != nil {
+				return 0, usagef("loading TLS key pair: %v", err)
+			}
+			tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+		}
+	} else if cfg.String("mcp.resource_url") != "" {
+		if _, err := parseResourceURL(cfg.String("mcp.resource_url")); err != nil {
+			return 0, err
+		}
+	}
+	audit, err := openAuditor(auditLog, cfg.String("mcp.audit_file"))
+	if err != nil {
+		return 0, err
+	}
+	defer audit.close()
+
+	limits := limitsFrom(cfg)
+	eng, err := startEngine(ctx, cfg, root)
+	if err != nil {
+		return 0, err
+	}
+	reg, err := buildRegistry(ctx, cfg, bundles, root, eng.services(), limits)
+	if err != nil {
+		return 0, fmt.Errorf("registering bundles: %w", err)
+	}
+	custom, err := cfg.CustomBundles()
+	if err != nil {
+		return 0, err
+	}
+	entries := cfg.Strings("mcp.tools")
+	sel, err := selectTools(entries, custom, reg)
+	if err != nil {
+		return 0, err
+	}
+	h := newMCPHost(hostOptions{log: log, reg: reg, selected: sel, entries: entries, limits: limits,
+		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
+		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer")})
+
+	if transport == "stdio" {
+		log.Info("serving MCP over stdio", "tools", len(sel))
+		if err := serveStdio(ctx, h, sio.Stdin, sio.Stdout, sio.Stderr); err != nil {
+			return 0, err
+		}
+		return exitOK, nil
+	}
+
+	if err := dropPrivileges(cfg.String("user"), log); err != nil {
+		return 0, err
+	}
+	front := &httpFront{log: log, sessions: newSessionManager(), verify: verify, allowedHosts: cfg.Strings("mcp.allowed_host")}
+	if len(front.allowedHosts) == 1 && front.allowedHosts[0] == "" {
+		front.allowedHosts = nil
+	}
+	if resURL != nil {
+		front.resourceURL = resURL
+		front.metadataPath, front.metadataURL = metadataLocation(resURL)
+	}
+	front.mcp = server.NewStreamableHTTPServer(h.srv,
+		server.WithEndpointPath("/mcp"),
+		server.WithStateful(true),
+		server.WithSessionIdManager(front.sessions),
+		server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithDisableLocalhostProtection(true), // the front applies the Host allowlist
+		server.WithStreamableHTTPLogger(toSlog(log.Named("http"))),
+	)
+	ln, err := net.Listen("tcp", cfg.String("mcp.bind"))
+	if err != nil {
+		return 0, fmt.Errorf("binding %s: %w", cfg.String("mcp.bind"), err)
+	}
+	scheme := "http"
+	if tlsCfg != nil {
+		ln = newTLSListener(ln, tlsCfg, log.Named("tls"))
+		scheme = "https"
+	}
+	hs := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second, ErrorLog: hclogStd(log.Named("http"))}
+	log.Info("serving MCP over streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "tools", len(sel))
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+		return exitOK, nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return exitOK, nil
+		}
+		return 0, err
+	}
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+type netURL = url.URL
+
+func hclogStd(l hclog.Logger) *stdlog.Logger {
+	return l.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+}

@@ -1,0 +1,389 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// rewriteWriter restores marked error codes on each wire write.
+type rewriteWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (r *rewriteWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.w.Write(rewriteCodes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// serveStdio runs the MCP server on stdin/stdout: stdout carries JSON-RPC
+// only, every log line goes to stderr.
+func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, logw io.Writer) error {
+	s := server.NewStdioServer(h.srv)
+	s.SetErrorLogger(log.New(logw, "sipnab.stdio: ", log.LstdFlags))
+	err := s.Listen(ctx, in, &rewriteWriter{w: out})
+	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
+		return nil
+	}
+	return err
+}
+
+// sessionManager mints session ids on initialize and forgets them on DELETE
+// for real. The table is capped: past maxSessions the oldest session is
+// evicted (counted).
+type sessionManager struct {
+	mu      sync.Mutex
+	live    map[string]time.Time
+	order   []string
+	max     int
+	evicted uint64
+}
+
+const maxSessions = 4096
+
+func newSessionManager() *sessionManager {
+	return &sessionManager{live: map[string]time.Time{}, max: maxSessions}
+}
+
+func (m *sessionManager) Generate() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for len(m.live) >= m.max && len(m.order) > 0 {
+		oldest := m.order[0]
+		m.order = m.order[1:]
+		if _, ok := m.live[oldest]; ok {
+			delete(m.live, oldest)
+			m.evicted++
+		}
+	}
+	m.live[id] = time.Now()
+	m.order = append(m.order, id)
+	return id
+}
+
+func (m *sessionManager) Validate(id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.live[id]; !ok {
+		return false, fmt.Errorf("unknown session")
+	}
+	return false, nil
+}
+
+func (m *sessionManager) Terminate(id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.live, id)
+	// compact the order slice now and then
+	if len(m.order) > 2*len(m.live)+64 {
+		kept := m.order[:0]
+		for _, s := range m.order {
+			if _, ok := m.live[s]; ok {
+				kept = append(kept, s)
+			}
+		}
+		m.order = kept
+	}
+	return false, nil
+}
+
+// httpFront is the HTTP entry: Host allowlist, /health, RFC 9728 metadata,
+// bearer auth, Accept negotiation, session presence, then mcp-go's
+// streamable HTTP server with error codes restored.
+type httpFront struct {
+	log          hclog.Logger
+	mcp          *server.StreamableHTTPServer
+	sessions     *sessionManager
+	verify       *verifier
+	allowedHosts []string // empty: loopback names; "*" disables
+	resourceURL  *url.URL
+	metadataPath string
+	metadataURL  string
+}
+
+const maxBodyBytes = 4 << 20
+
+func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !f.hostAllowed(r.Host) {
+		http.Error(w, "Forbidden: Host not allowed", http.StatusForbidden)
+		return
+	}
+	switch {
+	case r.URL.Path == "/health":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+		return
+	case f.metadataPath != "" && r.URL.Path == f.metadataPath:
+		f.serveMetadata(w)
+		return
+	case r.URL.Path == "/mcp" || r.URL.Path == "/mcp/":
+	default:
+		http.NotFound(w, r)
+		return
+	}
+
+	peer := peerAddr(r.RemoteAddr)
+	c := caller{peer: peer, label: "peer " + peer.String() + " unauthenticated"}
+	if f.verify.configured() {
+		authz := r.Header.Get("Authorization")
+		scheme, tok, _ := strings.Cut(authz, " ")
+		if authz == "" || !strings.EqualFold(scheme, "Bearer") {
+			w.Header().Set("WWW-Authenticate", challenge(authz != "", f.metadataURL))
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		id, err := f.verify.verify(strings.TrimSpace(tok))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", challenge(true, f.metadataURL))
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		c.scope = id.Scope
+		c.label = fmt.Sprintf("peer %s bearer-verified scope=%s token=%s", peer, id.Scope, tokenLabel(id.TokenID))
+	}
+
+	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+	switch r.Method {
+	case http.MethodPost:
+		if !acceptsBoth(r.Header.Values("Accept")) {
+			http.Error(w, "Not Acceptable: Accept must offer both application/json and text/event-stream", http.StatusNotAcceptable)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+		if err != nil {
+			http.Error(w, "reading body", http.StatusBadRequest)
+			return
+		}
+		if len(body) > maxBodyBytes {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		if v, ok := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok && mcp.IsModernProtocol(v) {
+			modern = true
+		}
+		if !modern && msg.Method != string(mcp.MethodInitialize) && r.Header.Get(server.HeaderKeySessionID) == "" {
+			http.Error(w, "Unexpected message, expect initialize request", http.StatusUnprocessableEntity)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		r.ContentLength = int64(len(body))
+	case http.MethodGet:
+		if !modern && !acceptsType(r.Header.Values("Accept"), "text/event-stream") {
+			http.Error(w, "Not Acceptable: Accept must offer text/event-stream", http.StatusNotAcceptable)
+			return
+		}
+	}
+	r = r.WithContext(withCaller(r.Context(), c))
+	f.mcp.ServeHTTP(&rewriteResponse{ResponseWriter: w}, r)
+}
+
+func (f *httpFront) hostAllowed(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if len(f.allowedHosts) == 0 {
+		if h == "localhost" {
+			return true
+		}
+		a, err := netip.ParseAddr(h)
+		return err == nil && a.IsLoopback()
+	}
+	for _, a := range f.allowedHosts {
+		if a == "*" || strings.EqualFold(a, h) || strings.EqualFold(a, host) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *httpFront) serveMetadata(w http.ResponseWriter) {
+	doc := map[string]any{
+		"resource":                 f.resourceURL.String(),
+		"resource_name":            "sipnab MCP server",
+		"resource_documentation":   "https://github.com/sipnab/sipnab/blob/main/docs/mcp.md",
+		"bearer_methods_supported": []string{"header"},
+		"scopes_supported":         []string{scopeFull, scopeRead},
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(doc)
+}
+
+func peerAddr(remote string) netip.Addr {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		if a, err := netip.ParseAddr(remote); err == nil {
+			return a.Unmap()
+		}
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+func acceptsType(values []string, want string) bool {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && (mt == want || mt == "*/*") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func acceptsBoth(values []string) bool {
+	return acceptsType(values, "application/json") && acceptsType(values, "text/event-stream")
+}
+
+// rewriteResponse restores marked error codes in HTTP responses (JSON or SSE).
+type rewriteResponse struct {
+	http.ResponseWriter
+}
+
+func (r *rewriteResponse) Write(p []byte) (int, error) {
+	if _, err := r.ResponseWriter.Write(rewriteCodes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (r *rewriteResponse) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// metadataLocation returns the RFC 9728 document path and URL for a
+// resource URL: /.well-known/oauth-protected-resource/<path>.
+func metadataLocation(u *url.URL) (path, full string) {
+	p := strings.TrimPrefix(u.EscapedPath(), "/")
+	path = "/.well-known/oauth-protected-resource"
+	if p != "" {
+		path += "/" + p
+	}
+	full = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: path}).String()
+	return path, full
+}
+
+// parseResourceURL validates --mcp-resource-url: an absolute http(s) URL
+// with a host and no fragment.
+func parseResourceURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" || u.RawQuery != "" {
+		return nil, usagef("--mcp-resource-url %q: want an absolute http(s) URL with a host, no query or fragment", s)
+	}
+	return u, nil
+}
+
+// TLS handshake limits of the HTTP listener.
+const (
+	handshakeTimeout = 10 * time.Second
+	maxHandshakes    = 256
+)
+
+// tlsListener accepts TCP connections and runs each TLS handshake on its own
+// goroutine with a 10 s deadline, at most 256 at once (a connection beyond
+// that is closed). Accept returns only handshaken connections, so one slow
+// client cannot hold up the accept loop.
+type tlsListener struct {
+	net.Listener
+	cfg   *tls.Config
+	slots chan struct{}
+	ready chan net.Conn
+	errc  chan error
+	done  chan struct{}
+	once  sync.Once
+	log   hclog.Logger
+}
+
+func newTLSListener(inner net.Listener, cfg *tls.Config, log hclog.Logger) *tlsListener {
+	l := &tlsListener{Listener: inner, cfg: cfg, slots: make(chan struct{}, maxHandshakes),
+		ready: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}), log: log}
+	go l.loop()
+	return l
+}
+
+func (l *tlsListener) loop() {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			select {
+			case l.errc <- err:
+			case <-l.done:
+			}
+			return
+		}
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			_ = c.Close() // too many handshakes in flight
+			continue
+		}
+		go func() {
+			defer func() { <-l.slots }()
+			tc := tls.Server(c, l.cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+			defer cancel()
+			if err := tc.HandshakeContext(ctx); err != nil {
+				_ = c.Close()
+				return
+			}
+			select {
+			case l.ready <- tc:
+			case <-l.done:
+				_ = tc.Close()
+			}
+		}()
+	}
+}
+
+func (l *tlsListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ready:
+		return c, nil
+	case err := <-l.errc:
+		return nil, err
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *tlsListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
