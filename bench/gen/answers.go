@@ -549,3 +549,23 @@ func problems(d Dialog, c *callPlan, streamOf map[*streamPlan]*Stream) []string 
 	}
 	return out
 }
+
+// Dialog returns the dialog with the given Call-ID.
+func (a *Answers) Dialog(callID string) (*Dialog, bool) {
+	for i := range a.Dialogs {
+		if a.Dialogs[i].CallID == callID {
+			return &a.Dialogs[i], true
+		}
+	}
+	return nil, false
+}
+
+// Stream returns the stream with the given key.
+func (a *Answers) Stream(k StreamKey) (*Stream, bool) {
+	for i := range a.Streams {
+		if a.Streams[i].StreamKey == k {
+			return &a.Streams[i], true
+		}
+	}
+	return nil, false
+}
