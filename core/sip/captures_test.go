@@ -332,7 +332,6 @@ func TestHTTPIsNotSIP(t *testing.T) {
 		if Looks(s) {
 			t.Errorf("TCP stream %s looks like SIP: %q", k, s[:min(len(s), 80)])
 		}
-		n += len(s) & 0 // streams are checked above
 	}
 	if len(c.tcp) == 0 {
 		t.Fatal("http-example.cap: no TCP payload read; the test would prove nothing")
