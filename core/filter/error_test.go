@@ -199,6 +199,15 @@ func TestLengthLimits(t *testing.T) {
 	if len(pe.Caret) > 1000 {
 		t.Errorf("caret of %d bytes for a long expression", len(pe.Caret))
 	}
+	// A megabyte-long word is cut in the message.
+	pe = compileErr(t, strings.Repeat("ü", 300000)+" == 1")
+	if want := `unknown field "` + strings.Repeat("ü", 32) + `"...`; pe.Msg != want {
+		t.Errorf("Msg got %q, want %q", pe.Msg, want)
+	}
+	pe = compileErr(t, "pdd > 1 "+strings.Repeat("x", 100000))
+	if want := `expected and, or or end of expression, found "` + strings.Repeat("x", 64) + `"...`; pe.Msg != want {
+		t.Errorf("Msg got %q, want %q", pe.Msg, want)
+	}
 	// Many repeated aliases share one compiled expansion.
 	rep := strings.Repeat("problems or ", 80000) + "problems"
 	f = mustCompile(t, rep)

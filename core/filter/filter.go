@@ -379,7 +379,7 @@ func (n *node) valueText() string {
 	}
 	switch n.field {
 	case FieldSrcIP, FieldDstIP:
-		return n.ip.String()
+		return quoteValue(n.ip.String()) // a zone may hold any text
 	case FieldRTPSSRC:
 		return formatSSRC(n.ssrc)
 	}

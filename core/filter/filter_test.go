@@ -300,6 +300,14 @@ func TestOperatorsIP(t *testing.T) {
 		{"dst.ip == 2001:DB8::1", true}, {"dst.ip == 2001:db8:0:0:0:0:0:1", true}, {"dst.ip == 2001:db8::2", false},
 		{"dst.ip > 10.0.0.5", true}, // every IPv6 address orders after every IPv4 address
 	})
+	// A zone may hold any text; the canonical form quotes it.
+	zf := mustCompile(t, `dst.ip == "fe80::1%eth 0"`)
+	if got, want := zf.String(), `dst.ip == "fe80::1%eth 0"`; got != want {
+		t.Errorf("String() got %q, want %q", got, want)
+	}
+	if !zf.Match((&MemRecord{}).SetStr(FieldDstIP, "fe80::1%eth 0")) || zf.Match((&MemRecord{}).SetStr(FieldDstIP, "fe80::1")) {
+		t.Error("zoned address compares wrongly")
+	}
 	junk := (&MemRecord{}).SetStr(FieldSrcIP, "not-an-address")
 	runOps(t, junk, []opCase{{"src.ip == 10.0.0.5", false}, {"src.ip != 10.0.0.5", true}, {"src.ip =~ address", true}})
 	mapped := (&MemRecord{}).SetStr(FieldSrcIP, "::ffff:10.0.0.5")

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits of the language.
@@ -200,13 +201,13 @@ func (p *parser) parseAtom() (*node, *Error) {
 	f, ok := FieldByName(w)
 	if !ok {
 		if opNext {
-			return nil, p.fail(start, "unknown field "+strconv.Quote(w), fieldHint(w))
+			return nil, p.fail(start, "unknown field "+quoteShort(w), fieldHint(w))
 		}
 		hint := fieldHint(w)
 		if a := suggest(w, aliasNames()); a != "" {
 			hint = "did you mean the alias " + a + "?"
 		}
-		return nil, p.fail(start, "unknown field or alias "+strconv.Quote(w), hint)
+		return nil, p.fail(start, "unknown field or alias "+quoteShort(w), hint)
 	}
 	if !opNext {
 		hint := "write " + w + " == <value>"
@@ -250,7 +251,7 @@ func (p *parser) parseComparison(f Field, name string) (*node, *Error) {
 		case "false":
 			n.b = false
 		default:
-			return nil, p.fail(valStart, name+" is a boolean field: expected true or false, found "+strconv.Quote(val),
+			return nil, p.fail(valStart, name+" is a boolean field: expected true or false, found "+quoteShort(val),
 				"write "+name+" == true or "+name+" == false")
 		}
 		n.mode = modeBool
@@ -260,7 +261,7 @@ func (p *parser) parseComparison(f Field, name string) (*node, *Error) {
 		}
 		v, ok := parseNumber(val)
 		if !ok {
-			return nil, p.fail(valStart, name+" is a number: "+strconv.Quote(val)+" is not a number", numberHint(name, opText[o], info.Unit, val))
+			return nil, p.fail(valStart, name+" is a number: "+quoteShort(val)+" is not a number", numberHint(name, opText[o], info.Unit, val))
 		}
 		n.num = v
 		n.mode = modeNum
@@ -294,7 +295,7 @@ func (p *parser) parseComparison(f Field, name string) (*node, *Error) {
 				if s := suggest(val, states); s != "" {
 					hint = "did you mean " + s + "? " + hint
 				}
-				return nil, p.fail(valStart, "unknown state "+strconv.Quote(val), hint)
+				return nil, p.fail(valStart, "unknown state "+quoteShort(val), hint)
 			}
 			n.str, n.mode = val, modeStr
 		case FieldSrcIP, FieldDstIP:
@@ -306,13 +307,13 @@ func (p *parser) parseComparison(f Field, name string) (*node, *Error) {
 				} else if strings.Contains(val, "/") {
 					hint = "prefixes are not supported: compare a range, " + name + " >= 10.0.0.0 and " + name + " <= 10.255.255.255, or use =~"
 				}
-				return nil, p.fail(valStart, strconv.Quote(val)+" is not an IP address", hint)
+				return nil, p.fail(valStart, quoteShort(val)+" is not an IP address", hint)
 			}
 			n.ip, n.mode = a.Unmap(), modeIP
 		case FieldRTPSSRC:
 			v, ok := parseSSRC(val)
 			if !ok {
-				return nil, p.fail(valStart, strconv.Quote(val)+" is not an SSRC",
+				return nil, p.fail(valStart, quoteShort(val)+" is not an SSRC",
 					"write an SSRC as 0x followed by up to 8 hex digits (0x1a2b3c4d) or as a decimal number; use =~ for a pattern")
 			}
 			n.ssrc, n.mode = v, modeMulti
@@ -525,10 +526,10 @@ func (p *parser) describeAt(at int) string {
 	c := p.src[at]
 	if isBareByte(c) {
 		end := at
-		for end < len(p.src) && isBareByte(p.src[end]) && end-at < 40 {
+		for end < len(p.src) && isBareByte(p.src[end]) {
 			end++
 		}
-		return strconv.Quote(p.src[at:end])
+		return quoteShort(p.src[at:end])
 	}
 	if isOpByte(c) {
 		end := at
@@ -710,4 +711,18 @@ func (p *parser) aliasNode(name string, at int) (*node, *Error) {
 	p.aliases[name] = n
 	p.uses |= sub.uses
 	return n, nil
+}
+
+// quoteShort quotes s for a message, cut to 64 bytes on a rune boundary so
+// that a hostile megabyte-long word cannot inflate the error.
+func quoteShort(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }
