@@ -68,14 +68,15 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			}
 			pt := uint8(f.PayloadType)
 			var c rtp.Codec
-			if f.Encoding != "" {
+			fromMap := f.Encoding != ""
+			if fromMap {
 				c = rtp.NamedCodec(f.Encoding, uint32(max(f.ClockRate, 0)), m.Type)
 			} else if sc, ok := rtp.StaticCodec(pt); ok {
 				c = sc
 			} else {
 				continue
 			}
-			ep.formats = append(ep.formats, format{pt: pt, codec: c})
+			ep.formats = append(ep.formats, format{pt: pt, codec: c, rtpmap: fromMap})
 		}
 		changed = true
 		for _, o := range append([]*stream(nil), st.orphanEP[ap]...) {

@@ -89,8 +89,9 @@ func (c Config) withDefaults() Config {
 
 // format is one payload type of an SDP media section.
 type format struct {
-	pt    uint8
-	codec rtp.Codec
+	pt     uint8
+	codec  rtp.Codec
+	rtpmap bool // named by an rtpmap line (else the static table)
 }
 
 // endpoint is one SDP-announced media address:port.

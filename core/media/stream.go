@@ -127,8 +127,8 @@ type stream struct {
 func (s *stream) codecFor(pt uint8) (rtp.Codec, string) {
 	if s.ep != nil {
 		for i := range s.ep.formats {
-			if s.ep.formats[i].pt == pt {
-				return s.ep.formats[i].codec, "rtpmap"
+			if f := &s.ep.formats[i]; f.pt == pt && f.rtpmap {
+				return f.codec, "rtpmap"
 			}
 		}
 	}
