@@ -3,7 +3,6 @@ package dialog
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/sip"
@@ -30,7 +29,9 @@ type Cause struct {
 	frame packet.FrameRef
 }
 
-// causeOf returns the cause a message names, if any.
+// causeOf returns the cause a message names, if any: within one message a
+// Q.850 Reason beats X-Asterisk-HangupCauseCode (a Q.850 value without
+// text), which beats a SIP Reason.
 func causeOf(m *sip.Message) (Cause, bool) {
 	var q850, sipc *Cause
 	for i := range m.Headers {
@@ -38,15 +39,15 @@ func causeOf(m *sip.Message) (Cause, bool) {
 		if h.ID != sip.HdrReason {
 			continue
 		}
-		for _, v := range splitComma(h.Value) {
-			c, ok := parseReason(v)
-			if !ok {
+		for _, r := range sip.ParseReason(h.Value) {
+			if !r.HasCause || r.Cause >= 1000 {
 				continue
 			}
+			c := Cause{Code: r.Cause, Text: r.Text, Protocol: r.Protocol, SourceHeader: "Reason"}
 			switch {
-			case c.Protocol == "Q.850" && q850 == nil:
+			case r.Protocol == "Q.850" && q850 == nil:
 				q850 = &c
-			case c.Protocol == "SIP" && sipc == nil:
+			case r.Protocol == "SIP" && sipc == nil:
 				sipc = &c
 			}
 		}
@@ -65,110 +66,6 @@ func causeOf(m *sip.Message) (Cause, bool) {
 	return Cause{}, false
 }
 
-// parseReason reads one Reason value: protocol *( ";" param ), RFC 3326.
-func parseReason(v string) (Cause, bool) {
-	parts := splitSemi(v)
-	if len(parts) == 0 {
-		return Cause{}, false
-	}
-	proto := strings.TrimSpace(parts[0])
-	var c Cause
-	switch {
-	case strings.EqualFold(proto, "Q.850"):
-		c.Protocol = "Q.850"
-	case strings.EqualFold(proto, "SIP"):
-		c.Protocol = "SIP"
-	default:
-		return Cause{}, false
-	}
-	c.SourceHeader = "Reason"
-	haveCode := false
-	for _, p := range parts[1:] {
-		k, val, _ := strings.Cut(p, "=")
-		k = strings.ToLower(strings.TrimSpace(k))
-		val = strings.TrimSpace(val)
-		switch k {
-		case "cause":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 || n >= 1000 {
-				return Cause{}, false
-			}
-			c.Code, haveCode = n, true
-		case "text":
-			c.Text = clipText(unquote(val), sip.MaxCauseChars)
-		}
-	}
-	return c, haveCode
-}
-
-func unquote(s string) string {
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = s[1 : len(s)-1]
-		if strings.IndexByte(s, '\\') >= 0 {
-			var b strings.Builder
-			for i := 0; i < len(s); i++ {
-				if s[i] == '\\' && i+1 < len(s) {
-					i++
-				}
-				b.WriteByte(s[i])
-			}
-			s = b.String()
-		}
-	}
-	return s
-}
-
-// clipText cuts s to at most n characters (runes), on a rune boundary.
-func clipText(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i, count := 0, 0
-	for i < len(s) && count < n {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		count++
-	}
-	return s[:i]
-}
-
-// splitComma splits a header value at commas outside double quotes and angle
-// brackets.
-func splitComma(v string) []string { return splitOutside(v, ',') }
-
-// splitSemi splits at semicolons outside double quotes.
-func splitSemi(v string) []string { return splitOutside(v, ';') }
-
-func splitOutside(v string, sep byte) []string {
-	var out []string
-	inQ, angle, esc := false, 0, false
-	start := 0
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case esc:
-			esc = false
-		case inQ && c == '\\':
-			esc = true
-		case c == '"':
-			inQ = !inQ
-		case !inQ && c == '<':
-			angle++
-		case !inQ && c == '>' && angle > 0:
-			angle--
-		case !inQ && angle == 0 && c == sep:
-			if s := strings.TrimSpace(v[start:i]); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
-		}
-	}
-	if s := strings.TrimSpace(v[start:]); s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
 // subscriptionState returns the Subscription-State value token, lower-cased.
 func subscriptionState(m *sip.Message) string {
 	v, ok := m.Header(sip.HdrSubscriptionState)
@@ -185,20 +82,26 @@ func expiresZero(m *sip.Message) bool {
 	if v, ok := m.Header(sip.HdrExpires); ok && strings.TrimSpace(v) == "0" {
 		return true
 	}
-	contacts := 0
-	zero := 0
+	contacts, zero := 0, 0
 	for _, v := range m.HeaderValues(sip.HdrContact) {
-		for _, c := range splitComma(v) {
+		for _, c := range sip.SplitList(v) {
 			contacts++
-			if strings.TrimSpace(c) == "*" {
+			if c == "*" {
 				return true
 			}
-			for _, p := range splitSemi(c)[1:] {
-				k, val, _ := strings.Cut(p, "=")
-				if strings.EqualFold(strings.TrimSpace(k), "expires") && strings.TrimSpace(val) == "0" {
-					zero++
-					break
-				}
+			// Contact parameters follow the closing '>' (or the URI when
+			// there are no brackets, in which case they are header params
+			// too, RFC 3261 §20).
+			params := c
+			if i := strings.LastIndexByte(c, '>'); i >= 0 {
+				params = c[i+1:]
+			} else if i := strings.IndexByte(c, ';'); i >= 0 {
+				params = c[i:]
+			} else {
+				params = ""
+			}
+			if e, ok := sip.ParamValue(params, "expires"); ok && strings.TrimSpace(e) == "0" {
+				zero++
 			}
 		}
 	}

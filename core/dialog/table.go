@@ -73,7 +73,11 @@ func foreign(f Family, s State) bool {
 // decide is the rule set behind the table. It reads only its arguments.
 func decide(f Family, a Arrival, s State) Cell {
 	if foreign(f, s) {
-		return stay(s, "a "+f.String()+" dialog never enters "+s.String()+"; nothing changes")
+		article := "a "
+		if f == FamilyInvite {
+			article = "an "
+		}
+		return stay(s, article+f.String()+" dialog never enters this state; nothing changes")
 	}
 	switch f {
 	case FamilyInvite:
@@ -505,10 +509,9 @@ func genericCell(a Arrival, s State) Cell {
 			return to(Trying, "a new request starts a new transaction")
 		}
 	}
-	t, st, _ := a.Response()
-	if t == TxNone {
-		return stay(s, "a response without a parseable CSeq names no transaction")
-	}
+	// A standalone dialog has one kind of transaction, so even a response
+	// whose CSeq is unreadable is decided by its status.
+	_, st, _ := a.Response()
 	switch st {
 	case S100, S18x, S1xx:
 		if s == StateNone {
