@@ -39,7 +39,9 @@ func newRootLogger(w io.Writer, spec string, quiet bool) (root hclog.Logger, aud
 		}
 	}
 	root = hclog.New(&hclog.LoggerOptions{Name: "sipnab", Output: w, Level: level, DisableTime: false})
-	audit = hclog.New(&hclog.LoggerOptions{Name: "sipnab.mcp_audit", Output: w, Level: auditLevel})
+	// The audit line is JSON so its args value is encoded exactly as in the
+	// audit file: the two can never disagree.
+	audit = hclog.New(&hclog.LoggerOptions{Name: "sipnab.mcp_audit", Output: w, Level: auditLevel, JSONFormat: true})
 	return root, audit
 }
 
