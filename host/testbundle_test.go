@@ -92,7 +92,9 @@ func (b *testBundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, er
 			}),
 		sdk.NewTool(sdk.Descriptor{Name: b.id + "_write", Description: "changes state",
 			Annotations: sdk.Annotations{Effect: sdk.Writes, Idempotency: sdk.Idempotent, World: sdk.ClosedWorld}},
-			func(ctx context.Context, c *sdk.Call, in emptyIn) (sizeOut, error) { return sizeOut{Data: "written"}, nil }),
+			func(ctx context.Context, c *sdk.Call, in emptyIn) (sizeOut, error) {
+				return sizeOut{Data: "written"}, nil
+			}),
 	}, nil
 }
 
