@@ -190,6 +190,29 @@ func TestLengthLimits(t *testing.T) {
 	if pe.Pos != 6 || !strings.Contains(pe.Msg, "regular expression longer than 1048576 bytes") {
 		t.Errorf("got %v", pe)
 	}
+	// A plain pattern of MaxRegexBytes fits the program budget too.
+	if _, err := Compile("ua =~ ^"+strings.Repeat("a", MaxRegexBytes-1), defTh); err != nil {
+		t.Errorf("1 MiB literal pattern: %v", err)
+	}
+	// A short pattern that expands to millions of instructions is refused
+	// before it is compiled, and its message does not echo the pattern.
+	bomb := strings.Repeat("(?:a{1000})", 3000)
+	pe = compileErr(t, "ua =~ '"+bomb+"'")
+	if pe.Pos != 6 || !strings.Contains(pe.Msg, "regular expressions too complex: about 3000000 instructions") {
+		t.Errorf("got %v", pe)
+	}
+	// The budget is shared by the patterns of one filter.
+	half := strings.Repeat("(?:a{1000})", 600)
+	f = mustCompile(t, "ua =~ '"+half+"'")
+	pe = compileErr(t, "ua =~ '"+half+"' or from.user =~ '"+half+"'")
+	if want := len("ua =~ '"+half+"' or from.user =~ "); pe.Pos != want || !strings.Contains(pe.Msg, "too complex") {
+		t.Errorf("got Pos %d (want %d): %s", pe.Pos, want, pe.Msg)
+	}
+	// Go's own refusal of a large pattern is reported without the pattern.
+	pe = compileErr(t, "ua =~ '"+strings.Repeat("x", 5000)+"{1001}'")
+	if len(pe.Msg) > 200 || !strings.Contains(pe.Msg, "invalid repeat count") {
+		t.Errorf("got %q", pe.Msg)
+	}
 	// The expression itself is bounded.
 	long := "ua == '" + strings.Repeat("a", MaxExprBytes) + "'"
 	pe = compileErr(t, long)

@@ -14,6 +14,9 @@ func mustCompile(t testing.TB, expr string) *Filter {
 	t.Helper()
 	f, err := Compile(expr, defTh)
 	if err != nil {
+		if len(expr) > 200 {
+			expr = expr[:200] + "..."
+		}
 		t.Fatalf("Compile(%q): %v", expr, err)
 	}
 	return f

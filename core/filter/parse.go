@@ -1,8 +1,10 @@
 package filter
 
 import (
+	"errors"
 	"net/netip"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,6 +20,13 @@ const (
 	// MaxExprBytes is the longest expression accepted: one maximal regular
 	// expression plus 64 KiB for the rest.
 	MaxExprBytes = MaxRegexBytes + 64<<10
+	// MaxRegexInsts bounds the estimated compiled size, in instructions,
+	// of all the regular expressions of one filter together: a 1 MiB
+	// literal (one instruction per character) plus 64 Ki for the operators
+	// around it. A plain 1 MiB pattern fits; a 30 KB pattern whose nested
+	// counted repetitions expand to millions of instructions (seconds and
+	// hundreds of megabytes to compile) does not.
+	MaxRegexInsts = 1<<20 + 1<<16
 )
 
 // Compile parses and checks an expression (or a bare alias name) and returns
@@ -43,6 +52,8 @@ type parser struct {
 	th      Thresholds
 	uses    uint64
 	aliases map[string]*node // alias nodes compiled so far, shared
+
+	regexInsts int64 // estimated program size of the patterns so far
 
 	// The last bare value read, for the "quote a value with spaces" hint.
 	lastBareStart, lastBareEnd int
@@ -267,18 +278,9 @@ func (p *parser) parseComparison(f Field, name string) (*node, *Error) {
 		n.mode = modeNum
 	case TypeString:
 		if o == opMatch {
-			if len(val) > MaxRegexBytes {
-				return nil, p.fail(valStart, "regular expression longer than "+strconv.Itoa(MaxRegexBytes)+" bytes", "")
-			}
-			re, rerr := regexp.Compile(val)
-			if rerr != nil {
-				hint := "the syntax is Go RE2 (no backreferences or lookaround)"
-				if bare && strings.ContainsAny(val, "\\") {
-					hint += "; quote the pattern if it contains spaces or parentheses"
-				} else if bare {
-					hint += "; quote a pattern containing spaces, parentheses, quotes or = ! < >"
-				}
-				return nil, p.fail(valStart, "bad regular expression: "+regexMsg(rerr), hint)
+			re, perr := p.compileRegex(val, valStart, bare)
+			if perr != nil {
+				return nil, perr
 			}
 			n.str, n.re = val, re
 			if f.Multi() {
@@ -352,9 +354,100 @@ func ssrcTester(o op, lit uint32) func(string) bool {
 	}
 }
 
-// regexMsg strips the "error parsing regexp: " prefix of a regexp error.
+// compileRegex checks and compiles the pattern of a =~ comparison. The
+// pattern is parsed first and its program size estimated from the parse
+// tree, so that a short pattern with nested counted repetition cannot make
+// the compiler build millions of instructions: the patterns of one
+// expression share a budget of MaxRegexInsts.
+func (p *parser) compileRegex(val string, at int, bare bool) (*regexp.Regexp, *Error) {
+	if len(val) > MaxRegexBytes {
+		return nil, p.fail(at, "regular expression longer than "+strconv.Itoa(MaxRegexBytes)+" bytes", "")
+	}
+	hint := "the syntax is Go RE2 (no backreferences or lookaround)"
+	if bare {
+		hint += "; quote a pattern containing spaces, parentheses, quotes or = ! < >"
+	}
+	tree, err := syntax.Parse(val, syntax.Perl)
+	if err != nil {
+		return nil, p.fail(at, "bad regular expression: "+regexMsg(err), hint)
+	}
+	size := regexSize(tree)
+	p.regexInsts += size
+	if p.regexInsts > MaxRegexInsts {
+		return nil, p.fail(at, "regular expressions too complex: about "+strconv.FormatInt(p.regexInsts, 10)+
+			" instructions, over the limit of "+strconv.Itoa(MaxRegexInsts)+" for one filter",
+			"use fewer or smaller counted repetitions ({n}) and alternations, or split the question")
+	}
+	re, err := regexp.Compile(val)
+	if err != nil {
+		return nil, p.fail(at, "bad regular expression: "+regexMsg(err), hint)
+	}
+	return re, nil
+}
+
+// regexSize estimates the number of instructions in the compiled program
+// of a parsed regular expression the way regexp/syntax sizes it, counting
+// every expansion of a counted repetition. The tree is at most 1000 deep
+// (regexp/syntax refuses deeper), so the recursion is bounded; sums
+// saturate instead of overflowing.
+func regexSize(re *syntax.Regexp) int64 {
+	const ceiling = 1 << 40
+	var size int64
+	switch re.Op {
+	case syntax.OpLiteral:
+		size = int64(len(re.Rune))
+	case syntax.OpCapture, syntax.OpStar:
+		size = 2 + regexSize(re.Sub[0])
+	case syntax.OpPlus, syntax.OpQuest:
+		size = 1 + regexSize(re.Sub[0])
+	case syntax.OpConcat, syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			size += regexSize(sub)
+			if size > ceiling {
+				return ceiling
+			}
+		}
+		if re.Op == syntax.OpAlternate {
+			size += int64(len(re.Sub)) - 1
+		}
+	case syntax.OpRepeat:
+		sub := regexSize(re.Sub[0])
+		n := int64(max(re.Max, re.Min))
+		if sub > ceiling/(n+1) {
+			return ceiling
+		}
+		switch {
+		case re.Max < 0 && re.Min == 0: // x{0,} = x*
+			size = 2 + sub
+		case re.Max < 0: // x{2,} = xx(x)*
+			size = 1 + int64(re.Min)*sub
+		default: // x{2,5} = xx(x(x(x)?)?)?
+			size = int64(re.Max)*sub + int64(re.Max-re.Min)
+		}
+	}
+	return max(1, size)
+}
+
+// regexMsg renders a regexp error as its code and the offending text, cut
+// short: the standard message repeats the whole pattern, up to a megabyte.
 func regexMsg(err error) string {
-	return strings.TrimPrefix(err.Error(), "error parsing regexp: ")
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		expr := se.Expr
+		if len(expr) > 64 {
+			cut := 64
+			for cut > 0 && !utf8.RuneStart(expr[cut]) {
+				cut--
+			}
+			expr = expr[:cut] + "..."
+		}
+		return string(se.Code) + ": `" + expr + "`"
+	}
+	msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return msg
 }
 
 func (p *parser) parseOp() (op, *Error) {
