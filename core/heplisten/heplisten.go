@@ -1,0 +1,685 @@
+// Package heplisten receives HEP (Homer encapsulation protocol) datagrams
+// from capture agents: HEP v2 and v3 over UDP, HEP v3 over TCP (a stream of
+// HEP3 messages, each delimited by the total length in its 6-byte header).
+// It needs no privileges.
+//
+// Every datagram passes, in order: the source allowlist (CIDR ranges or
+// hosts), a global packet budget, a per-peer rate limit (per source address,
+// not per socket), a HEP shape check, and an optional authentication hook.
+// Refusals are counted by reason and the refused sources remembered (capped
+// at 256, least recently seen forgotten first). Admitted datagrams update a
+// sender roster (capped at 4096 the same way) and are handed to a
+// packet.Sink as one packet.Packet each: Payload holds the whole HEP
+// datagram, Src the peer, Dst the local address, Transport UDP or TCP,
+// Origin wire. Unwrapping the HEP envelope is the router's job (core/hep).
+//
+// Each packet carries a Frame so evidence can point at it: Source is the
+// listener's name ("hep:<address>"), Ordinal counts admitted datagrams from
+// 1, Data is the datagram. Such a frame has no link layer: its LinkType is
+// 0 and must not be decoded as a link-layer frame.
+//
+// The sink is never called concurrently; it is called from the listener's
+// goroutines under a lock, and must copy what it keeps.
+package heplisten
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/ratelimit"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultGlobalRate  = 50000 // datagrams per second, all peers together
+	DefaultMaxSenders  = 4096
+	DefaultMaxRefused  = 256
+	DefaultMaxConns    = 256
+	DefaultIdleTimeout = 5 * time.Minute
+	maxDatagram        = 65535
+)
+
+// Refusal reasons, the keys of Stats.Refused.
+const (
+	ReasonNotAllowed   = "not_allowed"    // source outside the allowlist
+	ReasonGlobalRate   = "global_rate"    // the global packet budget was spent
+	ReasonRateLimited  = "rate_limited"   // the peer's own budget was spent
+	ReasonMalformed    = "malformed"      // not a HEP datagram / bad HEP3 length
+	ReasonHEP2OnTCP    = "hep2_on_tcp"    // HEP v1/v2 is not self-delimiting: UDP only
+	ReasonAuthFailed   = "auth_failed"    // Config.Authenticate said no
+	ReasonTooManyConns = "too_many_conns" // TCP connection cap reached
+)
+
+// Config sets up a Listener.
+type Config struct {
+	// UDP is the UDP address to listen on ("127.0.0.1:9060"); empty means
+	// no UDP listener.
+	UDP string
+	// TCP is the TCP address to listen on; empty means no TCP listener.
+	TCP string
+	// Allow lists the sources admitted: CIDR ranges ("10.1.0.0/16"), IP
+	// addresses, or host names (resolved once, at Listen). Empty admits
+	// every source, which is only permitted on loopback addresses unless
+	// Authenticate is set.
+	Allow []string
+	// PerPeerRate is the datagrams per second each source address may
+	// send; 0 means no per-peer limit.
+	PerPeerRate float64
+	// PerPeerBurst is the per-peer bucket size; 0 means max(1, rate).
+	PerPeerBurst int
+	// MaxPeers caps the per-peer rate table; 0 means 4096.
+	MaxPeers int
+	// GlobalRate is the datagrams per second admitted from all peers
+	// together; 0 means DefaultGlobalRate, negative means no limit.
+	GlobalRate float64
+	// MaxSenders caps the sender roster; 0 means DefaultMaxSenders.
+	MaxSenders int
+	// MaxRefused caps the refused-source list; 0 means DefaultMaxRefused.
+	MaxRefused int
+	// MaxConns caps concurrent TCP connections; 0 means DefaultMaxConns.
+	MaxConns int
+	// IdleTimeout closes a TCP connection that sends nothing for this
+	// long; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Authenticate, when set, must accept a datagram (e.g. check the HEP3
+	// shared-secret chunk with core/hep) for it to be admitted.
+	Authenticate func(hep []byte) bool
+	// Name is the source name frames carry; empty means "hep:<address>".
+	Name string
+	// SourceID is the SourceID frames carry.
+	SourceID uint16
+	// Logger receives listener errors; nil logs nothing.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now. Tests set it.
+	Now func() time.Time
+}
+
+// Sender is one admitted source in the roster.
+type Sender struct {
+	Addr      netip.Addr `json:"addr"`
+	FirstSeen time.Time  `json:"first_seen"`
+	LastSeen  time.Time  `json:"last_seen"`
+	Packets   uint64     `json:"packets"`
+	Bytes     uint64     `json:"bytes"`
+	// HEP2 and HEP3 count datagrams by HEP version.
+	HEP2 uint64 `json:"hep2,omitempty"`
+	HEP3 uint64 `json:"hep3,omitempty"`
+}
+
+// RefusedSource is one source whose datagrams were refused.
+type RefusedSource struct {
+	Addr      netip.Addr        `json:"addr"`
+	FirstSeen time.Time         `json:"first_seen"`
+	LastSeen  time.Time         `json:"last_seen"`
+	Count     uint64            `json:"count"`
+	Reasons   map[string]uint64 `json:"reasons"`
+}
+
+// Stats is a snapshot of a Listener's counters.
+type Stats struct {
+	// Received counts datagrams (TCP: framed messages) that arrived.
+	Received uint64 `json:"received"`
+	// Admitted counts those handed to the sink.
+	Admitted uint64 `json:"admitted"`
+	// Bytes counts the bytes admitted.
+	Bytes uint64 `json:"bytes"`
+	// Refused counts refusals by reason (TCP connections refused at
+	// accept are counted here too).
+	Refused map[string]uint64 `json:"refused"`
+	// Senders is the roster size; SendersEvicted counts senders forgotten
+	// because the roster was full.
+	Senders        int    `json:"senders"`
+	SendersEvicted uint64 `json:"senders_evicted"`
+	// RefusedSources is the refused-source list size; RefusedEvicted counts
+	// sources forgotten because the list was full.
+	RefusedSources int    `json:"refused_sources"`
+	RefusedEvicted uint64 `json:"refused_evicted"`
+	// TCPConns is the number of open TCP connections; TCPAccepted counts
+	// the connections accepted so far.
+	TCPConns    int64  `json:"tcp_conns"`
+	TCPAccepted uint64 `json:"tcp_accepted"`
+	// ReadErrors counts socket read errors other than closing.
+	ReadErrors uint64 `json:"read_errors"`
+}
+
+// Listener is a running HEP listener.
+type Listener struct {
+	cfg    Config
+	name   string
+	now    func() time.Time
+	allow  []netip.Prefix
+	global *ratelimit.Bucket
+	peer   *ratelimit.Limiter
+	sink   packet.Sink
+	log    *slog.Logger
+
+	udp     *net.UDPConn
+	tcp     *net.TCPListener
+	udpAddr netip.AddrPort
+	tcpAddr netip.AddrPort
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	conns       atomic.Int64
+	tcpAccepted atomic.Uint64
+	readErrors  atomic.Uint64
+	connMu      sync.Mutex
+	open        map[net.Conn]struct{}
+
+	mu       sync.Mutex // counters, roster, refused list
+	received uint64
+	admitted uint64
+	bytes    uint64
+	refused  map[string]uint64
+	senders  *lru[netip.Addr, Sender]
+	refusedL *lru[netip.Addr, RefusedSource]
+
+	deliverMu sync.Mutex // serializes sink calls
+	frame     packet.Frame
+	pkt       packet.Packet
+}
+
+// Listen starts listening. It fails when an address cannot be bound, when
+// an allowlist entry cannot be parsed or resolved, and when a non-loopback
+// address would admit every source (no allowlist and no Authenticate).
+func Listen(ctx context.Context, cfg Config, sink packet.Sink) (*Listener, error) {
+	if cfg.UDP == "" && cfg.TCP == "" {
+		return nil, errors.New("starting HEP listener: no UDP or TCP address given")
+	}
+	if sink == nil {
+		return nil, errors.New("starting HEP listener: no sink")
+	}
+	allow, err := parseAllow(ctx, cfg.Allow)
+	if err != nil {
+		return nil, err
+	}
+	if len(allow) == 0 && cfg.Authenticate == nil {
+		for _, a := range []string{cfg.UDP, cfg.TCP} {
+			if a != "" && !loopbackBind(a) {
+				return nil, fmt.Errorf("starting HEP listener: refusing to listen on %s without a source allowlist or authentication (a non-loopback address would admit anyone)", a)
+			}
+		}
+	}
+	l := &Listener{cfg: cfg, allow: allow, sink: sink, log: cfg.Logger, now: cfg.Now}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	grate := cfg.GlobalRate
+	if grate == 0 {
+		grate = DefaultGlobalRate
+	}
+	l.global = ratelimit.NewBucket(grate, 0, l.now)
+	if cfg.PerPeerRate > 0 {
+		l.peer = ratelimit.New(ratelimit.Config{Rate: cfg.PerPeerRate, Burst: cfg.PerPeerBurst, MaxPeers: cfg.MaxPeers, Now: l.now})
+	}
+	maxS, maxR := cfg.MaxSenders, cfg.MaxRefused
+	if maxS <= 0 {
+		maxS = DefaultMaxSenders
+	}
+	if maxR <= 0 {
+		maxR = DefaultMaxRefused
+	}
+	l.senders = newLRU[netip.Addr, Sender](maxS)
+	l.refusedL = newLRU[netip.Addr, RefusedSource](maxR)
+	l.refused = map[string]uint64{}
+	l.open = map[net.Conn]struct{}{}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+
+	var lc net.ListenConfig
+	if cfg.UDP != "" {
+		pc, err := lc.ListenPacket(ctx, "udp", cfg.UDP)
+		if err != nil {
+			return nil, fmt.Errorf("starting HEP listener: %w", err)
+		}
+		l.udp = pc.(*net.UDPConn)
+		_ = l.udp.SetReadBuffer(4 << 20)
+		l.udpAddr = l.udp.LocalAddr().(*net.UDPAddr).AddrPort()
+	}
+	if cfg.TCP != "" {
+		ln, err := lc.Listen(ctx, "tcp", cfg.TCP)
+		if err != nil {
+			if l.udp != nil {
+				l.udp.Close()
+			}
+			return nil, fmt.Errorf("starting HEP listener: %w", err)
+		}
+		l.tcp = ln.(*net.TCPListener)
+		l.tcpAddr = l.tcp.Addr().(*net.TCPAddr).AddrPort()
+	}
+	l.name = cfg.Name
+	if l.name == "" {
+		if l.udp != nil {
+			l.name = "hep:" + l.udpAddr.String()
+		} else {
+			l.name = "hep:" + l.tcpAddr.String()
+		}
+	}
+	l.frame.Source = l.name
+	l.frame.SourceID = cfg.SourceID
+	if l.udp != nil {
+		l.wg.Add(1)
+		go l.serveUDP()
+	}
+	if l.tcp != nil {
+		l.wg.Add(1)
+		go l.serveTCP()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			l.Close()
+		case <-l.ctx.Done():
+		}
+	}()
+	return l, nil
+}
+
+// UDPAddr returns the bound UDP address (invalid when there is none).
+func (l *Listener) UDPAddr() netip.AddrPort { return l.udpAddr }
+
+// TCPAddr returns the bound TCP address (invalid when there is none).
+func (l *Listener) TCPAddr() netip.AddrPort { return l.tcpAddr }
+
+// Name returns the source name frames carry.
+func (l *Listener) Name() string { return l.name }
+
+// Close stops listening, closes every connection and waits for the
+// listener's goroutines. It is safe to call more than once.
+func (l *Listener) Close() error {
+	l.cancel()
+	if l.udp != nil {
+		l.udp.Close()
+	}
+	if l.tcp != nil {
+		l.tcp.Close()
+	}
+	l.connMu.Lock()
+	for c := range l.open {
+		c.Close()
+	}
+	l.connMu.Unlock()
+	l.wg.Wait()
+	return nil
+}
+
+// Done is closed when the listener is closed.
+func (l *Listener) Done() <-chan struct{} { return l.ctx.Done() }
+
+func parseAllow(ctx context.Context, entries []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(e); err == nil {
+			out = append(out, netip.PrefixFrom(p.Addr().Unmap(), unmapBits(p)).Masked())
+			continue
+		}
+		if a, err := netip.ParseAddr(e); err == nil {
+			a = a.Unmap().WithZone("")
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		if strings.ContainsAny(e, "/ ") {
+			return nil, fmt.Errorf("starting HEP listener: bad allowlist entry %q", e)
+		}
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", e)
+		if err != nil {
+			return nil, fmt.Errorf("starting HEP listener: resolving allowlist host %q: %w", e, err)
+		}
+		for _, a := range addrs {
+			a = a.Unmap().WithZone("")
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out, nil
+}
+
+// unmapBits converts a prefix length on an IPv4-mapped address to IPv4.
+func unmapBits(p netip.Prefix) int {
+	if p.Addr().Is4In6() {
+		b := p.Bits() - 96
+		if b < 0 {
+			b = 0
+		}
+		return b
+	}
+	return p.Bits()
+}
+
+func loopbackBind(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+func (l *Listener) allowed(a netip.Addr) bool {
+	if len(l.allow) == 0 {
+		return true
+	}
+	for _, p := range l.allow {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Listener) serveUDP() {
+	defer l.wg.Done()
+	buf := make([]byte, maxDatagram+1)
+	local := l.udpAddr
+	for {
+		n, peer, err := l.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.readErrors.Add(1)
+			if l.log != nil {
+				l.log.Warn("reading HEP datagram", "err", err)
+			}
+			continue
+		}
+		l.handle(buf[:n], peer, local, packet.TransportUDP)
+	}
+}
+
+func (l *Listener) serveTCP() {
+	defer l.wg.Done()
+	maxConns := int64(l.cfg.MaxConns)
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	for {
+		c, err := l.tcp.AcceptTCP()
+		if err != nil {
+			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.readErrors.Add(1)
+			time.Sleep(10 * time.Millisecond) // e.g. EMFILE: don't spin
+			continue
+		}
+		peer := c.RemoteAddr().(*net.TCPAddr).AddrPort()
+		pa := ratelimit.Key(peer.Addr())
+		if !l.allowed(pa) {
+			l.refuse(pa, ReasonNotAllowed)
+			c.Close()
+			continue
+		}
+		if l.conns.Load() >= maxConns {
+			l.refuse(pa, ReasonTooManyConns)
+			c.Close()
+			continue
+		}
+		l.conns.Add(1)
+		l.tcpAccepted.Add(1)
+		l.connMu.Lock()
+		l.open[c] = struct{}{}
+		l.connMu.Unlock()
+		l.wg.Add(1)
+		go l.serveConn(c, peer)
+	}
+}
+
+func (l *Listener) serveConn(c *net.TCPConn, peer netip.AddrPort) {
+	defer l.wg.Done()
+	defer func() {
+		c.Close()
+		l.connMu.Lock()
+		delete(l.open, c)
+		l.connMu.Unlock()
+		l.conns.Add(-1)
+	}()
+	idle := l.cfg.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	local := c.LocalAddr().(*net.TCPAddr).AddrPort()
+	fr := newFramer(c, func() { _ = c.SetReadDeadline(time.Now().Add(idle)) })
+	for {
+		msg, reason, err := fr.next()
+		if err != nil {
+			if reason != "" {
+				l.count(peer.Addr(), reason)
+			}
+			return
+		}
+		l.handle(msg, peer, local, packet.TransportTCP)
+	}
+}
+
+// framer splits a TCP stream into HEP3 messages.
+type framer struct {
+	r      io.Reader
+	before func()
+	buf    []byte
+}
+
+func newFramer(r io.Reader, before func()) *framer {
+	return &framer{r: r, before: before, buf: make([]byte, maxDatagram)}
+}
+
+var errBadStream = errors.New("bad HEP stream")
+
+// next returns the next whole HEP3 message (valid until the next call). At
+// a framing error it returns the refusal reason and errBadStream; at the end
+// of the stream the read error and no reason.
+func (f *framer) next() ([]byte, string, error) {
+	if f.before != nil {
+		f.before()
+	}
+	if _, err := io.ReadFull(f.r, f.buf[:6]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return nil, ReasonMalformed, errBadStream
+		}
+		return nil, "", err
+	}
+	total, reason := hep3Len(f.buf[:6])
+	if reason != "" {
+		return nil, reason, errBadStream
+	}
+	if f.before != nil {
+		f.before()
+	}
+	if _, err := io.ReadFull(f.r, f.buf[6:total]); err != nil {
+		return nil, ReasonMalformed, errBadStream
+	}
+	return f.buf[:total], "", nil
+}
+
+// hep3Len checks a HEP3 header and returns the message's total length, or
+// the refusal reason.
+func hep3Len(h []byte) (int, string) {
+	if len(h) < 6 {
+		return 0, ReasonMalformed
+	}
+	if string(h[:4]) != "HEP3" {
+		if h[0] == 1 || h[0] == 2 {
+			return 0, ReasonHEP2OnTCP
+		}
+		return 0, ReasonMalformed
+	}
+	total := int(binary.BigEndian.Uint16(h[4:6]))
+	if total < 6 {
+		return 0, ReasonMalformed
+	}
+	return total, ""
+}
+
+// hepVersion checks the shape of one UDP datagram: a HEP3 message whose
+// length field matches the datagram, or a HEP v1/v2 header. It returns 2 or
+// 3, or 0 with the refusal reason.
+func hepVersion(b []byte) (int, string) {
+	if len(b) >= 4 && string(b[:4]) == "HEP3" {
+		total, reason := hep3Len(b)
+		if reason != "" || total != len(b) {
+			return 0, ReasonMalformed
+		}
+		return 3, ""
+	}
+	// HEP v1/v2: version, header length, address family, protocol, ports,
+	// addresses (v2 adds time and capture id)
+	if len(b) >= 16 && (b[0] == 1 || b[0] == 2) && (b[2] == 2 || b[2] == 10) {
+		hl := int(b[1])
+		if hl >= 16 && hl <= len(b) {
+			return 2, ""
+		}
+	}
+	return 0, ReasonMalformed
+}
+
+// handle runs one datagram through admission and delivers it.
+func (l *Listener) handle(b []byte, peer, local netip.AddrPort, tr packet.Transport) {
+	pa := ratelimit.Key(peer.Addr())
+	now := l.now()
+	l.mu.Lock()
+	l.received++
+	l.mu.Unlock()
+	if !l.allowed(pa) {
+		l.refuse(pa, ReasonNotAllowed)
+		return
+	}
+	if !l.global.Allow() {
+		l.refuse(pa, ReasonGlobalRate)
+		return
+	}
+	if l.peer != nil && !l.peer.AllowAt(pa, now) {
+		l.refuse(pa, ReasonRateLimited)
+		return
+	}
+	ver, reason := 3, ""
+	if tr == packet.TransportUDP {
+		ver, reason = hepVersion(b)
+	}
+	if reason != "" {
+		l.refuse(pa, reason)
+		return
+	}
+	if l.cfg.Authenticate != nil && !l.cfg.Authenticate(b) {
+		l.refuse(pa, ReasonAuthFailed)
+		return
+	}
+	l.mu.Lock()
+	l.admitted++
+	l.bytes += uint64(len(b))
+	s := l.senders.get(pa, func() Sender { return Sender{Addr: pa, FirstSeen: now} })
+	s.LastSeen = now
+	s.Packets++
+	s.Bytes += uint64(len(b))
+	if ver == 2 {
+		s.HEP2++
+	} else {
+		s.HEP3++
+	}
+	l.mu.Unlock()
+
+	l.deliverMu.Lock()
+	defer l.deliverMu.Unlock()
+	f := &l.frame
+	f.Ordinal++
+	f.TS = now
+	f.Data = b
+	f.OrigLen = len(b)
+	f.LinkType = 0
+	l.pkt = packet.Packet{TS: now, Src: peer, Dst: local, Transport: tr, Payload: b, Origin: packet.OriginWire, Frame: f}
+	l.sink.HandlePacket(&l.pkt)
+}
+
+// count records a refusal for a peer without running admission (TCP
+// stream faults).
+func (l *Listener) count(a netip.Addr, reason string) {
+	l.refuse(ratelimit.Key(a), reason)
+}
+
+func (l *Listener) refuse(a netip.Addr, reason string) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refused[reason]++
+	r := l.refusedL.get(a, func() RefusedSource {
+		return RefusedSource{Addr: a, FirstSeen: now, Reasons: map[string]uint64{}}
+	})
+	r.LastSeen = now
+	r.Count++
+	r.Reasons[reason]++
+}
+
+// Stats returns the counters now.
+func (l *Listener) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := Stats{
+		Received: l.received, Admitted: l.admitted, Bytes: l.bytes,
+		Refused: make(map[string]uint64, len(l.refused)),
+		Senders: l.senders.len(), SendersEvicted: l.senders.evicted,
+		RefusedSources: l.refusedL.len(), RefusedEvicted: l.refusedL.evicted,
+		TCPConns: l.conns.Load(), TCPAccepted: l.tcpAccepted.Load(), ReadErrors: l.readErrors.Load(),
+	}
+	for k, v := range l.refused {
+		s.Refused[k] = v
+	}
+	return s
+}
+
+// Senders returns the roster, most recently seen first.
+func (l *Listener) Senders() []Sender {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Sender, 0, l.senders.len())
+	l.senders.each(func(s Sender) { out = append(out, s) })
+	return out
+}
+
+// Silent returns the senders not heard from for at least d, longest silent
+// first.
+func (l *Listener) Silent(d time.Duration) []Sender {
+	now := l.now()
+	var out []Sender
+	for _, s := range l.Senders() {
+		if now.Sub(s.LastSeen) >= d {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LastSeen.Before(out[j].LastSeen) })
+	return out
+}
+
+// RefusedSources returns the refused-source list, most recently refused
+// first.
+func (l *Listener) RefusedSources() []RefusedSource {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]RefusedSource, 0, l.refusedL.len())
+	l.refusedL.each(func(r RefusedSource) {
+		c := r
+		c.Reasons = make(map[string]uint64, len(r.Reasons))
+		for k, v := range r.Reasons {
+			c.Reasons[k] = v
+		}
+		out = append(out, c)
+	})
+	return out
+}
