@@ -132,7 +132,14 @@ func findStartLine(b []byte) (startLine, bool) {
 	for i < len(b) && i < MaxJunkBytes && isLeadSpace[b[i]] {
 		i++
 	}
-	if i < len(b) && (isTokenChar[b[i]]) {
+	if i < len(b) && isTokenChar[b[i]] {
+		if sipVersionAt(b, i) {
+			// Status line: decide on the first 12 bytes before looking
+			// for the line end.
+			if len(b)-i < 12 || !isWS(b[i+7]) || !isDigit(b[i+8]) || !isDigit(b[i+9]) || !isDigit(b[i+10]) {
+				return findStartLineSlow(b)
+			}
+		}
 		end, next := lineEnd(b, i)
 		if sl, ok := classifyLine(b, i, end); ok {
 			sl.next = next
@@ -142,11 +149,28 @@ func findStartLine(b []byte) (startLine, bool) {
 	return findStartLineSlow(b)
 }
 
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// sipVersion is what every start line holds.
+var sipVersion = []byte("SIP/2.0")
+
+// maxStartWindow is how far into the input a start line's SIP/2.0 can be.
+const maxStartWindow = MaxJunkBytes + MaxLineBytes
+
 // findStartLineSlow handles junk before the start line: on each line that
 // begins within MaxJunkBytes, it looks for a status line ("SIP/2.0 NNN"
 // anywhere in the junk window of the line) or a request line (a line ending
 // in " SIP/2.0", the method being the token run before the URI).
 func findStartLineSlow(b []byte) (startLine, bool) {
+	// Cheap rejection: no "SIP/2.0" (case-sensitive, the common spelling)
+	// and no lower-case variant near the start means no start line.
+	win := b
+	if len(win) > maxStartWindow {
+		win = win[:maxStartWindow]
+	}
+	if !bytes.Contains(win, sipVersion) && !hasVersionFold(win) {
+		return startLine{}, false
+	}
 	for ls := 0; ls < len(b) && ls < MaxJunkBytes; {
 		end, next := lineEnd(b, ls)
 		// Request line ending in SIP/2.0.
@@ -199,6 +223,22 @@ func findStartLineSlow(b []byte) (startLine, bool) {
 		ls = next
 	}
 	return startLine{}, false
+}
+
+// hasVersionFold reports whether b holds "sip/2.0" in a case other than
+// "SIP/2.0" (rare; only checked when the exact spelling is absent).
+func hasVersionFold(b []byte) bool {
+	for i := 0; ; {
+		k := bytes.Index(b[i:], []byte("/2.0"))
+		if k < 0 {
+			return false
+		}
+		j := i + k
+		if j >= 3 && sipVersionAt(b, j-3) {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // Looks reports, cheaply and without allocating, whether b starts with a SIP

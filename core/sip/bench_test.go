@@ -1,0 +1,65 @@
+package sip
+
+import (
+	"strings"
+	"testing"
+)
+
+var benchRTP = func() []byte {
+	b := []byte{0x80, 0x08, 0x12, 0x34, 0, 0, 0x1f, 0x40, 0x34, 0x3f, 0xfa, 0x34}
+	for i := 0; i < 160; i++ {
+		b = append(b, byte(0xd5^i))
+	}
+	return b
+}()
+
+var benchInvite = []byte(crlf(strings.Replace(inviteText, "Content-Length: 4\n\nv=0\n",
+	"Content-Length: 129\n\nv=0\no=- 1 1 IN IP4 192.0.2.1\ns=-\nc=IN IP4 192.0.2.1\nt=0 0\nm=audio 4000 RTP/AVP 0 8 101\na=rtpmap:101 telephone-event/8000\n", 1)))
+
+func BenchmarkLooksRequest(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if !Looks(benchInvite) {
+			b.Fatal("not SIP")
+		}
+	}
+}
+
+func BenchmarkLooksStatus(b *testing.B) {
+	msg := []byte("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP h\r\n\r\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if !Looks(msg) {
+			b.Fatal("not SIP")
+		}
+	}
+}
+
+func BenchmarkLooksRTP(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if Looks(benchRTP) {
+			b.Fatal("RTP looks like SIP")
+		}
+	}
+}
+
+func BenchmarkLooksHTTP(b *testing.B) {
+	msg := []byte("GET /index.html HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if Looks(msg) {
+			b.Fatal("HTTP looks like SIP")
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchInvite)))
+	for b.Loop() {
+		if _, err := Parse(benchInvite); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
