@@ -1,117 +1,17 @@
-package media
+package media_test
 
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
-	"net/netip"
 	"os"
 	"testing"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-
 	"github.com/sipnab/sipnab/core/capture"
-	"github.com/sipnab/sipnab/core/packet"
-	"github.com/sipnab/sipnab/core/sdp"
-	"github.com/sipnab/sipnab/core/sip"
+	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/media/mediatest"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
-
-// feedCapture reads a capture and feeds it the way the router does: SIP
-// (UDP or a whole message in one TCP segment) hands its SDP to OnSDP, every
-// other UDP payload goes to Observe. Decoding is a test helper over gopacket
-// until core/decode lands.
-func feedCapture(t testing.TB, path string, st *Store) {
-	t.Helper()
-	r, err := capture.Open(path)
-	if err != nil {
-		t.Fatalf("opening %s: %v", path, err)
-	}
-	defer r.Close()
-	for {
-		f, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", path, err)
-		}
-		for _, p := range decodeFrame(f) {
-			route(st, &p)
-		}
-	}
-}
-
-func decodeFrame(f *packet.Frame) []packet.Packet {
-	data := f.Data
-	var first gopacket.Decoder = layers.LinkType(f.LinkType)
-	switch f.LinkType {
-	case 0, 108: // NULL/loopback
-		first = layers.LinkTypeNull
-	case 113: // Linux SLL v1: gopacket rejects some address lengths, so skip the header by hand
-		if len(data) < 16 {
-			return nil
-		}
-		switch uint16(data[14])<<8 | uint16(data[15]) {
-		case 0x0800:
-			first = layers.LayerTypeIPv4
-		case 0x86dd:
-			first = layers.LayerTypeIPv6
-		default:
-			return nil
-		}
-		data = data[16:]
-	}
-	pk := gopacket.NewPacket(data, first, gopacket.DecodeOptions{Lazy: true, NoCopy: true})
-	p := packet.Packet{TS: f.TS, Origin: packet.OriginWire, Frame: f}
-	var src, dst netip.Addr
-	if ip4, ok := pk.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
-		src, _ = netip.AddrFromSlice(ip4.SrcIP.To4())
-		dst, _ = netip.AddrFromSlice(ip4.DstIP.To4())
-		p.DSCP, p.HasDSCP = ip4.TOS>>2, true
-	} else if ip6, ok := pk.Layer(layers.LayerTypeIPv6).(*layers.IPv6); ok {
-		src, _ = netip.AddrFromSlice(ip6.SrcIP)
-		dst, _ = netip.AddrFromSlice(ip6.DstIP)
-		p.DSCP, p.HasDSCP = ip6.TrafficClass>>2, true
-	} else {
-		return nil
-	}
-	if u, ok := pk.Layer(layers.LayerTypeUDP).(*layers.UDP); ok {
-		p.Transport = packet.TransportUDP
-		p.Src = netip.AddrPortFrom(src, uint16(u.SrcPort))
-		p.Dst = netip.AddrPortFrom(dst, uint16(u.DstPort))
-		p.Payload = u.Payload
-		return []packet.Packet{p}
-	}
-	if tc, ok := pk.Layer(layers.LayerTypeTCP).(*layers.TCP); ok && len(tc.Payload) > 0 {
-		p.Transport = packet.TransportTCP
-		p.Src = netip.AddrPortFrom(src, uint16(tc.SrcPort))
-		p.Dst = netip.AddrPortFrom(dst, uint16(tc.DstPort))
-		p.Payload = tc.Payload
-		return []packet.Packet{p}
-	}
-	return nil
-}
-
-func route(st *Store, p *packet.Packet) {
-	if sip.Looks(p.Payload) {
-		m, err := sip.Parse(p.Payload)
-		if err != nil || m.CallID == "" {
-			return
-		}
-		if body, ok := m.SDPBody(); ok {
-			if s, err := sdp.Parse(body); err == nil {
-				st.OnSDP(m.CallID, p.TS, s, m.IsRequest, p.Src)
-			}
-		}
-		return
-	}
-	if p.Transport == packet.TransportUDP {
-		st.Observe(p)
-	}
-}
 
 type truthStream struct {
 	SSRC        string  `json:"ssrc"`
@@ -157,7 +57,7 @@ func TestPublicCapturesAgainstTshark(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			tf := loadTruth(t, name)
-			st := NewStore(Config{})
+			st := media.NewStore(media.Config{})
 			r, err := capture.Open(testcap.Public(name))
 			if errors.Is(err, capture.ErrUnsupportedFormat) && len(tf.RTP.Default.Streams)+len(tf.RTP.Heuristic.Streams) == 0 {
 				t.Skipf("capture format not read yet and tshark reports no RTP: %v", err)
@@ -165,8 +65,10 @@ func TestPublicCapturesAgainstTshark(t *testing.T) {
 			if err == nil {
 				r.Close()
 			}
-			feedCapture(t, testcap.Public(name), st)
-			got := map[string]StreamInfo{}
+			if _, err := mediatest.Feed(t, testcap.Public(name), st, nil); err != nil {
+				t.Fatalf("reading %s: %v", name, err)
+			}
+			got := map[string]media.StreamInfo{}
 			for _, s := range st.All() {
 				got[streamKey(s.SSRC, s.Src, s.Dst)] = s
 			}

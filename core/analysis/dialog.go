@@ -1,0 +1,540 @@
+// Package analysis diagnoses each dialog's media and signaling and ranks
+// capture-wide findings, worst first.
+//
+// It reads the dialog facts through a small struct the caller fills
+// (DialogFacts), so it does not depend on the dialog store's internals, and
+// the media through MediaSource (a *media.Store satisfies it). Everything it
+// returns is a value: callers serialize it directly.
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/sip"
+)
+
+// Thresholds (engine.md §10, §11).
+const (
+	DefaultSlowSetup         = 11 * time.Second
+	LateMediaThreshold       = 500 * time.Millisecond
+	DurationAsymmetryPct     = 5.0
+	DurationAsymmetryMinimum = 2 * time.Second
+	PtimeAsymmetryMs         = 5.0
+)
+
+// DialogFacts is what diagnosis needs to know about one dialog. Zero values
+// mean "not known": HasX flags tell absent from zero.
+type DialogFacts struct {
+	CallID string
+	// Method opened the dialog (INVITE, REGISTER, ...).
+	Method string
+	// State is the dialog store's state name (InCall, Completed, Failed...).
+	State string
+	// Answered is true when a 2xx answered the INVITE; AnsweredAt is when.
+	Answered   bool
+	AnsweredAt time.Time
+	// FinalCode and FinalReason are the final response of the dialog's
+	// primary transaction; HasFinal is false while none arrived.
+	FinalCode   int
+	FinalReason string
+	HasFinal    bool
+	CreatedAt   time.Time
+	// PDD is INVITE → first provisional; HasPDD false when not measured.
+	PDD    time.Duration
+	HasPDD bool
+	// InfoDTMF counts SIP INFO requests carrying DTMF (application/dtmf-relay,
+	// application/dtmf); digit values are never passed in.
+	InfoDTMF int
+}
+
+// MediaSource is the read side of the stream store diagnosis needs.
+type MediaSource interface {
+	StreamsFor(callID string) []media.StreamInfo
+	EndpointsFor(callID string) []media.Endpoint
+	All() []media.StreamInfo
+	Stats() media.Stats
+}
+
+var _ MediaSource = (*media.Store)(nil)
+
+// Options tune the diagnosis.
+type Options struct {
+	// SlowSetup is the post-dial delay above which setup is slow (11 s).
+	SlowSetup time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.SlowSetup <= 0 {
+		o.SlowSetup = DefaultSlowSetup
+	}
+	return o
+}
+
+// StreamRef names a stream inside a finding.
+type StreamRef struct {
+	SSRC string `json:"ssrc"`
+	Src  string `json:"src"`
+	Dst  string `json:"dst"`
+}
+
+func ref(s *media.StreamInfo) StreamRef { return StreamRef{SSRC: s.SSRC, Src: s.Src, Dst: s.Dst} }
+
+// NATEvidence is one stream sent from somewhere its SDP did not announce.
+type NATEvidence struct {
+	Stream    StreamRef `json:"stream"`
+	Actual    string    `json:"actual_source"`
+	Announced []string  `json:"announced"`
+}
+
+// Asymmetry is a difference between the two directions of a call.
+type Asymmetry struct {
+	Forward string `json:"forward"` // toward the answerer
+	Reverse string `json:"reverse"` // toward the offerer
+}
+
+// DurationAsymmetry is two directions of different lengths.
+type DurationAsymmetry struct {
+	ForwardMs float64 `json:"forward_ms"`
+	ReverseMs float64 `json:"reverse_ms"`
+}
+
+// QualityIssue is a stream over the loss or jitter threshold.
+type QualityIssue struct {
+	Stream StreamRef `json:"stream"`
+	Value  float64   `json:"value"`
+	Limit  float64   `json:"limit"`
+	Unit   string    `json:"unit"`
+}
+
+// MediaDiagnosis is the media half of a dialog's diagnosis. The four
+// booleans and Hints are always present; when there is no media to judge,
+// Applicable is false with a Reason rather than an empty stream list.
+type MediaDiagnosis struct {
+	Applicable          bool     `json:"applicable"`
+	Reason              string   `json:"reason,omitempty"`
+	OneWayAudio         bool     `json:"one_way_audio"`
+	NATMismatch         bool     `json:"nat_mismatch"`
+	NoMedia             bool     `json:"no_media"`
+	PrivateMediaAddress bool     `json:"private_media_address"`
+	Hints               []string `json:"hints"`
+
+	SDPMedia    []string `json:"sdp_media"`    // announced endpoints
+	ActualMedia []string `json:"actual_media"` // streams seen, src→dst
+	StreamCount int      `json:"stream_count"`
+
+	// OneWayDirection says which way media flowed when one-way.
+	OneWayDirection      string             `json:"one_way_direction,omitempty"`
+	OneWayWithheld       string             `json:"one_way_withheld,omitempty"`
+	NATEvidence          []NATEvidence      `json:"nat_evidence,omitempty"`
+	PrivateAddresses     []string           `json:"private_addresses,omitempty"`
+	CodecAsymmetry       *Asymmetry         `json:"codec_asymmetry,omitempty"`
+	PtimeAsymmetry       *Asymmetry         `json:"ptime_asymmetry,omitempty"`
+	PayloadAsymmetry     *Asymmetry         `json:"payload_asymmetry,omitempty"`
+	DurationAsymmetry    *DurationAsymmetry `json:"duration_asymmetry,omitempty"`
+	LateMediaMs          *float64           `json:"late_media_ms,omitempty"`
+	HighLoss             []QualityIssue     `json:"high_loss,omitempty"`
+	HighJitter           []QualityIssue     `json:"high_jitter,omitempty"`
+	Fax                  bool               `json:"fax,omitempty"`
+	UngroundedMOSStreams int                `json:"ungrounded_mos_streams,omitempty"`
+}
+
+// FinalFailure is a dialog that ended on a 4xx/5xx/6xx.
+type FinalFailure struct {
+	Code   int    `json:"code"`
+	Reason string `json:"reason,omitempty"`
+	Class  string `json:"class"` // challenge, canceled, declined, failure
+}
+
+// SlowSetup is a post-dial delay over the threshold.
+type SlowSetup struct {
+	PDDMs       float64 `json:"pdd_ms"`
+	ThresholdMs float64 `json:"threshold_ms"`
+}
+
+// SignalingDiagnosis is present only when something fired.
+type SignalingDiagnosis struct {
+	FinalFailure *FinalFailure `json:"final_failure"`
+	SlowSetup    *SlowSetup    `json:"slow_setup"`
+	Hints        []string      `json:"hints"`
+}
+
+// DialogDiagnosis is one dialog's verdict.
+type DialogDiagnosis struct {
+	CallID string `json:"call_id"`
+	// Verdict names where the problem is: signaling, media, both or none.
+	Verdict   string              `json:"verdict"`
+	Signaling *SignalingDiagnosis `json:"signaling_diagnosis,omitempty"`
+	Media     MediaDiagnosis      `json:"media"`
+}
+
+// Problem reports whether the media diagnosis found anything.
+func (m *MediaDiagnosis) Problem() bool {
+	return m.OneWayAudio || m.NoMedia || m.NATMismatch || m.PrivateMediaAddress ||
+		m.CodecAsymmetry != nil || m.PtimeAsymmetry != nil || m.PayloadAsymmetry != nil ||
+		m.DurationAsymmetry != nil || m.LateMediaMs != nil || len(m.HighLoss) > 0 || len(m.HighJitter) > 0
+}
+
+// Diagnose judges one dialog.
+func Diagnose(d DialogFacts, src MediaSource, opts Options) DialogDiagnosis {
+	opts = opts.withDefaults()
+	out := DialogDiagnosis{CallID: d.CallID}
+	out.Media = diagnoseMedia(d, src.StreamsFor(d.CallID), src.EndpointsFor(d.CallID))
+	out.Signaling = diagnoseSignaling(d, opts)
+	sig := out.Signaling != nil && (out.Signaling.FinalFailure != nil || out.Signaling.SlowSetup != nil)
+	med := out.Media.Problem()
+	switch {
+	case sig && med:
+		out.Verdict = "both"
+	case sig:
+		out.Verdict = "signaling"
+	case med:
+		out.Verdict = "media"
+	default:
+		out.Verdict = "none"
+	}
+	return out
+}
+
+func diagnoseSignaling(d DialogFacts, opts Options) *SignalingDiagnosis {
+	var s SignalingDiagnosis
+	fired := false
+	if d.HasFinal && d.FinalCode >= 400 && d.FinalCode <= 699 {
+		class := sip.StatusClass(d.FinalCode)
+		s.FinalFailure = &FinalFailure{Code: d.FinalCode, Reason: d.FinalReason, Class: class}
+		fired = true
+		switch class {
+		case sip.ClassChallenge:
+			s.Hints = append(s.Hints, fmt.Sprintf("ended on a %d challenge: credentials were asked and the retry never succeeded", d.FinalCode))
+		case sip.ClassCanceled:
+			s.Hints = append(s.Hints, "the caller canceled before an answer (487)")
+		case sip.ClassDeclined:
+			s.Hints = append(s.Hints, fmt.Sprintf("the called party declined (%d)", d.FinalCode))
+		default:
+			switch {
+			case d.FinalCode == 488 || d.FinalCode == 415:
+				s.Hints = append(s.Hints, fmt.Sprintf("%d: the offer was not acceptable; compare the codecs offered with what the far end supports", d.FinalCode))
+			case d.FinalCode == 404 || d.FinalCode == 484:
+				s.Hints = append(s.Hints, fmt.Sprintf("%d: the number or address did not route; check the dial plan", d.FinalCode))
+			case d.FinalCode == 408 || d.FinalCode == 480:
+				s.Hints = append(s.Hints, fmt.Sprintf("%d: the called party was unreachable or did not answer", d.FinalCode))
+			case d.FinalCode >= 500 && d.FinalCode < 600:
+				s.Hints = append(s.Hints, fmt.Sprintf("%d: a server failed; look at the element that sent it", d.FinalCode))
+			default:
+				s.Hints = append(s.Hints, fmt.Sprintf("ended on %d", d.FinalCode))
+			}
+		}
+	}
+	if d.HasPDD && d.PDD > opts.SlowSetup {
+		s.SlowSetup = &SlowSetup{PDDMs: ms(d.PDD), ThresholdMs: ms(opts.SlowSetup)}
+		s.Hints = append(s.Hints, fmt.Sprintf("post-dial delay %.1f s exceeds %.0f s", d.PDD.Seconds(), opts.SlowSetup.Seconds()))
+		fired = true
+	}
+	if d.InfoDTMF > 0 {
+		s.Hints = append(s.Hints, fmt.Sprintf("%d DTMF digit(s) sent as SIP INFO (values masked)", d.InfoDTMF))
+	}
+	if !fired && len(s.Hints) == 0 {
+		return nil
+	}
+	if s.Hints == nil {
+		s.Hints = []string{}
+	}
+	return &s
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+
+// side labels an endpoint: the offerer's or the answerer's.
+type sides struct {
+	offer, answer map[netip.AddrPort]bool
+	all           map[netip.AddrPort]bool
+}
+
+func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint) MediaDiagnosis {
+	m := MediaDiagnosis{Hints: []string{}, SDPMedia: []string{}, ActualMedia: []string{}, StreamCount: len(streams)}
+	sd := sides{offer: map[netip.AddrPort]bool{}, answer: map[netip.AddrPort]bool{}, all: map[netip.AddrPort]bool{}}
+	hold := false
+	for _, e := range eps {
+		m.SDPMedia = append(m.SDPMedia, e.Address)
+		sd.all[e.AddrPort] = true
+		if e.Offer {
+			sd.offer[e.AddrPort] = true
+		} else {
+			sd.answer[e.AddrPort] = true
+		}
+		if e.Hold {
+			hold = true
+		}
+		if e.Fax {
+			m.Fax = true
+		}
+	}
+	for i := range streams {
+		s := &streams[i]
+		m.ActualMedia = append(m.ActualMedia, s.Src+"→"+s.Dst)
+		if s.Kind == "fax" {
+			m.Fax = true
+		}
+	}
+	if len(streams) == 0 {
+		switch {
+		case len(eps) == 0:
+			m.Reason = "no SDP was seen for this dialog and no RTP reached the capture point"
+			return m
+		case !d.Answered:
+			m.Reason = "the call was never answered and no RTP reached the capture point"
+			if d.HasFinal {
+				m.Reason = fmt.Sprintf("the call ended with %d before media and no RTP reached the capture point", d.FinalCode)
+			}
+			return m
+		}
+		m.Applicable = true
+		m.NoMedia = true
+		m.Hints = append(m.Hints, "SDP was negotiated and the call answered, but no RTP reached the capture point: check firewalls and the media path, or whether the capture point sees media at all")
+		privateCheck(&m, eps, streams)
+		return m
+	}
+	m.Applicable = true
+	if m.Fax {
+		m.Hints = append(m.Hints, "T.38 fax: not graded as voice")
+	}
+
+	// Direction of each stream: toward the answerer (forward) or the offerer.
+	var fwd, rev []*media.StreamInfo
+	var cn, pkts uint64
+	for i := range streams {
+		s := &streams[i]
+		pkts += s.Packets
+		if s.Silence != nil {
+			cn += s.Silence.CNFrames
+		}
+		if s.MOS != nil && !s.MOSGrounded {
+			m.UngroundedMOSStreams++
+		}
+		src, _ := netip.ParseAddrPort(s.Src)
+		dst, _ := netip.ParseAddrPort(s.Dst)
+		switch {
+		case sd.answer[dst] || sd.offer[src]:
+			fwd = append(fwd, s)
+		case sd.offer[dst] || sd.answer[src]:
+			rev = append(rev, s)
+		}
+	}
+
+	// One-way audio.
+	if d.Answered && (len(fwd) == 0) != (len(rev) == 0) {
+		share := 0.0
+		if pkts > 0 {
+			share = float64(cn) / float64(pkts)
+		}
+		dir := "offerer→answerer only"
+		if len(fwd) == 0 {
+			dir = "answerer→offerer only"
+		}
+		switch {
+		case share >= media.CNShareWithhold:
+			m.OneWayWithheld = fmt.Sprintf("comfort noise is %.0f%% of the packets: silence suppression can explain a quiet direction", share*100)
+		case hold:
+			m.OneWayWithheld = "a side announced sendonly/inactive (hold): one direction is expected"
+		case m.Fax:
+			m.OneWayWithheld = "fax"
+		default:
+			m.OneWayAudio = true
+			m.OneWayDirection = dir
+			m.Hints = append(m.Hints, "media flowed "+dir+": check NAT/firewall on the silent side, and that the silent side's SDP address is reachable")
+		}
+	}
+
+	// NAT mismatch: a sender's packets come from an address:port no SDP of
+	// the dialog announced, while both sides announced endpoints.
+	if len(sd.offer) > 0 && len(sd.answer) > 0 {
+		for i := range streams {
+			s := &streams[i]
+			src, _ := netip.ParseAddrPort(s.Src)
+			dst, _ := netip.ParseAddrPort(s.Dst)
+			if !sd.all[dst] || sd.all[src] {
+				continue
+			}
+			announced := sd.offer
+			if sd.offer[dst] {
+				announced = sd.answer
+			}
+			ev := NATEvidence{Stream: ref(s), Actual: s.Src}
+			for a := range announced {
+				ev.Announced = append(ev.Announced, a.String())
+			}
+			sort.Strings(ev.Announced)
+			m.NATEvidence = append(m.NATEvidence, ev)
+		}
+		if len(m.NATEvidence) > 0 {
+			m.NATMismatch = true
+			m.Hints = append(m.Hints, "media arrives from an address or port the SDP did not announce: a NAT rewrites it; symmetric RTP (comedia) or an SBC fixes the return path")
+		}
+	}
+	privateCheck(&m, eps, streams)
+
+	// Asymmetries between directions.
+	if len(fwd) > 0 && len(rev) > 0 {
+		fc, rc := codecs(fwd), codecs(rev)
+		if fc != "" && rc != "" && fc != rc {
+			m.CodecAsymmetry = &Asymmetry{Forward: fc, Reverse: rc}
+			m.Hints = append(m.Hints, "the two directions use different codecs")
+		}
+		fp, rp := pts(fwd), pts(rev)
+		if fc == rc && fp != rp {
+			m.PayloadAsymmetry = &Asymmetry{Forward: fp, Reverse: rp}
+		}
+		if pf, pr, ok := ptimes(fwd, rev, eps); ok && math.Abs(pf-pr) > PtimeAsymmetryMs {
+			m.PtimeAsymmetry = &Asymmetry{Forward: fmt.Sprintf("%.0f ms", pf), Reverse: fmt.Sprintf("%.0f ms", pr)}
+		}
+		df, dr := span(fwd), span(rev)
+		diff := math.Abs(df - dr)
+		if diff >= ms(DurationAsymmetryMinimum) && diff >= math.Max(df, dr)*DurationAsymmetryPct/100 {
+			m.DurationAsymmetry = &DurationAsymmetry{ForwardMs: df, ReverseMs: dr}
+			m.Hints = append(m.Hints, "one direction's media lasted noticeably longer than the other's")
+		}
+	}
+
+	// Late media.
+	if d.Answered && !d.AnsweredAt.IsZero() {
+		first := streams[0].FirstSeen
+		for i := range streams {
+			if streams[i].FirstSeen.Before(first) {
+				first = streams[i].FirstSeen
+			}
+		}
+		if late := first.Sub(d.AnsweredAt); late > LateMediaThreshold {
+			v := ms(late)
+			m.LateMediaMs = &v
+			m.Hints = append(m.Hints, fmt.Sprintf("first RTP arrived %.0f ms after the answer", v))
+		}
+	}
+
+	// Loss and jitter.
+	for i := range streams {
+		s := &streams[i]
+		if s.Kind != "audio" {
+			continue
+		}
+		if s.LossPct > media.HighLossPct {
+			m.HighLoss = append(m.HighLoss, QualityIssue{Stream: ref(s), Value: s.LossPct, Limit: media.HighLossPct, Unit: "percent"})
+		}
+		if s.JitterMeanMs != nil && *s.JitterMeanMs > media.HighJitterMs {
+			m.HighJitter = append(m.HighJitter, QualityIssue{Stream: ref(s), Value: *s.JitterMeanMs, Limit: media.HighJitterMs, Unit: "ms"})
+		}
+	}
+	if len(m.HighLoss) > 0 {
+		m.Hints = append(m.Hints, fmt.Sprintf("packet loss above %.0f%% on %d stream(s)", media.HighLossPct, len(m.HighLoss)))
+	}
+	if len(m.HighJitter) > 0 {
+		m.Hints = append(m.Hints, fmt.Sprintf("mean jitter above %.0f ms on %d stream(s)", media.HighJitterMs, len(m.HighJitter)))
+	}
+	if m.UngroundedMOSStreams > 0 {
+		m.Hints = append(m.Hints, fmt.Sprintf("%d stream(s) use a codec without a published G.113 impairment: their MOS is a placeholder", m.UngroundedMOSStreams))
+	}
+	return m
+}
+
+// privateCheck flags announced private addresses when the dialog's media
+// also involves a public address.
+func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.StreamInfo) {
+	public := false
+	var priv []string
+	for _, e := range eps {
+		a := e.AddrPort.Addr()
+		if isPrivate(a) {
+			priv = append(priv, e.Address)
+		} else if a.IsValid() && !a.IsLoopback() {
+			public = true
+		}
+		if sg, err := netip.ParseAddrPort(e.Signaler); err == nil && !isPrivate(sg.Addr()) && !sg.Addr().IsLoopback() {
+			public = true
+		}
+	}
+	for i := range streams {
+		for _, x := range []string{streams[i].Src, streams[i].Dst} {
+			if ap, err := netip.ParseAddrPort(x); err == nil && !isPrivate(ap.Addr()) && !ap.Addr().IsLoopback() {
+				public = true
+			}
+		}
+	}
+	if public && len(priv) > 0 {
+		sort.Strings(priv)
+		m.PrivateMediaAddress = true
+		m.PrivateAddresses = priv
+		m.Hints = append(m.Hints, "an SDP announces a private address to a public peer: the far end cannot reach it without NAT traversal (STUN/ICE) or an SBC")
+	}
+}
+
+func isPrivate(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsPrivate() || a.IsLinkLocalUnicast()
+}
+
+func codecs(ss []*media.StreamInfo) string {
+	set := map[string]bool{}
+	for _, s := range ss {
+		if s.Codec != "" && s.Kind == "audio" {
+			set[s.Codec] = true
+		}
+	}
+	return joinSet(set)
+}
+
+func pts(ss []*media.StreamInfo) string {
+	set := map[string]bool{}
+	for _, s := range ss {
+		if s.Kind == "audio" {
+			set[fmt.Sprint(s.PayloadType)] = true
+		}
+	}
+	return joinSet(set)
+}
+
+func joinSet(set map[string]bool) string {
+	l := make([]string, 0, len(set))
+	for k := range set {
+		l = append(l, k)
+	}
+	sort.Strings(l)
+	return strings.Join(l, ",")
+}
+
+// ptimes compares packetization: measured mean inter-arrival per direction.
+func ptimes(fwd, rev []*media.StreamInfo, _ []media.Endpoint) (float64, float64, bool) {
+	mean := func(ss []*media.StreamInfo) (float64, bool) {
+		var sum float64
+		n := 0
+		for _, s := range ss {
+			if s.Kind == "audio" && s.DeltaMeanMs != nil && s.Packets >= 10 {
+				sum += *s.DeltaMeanMs
+				n++
+			}
+		}
+		if n == 0 {
+			return 0, false
+		}
+		return sum / float64(n), true
+	}
+	f, ok1 := mean(fwd)
+	r, ok2 := mean(rev)
+	return math.Round(f), math.Round(r), ok1 && ok2
+}
+
+func span(ss []*media.StreamInfo) float64 {
+	var first, last time.Time
+	for _, s := range ss {
+		if first.IsZero() || s.FirstSeen.Before(first) {
+			first = s.FirstSeen
+		}
+		if s.LastSeen.After(last) {
+			last = s.LastSeen
+		}
+	}
+	return ms(last.Sub(first))
+}

@@ -1,0 +1,275 @@
+package analysis
+
+import (
+	"sort"
+	"time"
+)
+
+// ReportSchemaVersion is the version of the Report shape.
+const ReportSchemaVersion = 1
+
+// MaxEvidence bounds the evidence rows a finding carries; the rest are
+// counted in evidence_omitted while accumulating.
+const MaxEvidence = 20
+
+// Severities, worst first.
+const (
+	SeverityCritical = "critical"
+	SeverityHigh     = "high"
+	SeverityMedium   = "medium"
+	SeverityLow      = "low"
+	SeverityInfo     = "info"
+)
+
+var severityRank = map[string]int{SeverityCritical: 0, SeverityHigh: 1, SeverityMedium: 2, SeverityLow: 3, SeverityInfo: 4}
+
+// Evidence is one occurrence of a finding.
+type Evidence struct {
+	CallID    string           `json:"call_id,omitempty"`
+	Endpoints []string         `json:"endpoints,omitempty"`
+	At        *time.Time       `json:"at,omitempty"`
+	Counts    map[string]int64 `json:"counts,omitempty"`
+	Note      string           `json:"note,omitempty"`
+}
+
+// Finding is one kind of problem across the capture.
+type Finding struct {
+	Kind            string     `json:"kind"`
+	Severity        string     `json:"severity"`
+	Occurrences     int64      `json:"occurrences"`
+	Unit            string     `json:"unit"` // dialogs, streams, frames, messages, ...
+	Summary         string     `json:"summary"`
+	Evidence        []Evidence `json:"evidence"`
+	EvidenceOmitted int64      `json:"evidence_omitted"`
+}
+
+func (f *Finding) add(e Evidence) {
+	f.Occurrences++
+	if len(f.Evidence) < MaxEvidence {
+		f.Evidence = append(f.Evidence, e)
+	} else {
+		f.EvidenceOmitted++
+	}
+}
+
+// CaptureFacts is what the run knows about reading the capture.
+type CaptureFacts struct {
+	// FramesRead is the capture packet counter.
+	FramesRead uint64
+	// SourceExhausted: the source was read to its end. SourceStoppedEarly:
+	// reading stopped before it (truncation, a limit, a fault).
+	SourceExhausted    bool
+	SourceStoppedEarly bool
+	// Undecodable counts frames the decoder could not read, by reason.
+	Undecodable map[string]uint64
+	// PortGatedSIP counts SIP-looking payloads not analysed because of a
+	// port restriction, by port ("5080": 12).
+	PortGatedSIP map[string]uint64
+	// DialogsEvicted counts dialogs the dialog store dropped at its cap.
+	DialogsEvicted uint64
+	// MessagesDropped counts SIP messages not retained (per-dialog caps).
+	MessagesDropped uint64
+}
+
+// Report is the whole-capture verdict.
+type Report struct {
+	SchemaVersion      int       `json:"schema_version"`
+	Findings           []Finding `json:"findings"`
+	DialogsExamined    int       `json:"dialogs_examined"`
+	StreamsExamined    int       `json:"streams_examined"`
+	FramesRead         uint64    `json:"frames_read"`
+	Complete           bool      `json:"complete"`
+	SourceExhausted    bool      `json:"source_exhausted"`
+	SourceStoppedEarly bool      `json:"source_stopped_early"`
+	// Clean is true when nothing was found and the read was complete.
+	Clean bool `json:"clean"`
+}
+
+// CaptureReport diagnoses every dialog and adds what the capture as a whole
+// shows: orphaned media and everything that was not read. Findings are
+// ranked worst first (severity, then occurrences, then kind). Complete is
+// true only when the source was read whole and nothing was shed.
+func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts Options) Report {
+	opts = opts.withDefaults()
+	byKind := map[string]*Finding{}
+	get := func(kind, sev, unit, summary string) *Finding {
+		f := byKind[kind]
+		if f == nil {
+			f = &Finding{Kind: kind, Severity: sev, Unit: unit, Summary: summary, Evidence: []Evidence{}}
+			byKind[kind] = f
+		}
+		return f
+	}
+	for _, d := range dialogs {
+		dd := Diagnose(d, src, opts)
+		at := func(t time.Time) *time.Time {
+			if t.IsZero() {
+				return nil
+			}
+			return &t
+		}
+		if s := dd.Signaling; s != nil {
+			if ff := s.FinalFailure; ff != nil && ff.Class != "challenge" {
+				sev := SeverityMedium
+				switch {
+				case ff.Code >= 500:
+					sev = SeverityHigh
+				case ff.Class == "canceled" || ff.Class == "declined":
+					sev = SeverityLow
+				}
+				kind := "final_failure_" + ff.Class
+				get(kind, sev, "dialogs", "dialogs that ended on a final "+ff.Class+" response").
+					add(Evidence{CallID: d.CallID, At: at(d.CreatedAt), Counts: map[string]int64{"code": int64(ff.Code)}, Note: ff.Reason})
+			}
+			if ss := s.SlowSetup; ss != nil {
+				get("slow_setup", SeverityMedium, "dialogs", "post-dial delay over the threshold").
+					add(Evidence{CallID: d.CallID, At: at(d.CreatedAt), Counts: map[string]int64{"pdd_ms": int64(ss.PDDMs)}})
+			}
+		}
+		m := &dd.Media
+		ev := Evidence{CallID: d.CallID, At: at(d.CreatedAt)}
+		if m.NoMedia {
+			e := ev
+			e.Endpoints = m.SDPMedia
+			get("no_media", SeverityHigh, "dialogs", "answered calls with negotiated SDP and no RTP").add(e)
+		}
+		if m.OneWayAudio {
+			e := ev
+			e.Endpoints, e.Note = m.ActualMedia, m.OneWayDirection
+			get("one_way_audio", SeverityHigh, "dialogs", "answered calls with media in one direction only").add(e)
+		}
+		if m.NATMismatch {
+			e := ev
+			for _, n := range m.NATEvidence {
+				e.Endpoints = append(e.Endpoints, n.Actual)
+			}
+			get("nat_mismatch", SeverityMedium, "dialogs", "media from an address the SDP did not announce").add(e)
+		}
+		if m.PrivateMediaAddress {
+			e := ev
+			e.Endpoints = m.PrivateAddresses
+			get("private_media_address", SeverityMedium, "dialogs", "private address announced to a public peer").add(e)
+		}
+		for _, q := range m.HighLoss {
+			e := ev
+			e.Endpoints = []string{q.Stream.Src, q.Stream.Dst}
+			e.Note = q.Stream.SSRC
+			e.Counts = map[string]int64{"loss_permille": int64(q.Value * 10)}
+			get("high_loss", SeverityHigh, "streams", "streams losing more than 5% of packets").add(e)
+		}
+		for _, q := range m.HighJitter {
+			e := ev
+			e.Endpoints = []string{q.Stream.Src, q.Stream.Dst}
+			e.Note = q.Stream.SSRC
+			e.Counts = map[string]int64{"jitter_ms": int64(q.Value)}
+			get("high_jitter", SeverityMedium, "streams", "streams with mean jitter over 50 ms").add(e)
+		}
+		if m.LateMediaMs != nil {
+			e := ev
+			e.Counts = map[string]int64{"late_ms": int64(*m.LateMediaMs)}
+			get("late_media", SeverityLow, "dialogs", "first RTP more than 500 ms after the answer").add(e)
+		}
+		for kind, a := range map[string]*Asymmetry{"codec_asymmetry": m.CodecAsymmetry, "ptime_asymmetry": m.PtimeAsymmetry, "payload_asymmetry": m.PayloadAsymmetry} {
+			if a != nil {
+				e := ev
+				e.Note = a.Forward + " / " + a.Reverse
+				get(kind, SeverityLow, "dialogs", "the two directions of a call differ").add(e)
+			}
+		}
+		if m.DurationAsymmetry != nil {
+			e := ev
+			e.Counts = map[string]int64{"forward_ms": int64(m.DurationAsymmetry.ForwardMs), "reverse_ms": int64(m.DurationAsymmetry.ReverseMs)}
+			get("duration_asymmetry", SeverityLow, "dialogs", "one direction's media lasted ≥5% and ≥2 s longer").add(e)
+		}
+	}
+
+	all := src.All()
+	for i := range all {
+		s := &all[i]
+		if !s.Orphaned {
+			continue
+		}
+		t := s.FirstSeen
+		get("orphaned_media", SeverityInfo, "streams", "RTP streams no dialog's SDP announced (never named: nobody asked a relay)").
+			add(Evidence{Endpoints: []string{s.Src, s.Dst}, At: &t, Note: s.SSRC, Counts: map[string]int64{"packets": int64(s.Packets)}})
+	}
+
+	st := src.Stats()
+	shed := false
+	retention := func(kind, summary string, n uint64) {
+		if n == 0 {
+			return
+		}
+		shed = true
+		f := get(kind, SeverityHigh, "entries", summary)
+		f.Occurrences += int64(n)
+		f.Evidence = append(f.Evidence, Evidence{Counts: map[string]int64{"evicted": int64(n)}})
+	}
+	retention("streams_evicted", "streams dropped at the --max-streams cap: media answers are partial", st.StreamsEvicted)
+	retention("dialogs_evicted", "dialogs dropped at the dialog cap: signaling answers are partial", cf.DialogsEvicted)
+	retention("messages_dropped", "SIP messages not retained past per-dialog caps", cf.MessagesDropped)
+	retention("media_endpoints_evicted", "SDP media endpoints forgotten at the cap: later RTP to them is orphaned", st.EndpointsEvicted)
+	retention("rtp_candidates_evicted", "unsignaled flows dropped before they proved to be RTP", st.CandidatesEvicted)
+	for reason, n := range cf.Undecodable {
+		if n == 0 {
+			continue
+		}
+		shed = true
+		f := get("undecodable", SeverityMedium, "frames", "frames that could not be decoded, by reason")
+		f.Occurrences += int64(n)
+		f.Evidence = append(f.Evidence, Evidence{Note: reason, Counts: map[string]int64{"frames": int64(n)}})
+	}
+	for port, n := range cf.PortGatedSIP {
+		if n == 0 {
+			continue
+		}
+		shed = true
+		f := get("port_gated_sip", SeverityMedium, "messages", "SIP seen on ports not analysed")
+		f.Occurrences += int64(n)
+		f.Evidence = append(f.Evidence, Evidence{Note: "port " + port, Counts: map[string]int64{"messages": int64(n)}})
+	}
+	if st.RTCPMalformed > 0 {
+		f := get("rtcp_malformed", SeverityInfo, "packets", "RTCP datagrams that did not parse whole")
+		f.Occurrences += int64(st.RTCPMalformed)
+	}
+
+	r := Report{
+		SchemaVersion:      ReportSchemaVersion,
+		Findings:           make([]Finding, 0, len(byKind)),
+		DialogsExamined:    len(dialogs),
+		StreamsExamined:    len(all),
+		FramesRead:         cf.FramesRead,
+		SourceExhausted:    cf.SourceExhausted,
+		SourceStoppedEarly: cf.SourceStoppedEarly,
+	}
+	for _, f := range byKind {
+		sort.SliceStable(f.Evidence, func(i, j int) bool { return evidenceLess(&f.Evidence[i], &f.Evidence[j]) })
+		r.Findings = append(r.Findings, *f)
+	}
+	sort.Slice(r.Findings, func(i, j int) bool {
+		a, b := &r.Findings[i], &r.Findings[j]
+		if severityRank[a.Severity] != severityRank[b.Severity] {
+			return severityRank[a.Severity] < severityRank[b.Severity]
+		}
+		if a.Occurrences != b.Occurrences {
+			return a.Occurrences > b.Occurrences
+		}
+		return a.Kind < b.Kind
+	})
+	r.Complete = cf.SourceExhausted && !cf.SourceStoppedEarly && !shed
+	r.Clean = r.Complete && len(r.Findings) == 0
+	return r
+}
+
+func evidenceLess(a, b *Evidence) bool {
+	switch {
+	case a.At != nil && b.At != nil && !a.At.Equal(*b.At):
+		return a.At.Before(*b.At)
+	case (a.At == nil) != (b.At == nil):
+		return a.At != nil
+	}
+	if a.CallID != b.CallID {
+		return a.CallID < b.CallID
+	}
+	return a.Note < b.Note
+}
