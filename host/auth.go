@@ -157,9 +157,11 @@ func (v *verifier) isRevoked(id string) bool {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if err := v.reloadRevoked(); err != nil {
-		return true // cannot tell: fail closed
+	if err := v.reloadRevoked(); err != nil && v.revoked == nil {
+		return true // never read: cannot tell, fail closed
 	}
+	// A file that became unreadable (e.g. after the privilege drop) keeps
+	// the last list read: revocations never disappear.
 	return v.revoked[id]
 }
 

@@ -1,0 +1,184 @@
+// Package tests drives the built sipnab binary end to end: over stdio and
+// over streamable HTTP, with the mcp-go client and with the independent
+// modelcontextprotocol/go-sdk client, in both protocol eras.
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+// bin is the sipnab binary built once for the package's tests.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sipnab-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The HTTP server drops root privileges to nobody before binding: keep
+	// the binary reachable for it.
+	_ = os.Chmod(dir, 0o755)
+	bin = filepath.Join(dir, "sipnab")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/sipnab")
+	cmd.Dir = testcap.Root()
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building sipnab:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// sampleCapture is the small capture shipped in the repository.
+func sampleCapture() string { return filepath.Join(testcap.Root(), "testdata", "sip-rtp-g711.pcap") }
+
+// lockedBuffer collects a process's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// httpServer is a running `sipnab --mcp --mcp-transport http`.
+type httpServer struct {
+	URL    string // http://127.0.0.1:PORT
+	stderr *lockedBuffer
+	cmd    *exec.Cmd
+}
+
+var listenRE = regexp.MustCompile(`url=(https?://[^ ]+)/mcp`)
+
+// startHTTP starts the binary with --mcp-transport http on a free loopback
+// port (unless args bind elsewhere) and waits for it to listen.
+func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
+	t.Helper()
+	full := append([]string{"-N", "--mcp", "--mcp-transport", "http"}, args...)
+	if !strings.Contains(strings.Join(args, " "), "--mcp-bind") {
+		full = append(full, "--mcp-bind", "127.0.0.1:0")
+	}
+	cmd := exec.Command(bin, full...)
+	cmd.Env = append(os.Environ(), env...)
+	s := &httpServer{stderr: &lockedBuffer{}, cmd: cmd}
+	pr, pw := io.Pipe()
+	cmd.Stderr = io.MultiWriter(s.stderr, pw)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		_ = pw.Close()
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	select {
+	case u := <-found:
+		s.URL = u
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server did not start; stderr:\n%s", s.stderr.String())
+	}
+	return s
+}
+
+// sharedDir is a temporary directory the server can still read after it
+// drops root privileges.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sipnab-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// bearer is an http.RoundTripper adding an Authorization header.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.base.RoundTrip(r)
+}
+
+func httpClient(token string) *http.Client {
+	return &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}, Timeout: 30 * time.Second}
+}
+
+// rawPost sends one JSON-RPC body to /mcp with the given headers.
+func rawPost(t *testing.T, url, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`

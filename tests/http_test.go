@@ -1,0 +1,217 @@
+package tests
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHTTPTransportRules(t *testing.T) {
+	s := startHTTP(t, nil)
+
+	t.Run("health", func(t *testing.T) {
+		resp, err := http.Get(s.URL + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" {
+			t.Errorf("got %d %q, want 200 ok", resp.StatusCode, b)
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		body     string
+		hdr      map[string]string
+		want     int
+		wantBody string
+	}{
+		{"accept json only is 406", initBody, map[string]string{"Accept": "application/json"}, 406, "Not Acceptable"},
+		{"accept sse only is 406", initBody, map[string]string{"Accept": "text/event-stream"}, 406, "Not Acceptable"},
+		{"no session after initialize is 422", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil, 422, "Unexpected message, expect initialize request"},
+		{"foreign Host is 403", initBody, map[string]string{"Host": "evil.example"}, 403, "Forbidden"},
+		{"unknown session is 404", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": "deadbeef"}, 404, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := rawPost(t, s.URL, tc.body, tc.hdr)
+			if resp.StatusCode != tc.want || !strings.Contains(body, tc.wantBody) {
+				t.Errorf("got %d %q, want %d containing %q", resp.StatusCode, body, tc.want, tc.wantBody)
+			}
+		})
+	}
+	t.Run("initialize mints a session; DELETE ends it for real", func(t *testing.T) {
+		resp, body := rawPost(t, s.URL, initBody, nil)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != 200 || sid == "" {
+			t.Fatalf("initialize: got %d, session %q, body %s", resp.StatusCode, sid, body)
+		}
+		list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+		hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+		if resp, body := rawPost(t, s.URL, list, hdr); resp.StatusCode != 200 || !strings.Contains(body, `"tools"`) {
+			t.Fatalf("tools/list in session: got %d %s", resp.StatusCode, body)
+		}
+		req, _ := http.NewRequest(http.MethodDelete, s.URL+"/mcp", nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		dresp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dresp.Body.Close()
+		if dresp.StatusCode != 200 {
+			t.Fatalf("DELETE: got %d", dresp.StatusCode)
+		}
+		if resp, _ := rawPost(t, s.URL, list, hdr); resp.StatusCode != 404 {
+			t.Errorf("after DELETE: got %d, want 404", resp.StatusCode)
+		}
+	})
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mint(t *testing.T, key, id, scope string, extra ...string) string {
+	t.Helper()
+	args := append([]string{"--mint-token", "--token-id", id, "--token-scope", scope}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "SIPNAB_MCP_SIGNING_KEY="+key)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("minting: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestBadTokensGetByteIdenticalChallenges: expired, revoked, forged,
+// wrong-scope and malformed tokens all get the same 401 challenge; a request
+// presenting nothing gets no error code.
+func TestBadTokensGetByteIdenticalChallenges(t *testing.T) {
+	dir := sharedDir(t)
+	key := strings.Repeat("k", 40)
+	otherKey := strings.Repeat("z", 40)
+	revoked := writeFile(t, dir, "revoked", "revoked-agent\n")
+	s := startHTTP(t, []string{"SIPNAB_MCP_SIGNING_KEY=" + key},
+		"--mcp-revoked-file", revoked, "--mcp-resource-url", "https://mcp.example.net/mcp")
+
+	good := mint(t, key, "agent-1", "full")
+	bad := map[string]string{
+		"expired":     mint(t, key, "agent-1", "full", "--mcp-token-ttl", "-10"),
+		"revoked":     mint(t, key, "revoked-agent", "full"),
+		"forged":      mint(t, otherKey, "agent-1", "full"),
+		"wrong scope": mint(t, key, "agent-1", "metrics"),
+		"garbage":     "not-a-token",
+		"tampered":    good[:len(good)-2] + "AA",
+	}
+	const metadata = "https://mcp.example.net/.well-known/oauth-protected-resource/mcp"
+	want := `Bearer realm="sipnab", error="invalid_token", error_description="the access token is invalid", resource_metadata="` + metadata + `"`
+	var bodies []string
+	for name, tok := range bad {
+		t.Run(name, func(t *testing.T) {
+			resp, body := rawPost(t, s.URL, initBody, map[string]string{"Authorization": "Bearer " + tok})
+			if resp.StatusCode != 401 {
+				t.Fatalf("got %d, want 401", resp.StatusCode)
+			}
+			if got := resp.Header.Get("WWW-Authenticate"); got != want {
+				t.Errorf("challenge:\n got %s\nwant %s", got, want)
+			}
+			bodies = append(bodies, body)
+		})
+	}
+	for _, b := range bodies[1:] {
+		if b != bodies[0] {
+			t.Errorf("bodies differ: %q vs %q", b, bodies[0])
+		}
+	}
+	t.Run("nothing presented: no error code", func(t *testing.T) {
+		resp, _ := rawPost(t, s.URL, initBody, nil)
+		if got, w := resp.Header.Get("WWW-Authenticate"), `Bearer realm="sipnab", resource_metadata="`+metadata+`"`; resp.StatusCode != 401 || got != w {
+			t.Errorf("got %d %q, want 401 %q", resp.StatusCode, got, w)
+		}
+	})
+	t.Run("good token passes", func(t *testing.T) {
+		resp, body := rawPost(t, s.URL, initBody, map[string]string{"Authorization": "Bearer " + good})
+		if resp.StatusCode != 200 {
+			t.Errorf("got %d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("RFC 9728 document", func(t *testing.T) {
+		resp, err := http.Get(s.URL + "/.well-known/oauth-protected-resource/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var doc map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc["resource"] != "https://mcp.example.net/mcp" || doc["resource_name"] != "sipnab MCP server" {
+			t.Errorf("document %v", doc)
+		}
+		if _, ok := doc["authorization_servers"]; ok {
+			t.Error("document names authorization_servers")
+		}
+	})
+}
+
+func TestNoMetadataWithoutResourceURL(t *testing.T) {
+	s := startHTTP(t, nil)
+	resp, err := http.Get(s.URL + "/.well-known/oauth-protected-resource/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("got %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestStartupRefusalsOfTheBinary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"non-loopback bind without credential", []string{"-N", "--mcp", "--mcp-transport", "http", "--mcp-bind", "0.0.0.0:0"}, "no credential"},
+		{"malformed resource url", []string{"-N", "--mcp", "--mcp-transport", "http", "--mcp-resource-url", "::nope"}, "--mcp-resource-url"},
+		{"--json with stdio MCP", []string{"-N", "--mcp", "--json"}, "--json writes to stdout"},
+		{"--mcp without -N", []string{"--mcp"}, "needs -N"},
+		{"unknown bundle", []string{"-N", "--mcp", "--mcp-tools", "nosuch"}, `unknown bundle "nosuch" (not compiled in? see bundles/all)`},
+		{"unusable audit path", []string{"-N", "--mcp", "--mcp-audit-file", "/nonexistent/dir/a.jsonl"}, "--mcp-audit-file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.Stdin = strings.NewReader("")
+			done := make(chan error, 1)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatal("did not exit")
+			}
+			if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", cmd.ProcessState.ExitCode(), stderr.String(), tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout: %q", stdout.String())
+			}
+		})
+	}
+}
