@@ -107,6 +107,7 @@ fi
 # Every command runs with stdin and stdout on /dev/null: sngrep -N needs no
 # terminal that way, and printing is not what we measure.
 declare -A median cpu rss
+load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 median_of() { sort -g | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 
 if command -v hyperfine >/dev/null; then
@@ -147,21 +148,22 @@ base=""
 for n in "${names[@]}"; do case $n in sipnab*) base=$n; break ;; esac; done
 {
   echo "capture: $(basename "$capture"), $frames frames, $size bytes$( [ -n "$calls" ] && echo ", preset $preset ($calls calls), seed $seed")"
-  echo "host: $(nproc) cores, $(uname -sr); median of $runs runs$(command -v hyperfine >/dev/null && echo ' (hyperfine)')"
+  echo "host: $(nproc) cores, $(uname -sr), load average before timing: $load; median of $runs runs$(command -v hyperfine >/dev/null && echo ' (hyperfine)')"
   echo
-  echo "| tool | command | median s | frames/s | CPU s | peak RSS MiB |$( [ -n "$base" ] && echo " $base speedup (wall) | $base speedup (CPU) |")"
-  echo "|---|---|---:|---:|---:|---:|$( [ -n "$base" ] && echo '---:|---:|')"
+  echo "| tool | command | median s | frames/s | CPU s | frames/CPU-s | peak RSS MiB |$( [ -n "$base" ] && echo " $base speedup (wall) | $base speedup (CPU) |")"
+  echo "|---|---|---:|---:|---:|---:|---:|$( [ -n "$base" ] && echo '---:|---:|')"
   for i in "${!names[@]}"; do
     n=${names[$i]}
     shown=${cmds[$i]//$tmp\//}
     fps=$(awk -v f="$frames" -v t="${median[$n]}" 'BEGIN{ if (t>0) printf "%.0f", f/t; else print "n/a" }')
+    fpc=$(awk -v f="$frames" -v t="${cpu[$n]}" 'BEGIN{ if (t>0) printf "%.0f", f/t; else print "n/a" }')
     mib=$(awk -v k="${rss[$n]}" 'BEGIN{ if (k>0) printf "%.1f", k/1024; else print "n/a" }')
     ratio=""
     if [ -n "$base" ]; then
       ratio=" $(awk -v t="${median[$n]}" -v b="${median[$base]}" 'BEGIN{ if (b>0) printf "%.2fx", t/b; else print "n/a" }') |"
       ratio+=" $(awk -v t="${cpu[$n]}" -v b="${cpu[$base]}" 'BEGIN{ if (b>0) printf "%.2fx", t/b; else print "n/a" }') |"
     fi
-    printf '| %s | `%s` | %.3f | %s | %s | %s |%s\n' "$n" "$shown" "${median[$n]}" "$fps" "${cpu[$n]}" "$mib" "$ratio"
+    printf '| %s | `%s` | %.3f | %s | %s | %s | %s |%s\n' "$n" "$shown" "${median[$n]}" "$fps" "${cpu[$n]}" "$fpc" "$mib" "$ratio"
   done
   if [ -n "$base" ] && [ -n "$calls" ] && [ -n "${rss[$base]}" ]; then
     echo
