@@ -86,7 +86,6 @@ type kind struct {
 	bigEnd   bool   // pcap: header fields are big-endian
 	nano     bool   // pcap: nanosecond timestamps
 	modified bool   // pcap: Kuznetzov's modified format, 24-byte record headers
-	name     string // name of an unsupported format
 }
 
 // sniffLen is how many leading bytes sniff wants (a tar header's "ustar" is
