@@ -93,9 +93,10 @@ type NATEvidence struct {
 }
 
 // Asymmetry is a difference between the two directions of a call.
+// Forward is the direction of the call's earliest stream.
 type Asymmetry struct {
-	Forward string `json:"forward"` // toward the answerer
-	Reverse string `json:"reverse"` // toward the offerer
+	Forward string `json:"forward"`
+	Reverse string `json:"reverse"`
 }
 
 // DurationAsymmetry is two directions of different lengths.
@@ -258,7 +259,7 @@ type sides struct {
 func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint) MediaDiagnosis {
 	m := MediaDiagnosis{Hints: []string{}, SDPMedia: []string{}, ActualMedia: []string{}, StreamCount: len(streams)}
 	sd := sides{offer: map[netip.AddrPort]bool{}, answer: map[netip.AddrPort]bool{}, all: map[netip.AddrPort]bool{}}
-	hold := false
+	oneWayIntended := false
 	for _, e := range eps {
 		m.SDPMedia = append(m.SDPMedia, e.Address)
 		sd.all[e.AddrPort] = true
@@ -267,11 +268,8 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		} else {
 			sd.answer[e.AddrPort] = true
 		}
-		if e.Hold {
-			hold = true
-		}
-		if e.Fax {
-			m.Fax = true
+		if e.Direction == "sendonly" || e.Direction == "recvonly" || e.Direction == "inactive" {
+			oneWayIntended = true
 		}
 	}
 	for i := range streams {
@@ -304,8 +302,9 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		m.Hints = append(m.Hints, "T.38 fax: not graded as voice")
 	}
 
-	// Direction of each stream: toward the answerer (forward) or the offerer.
-	var fwd, rev []*media.StreamInfo
+	// Directions are physical: the earliest stream's (source, destination)
+	// is forward and the opposite pair is reverse. Addresses compare by IP
+	// (a NAT may move ports), by IP and port when both ends share an IP.
 	var cn, pkts uint64
 	for i := range streams {
 		s := &streams[i]
@@ -316,37 +315,25 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		if s.MOS != nil && !s.MOSGrounded {
 			m.UngroundedMOSStreams++
 		}
-		src, _ := netip.ParseAddrPort(s.Src)
-		dst, _ := netip.ParseAddrPort(s.Dst)
-		switch {
-		case sd.answer[dst] || sd.offer[src]:
-			fwd = append(fwd, s)
-		case sd.offer[dst] || sd.answer[src]:
-			rev = append(rev, s)
-		}
 	}
+	fwd, rev := directions(streams)
 
 	// One-way audio.
-	if d.Answered && (len(fwd) == 0) != (len(rev) == 0) {
+	if d.Answered && len(rev) == 0 && !m.Fax {
 		share := 0.0
 		if pkts > 0 {
 			share = float64(cn) / float64(pkts)
 		}
-		dir := "offerer→answerer only"
-		if len(fwd) == 0 {
-			dir = "answerer→offerer only"
-		}
+		dir := describeDirection(fwd[0], sd)
 		switch {
 		case share >= media.CNShareWithhold:
 			m.OneWayWithheld = fmt.Sprintf("comfort noise is %.0f%% of the packets: silence suppression can explain a quiet direction", share*100)
-		case hold:
-			m.OneWayWithheld = "a side announced sendonly/inactive (hold): one direction is expected"
-		case m.Fax:
-			m.OneWayWithheld = "fax"
+		case oneWayIntended:
+			m.OneWayWithheld = "an SDP direction attribute (sendonly, recvonly or inactive) makes one direction expected"
 		default:
 			m.OneWayAudio = true
 			m.OneWayDirection = dir
-			m.Hints = append(m.Hints, "media flowed "+dir+": check NAT/firewall on the silent side, and that the silent side's SDP address is reachable")
+			m.Hints = append(m.Hints, "media flowed "+dir+" only: check NAT/firewall on the silent side, and that the silent side's SDP address is reachable")
 		}
 	}
 
@@ -389,7 +376,7 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		if fc == rc && fp != rp {
 			m.PayloadAsymmetry = &Asymmetry{Forward: fp, Reverse: rp}
 		}
-		if pf, pr, ok := ptimes(fwd, rev, eps); ok && math.Abs(pf-pr) > PtimeAsymmetryMs {
+		if pf, pr, ok := ptimes(fwd, rev); ok && math.Abs(pf-pr) > PtimeAsymmetryMs {
 			m.PtimeAsymmetry = &Asymmetry{Forward: fmt.Sprintf("%.0f ms", pf), Reverse: fmt.Sprintf("%.0f ms", pr)}
 		}
 		df, dr := span(fwd), span(rev)
@@ -505,25 +492,68 @@ func joinSet(set map[string]bool) string {
 	return strings.Join(l, ",")
 }
 
-// ptimes compares packetization: measured mean inter-arrival per direction.
-func ptimes(fwd, rev []*media.StreamInfo, _ []media.Endpoint) (float64, float64, bool) {
-	mean := func(ss []*media.StreamInfo) (float64, bool) {
-		var sum float64
-		n := 0
+// ptimes compares packetization measured from RTP timestamps.
+func ptimes(fwd, rev []*media.StreamInfo) (float64, float64, bool) {
+	pt := func(ss []*media.StreamInfo) (float64, bool) {
 		for _, s := range ss {
-			if s.Kind == "audio" && s.DeltaMeanMs != nil && s.Packets >= 10 {
-				sum += *s.DeltaMeanMs
-				n++
+			if s.Kind == "audio" && s.PtimeMs != nil {
+				return *s.PtimeMs, true
 			}
 		}
-		if n == 0 {
-			return 0, false
-		}
-		return sum / float64(n), true
+		return 0, false
 	}
-	f, ok1 := mean(fwd)
-	r, ok2 := mean(rev)
-	return math.Round(f), math.Round(r), ok1 && ok2
+	f, ok1 := pt(fwd)
+	r, ok2 := pt(rev)
+	return f, r, ok1 && ok2
+}
+
+// directions splits streams into the earliest stream's direction and the
+// opposite one; streams between other hosts join neither.
+func directions(streams []media.StreamInfo) (fwd, rev []*media.StreamInfo) {
+	if len(streams) == 0 {
+		return nil, nil
+	}
+	first := &streams[0]
+	for i := range streams {
+		if streams[i].FirstSeen.Before(first.FirstSeen) {
+			first = &streams[i]
+		}
+	}
+	a, _ := netip.ParseAddrPort(first.Src)
+	b, _ := netip.ParseAddrPort(first.Dst)
+	samePort := a.Addr() == b.Addr()
+	match := func(x, y netip.AddrPort) bool {
+		if samePort {
+			return x == y
+		}
+		return x.Addr() == y.Addr()
+	}
+	for i := range streams {
+		s := &streams[i]
+		src, _ := netip.ParseAddrPort(s.Src)
+		dst, _ := netip.ParseAddrPort(s.Dst)
+		switch {
+		case match(src, a) && match(dst, b):
+			fwd = append(fwd, s)
+		case match(src, b) && match(dst, a):
+			rev = append(rev, s)
+		}
+	}
+	return fwd, rev
+}
+
+// describeDirection names a stream's direction by the SDP sides when it
+// can: the side whose endpoint receives it, else the side that sent it.
+func describeDirection(s *media.StreamInfo, sd sides) string {
+	src, _ := netip.ParseAddrPort(s.Src)
+	dst, _ := netip.ParseAddrPort(s.Dst)
+	switch {
+	case sd.answer[dst] || (!sd.all[dst] && sd.offer[src]):
+		return "offerer→answerer"
+	case sd.offer[dst] || (!sd.all[dst] && sd.answer[src]):
+		return "answerer→offerer"
+	}
+	return s.Src + "→" + s.Dst
 }
 
 func span(ss []*media.StreamInfo) float64 {

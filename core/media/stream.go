@@ -88,6 +88,8 @@ type stream struct {
 	deltaSum   float64
 	deltaN     uint64
 	prevPT     uint8
+	lastSeq    uint16
+	tsStep     int64  // smallest timestamp step between consecutive audio packets
 	clock      uint32 // clock of the last timed packet
 	clockBasis string
 

@@ -27,9 +27,16 @@ func (st *Store) timing(s *stream, ns int64, h *rtp.Header, codec rtp.Codec, bas
 		s.refTS = s.extTS
 		s.refNs = ns
 		s.prevPT = h.PayloadType
+		s.lastSeq = h.Seq
 		return
 	}
 	ext := s.extTS + int64(int32(h.Timestamp-uint32(s.extTS)))
+	if h.Seq == s.lastSeq+1 && h.PayloadType == s.prevPT && codec.Kind == rtp.KindAudio && ext > s.extTS {
+		if step := ext - s.extTS; s.tsStep == 0 || step < s.tsStep {
+			s.tsStep = step
+		}
+	}
+	s.lastSeq = h.Seq
 	s.extTS = ext
 	inTime := ext >= s.firstTS
 	clock := codec.ClockRate

@@ -161,6 +161,9 @@ type StreamInfo struct {
 	JitterMs     *float64 `json:"jitter_ms,omitempty"`
 	JitterMeanMs *float64 `json:"jitter_mean_ms,omitempty"`
 	JitterMaxMs  *float64 `json:"jitter_max_ms,omitempty"`
+	// PtimeMs is the packetization measured from RTP timestamps (the
+	// smallest step between consecutive packets); absent when unknown.
+	PtimeMs *float64 `json:"ptime_ms,omitempty"`
 	// Inter-arrival deltas in ms between regular packets.
 	DeltaMinMs  *float64 `json:"delta_min_ms,omitempty"`
 	DeltaMeanMs *float64 `json:"delta_mean_ms,omitempty"`
@@ -263,6 +266,9 @@ func (st *Store) view(s *stream) StreamInfo {
 		} else {
 			v.JitterMeanMs = f64(round3(s.jitter))
 		}
+	}
+	if s.tsStep > 0 && codec.ClockRate > 0 {
+		v.PtimeMs = f64(round3(float64(s.tsStep) * 1000 / float64(codec.ClockRate)))
 	}
 	if s.deltaN > 0 {
 		v.DeltaMinMs = f64(round3(s.deltaMin))

@@ -1,0 +1,196 @@
+package analysis_test
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/media/mediatest"
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/sdp"
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+func load(t *testing.T, name string) (*media.Store, []analysis.DialogFacts) {
+	t.Helper()
+	st := media.NewStore(media.Config{})
+	ds := dialog.New(dialog.Config{})
+	if _, err := mediatest.Feed(t, testcap.Public(name), st, ds); err != nil {
+		t.Fatalf("reading %s: %v", name, err)
+	}
+	return st, analysis.FactsFromStore(ds)
+}
+
+func diagnose(t *testing.T, name, callID string) analysis.DialogDiagnosis {
+	t.Helper()
+	st, facts := load(t, name)
+	for _, f := range facts {
+		if f.CallID == callID {
+			return analysis.Diagnose(f, st, analysis.Options{})
+		}
+	}
+	t.Fatalf("%s: no dialog %q", name, callID)
+	return analysis.DialogDiagnosis{}
+}
+
+// TestDiagnosePublicCaptures checks verdicts hand-verified against the
+// captures (tshark -Y sdp / rtp).
+func TestDiagnosePublicCaptures(t *testing.T) {
+	tests := []struct {
+		capture, callID string
+		check           func(t *testing.T, d analysis.DialogDiagnosis)
+	}{
+		{"rtp-protocol.pcap", "1907983263271201083544@10.33.6.101", func(t *testing.T, d analysis.DialogDiagnosis) {
+			// G.711A both ways with comfort noise: nothing wrong.
+			if d.Verdict != "none" || !d.Media.Applicable || d.Media.OneWayAudio || d.Media.StreamCount != 2 {
+				t.Errorf("got %+v", d)
+			}
+		}},
+		{"sip-sdp-example.pcap", "1450530377152201062221@10.33.6.101", func(t *testing.T, d analysis.DialogDiagnosis) {
+			// Offer/answer and an answered call, no RTP in the capture.
+			if !d.Media.NoMedia || !d.Media.Applicable || d.Verdict != "media" || len(d.Media.SDPMedia) != 4 {
+				t.Errorf("got %+v", d.Media)
+			}
+		}},
+		{"sip-rtp-g711.pcap", "1-1968@10.0.2.20", func(t *testing.T, d analysis.DialogDiagnosis) {
+			// One-way RTP, but the SDP said sendonly/recvonly: withheld.
+			if d.Media.OneWayAudio || d.Media.OneWayWithheld == "" {
+				t.Errorf("got one_way %v withheld %q", d.Media.OneWayAudio, d.Media.OneWayWithheld)
+			}
+		}},
+		{"h263-over-rtp.pcap", "NmNhYWNhMjY0Y2M0OTc4YTI2MzgzZTNlYTRhZTMxNTE.", func(t *testing.T, d analysis.DialogDiagnosis) {
+			// One video stream; its sender announced 127.0.0.1:57128 and
+			// sends from 192.168.6.199:57128.
+			if !d.Media.OneWayAudio || !d.Media.NATMismatch || len(d.Media.NATEvidence) != 1 || d.Media.NATEvidence[0].Actual != "192.168.6.199:57128" {
+				t.Errorf("got %+v", d.Media)
+			}
+		}},
+		{"sip-488-codec-reject.pcapng", "NA4y5nr9Jk", func(t *testing.T, d analysis.DialogDiagnosis) {
+			if d.Signaling == nil || d.Signaling.FinalFailure == nil || d.Signaling.FinalFailure.Code != 488 || d.Verdict != "signaling" {
+				t.Fatalf("got %+v", d)
+			}
+			if d.Media.Applicable || d.Media.Reason == "" || d.Media.Hints == nil {
+				t.Errorf("got media %+v, want not applicable with a reason", d.Media)
+			}
+		}},
+		{"sip-rtp-opus-hybrid.pcap", "1-4237@10.0.2.20", func(t *testing.T, d analysis.DialogDiagnosis) {
+			// 5 packets of 316 expected.
+			if len(d.Media.HighLoss) != 1 || d.Media.HighLoss[0].Value != 98.418 {
+				t.Errorf("got high loss %+v", d.Media.HighLoss)
+			}
+		}},
+		{"codec-negotiation.pcap", "1-3685341@127.0.0.1", func(t *testing.T, d analysis.DialogDiagnosis) {
+			// G722 both ways then G.711u after the re-INVITE: the G722 MOS
+			// is a placeholder.
+			if d.Media.UngroundedMOSStreams != 2 || d.Media.CodecAsymmetry != nil {
+				t.Errorf("got %+v", d.Media)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.capture, func(t *testing.T) {
+			tc.check(t, diagnose(t, tc.capture, tc.callID))
+		})
+	}
+}
+
+func TestCaptureReport(t *testing.T) {
+	st, facts := load(t, "SIP_CALL_RTP_G711")
+	r := analysis.CaptureReport(facts, st, analysis.CaptureFacts{FramesRead: 4269, SourceExhausted: true}, analysis.Options{})
+	if !r.Complete || r.StreamsExamined != 5 || r.FramesRead != 4269 {
+		t.Errorf("got complete %v streams %d frames %d", r.Complete, r.StreamsExamined, r.FramesRead)
+	}
+	var orphans *analysis.Finding
+	for i := range r.Findings {
+		if r.Findings[i].Kind == "orphaned_media" {
+			orphans = &r.Findings[i]
+		}
+	}
+	// The MGCP call's stream and the two relay legs have no SIP dialog.
+	if orphans == nil || orphans.Occurrences != 3 {
+		t.Fatalf("got orphaned finding %+v, want 3 streams", orphans)
+	}
+	// Ranking: no finding outranks an earlier one.
+	rank := map[string]int{"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+	for i := 1; i < len(r.Findings); i++ {
+		a, b := r.Findings[i-1], r.Findings[i]
+		if rank[a.Severity] > rank[b.Severity] || (a.Severity == b.Severity && a.Occurrences < b.Occurrences) {
+			t.Errorf("finding %d (%s %s %d) ranks above %d (%s %s %d)", i-1, a.Kind, a.Severity, a.Occurrences, i, b.Kind, b.Severity, b.Occurrences)
+		}
+	}
+	// A read that stopped early, or shed anything, is never complete.
+	for _, cf := range []analysis.CaptureFacts{
+		{SourceExhausted: false},
+		{SourceExhausted: true, SourceStoppedEarly: true},
+		{SourceExhausted: true, Undecodable: map[string]uint64{"truncated": 1}},
+		{SourceExhausted: true, DialogsEvicted: 2},
+	} {
+		if r := analysis.CaptureReport(facts, st, cf, analysis.Options{}); r.Complete || r.Clean {
+			t.Errorf("facts %+v: got complete %v clean %v, want false", cf, r.Complete, r.Clean)
+		}
+	}
+}
+
+func TestReportEvidenceCap(t *testing.T) {
+	st := media.NewStore(media.Config{})
+	var facts []analysis.DialogFacts
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < analysis.MaxEvidence+7; i++ {
+		facts = append(facts, analysis.DialogFacts{CallID: string(rune('a'+i%26)) + "x" + string(rune('0'+i/26)), Method: "INVITE", HasFinal: true, FinalCode: 503, CreatedAt: t0.Add(time.Duration(i) * time.Second)})
+	}
+	r := analysis.CaptureReport(facts, st, analysis.CaptureFacts{SourceExhausted: true}, analysis.Options{})
+	if len(r.Findings) != 1 {
+		t.Fatalf("got %d findings, want 1", len(r.Findings))
+	}
+	f := r.Findings[0]
+	if f.Kind != "final_failure_failure" || f.Severity != "high" || f.Occurrences != int64(analysis.MaxEvidence+7) || len(f.Evidence) != analysis.MaxEvidence || f.EvidenceOmitted != 7 {
+		t.Errorf("got %s %s occurrences %d evidence %d omitted %d", f.Kind, f.Severity, f.Occurrences, len(f.Evidence), f.EvidenceOmitted)
+	}
+}
+
+func TestOneWayAndCNWithhold(t *testing.T) {
+	a := netip.MustParseAddrPort("198.51.100.1:4000")
+	b := netip.MustParseAddrPort("203.0.113.9:5000")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := func(cnEvery int) analysis.MediaDiagnosis {
+		st := media.NewStore(media.Config{})
+		st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.1", Media: []sdp.Media{{Type: "audio", Port: 4000, Formats: []sdp.Format{{PayloadType: 0}, {PayloadType: 13}}}}}, true, a)
+		st.OnSDP("c", t0, &sdp.Session{Conn: "10.1.1.1", Media: []sdp.Media{{Type: "audio", Port: 5000, Formats: []sdp.Format{{PayloadType: 0}}}}}, false, b)
+		for i := 0; i < 100; i++ {
+			pt := byte(0)
+			if cnEvery > 0 && i%cnEvery == 0 {
+				pt = 13
+			}
+			pkt := []byte{0x80, pt, 0, byte(i), 0, 0, byte(i >> 8), byte(i), 0, 0, 0, 1}
+			st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i) * 20 * time.Millisecond), Src: a, Dst: b, Transport: packet.TransportUDP, Payload: pkt})
+		}
+		return analysis.Diagnose(analysis.DialogFacts{CallID: "c", Answered: true, AnsweredAt: t0}, st, analysis.Options{}).Media
+	}
+	m := run(0)
+	if !m.OneWayAudio || m.OneWayDirection != "offerer→answerer" {
+		t.Errorf("no CN: got one_way %v direction %q", m.OneWayAudio, m.OneWayDirection)
+	}
+	// The answer announced 10.1.1.1 (private) to a public peer.
+	if !m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 || m.PrivateAddresses[0] != "10.1.1.1:5000" {
+		t.Errorf("got private %v %v", m.PrivateMediaAddress, m.PrivateAddresses)
+	}
+	m = run(2) // half the packets comfort noise
+	if m.OneWayAudio || m.OneWayWithheld == "" {
+		t.Errorf("CN share 0.5: got one_way %v withheld %q", m.OneWayAudio, m.OneWayWithheld)
+	}
+}
+
+func TestSlowSetup(t *testing.T) {
+	st := media.NewStore(media.Config{})
+	f := analysis.DialogFacts{CallID: "s", HasPDD: true, PDD: 12 * time.Second}
+	d := analysis.Diagnose(f, st, analysis.Options{})
+	if d.Signaling == nil || d.Signaling.SlowSetup == nil || d.Signaling.SlowSetup.PDDMs != 12000 || d.Verdict != "signaling" {
+		t.Errorf("got %+v", d.Signaling)
+	}
+	if d := analysis.Diagnose(f, st, analysis.Options{SlowSetup: 15 * time.Second}); d.Signaling != nil {
+		t.Errorf("threshold 15 s: got %+v, want nothing fired", d.Signaling)
+	}
+}
