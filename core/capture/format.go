@@ -83,9 +83,9 @@ func (e *FormatError) Unwrap() error { return ErrUnsupportedFormat }
 type kind struct {
 	format   Format
 	gzip     bool
-	bigEnd   bool   // pcap: header fields are big-endian
-	nano     bool   // pcap: nanosecond timestamps
-	modified bool   // pcap: Kuznetzov's modified format, 24-byte record headers
+	bigEnd   bool // pcap: header fields are big-endian
+	nano     bool // pcap: nanosecond timestamps
+	modified bool // pcap: Kuznetzov's modified format, 24-byte record headers
 }
 
 // sniffLen is how many leading bytes sniff wants (a tar header's "ustar" is
