@@ -243,9 +243,11 @@ func nearestRank(sorted []float64, p float64) float64 {
 func buildAnswers(p *plan, callLogs, regLogs []*dialogLog, rtps []*rtpSource, frames int) *Answers {
 	start := p.cfg.start()
 	at := func(u usec) time.Time { return start.Add(time.Duration(u) * time.Microsecond) }
+	cfg := p.cfg
+	cfg.Start = start
 	a := &Answers{
 		Generator: Generator,
-		Config:    p.cfg,
+		Config:    cfg,
 		Definitions: Definitions{
 			PDD:              "INVITE to the first 18x response (100 Trying is trying_ms)",
 			Trying:           "INVITE to 100 Trying",
