@@ -198,9 +198,12 @@ var (
 // InProgress reports whether a fragmented message is being assembled.
 func (a *Assembler) InProgress() bool { return a.active }
 
+// Buffered returns the bytes of buffer the assembler holds.
+func (a *Assembler) Buffered() int { return cap(a.buf) }
+
 // Reset discards any partial message.
 func (a *Assembler) Reset() {
-	a.buf = a.buf[:0]
+	a.buf = nil
 	a.frames = 0
 	a.active = false
 }

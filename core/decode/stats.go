@@ -1,0 +1,219 @@
+package decode
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Reason codes of undecodable frames.
+const (
+	CodeNoLinkDecoder   = 1 // no decoder for the link type
+	CodeNotIPEtherType  = 2 // the frame carries a non-IP EtherType
+	CodeNoTransport     = 3 // the IP protocol is not one the decoder reads
+	CodeTruncated       = 4 // the frame ends inside a header
+	CodeDecoderRejected = 5 // a header is malformed, or the nesting budget ran out
+)
+
+// reason identifies why a frame yielded nothing. The zero value means "no
+// reason" (the frame was decoded, even if it carried no payload).
+type reason struct {
+	code uint8
+	num  uint32
+}
+
+// Sub-numbers of CodeDecoderRejected.
+const (
+	rejectedMalformed = 0
+	rejectedNesting   = 1
+)
+
+var (
+	reasonNone      = reason{}
+	reasonTruncated = reason{code: CodeTruncated}
+	reasonMalformed = reason{code: CodeDecoderRejected, num: rejectedMalformed}
+	reasonNesting   = reason{code: CodeDecoderRejected, num: rejectedNesting}
+)
+
+func reasonLinkType(dlt uint16) reason { return reason{code: CodeNoLinkDecoder, num: uint32(dlt)} }
+func reasonEtherType(et uint16) reason { return reason{code: CodeNotIPEtherType, num: uint32(et)} }
+func reasonIPProtocol(p uint8) reason  { return reason{code: CodeNoTransport, num: uint32(p)} }
+func (r reason) isZero() bool          { return r.code == 0 }
+func (r reason) key() uint64           { return uint64(r.code)<<32 | uint64(r.num) }
+func reasonFromKey(k uint64) reason    { return reason{code: uint8(k >> 32), num: uint32(k)} }
+
+// name renders the reason as the engine names it.
+func (r reason) name() string {
+	switch r.code {
+	case CodeNoLinkDecoder:
+		return fmt.Sprintf("unsupported_link_type_%d", r.num)
+	case CodeNotIPEtherType:
+		return fmt.Sprintf("not_ip_ethertype_0x%04x", r.num)
+	case CodeNoTransport:
+		return fmt.Sprintf("no_transport_ip_protocol_%d", r.num)
+	case CodeTruncated:
+		return "truncated_frame"
+	case CodeDecoderRejected:
+		if r.num == rejectedNesting {
+			return "nesting_limit_exceeded"
+		}
+		return "decode_error"
+	}
+	return ""
+}
+
+// slotTable counts occurrences of attacker-chosen keys in a fixed number of
+// slots; keys that find no free slot are counted as dropped.
+type slotTable struct {
+	keys    [reasonSlots]uint64
+	counts  [reasonSlots]uint64
+	used    int
+	dropped uint64
+}
+
+// reasonSlots is the number of distinct reasons (or ports) a table keeps.
+const reasonSlots = 64
+
+func (t *slotTable) add(k uint64) {
+	for i := 0; i < t.used; i++ {
+		if t.keys[i] == k {
+			t.counts[i]++
+			return
+		}
+	}
+	if t.used == len(t.keys) {
+		t.dropped++
+		return
+	}
+	t.keys[t.used] = k
+	t.counts[t.used] = 1
+	t.used++
+}
+
+// ReasonCount is the number of frames that yielded nothing for one reason.
+type ReasonCount struct {
+	// Name is the reason as reported, e.g. "not_ip_ethertype_0x0806".
+	Name string `json:"name"`
+	// Code is the reason class: 1 no decoder for the link type, 2 non-IP
+	// EtherType, 3 unsupported IP protocol, 4 truncated frame, 5 decoder
+	// rejected.
+	Code int `json:"code"`
+	// Count is the number of frames.
+	Count uint64 `json:"count"`
+}
+
+// PortCount is a count per transport port.
+type PortCount struct {
+	Port  uint16 `json:"port"`
+	Count uint64 `json:"count"`
+}
+
+// Stats is a snapshot of the decoder's counters. Counters of frames that
+// yielded no packet for a failure are under Undecodable; frames that were
+// decoded but carried nothing to emit (a pure TCP ACK, a fragment still
+// waiting for its siblings, a retransmitted segment) are counted under their
+// own headings and are not undecodable.
+type Stats struct {
+	// Frames is the number of frames given to Decode.
+	Frames uint64 `json:"frames"`
+	// Packets is the number of packets emitted.
+	Packets uint64 `json:"packets"`
+	// SnappedFrames counts frames cut short by the capture's snap length.
+	SnappedFrames uint64 `json:"snapped_frames"`
+
+	// UndecodableFrames counts frames that yielded nothing because they
+	// could not be decoded; Undecodable breaks them down by reason.
+	UndecodableFrames uint64        `json:"undecodable_frames"`
+	Undecodable       []ReasonCount `json:"undecodable"`
+	// UndecodableReasonsDropped counts undecodable frames whose reason found
+	// no free slot in the fixed-size reason table (they are still counted in
+	// UndecodableFrames).
+	UndecodableReasonsDropped uint64 `json:"undecodable_reasons_dropped"`
+
+	// EmptyPayloads counts UDP datagrams, SCTP DATA chunks and TCP
+	// segments that carried no payload.
+	EmptyPayloads uint64 `json:"empty_payloads"`
+	// ICMPErrors counts ICMP and ICMPv6 error messages (unreachable, time
+	// exceeded, parameter problem...). They emit no packet.
+	ICMPErrors uint64 `json:"icmp_errors"`
+
+	// Tunnels decapsulated, in frames.
+	VLANTags   uint64 `json:"vlan_tags"`
+	MPLSStacks uint64 `json:"mpls_stacks"`
+	PPPoE      uint64 `json:"pppoe"`
+	IPinIP     uint64 `json:"ip_in_ip"`
+	GRE        uint64 `json:"gre"`
+	ERSPAN     uint64 `json:"erspan"`
+	VXLAN      uint64 `json:"vxlan"`
+
+	// IP fragment reassembly.
+	Fragments            uint64 `json:"fragments"`
+	DatagramsReassembled uint64 `json:"datagrams_reassembled"`
+	FragmentTimeouts     uint64 `json:"fragment_timeouts"`
+	FragmentEvictions    uint64 `json:"fragment_evictions"`
+	FragmentDuplicates   uint64 `json:"fragment_duplicates"`
+	FragmentsRefused     uint64 `json:"fragments_refused"`
+	FragmentsNotJoined   uint64 `json:"fragments_not_joined"`
+	// FragmentIncomplete counts datagrams still missing fragments when
+	// Flush was called.
+	FragmentIncomplete uint64 `json:"fragment_datagrams_incomplete"`
+	FragmentEntries    int    `json:"fragment_entries"`
+
+	// TCP reassembly.
+	TCPSegments        uint64 `json:"tcp_segments"`
+	TCPRetransmissions uint64 `json:"tcp_retransmissions"`
+	TCPOverlaps        uint64 `json:"tcp_overlaps"`
+	TCPOutOfOrder      uint64 `json:"tcp_out_of_order"`
+	TCPGaps            uint64 `json:"tcp_gaps"`
+	TCPOverflowFlushes uint64 `json:"tcp_overflow_flushes"`
+	TCPIncomplete      uint64 `json:"tcp_incomplete_flushed"`
+	TCPTimeouts        uint64 `json:"tcp_timeouts"`
+	TCPEvictions       uint64 `json:"tcp_evictions"`
+	TCPKeepalives      uint64 `json:"tcp_keepalives"`
+	TCPStreams         int    `json:"tcp_streams"`
+
+	// ReassemblyBytes is the number of bytes held by fragment and TCP
+	// reassembly right now.
+	ReassemblyBytes int `json:"reassembly_bytes"`
+
+	// WebSocket unwrapping.
+	WSHandshakes    uint64 `json:"ws_handshakes"`
+	WSMessages      uint64 `json:"ws_messages"`
+	WSControlFrames uint64 `json:"ws_control_frames"`
+	// WSDeclined counts frames or messages that were not unwrapped (too
+	// large, reserved bits, bad opcode, broken fragmentation);
+	// WSDeclinedPorts breaks them down by the server-side port.
+	WSDeclined             uint64      `json:"ws_declined"`
+	WSDeclinedPorts        []PortCount `json:"ws_declined_ports"`
+	WSDeclinedPortsDropped uint64      `json:"ws_declined_ports_dropped"`
+
+	// SCTP.
+	SCTPDataChunks uint64 `json:"sctp_data_chunks"`
+}
+
+// UndecodableMap returns the undecodable counts keyed by reason name.
+func (s *Stats) UndecodableMap() map[string]uint64 {
+	m := make(map[string]uint64, len(s.Undecodable))
+	for _, r := range s.Undecodable {
+		m[r.Name] = r.Count
+	}
+	return m
+}
+
+func (t *slotTable) reasons() []ReasonCount {
+	out := make([]ReasonCount, 0, t.used)
+	for i := 0; i < t.used; i++ {
+		r := reasonFromKey(t.keys[i])
+		out = append(out, ReasonCount{Name: r.name(), Code: int(r.code), Count: t.counts[i]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (t *slotTable) ports() []PortCount {
+	out := make([]PortCount, 0, t.used)
+	for i := 0; i < t.used; i++ {
+		out = append(out, PortCount{Port: uint16(t.keys[i]), Count: t.counts[i]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
+	return out
+}
