@@ -512,6 +512,17 @@ func (c *Capture) Stop() error {
 	return c.err
 }
 
+// Err returns the error that ended the capture: nil while it runs and when
+// it was stopped on request.
+func (c *Capture) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
 // Done is closed when the capture goroutine ends.
 func (c *Capture) Done() <-chan struct{} { return c.done }
 
