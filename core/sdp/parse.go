@@ -193,6 +193,14 @@ func (p *parser) line(typ byte, v string) {
 	}
 }
 
+// clip shortens a value quoted in an error message to 64 bytes.
+func clip(v string) string {
+	if len(v) <= 64 {
+		return v
+	}
+	return v[:64] + "..."
+}
+
 func parseAttr(v string) Attr {
 	if i := strings.IndexByte(v, ':'); i >= 0 {
 		return Attr{Key: v[:i], Value: v[i+1:]}
@@ -290,17 +298,30 @@ func (p *parser) endMedia() {
 		m.Conn, m.ConnAddrType = s.Conn, s.ConnAddrType
 	}
 	isRTP := strings.Contains(strings.ToUpper(m.Proto), "RTP")
-	seenMap := map[int]bool{}
-	seenFmtp := map[int]bool{}
+	// byPT indexes the first format of each payload type (+1; 0 = none), so
+	// attributes resolve in constant time whatever the number of formats.
+	var byPT [128]int32
+	for i := range m.Formats {
+		if pt := m.Formats[i].PayloadType; pt >= 0 && byPT[pt] == 0 {
+			byPT[pt] = int32(i + 1)
+		}
+	}
+	format := func(pt int) *Format {
+		if pt < 0 || pt > 127 || byPT[pt] == 0 {
+			return nil
+		}
+		return &m.Formats[byPT[pt]-1]
+	}
+	var seenMap, seenFmtp [128]bool
 	for _, a := range m.Attrs {
 		switch a.Key {
 		case "rtpmap":
 			pt, rest, ok := ptAndRest(a.Value)
 			if !ok {
-				p.errorf("bad rtpmap %q", a.Value)
+				p.errorf("bad rtpmap %q", clip(a.Value))
 				continue
 			}
-			f := m.format(pt)
+			f := format(pt)
 			if f == nil || seenMap[pt] {
 				continue
 			}
@@ -311,16 +332,16 @@ func (p *parser) endMedia() {
 				if n, err := strconv.Atoi(strings.TrimSpace(parts[1])); err == nil && n > 0 {
 					f.ClockRate = n
 				} else {
-					p.errorf("bad rtpmap clock rate %q", a.Value)
+					p.errorf("bad rtpmap clock rate %q", clip(a.Value))
 				}
 			} else {
-				p.errorf("rtpmap without clock rate %q", a.Value)
+				p.errorf("rtpmap without clock rate %q", clip(a.Value))
 			}
 			if len(parts) > 2 {
 				if n, err := strconv.Atoi(strings.TrimSpace(parts[2])); err == nil && n > 0 {
 					f.Channels = n
 				} else {
-					p.errorf("bad rtpmap channels %q", a.Value)
+					p.errorf("bad rtpmap channels %q", clip(a.Value))
 				}
 			}
 		case "fmtp":
@@ -328,7 +349,7 @@ func (p *parser) endMedia() {
 			if !ok {
 				continue // non-RTP fmtp (a=fmtp:t38 ..., a=fmtp:* ...)
 			}
-			if f := m.format(pt); f != nil && !seenFmtp[pt] {
+			if f := format(pt); f != nil && !seenFmtp[pt] {
 				seenFmtp[pt] = true
 				f.Fmtp = rest
 			}
@@ -336,13 +357,13 @@ func (p *parser) endMedia() {
 			if n, ok := atoiPrefix(a.Value); ok {
 				m.Ptime = n
 			} else {
-				p.errorf("bad ptime %q", a.Value)
+				p.errorf("bad ptime %q", clip(a.Value))
 			}
 		case "maxptime":
 			if n, ok := atoiPrefix(a.Value); ok {
 				m.MaxPtime = n
 			} else {
-				p.errorf("bad maxptime %q", a.Value)
+				p.errorf("bad maxptime %q", clip(a.Value))
 			}
 		case "sendrecv", "sendonly", "recvonly", "inactive":
 			if a.Value == "" {
@@ -351,12 +372,12 @@ func (p *parser) endMedia() {
 		case "rtcp":
 			f := strings.Fields(a.Value)
 			if len(f) == 0 {
-				p.errorf("bad rtcp %q", a.Value)
+				p.errorf("bad rtcp %q", clip(a.Value))
 				continue
 			}
 			n, err := strconv.Atoi(f[0])
 			if err != nil || n < 0 || n > 65535 {
-				p.errorf("bad rtcp port %q", a.Value)
+				p.errorf("bad rtcp port %q", clip(a.Value))
 				continue
 			}
 			m.RTCPPort = n

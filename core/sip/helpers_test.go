@@ -433,3 +433,37 @@ func TestMessageLen(t *testing.T) {
 		t.Errorf("messages in stream: got %d, want 4", count)
 	}
 }
+
+func TestParseWarning(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []Warning
+	}{
+		{`307 isi.edu "Session parameter 'foo' not understood"`, []Warning{{307, "isi.edu", "Session parameter 'foo' not understood"}}},
+		{`301 isi.edu "Incompatible network address type 'E.164'", 399 10.0.0.1:5060 "a, b"`,
+			[]Warning{{301, "isi.edu", "Incompatible network address type 'E.164'"}, {399, "10.0.0.1:5060", "a, b"}}},
+		{`abc host "x"`, nil},
+		{`392 213.192.59.75:5060 "Noisy feedback tells:  pid=30990"`, []Warning{{392, "213.192.59.75:5060", "Noisy feedback tells:  pid=30990"}}},
+	}
+	for _, c := range cases {
+		if got := ParseWarning(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ParseWarning(%q): got %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestHeaderNamed(t *testing.T) {
+	m := mustParse(t, minimal("X-Call-ID: other-leg@pbx\nx-call-id: second\nX-Other: z"))
+	if v, ok := m.HeaderNamed("x-CALL-id"); !ok || v != "other-leg@pbx" {
+		t.Errorf("HeaderNamed: got %q %v", v, ok)
+	}
+	if got := m.HeaderValuesNamed("X-Call-ID"); !reflect.DeepEqual(got, []string{"other-leg@pbx", "second"}) {
+		t.Errorf("HeaderValuesNamed: got %q", got)
+	}
+	if v, ok := m.HeaderNamed("i"); !ok || v != "id1" {
+		t.Errorf("HeaderNamed(i): got %q %v", v, ok)
+	}
+	if _, ok := m.HeaderNamed("X-Missing"); ok {
+		t.Error("HeaderNamed(X-Missing): present")
+	}
+}

@@ -6,6 +6,8 @@
 // fills them.
 package sip
 
+import "strings"
+
 // Limits of the parser (engine.md §4, §17).
 const (
 	MaxHeaders    = 200      // headers per message; past it the message is flagged
@@ -189,4 +191,36 @@ func (m *Message) TxMethod() string {
 		return m.Method
 	}
 	return m.CSeq.Method
+}
+
+// HeaderNamed returns the first value of a header found by name, case
+// insensitively, compact forms included (use it for extension headers such
+// as X-Call-ID that have no HeaderID), and whether it was present.
+func (m *Message) HeaderNamed(name string) (string, bool) {
+	id := LookupHeader(name)
+	for i := range m.Headers {
+		h := &m.Headers[i]
+		if id != HdrExtension {
+			if h.ID == id {
+				return h.Value, true
+			}
+		} else if h.ID == HdrExtension && strings.EqualFold(h.Name, name) {
+			return h.Value, true
+		}
+	}
+	return "", false
+}
+
+// HeaderValuesNamed returns the values of every header with the given name
+// (case-insensitive, compact forms included), in wire order.
+func (m *Message) HeaderValuesNamed(name string) []string {
+	id := LookupHeader(name)
+	var out []string
+	for i := range m.Headers {
+		h := &m.Headers[i]
+		if (id != HdrExtension && h.ID == id) || (id == HdrExtension && h.ID == HdrExtension && strings.EqualFold(h.Name, name)) {
+			out = append(out, h.Value)
+		}
+	}
+	return out
 }

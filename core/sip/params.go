@@ -187,3 +187,34 @@ func ParsePChargingVector(value string) (PChargingVector, bool) {
 	})
 	return pcv, pcv.ICID != ""
 }
+
+// Warning is one element of a Warning header (RFC 3261 §20.43):
+// warn-code SP warn-agent SP warn-text.
+type Warning struct {
+	Code  int    // three-digit warn-code (3xx)
+	Agent string // host[:port] or pseudonym of the agent that added it
+	Text  string // warn-text, unquoted, cut to MaxCauseChars characters
+}
+
+// ParseWarning parses a Warning header value, which may list several
+// warnings separated by commas. Elements without a three-digit code are
+// skipped.
+func ParseWarning(value string) []Warning {
+	var out []Warning
+	eachElem(value, func(e string) bool {
+		if len(e) < 4 || !isDigit(e[0]) || !isDigit(e[1]) || !isDigit(e[2]) || !isWS(e[3]) {
+			return true
+		}
+		w := Warning{Code: int(e[0]-'0')*100 + int(e[1]-'0')*10 + int(e[2]-'0')}
+		rest := strings.TrimLeft(e[3:], " \t")
+		i := 0
+		for i < len(rest) && !isWS(rest[i]) {
+			i++
+		}
+		w.Agent = rest[:i]
+		w.Text = truncateChars(unquote(strings.TrimSpace(rest[i:])), MaxCauseChars)
+		out = append(out, w)
+		return true
+	})
+	return out
+}
