@@ -15,8 +15,9 @@ const Generator = "sipnab bench/gen v1"
 // Thresholds behind the problem reasons and the degraded-stream set.
 const (
 	// DegradedMOSBelow: a stream is degraded when its MOS is below this.
-	// Generated streams stay far from it (degraded ones score under 3.0,
-	// the others above 3.9, whatever jitter statistic feeds the E-model).
+	// Generated streams stay far from it (degraded ones score under 3.2,
+	// the others above 3.9, whatever jitter statistic feeds the E-model and
+	// whether Bpl is 10 or 25.1).
 	DegradedMOSBelow = 3.6
 	ProblemLossPct   = 5.0   // high_loss: a stream loses more than this share (percent)
 	ProblemJitterMs  = 50.0  // high_jitter: a stream's jitter (final and max) above this
@@ -175,10 +176,14 @@ type Stream struct {
 	JitterMeanMs float64 `json:"jitter_mean_ms"`
 	MaxDeltaMs   float64 `json:"max_delta_ms"`
 	// MOS and RFactor come from EModel on LossPct, JitterMs and the assumed
-	// 100 ms one-way delay; MOSWorst uses JitterMaxMs instead.
+	// 100 ms one-way delay with engine.md's Bpl 10; MOSWorst uses
+	// JitterMaxMs instead; MOSG113 and RFactorG113 use G.113's Bpl 25.1 for
+	// G.711 with concealment (what core/mos computes).
 	MOS         float64 `json:"mos"`
 	RFactor     float64 `json:"r_factor"`
 	MOSWorst    float64 `json:"mos_worst"`
+	MOSG113     float64 `json:"mos_g113"`
+	RFactorG113 float64 `json:"r_factor_g113"`
 	MOSGrounded bool    `json:"mos_grounded"`
 	Degraded    bool    `json:"degraded"`
 }
@@ -255,7 +260,7 @@ func buildAnswers(p *plan, callLogs, regLogs []*dialogLog, rtps []*rtpSource, fr
 			Conversation:     "200 OK to BYE (ACD basis)",
 			Loss:             "RFC 3550: expected (extended highest - base + 1) minus received; loss_pct = 100*lost/expected",
 			Jitter:           "RFC 3550 6.4.1 in arrival order: D = (Rj-Ri) - (Sj-Si)/8 ms with R the pcap timestamp in µs, J += (|D|-J)/16, in ms",
-			MOS:              "simplified G.107 (engine.md §9): d = 100 ms + jitter_ms, Id = 0.024d (+0.11(d-177.3)sqrt(d-177.3) above 177.3), Ie,eff = Ie+(95-Ie)Ppl/(Ppl+10), Ie = 0 for G.711, R = 93.2-Id-Ie,eff, MOS = 1+0.035R+R(R-60)(100-R)7e-6 clamped [1,4.5]",
+			MOS:              "simplified G.107 (engine.md §9): d = 100 ms + jitter_ms, Id = 0.024d (+0.11(d-177.3)sqrt(d-177.3) above 177.3), Ie,eff = Ie+(95-Ie)Ppl/(Ppl+Bpl), Ie = 0 for G.711, R = 93.2-Id-Ie,eff, MOS = 1+0.035R+R(R-60)(100-R)7e-6 clamped [1,4.5]; mos: Bpl 10 (engine.md), mos_g113: Bpl 25.1 (G.113 G.711 with PLC), mos_worst: Bpl 10 on jitter_max_ms",
 			OneWayDelayMs:    AssumedOneWayDelayMs,
 			DegradedMOSBelow: DegradedMOSBelow,
 			ProblemLossPct:   ProblemLossPct,
@@ -317,8 +322,9 @@ func buildAnswers(p *plan, callLogs, regLogs []*dialogLog, rtps []*rtpSource, fr
 		for _, k := range sp.drops {
 			s.LostSeqs = append(s.LostSeqs, sp.seq0+uint16(k))
 		}
-		s.MOS, s.RFactor = EModel(s.LossPct, s.JitterMs, AssumedOneWayDelayMs, G711Ie)
-		s.MOSWorst, _ = EModel(s.LossPct, s.JitterMaxMs, AssumedOneWayDelayMs, G711Ie)
+		s.MOS, s.RFactor = EModel(s.LossPct, s.JitterMs, AssumedOneWayDelayMs, G711Ie, SpecBpl)
+		s.MOSWorst, _ = EModel(s.LossPct, s.JitterMaxMs, AssumedOneWayDelayMs, G711Ie, SpecBpl)
+		s.MOSG113, s.RFactorG113 = EModel(s.LossPct, s.JitterMs, AssumedOneWayDelayMs, G711Ie, G711PLCBpl)
 		s.Degraded = s.MOS < DegradedMOSBelow
 		a.Streams = append(a.Streams, s)
 		a.Capture.RTPPackets += s.Packets

@@ -8,8 +8,11 @@ const (
 	AssumedOneWayDelayMs = 100.0
 	// G711Ie is the G.113 equipment impairment of G.711 (µ-law and A-law).
 	G711Ie = 0.0
-	// BurstBpl is the packet-loss robustness used with BurstR = 1.
-	BurstBpl = 10.0
+	// SpecBpl is the packet-loss robustness engine.md §9 names (BurstR = 1).
+	SpecBpl = 10.0
+	// G711PLCBpl is G.113 Appendix I's packet-loss robustness for G.711 with
+	// packet-loss concealment; core/mos scores G.711 and Opus with it.
+	G711PLCBpl = 25.1
 )
 
 // EModel scores a narrowband stream with the simplified G.107 E-model that
@@ -18,12 +21,14 @@ const (
 //	d      = oneWayDelayMs + jitterMs, capped at 3000 ms
 //	Id     = 0.024·d                                  (d ≤ 177.3 ms)
 //	Id     = 0.024·d + 0.11·(d − 177.3)·√(d − 177.3)  (d > 177.3 ms)
-//	Ie,eff = Ie + (95 − Ie)·Ppl/(Ppl + Bpl), Ppl = lossPct, Bpl = 10
+//	Ie,eff = Ie + (95 − Ie)·Ppl/(Ppl + Bpl), Ppl = lossPct
 //	R      = 93.2 − Id − Ie,eff
 //	MOS    = 1 + 0.035·R + R·(R − 60)·(100 − R)·7e-6, clamped to [1, 4.5]
 //
 // (MOS is 1 for R < 0 and 4.5 for R > 100.) It returns the MOS and R.
-func EModel(lossPct, jitterMs, oneWayDelayMs, ie float64) (mos, r float64) {
+// engine.md §9 sets Bpl = 10 (SpecBpl); G.113 gives 25.1 for G.711 with
+// packet-loss concealment (G711PLCBpl).
+func EModel(lossPct, jitterMs, oneWayDelayMs, ie, bpl float64) (mos, r float64) {
 	d := math.Min(oneWayDelayMs+jitterMs, 3000)
 	id := 0.024 * d
 	if d > 177.3 {
@@ -32,7 +37,7 @@ func EModel(lossPct, jitterMs, oneWayDelayMs, ie float64) (mos, r float64) {
 	}
 	ieEff := ie
 	if lossPct > 0 {
-		ieEff = ie + (95-ie)*lossPct/(lossPct+BurstBpl)
+		ieEff = ie + (95-ie)*lossPct/(lossPct+bpl)
 	}
 	r = 93.2 - id - ieEff
 	return MOSFromR(r), r

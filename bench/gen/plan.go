@@ -14,7 +14,7 @@ type Kind string
 const (
 	KindNormal      Kind = "normal"          // answered, clean media both ways, BYE
 	KindLightLoss   Kind = "light_loss"      // answered; both streams lose 0.5-1 % of packets
-	KindHeavyLoss   Kind = "heavy_loss"      // answered; one stream loses 6-10 % (degraded MOS)
+	KindHeavyLoss   Kind = "heavy_loss"      // answered; one stream loses 12-18 % (degraded MOS)
 	KindJitter      Kind = "jitter"          // answered; one stream's arrivals perturbed by up to 12-18 ms
 	KindJitterSpike Kind = "jitter_spike"    // answered; one stream's last 3 packets held 1.0-1.2 s (jitter > 50 ms)
 	KindOneWay      Kind = "one_way"         // answered; media in one direction only
@@ -48,7 +48,7 @@ type Impairment string
 const (
 	ImpNone       Impairment = "none"        // only timer noise under 0.3 ms
 	ImpLightLoss  Impairment = "light_loss"  // 0.5-1 % of packets dropped
-	ImpHeavyLoss  Impairment = "heavy_loss"  // 6-10 % of packets dropped
+	ImpHeavyLoss  Impairment = "heavy_loss"  // 12-18 % of packets dropped
 	ImpJitter     Impairment = "jitter"      // every arrival delayed by a uniform 0..A, A in 12-18 ms
 	ImpJitterTail Impairment = "jitter_tail" // the last 3 packets held 1.0-1.2 s, released 1 ms apart
 )
@@ -336,7 +336,7 @@ func newPlan(cfg Config) (*plan, error) {
 			case ImpLightLoss:
 				s.drops = pickDrops(s.rng, s.n, 0.005+s.rng.Float64()*0.005)
 			case ImpHeavyLoss:
-				s.drops = pickDrops(s.rng, s.n, 0.06+s.rng.Float64()*0.04)
+				s.drops = pickDrops(s.rng, s.n, 0.12+s.rng.Float64()*0.06)
 			case ImpJitter:
 				s.jitterAmp = between(s.rng, 12*time.Millisecond, 18*time.Millisecond)
 			case ImpJitterTail:
