@@ -3,6 +3,7 @@ package media_test
 import (
 	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"math"
 	"os"
 	"testing"
@@ -10,6 +11,9 @@ import (
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/media"
 	"github.com/sipnab/sipnab/core/media/mediatest"
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/sdp"
+	"github.com/sipnab/sipnab/core/sip"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -121,6 +125,66 @@ func TestPublicCapturesAgainstTshark(t *testing.T) {
 				if int64(g.Packets) != w.Packets {
 					t.Errorf("heuristic stream %s: got packets %d, want %d", k, g.Packets, w.Packets)
 				}
+			}
+		})
+	}
+}
+
+// TestShardedMergeEqualsSingle shards every public capture by host pair
+// into two stores (SDP to both, as the router does on two cores), merges
+// them and expects the single-store answer byte for byte.
+func TestShardedMergeEqualsSingle(t *testing.T) {
+	names, err := testcap.PublicNames()
+	if err != nil {
+		t.Skipf("public captures not available: %v", err)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			single := media.NewStore(media.Config{})
+			shards := []*media.Store{media.NewStore(media.Config{}), media.NewStore(media.Config{})}
+			_, err := mediatest.Walk(t, testcap.Public(name), func(p *packet.Packet) {
+				if sip.Looks(p.Payload) {
+					m, err := sip.Parse(p.Payload)
+					if err != nil || m.CallID == "" {
+						return
+					}
+					if body, ok := m.SDPBody(); ok {
+						if s, err := sdp.Parse(body); err == nil {
+							single.OnSDP(m.CallID, p.TS, s, m.IsRequest, p.Src)
+							for _, sh := range shards {
+								sh.OnSDP(m.CallID, p.TS, s, m.IsRequest, p.Src)
+							}
+						}
+					}
+					return
+				}
+				if p.Transport != packet.TransportUDP {
+					return
+				}
+				single.Observe(p)
+				a, b := p.Src.Addr(), p.Dst.Addr()
+				if b.Less(a) {
+					a, b = b, a
+				}
+				h := fnv.New32a()
+				h.Write(a.AsSlice())
+				h.Write(b.AsSlice())
+				shards[h.Sum32()%2].Observe(p)
+			})
+			if errors.Is(err, capture.ErrUnsupportedFormat) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			shards[0].Merge(shards[1])
+			want, _ := json.Marshal(single.All())
+			got, _ := json.Marshal(shards[0].All())
+			if string(got) != string(want) {
+				t.Errorf("merged shards differ from the single store:\n got %s\nwant %s", got, want)
+			}
+			if g, w := shards[0].Stats().Streams, single.Stats().Streams; g != w {
+				t.Errorf("got %d streams, want %d", g, w)
 			}
 		})
 	}

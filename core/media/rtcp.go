@@ -53,12 +53,12 @@ func (st *Store) observeRTCP(p *packet.Packet) bool {
 	}
 	st.stats.RTCPPackets++
 	ns := p.TS.UnixNano()
-	from := p.Src.Addr()
+	from, to := p.Src.Addr(), p.Dst.Addr()
 	for i := range pkts {
 		rp := &pkts[i]
 		switch rp.Type {
 		case rtp.RTCPSR:
-			if s := st.findSender(rp.SSRC, from); s != nil {
+			if s := st.findSender(rp.SSRC, from, to); s != nil {
 				sd := s.side()
 				sd.srCount++
 				sd.lastSR = rp.Sender
@@ -70,20 +70,20 @@ func (st *Store) observeRTCP(p *packet.Packet) bool {
 			}
 		case rtp.RTCPSDES:
 			for _, c := range rp.CNAMEs {
-				if s := st.findSender(c.SSRC, from); s != nil {
+				if s := st.findSender(c.SSRC, from, to); s != nil {
 					s.side().cname = c.CNAME
 				}
 			}
 		case rtp.RTCPBYE:
 			for _, ssrc := range rp.Bye {
-				if s := st.findSender(ssrc, from); s != nil {
+				if s := st.findSender(ssrc, from, to); s != nil {
 					sd := s.side()
 					sd.byeNs, sd.hasBye = ns, true
 				}
 			}
 		}
 		for _, rb := range rp.Reports {
-			s := st.findReceived(rb.SSRC, from)
+			s := st.findReceived(rb.SSRC, from, to)
 			if s == nil {
 				st.stats.RTCPUnknownSSRC++
 				continue
@@ -105,7 +105,7 @@ func (st *Store) observeRTCP(p *packet.Packet) bool {
 			}
 		}
 		for _, v := range rp.VoIP {
-			s := st.findReceived(v.SSRC, from)
+			s := st.findReceived(v.SSRC, from, to)
 			if s == nil {
 				st.stats.RTCPUnknownSSRC++
 				continue
@@ -117,32 +117,27 @@ func (st *Store) observeRTCP(p *packet.Packet) bool {
 	return true
 }
 
-// findSender picks the stream an SSRC's sender reports about: the one sent
-// from the reporting address, else the first with that SSRC.
-func (st *Store) findSender(ssrc uint32, from netip.Addr) *stream {
-	l := st.bySSRC[ssrc]
-	for _, s := range l {
-		if s.key.Src.Addr() == from {
+// findSender picks the stream an SR, SDES or BYE speaks for: the one with
+// that SSRC sent from the reporting host to the host the report went to.
+// Matching stays on the report's host pair (a relay forwarding one SSRC on
+// several legs makes anything looser a guess, and a host-pair match gives
+// the same answer when a multi-core run shards by host pair).
+func (st *Store) findSender(ssrc uint32, from, to netip.Addr) *stream {
+	for _, s := range st.bySSRC[ssrc] {
+		if s.key.Src.Addr() == from && s.key.Dst.Addr() == to {
 			return s
 		}
-	}
-	if len(l) > 0 {
-		return l[0]
 	}
 	return nil
 }
 
-// findReceived picks the stream a reception report is about: the one sent
-// to the reporting address, else the first with that SSRC.
-func (st *Store) findReceived(ssrc uint32, reporter netip.Addr) *stream {
-	l := st.bySSRC[ssrc]
-	for _, s := range l {
-		if s.key.Dst.Addr() == reporter {
+// findReceived picks the stream a reception report is about: the one with
+// that SSRC sent from the host the report went to, to the reporter.
+func (st *Store) findReceived(ssrc uint32, reporter, to netip.Addr) *stream {
+	for _, s := range st.bySSRC[ssrc] {
+		if s.key.Dst.Addr() == reporter && s.key.Src.Addr() == to {
 			return s
 		}
-	}
-	if len(l) > 0 {
-		return l[0]
 	}
 	return nil
 }

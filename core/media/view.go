@@ -469,7 +469,8 @@ func (st *Store) StreamsFor(callID string) []StreamInfo {
 	return out
 }
 
-// All returns every stream, sorted by first_seen (creation order breaks ties).
+// All returns every stream, sorted by first_seen (ties by source,
+// destination and SSRC).
 func (st *Store) All() []StreamInfo {
 	st.mu.RLock()
 	ss := make([]*stream, 0, len(st.streams))
@@ -491,7 +492,7 @@ func less(a, b *stream) bool {
 	if a.firstNs != b.firstNs {
 		return a.firstNs < b.firstNs
 	}
-	return a.ordinal < b.ordinal
+	return keyCompare(a.key, b.key) < 0
 }
 
 // Stats returns the store's counters.

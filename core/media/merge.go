@@ -1,0 +1,101 @@
+package media
+
+import "cmp"
+
+// Merge moves every stream, SDP endpoint and counter of the other stores
+// into st, for a multi-core run that sharded packets by host pair into
+// per-worker stores (each worker must have seen every SDP: the router hands
+// OnSDP to all of them). A stream key lives on one shard, so streams never
+// collide; if one does, the copy already in st wins and the other is
+// counted as evicted. Flows still in probation are dropped and counted.
+// The other stores must not be used afterwards.
+func (st *Store) Merge(others ...*Store) {
+	st.mu.Lock()
+	for _, o := range others {
+		if o == nil || o == st {
+			continue
+		}
+		o.mu.Lock()
+		for _, a := range o.epQ[o.epHd:] {
+			ep := o.eps[a]
+			if ep == nil {
+				continue
+			}
+			if cur := st.eps[a]; cur == nil {
+				if len(st.eps) >= st.cfg.MaxEndpoints {
+					st.evictEndpoint()
+				}
+				st.eps[a] = ep
+				st.epQ = append(st.epQ, a)
+				st.epByCall[ep.callID] = append(st.epByCall[ep.callID], ep)
+			}
+		}
+		for _, s := range o.order[o.orderHd:] {
+			if s == nil || o.streams[s.key] != s {
+				continue
+			}
+			if st.streams[s.key] != nil {
+				st.stats.StreamsEvicted++
+				continue
+			}
+			if len(st.streams) >= st.cfg.MaxStreams {
+				st.evictStream()
+			}
+			st.ordinal++
+			s.ordinal = st.ordinal
+			if s.ep != nil {
+				// Rebind to this store's endpoint object for the address.
+				if ep := st.eps[s.ep.addr]; ep != nil && ep.callID == s.ep.callID {
+					s.ep = ep
+				}
+			}
+			st.streams[s.key] = s
+			st.order = append(st.order, s)
+			st.bySSRC[s.key.SSRC] = append(st.bySSRC[s.key.SSRC], s)
+			if s.key.Fax {
+				st.faxes++
+			}
+			if s.callID != "" {
+				st.byCall[s.callID] = append(st.byCall[s.callID], s)
+			} else {
+				st.orphans++
+				s.orphanIdx = true
+				st.orphanEP[s.key.Src] = append(st.orphanEP[s.key.Src], s)
+				st.orphanEP[s.key.Dst] = append(st.orphanEP[s.key.Dst], s)
+			}
+		}
+		os := o.stats
+		st.stats.StreamsEvicted += os.StreamsEvicted
+		st.stats.CandidatesEvicted += os.CandidatesEvicted + uint64(len(o.cands))
+		st.stats.RTPPackets += os.RTPPackets
+		st.stats.RTCPPackets += os.RTCPPackets
+		st.stats.RTCPMalformed += os.RTCPMalformed
+		st.stats.RTCPUnknownSSRC += os.RTCPUnknownSSRC
+		st.stats.UDPTLPackets += os.UDPTLPackets
+		st.stats.Rejected += os.Rejected
+		o.mu.Unlock()
+	}
+	st.mu.Unlock()
+	st.rev.Add(1)
+}
+
+// keyCompare orders streams with the same first packet time
+// deterministically, whatever order they were created in.
+func keyCompare(a, b Key) int {
+	if c := a.Src.Compare(b.Src); c != 0 {
+		return c
+	}
+	if c := a.Dst.Compare(b.Dst); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.SSRC, b.SSRC); c != 0 {
+		return c
+	}
+	switch {
+	case a.Fax == b.Fax:
+		return 0
+	case a.Fax:
+		return 1
+	}
+	return -1
+}
