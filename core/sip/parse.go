@@ -24,9 +24,10 @@ const (
 	MalBadMaxForwards     = "unparseable Max-Forwards"
 	MalBodyTruncated      = "Content-Length larger than body"
 	MalControlByte        = "control byte in header"
-	MalHeaderLimit        = "more than 200 headers"
-	MalLineLimit          = "line longer than 8192 bytes"
+	MalHeaderLimit        = "too many headers"     // more than Limits.MaxHeaders
+	MalLineLimit          = "header line too long" // longer than Limits.MaxLineBytes, truncated
 	MalNoColon            = "header line without colon"
+	MalEmptyName          = "header line without a name"
 	MalOrphanContinuation = "continuation line without a header"
 	MalNoEndOfHeaders     = "no empty line after headers"
 	MalBadStatusCode      = "status code out of range"
@@ -44,7 +45,26 @@ var ErrNotSIP = errors.New("not a sip message")
 // Raw spans the start line through the end of the body; junk before the
 // start line (JunkPrefixBytes) and bytes after a Content-Length-bounded body
 // (TrailingBytes) are not part of it.
-func Parse(b []byte) (*Message, error) {
+func Parse(b []byte) (*Message, error) { return ParseLimits(b, DefaultLimits) }
+
+// Limits are the per-message parser limits (engine.md §17).
+type Limits struct {
+	MaxHeaders   int // headers kept per message; past it HeaderLimitHit
+	MaxLineBytes int // bytes of an unfolded header line; past it the value is truncated
+}
+
+// DefaultLimits are MaxHeaders (200) and MaxLineBytes (8 KiB).
+var DefaultLimits = Limits{MaxHeaders: MaxHeaders, MaxLineBytes: MaxLineBytes}
+
+// ParseLimits is Parse with configurable limits; a limit of 0 or less takes
+// its default.
+func ParseLimits(b []byte, lim Limits) (*Message, error) {
+	if lim.MaxHeaders <= 0 {
+		lim.MaxHeaders = MaxHeaders
+	}
+	if lim.MaxLineBytes <= 0 {
+		lim.MaxLineBytes = MaxLineBytes
+	}
 	sl, ok := findStartLine(b)
 	if !ok {
 		return nil, ErrNotSIP
@@ -57,7 +77,7 @@ func Parse(b []byte) (*Message, error) {
 		MaxForwards:     -1,
 		ContentLength:   -1,
 	}
-	p := parser{m: m, raw: raw}
+	p := parser{m: m, raw: raw, lim: lim}
 	p.startLine(sl, sl.off)
 	end := p.headers(sl.next - sl.off)
 	p.body(end)
@@ -68,6 +88,7 @@ func Parse(b []byte) (*Message, error) {
 type parser struct {
 	m   *Message
 	raw []byte
+	lim Limits
 }
 
 // str returns raw[i:j] as a string sharing raw's memory.
@@ -91,10 +112,10 @@ func (p *parser) startLine(sl startLine, shift int) {
 	m := p.m
 	end := sl.end - shift
 	lineEndAt := end
-	if end > MaxLineBytes {
+	if end > p.lim.MaxLineBytes {
 		m.LineLimitHit = true
 		p.flag(MalLineLimit)
-		lineEndAt = MaxLineBytes
+		lineEndAt = p.lim.MaxLineBytes
 		for lineEndAt > 0 && !utf8.RuneStart(p.raw[lineEndAt]) {
 			lineEndAt--
 		}
@@ -157,7 +178,7 @@ func (p *parser) headers(i int) int {
 			next = n2
 		}
 		i = next
-		if len(m.Headers) >= MaxHeaders {
+		if len(m.Headers) >= p.lim.MaxHeaders {
 			if !m.HeaderLimitHit {
 				m.HeaderLimitHit = true
 				p.flag(MalHeaderLimit)
@@ -183,6 +204,10 @@ func (p *parser) header(s, e int, folded bool) {
 	for ne > s && isWS(raw[ne-1]) {
 		ne--
 	}
+	if ne == s {
+		p.flag(MalEmptyName)
+		return
+	}
 	// Control bytes anywhere in the logical line (CRLF of folds excepted).
 	for k := s; k < e; k++ {
 		c := raw[k]
@@ -207,10 +232,10 @@ func (p *parser) header(s, e int, folded bool) {
 		val = strings.Trim(p.str(colon+1, e), " \t")
 	}
 	// The unfolded logical line is name ":" SP value.
-	if lineLen := (ne - s) + 2 + len(val); lineLen > MaxLineBytes {
+	if lineLen := (ne - s) + 2 + len(val); lineLen > p.lim.MaxLineBytes {
 		p.m.LineLimitHit = true
 		p.flag(MalLineLimit)
-		keep := MaxLineBytes - (ne - s) - 2
+		keep := p.lim.MaxLineBytes - (ne - s) - 2
 		if keep < 0 {
 			keep = 0
 		}

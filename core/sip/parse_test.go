@@ -369,6 +369,7 @@ func TestMalformed(t *testing.T) {
 		{"del in header", minimal("X-Foo: a\x7fb"), []string{MalControlByte}},
 		{"tab is fine", minimal("X-Foo: a\tb"), nil},
 		{"no colon", minimal("NotAHeader"), []string{MalNoColon}},
+		{"no name", minimal(": value"), []string{MalEmptyName}},
 		{"bad via", strings.Replace(minimal(""), "Via: SIP/2.0/UDP h;branch=z9hG4bKa", "Via: garbage", 1), []string{MalBadVia}},
 		{"bad from", strings.Replace(minimal(""), "From: <sip:a@x>;tag=1", "From: <sip:a@x;tag=1", 1), []string{MalBadFrom}},
 		{"bad max-forwards", minimal("Max-Forwards: many"), []string{MalBadMaxForwards}},
@@ -437,6 +438,23 @@ func TestLineLimit(t *testing.T) {
 	if m.LineLimitHit {
 		t.Error("line at the limit: LineLimitHit true")
 	}
+}
+
+func TestConfigurableLimits(t *testing.T) {
+	msg := []byte(minimal("X-A: 1\nX-B: " + strings.Repeat("b", 100)))
+	m, err := ParseLimits(msg, Limits{MaxHeaders: 6, MaxLineBytes: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.HeaderLimitHit || len(m.Headers) != 6 || m.LineLimitHit {
+		t.Errorf("MaxHeaders 6: got hit %v, %d headers, line hit %v", m.HeaderLimitHit, len(m.Headers), m.LineLimitHit)
+	}
+	m, _ = ParseLimits(msg, Limits{MaxLineBytes: 50})
+	v, _ := m.HeaderNamed("X-B")
+	if !m.LineLimitHit || len("X-B")+2+len(v) != 50 || m.HeaderLimitHit {
+		t.Errorf("MaxLineBytes 50: got hit %v, value of %d bytes", m.LineLimitHit, len(v))
+	}
+	checkRanges(t, m)
 }
 
 func TestMethodCase(t *testing.T) {
