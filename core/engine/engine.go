@@ -1,0 +1,511 @@
+// Package engine is the capture engine: it owns one capture's stores and
+// the one packet router every source feeds.
+//
+// Files (a background load), a live interface and a HEP listener all enter
+// through the same two doors: HandleFrame for link-layer frames (decoded to
+// transport packets first) and HandlePacket for transport packets (HEP
+// datagrams from a listener). Both end in route, which classifies a packet
+// as HEP (unwrapped and routed again with Origin hep and the envelope's
+// addresses and timestamp), SIP (parsed, counted, applied to the dialog
+// store, its SDP handed to the media store), media (RTP/RTCP/UDPTL taken by
+// the media store) or other (counted). There is no second classifier.
+//
+// One mutex serializes every producer, so the stores have a single writer
+// whatever the number of sources; readers use the stores' own read locks and
+// the engine's atomic counters, and are never blocked by a load for longer
+// than one message.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sipnab/sipnab/core/capture"
+	"github.com/sipnab/sipnab/core/decode"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/hep"
+	"github.com/sipnab/sipnab/core/heplisten"
+	"github.com/sipnab/sipnab/core/live"
+	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/sdp"
+	"github.com/sipnab/sipnab/core/sip"
+)
+
+// Config sets up a Capture. The zero value is ready to use.
+type Config struct {
+	// Node names this server in capture_identity (--node-name).
+	Node string
+	// Dialog bounds the dialog store.
+	Dialog dialog.Config
+	// Media configures the stream store.
+	Media media.Config
+	// Decode bounds the frame decoder.
+	Decode decode.Config
+	// Expand controls how directory inputs are searched.
+	Expand capture.ExpandOptions
+	// Load tunes the background file load (frame limit, inflation
+	// ceiling). Its Logger defaults to the engine's logger.
+	Load capture.LoadOptions
+	// MaxHEPInflated bounds an inflated HEP payload (hep.DefaultMaxInflated
+	// when 0).
+	MaxHEPInflated int
+}
+
+// Capture is one capture: its stores, its sources and its counters.
+type Capture struct {
+	cfg      Config
+	log      *slog.Logger
+	instance string
+	started  time.Time
+
+	dialogs *dialog.Store
+	media   MediaSink
+
+	// wmu is the single-writer lock: every producer routes under it.
+	wmu      sync.Mutex
+	decoders [sourceKinds]*decode.Decoder
+	hepDec   hep.Decoder
+	hepMsg   hep.Message
+	inner    packet.Packet
+	sinks    [sourceKinds]packet.Sink
+
+	ctr counters
+
+	smu      sync.Mutex // sources
+	load     *capture.Load
+	loadDone chan struct{} // closed after the load ended and was flushed
+	inputs   []capture.Input
+	warnings []capture.Warning
+	hepL     []*heplisten.Listener
+	live     []liveSource
+}
+
+// MediaSink is what the router needs from the stream store. core/media's
+// Store satisfies it.
+type MediaSink interface {
+	// Observe offers a UDP payload; true when it was taken as media.
+	Observe(p *packet.Packet) bool
+	// OnSDP registers the media endpoints an SDP offer or answer announces.
+	OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, src netip.AddrPort)
+}
+
+type sourceKind int
+
+const (
+	kindFile sourceKind = iota
+	kindLive
+	kindHEP
+	sourceKinds
+)
+
+// liveSource is a running live capture.
+type liveSource struct {
+	name string
+	stop func() error
+	done <-chan struct{}
+	err  func() error
+}
+
+// counters are the router's tallies, readable at any time.
+type counters struct {
+	frames        atomic.Uint64 // frames handed to HandleFrame
+	bytes         atomic.Uint64
+	invalidTS     atomic.Uint64
+	packets       atomic.Uint64 // transport packets routed (inner HEP payloads included)
+	hepDatagrams  atomic.Uint64 // datagrams from HEP listeners
+	sipMessages   atomic.Uint64
+	sipMalformed  atomic.Uint64
+	sipNoCallID   atomic.Uint64
+	sipRetrans    atomic.Uint64
+	sipRefused    atomic.Uint64
+	sdpBodies     atomic.Uint64
+	sdpBad        atomic.Uint64
+	media         atomic.Uint64
+	other         atomic.Uint64
+	hepEnvelopes  atomic.Uint64
+	hepMalformed  atomic.Uint64
+	hepSIP        atomic.Uint64
+	hepRTP        atomic.Uint64
+	hepRTCP       atomic.Uint64
+	hepOther      atomic.Uint64
+	hepNested     atomic.Uint64
+	hepNotSIP     atomic.Uint64
+	hepKeepalives atomic.Uint64
+}
+
+// New returns an empty capture. log may be nil.
+func New(cfg Config, log *slog.Logger) *Capture {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Load.Logger == nil {
+		cfg.Load.Logger = log
+	}
+	c := &Capture{
+		cfg:      cfg,
+		log:      log,
+		instance: mintInstance(),
+		started:  time.Now(),
+		dialogs:  dialog.New(cfg.Dialog),
+	}
+	c.media = media.NewStore(cfg.Media)
+	c.hepDec.MaxInflated = cfg.MaxHEPInflated
+	for k := range c.decoders {
+		c.decoders[k] = decode.New(cfg.Decode)
+		c.sinks[k] = packet.SinkFunc(c.routeLocked)
+	}
+	return c
+}
+
+func mintInstance() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("%016x", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Dialogs returns the dialog store.
+func (c *Capture) Dialogs() *dialog.Store { return c.dialogs }
+
+// Media returns the stream store (nil when a custom sink was installed).
+func (c *Capture) Media() *media.Store {
+	s, _ := c.media.(*media.Store)
+	return s
+}
+
+// SetMediaSink replaces the stream store the router feeds. Call it before
+// any source starts.
+func (c *Capture) SetMediaSink(m MediaSink) { c.media = m }
+
+// Identity names the capture: node, an instance minted when the capture was
+// created (a new capture voids every cursor of an old one), and generations
+// that move when a store drops content (eviction).
+type Identity struct {
+	// Node is the server's node name.
+	Node string `json:"node" desc:"server node name"`
+	// Instance changes whenever a different capture is loaded.
+	Instance string `json:"instance" desc:"capture instance; a new one voids old cursors"`
+	// DialogGeneration moves when dialogs are evicted.
+	DialogGeneration uint64 `json:"dialog_generation" desc:"moves when dialogs are evicted"`
+	// StreamGeneration moves when streams are evicted.
+	StreamGeneration uint64 `json:"stream_generation" desc:"moves when streams are evicted"`
+}
+
+// Identity returns the capture's identity now.
+func (c *Capture) Identity() Identity {
+	id := Identity{Node: c.cfg.Node, Instance: c.instance, DialogGeneration: c.dialogs.Generation()}
+	if m := c.Media(); m != nil {
+		id.StreamGeneration = m.Stats().StreamsEvicted
+	}
+	return id
+}
+
+// LoadFiles starts reading capture files (and directories and globs) in the
+// background, in first-packet-timestamp order, and returns at once. A named
+// file that cannot be opened or is not pcap/pcapng is an immediate error
+// (naming the format it is, when known); a file discovered in a directory
+// that cannot be read is skipped with a warning. One capture loads files
+// once.
+func (c *Capture) LoadFiles(ctx context.Context, paths []string) error {
+	if len(paths) == 0 {
+		return errors.New("loading capture: no input named")
+	}
+	inputs, warns, err := capture.Expand(paths, c.cfg.Expand)
+	if err != nil {
+		return fmt.Errorf("loading capture: %w", err)
+	}
+	for _, w := range warns {
+		c.log.Warn("skipping capture file", "path", w.Path, "err", w.Err)
+	}
+	if len(inputs) == 0 {
+		return fmt.Errorf("loading capture: no capture file found in %s", strings.Join(paths, ", "))
+	}
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.load != nil {
+		return errors.New("loading capture: files are already loading into this capture")
+	}
+	c.inputs, c.warnings = inputs, warns
+	c.loadDone = make(chan struct{})
+	fs := packet.FrameSinkFunc(func(f *packet.Frame) { c.handleFrame(kindFile, f) })
+	c.load = capture.StartWith(ctx, inputs, fs, c.cfg.Load)
+	go func(l *capture.Load, done chan struct{}) {
+		<-l.Done()
+		c.flush(kindFile)
+		close(done)
+	}(c.load, c.loadDone)
+	return nil
+}
+
+// Wait blocks until the file load (if any) has finished and its last
+// buffered packets were routed.
+func (c *Capture) Wait() {
+	c.smu.Lock()
+	done := c.loadDone
+	c.smu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// Done is closed when the file load has finished (nil when no files were
+// loaded).
+func (c *Capture) Done() <-chan struct{} {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.loadDone
+}
+
+// StartHEP starts a HEP listener whose datagrams enter the router. The
+// listener stops when ctx ends or Close is called.
+func (c *Capture) StartHEP(ctx context.Context, cfg heplisten.Config) (*heplisten.Listener, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = c.log
+	}
+	sink := packet.SinkFunc(func(p *packet.Packet) {
+		c.ctr.hepDatagrams.Add(1)
+		c.ctr.frames.Add(1)
+		c.ctr.bytes.Add(uint64(len(p.Payload)))
+		c.HandlePacket(p)
+	})
+	l, err := heplisten.Listen(ctx, cfg, sink)
+	if err != nil {
+		return nil, fmt.Errorf("starting HEP listener: %w", err)
+	}
+	c.smu.Lock()
+	c.hepL = append(c.hepL, l)
+	c.smu.Unlock()
+	return l, nil
+}
+
+// AttachLive registers a running live source (the frames of which the
+// caller feeds to HandleFrame): its name, how to stop it, a channel closed
+// when it ends and the error it ended with.
+func (c *Capture) AttachLive(name string, stop func() error, done <-chan struct{}, errf func() error) {
+	c.smu.Lock()
+	c.live = append(c.live, liveSource{name: name, stop: stop, done: done, err: errf})
+	c.smu.Unlock()
+}
+
+// Close stops every live source and HEP listener. A file load is stopped by
+// cancelling the context given to LoadFiles.
+func (c *Capture) Close() error {
+	c.smu.Lock()
+	hl, lv := c.hepL, c.live
+	c.smu.Unlock()
+	var errs []error
+	for _, l := range hl {
+		if err := l.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range lv {
+		if s.stop != nil {
+			if err := s.stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	c.flush(kindLive)
+	return errors.Join(errs...)
+}
+
+// HandleFrame routes one live-capture frame (packet.FrameSink). Frames from
+// a file load enter through LoadFiles.
+func (c *Capture) HandleFrame(f *packet.Frame) { c.handleFrame(kindLive, f) }
+
+func (c *Capture) handleFrame(k sourceKind, f *packet.Frame) {
+	c.ctr.frames.Add(1)
+	c.ctr.bytes.Add(uint64(len(f.Data)))
+	if f.InvalidTS {
+		c.ctr.invalidTS.Add(1)
+	}
+	c.wmu.Lock()
+	c.decoders[k].Decode(f, c.sinks[k])
+	c.wmu.Unlock()
+}
+
+// HandlePacket routes one transport packet (packet.Sink): a packet a
+// caller decoded itself. HEP listeners started with StartHEP enter here too.
+func (c *Capture) HandlePacket(p *packet.Packet) {
+	c.wmu.Lock()
+	c.routeLocked(p)
+	c.wmu.Unlock()
+}
+
+// flush emits what a decoder still holds (TCP streams without their final
+// segment boundary) once its source has ended.
+func (c *Capture) flush(k sourceKind) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if f, ok := any(c.decoders[k]).(interface{ Flush(packet.Sink) }); ok {
+		f.Flush(c.sinks[k])
+	}
+}
+
+// routeLocked is the router: every packet of every source passes here, with
+// wmu held.
+func (c *Capture) routeLocked(p *packet.Packet) {
+	c.ctr.packets.Add(1)
+	b := p.Payload
+	if len(b) == 0 {
+		c.ctr.other.Add(1)
+		return
+	}
+	switch {
+	case p.Origin != packet.OriginHEP && hep.Looks(b):
+		c.routeHEP(p)
+	case sip.Looks(b):
+		c.routeSIP(p, b)
+	case c.media != nil && p.Transport == packet.TransportUDP && c.media.Observe(p):
+		c.ctr.media.Add(1)
+	default:
+		if p.Origin == packet.OriginHEP && hep.Looks(b) {
+			c.ctr.hepNested.Add(1)
+		}
+		c.ctr.other.Add(1)
+	}
+}
+
+// routeSIP parses, counts and applies every SIP message in b (a datagram
+// may carry more than one).
+func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
+	for n := 0; n < 64 && len(b) > 0; n++ {
+		m, err := sip.Parse(b)
+		if err != nil {
+			return
+		}
+		c.applySIP(p, m)
+		rest := m.JunkPrefixBytes + len(m.Raw)
+		if m.TrailingBytes <= 0 || rest >= len(b) || !sip.Looks(b[rest:]) {
+			return
+		}
+		b = b[rest:]
+	}
+}
+
+func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
+	c.ctr.sipMessages.Add(1)
+	if len(m.Malformed) > 0 {
+		c.ctr.sipMalformed.Add(1)
+	}
+	o := dialog.Observation{
+		Msg: m, TS: p.TS, Src: p.Src, Dst: p.Dst, Transport: p.Transport,
+		Origin: p.Origin, DSCP: p.DSCP, HasDSCP: p.HasDSCP,
+	}
+	if p.Frame != nil {
+		o.Frame = packet.RefOf(p.Frame)
+		o.InvalidTS = p.Frame.InvalidTS
+	}
+	r := c.dialogs.Apply(o)
+	switch {
+	case r.NoCallID:
+		c.ctr.sipNoCallID.Add(1)
+	case r.Refused:
+		c.ctr.sipRefused.Add(1)
+	case r.Retransmission:
+		c.ctr.sipRetrans.Add(1)
+	}
+	if m.CallID == "" || r.Refused || r.Retransmission || c.media == nil {
+		return
+	}
+	body, ok := m.SDPBody()
+	if !ok || len(body) == 0 {
+		return
+	}
+	c.ctr.sdpBodies.Add(1)
+	s, err := sdp.Parse(body)
+	if err != nil {
+		c.ctr.sdpBad.Add(1)
+		return
+	}
+	offer := m.IsRequest && !strings.EqualFold(m.Method, "ACK")
+	c.media.OnSDP(m.CallID, p.TS, s, offer, p.Src)
+}
+
+// routeHEP unwraps a HEP envelope and routes its payload again with the
+// envelope's addressing and timestamp.
+func (c *Capture) routeHEP(p *packet.Packet) {
+	c.ctr.hepEnvelopes.Add(1)
+	m := &c.hepMsg
+	if err := c.hepDec.DecodeInto(p.Payload, m); err != nil {
+		c.ctr.hepMalformed.Add(1)
+		c.ctr.other.Add(1)
+		return
+	}
+	if len(m.Payload) == 0 {
+		c.ctr.hepKeepalives.Add(1)
+		return
+	}
+	in := &c.inner
+	*in = packet.Packet{
+		TS: p.TS, Src: m.Src, Dst: m.Dst, Transport: p.Transport, Payload: m.Payload,
+		Origin: packet.OriginHEP, Frame: p.Frame, Reassembled: p.Reassembled,
+	}
+	if m.HasTS {
+		in.TS = m.TS
+	}
+	switch m.Protocol {
+	case 17:
+		in.Transport = packet.TransportUDP
+	case 6:
+		in.Transport = packet.TransportTCP
+	case 132:
+		in.Transport = packet.TransportSCTP
+	}
+	if m.HasTOS {
+		in.DSCP, in.HasDSCP = m.TOS>>2, true
+	}
+	if m.HasAgentID {
+		in.HEPAgentID = m.LegacyAgentID()
+	}
+	proto := uint8(hep.ProtoSIP)
+	if m.HasProtoType {
+		proto = m.ProtoType
+	}
+	switch proto {
+	case hep.ProtoSIP:
+		c.ctr.hepSIP.Add(1)
+		if sip.Looks(in.Payload) {
+			c.ctr.packets.Add(1)
+			c.routeSIP(in, in.Payload)
+			return
+		}
+		c.ctr.hepNotSIP.Add(1)
+		c.ctr.other.Add(1)
+	case hep.ProtoRTP, hep.ProtoRTPAlt, hep.ProtoRTCP:
+		if proto == hep.ProtoRTCP {
+			c.ctr.hepRTCP.Add(1)
+		} else {
+			c.ctr.hepRTP.Add(1)
+		}
+		in.Transport = packet.TransportUDP
+		c.routeLocked(in)
+	default:
+		c.ctr.hepOther.Add(1)
+		c.ctr.other.Add(1)
+	}
+}
+
+// StartLive starts a live capture whose frames enter the router. It stops
+// when ctx ends or Close is called; a permission or device error is
+// returned at once.
+func (c *Capture) StartLive(ctx context.Context, o live.Options) (*live.Capture, error) {
+	lc, err := live.Start(ctx, o, packet.FrameSinkFunc(c.HandleFrame))
+	if err != nil {
+		return nil, fmt.Errorf("starting live capture: %w", err)
+	}
+	c.AttachLive(lc.Handle().Device(), lc.Stop, lc.Done(), lc.Err)
+	return lc, nil
+}

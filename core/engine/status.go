@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/sipnab/sipnab/core/capture"
+	"github.com/sipnab/sipnab/core/decode"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/media"
+)
+
+// Status is what the capture has read so far and how it got there. Every
+// counter is readable during a load.
+type Status struct {
+	// Source says what feeds the capture: file, live, hep, a "+"-joined
+	// mix, or none.
+	Source string `json:"source"`
+	// Name names the source (the file names, the interface, the listener).
+	Name string `json:"name,omitempty"`
+	// FramesRead counts frames read from every source (HEP datagrams from
+	// a listener included).
+	FramesRead uint64 `json:"frames_read"`
+	// Bytes counts their captured bytes.
+	Bytes uint64 `json:"bytes"`
+	// Elapsed is the time since the capture started reading (the load's
+	// duration once a file load has finished).
+	Elapsed time.Duration `json:"-"`
+	// ElapsedSec is Elapsed in seconds.
+	ElapsedSec float64 `json:"elapsed_sec"`
+	// Loading is true while a file load runs.
+	Loading bool `json:"loading"`
+	// SourceExhausted: every source was read to its end. Never true while
+	// a live source or a HEP listener runs.
+	SourceExhausted bool `json:"source_exhausted"`
+	// SourceStoppedEarly: a source ended before its end (a truncated or
+	// unreadable file, a live source fault).
+	SourceStoppedEarly bool `json:"source_stopped_early"`
+	// StoppedOnRequest: reading was stopped on request (a frame limit, a
+	// cancelled load). Not a fault.
+	StoppedOnRequest bool `json:"stopped_on_request,omitempty"`
+	// Complete is SourceExhausted and not SourceStoppedEarly.
+	Complete bool `json:"complete"`
+	// Files is the file load's account of each input.
+	Files []capture.FileResult `json:"inputs"`
+	// Warnings lists discovered files that were skipped.
+	Warnings []string `json:"warnings,omitempty"`
+	// Errors lists why sources stopped early.
+	Errors []string `json:"errors,omitempty"`
+
+	// InvalidTimestamps counts frames whose timestamp was unusable (wall
+	// clock substituted).
+	InvalidTimestamps uint64 `json:"invalid_timestamps"`
+	// SnappedFrames counts frames cut short by the snap length.
+	SnappedFrames uint64 `json:"snapped_frames"`
+	// UndecodableFrames counts frames that yielded nothing because they
+	// could not be decoded; Undecodable breaks them down by reason.
+	UndecodableFrames uint64            `json:"undecodable_frames"`
+	Undecodable       map[string]uint64 `json:"undecodable"`
+	// Packets counts transport packets routed (HEP inner payloads
+	// included).
+	Packets uint64 `json:"packets"`
+
+	// SIPMessages counts every SIP message seen, retransmissions and
+	// malformed messages included.
+	SIPMessages uint64 `json:"sip_messages"`
+	// SIPMalformed counts SIP messages the parser flagged (they are kept).
+	SIPMalformed uint64 `json:"sip_malformed"`
+	// SIPWithoutCallID counts SIP messages without a Call-ID (counted,
+	// in no dialog).
+	SIPWithoutCallID uint64 `json:"sip_without_call_id"`
+	// SIPRetransmissions counts SIP messages recognized as retransmissions.
+	SIPRetransmissions uint64 `json:"sip_retransmissions"`
+	// SIPRefused counts SIP messages of Call-IDs refused at the dialog cap.
+	SIPRefused uint64 `json:"sip_refused,omitempty"`
+	// SDPBodies counts SDP bodies handed to the stream store; SDPUnreadable
+	// those the SDP parser refused.
+	SDPBodies     uint64 `json:"sdp_bodies"`
+	SDPUnreadable uint64 `json:"sdp_unreadable,omitempty"`
+	// MediaPackets counts packets the stream store took (RTP, RTCP, UDPTL,
+	// probation candidates).
+	MediaPackets uint64 `json:"media_packets"`
+	// OtherPackets counts packets that were neither HEP, SIP nor media.
+	OtherPackets uint64 `json:"other_packets"`
+	// HEP counts HEP envelopes found in the capture or received.
+	HEP HEPCounts `json:"hep"`
+
+	// Dialogs are the dialog store's counters.
+	Dialogs dialog.Stats `json:"dialog_store"`
+	// Media are the stream store's counters (absent with a custom sink).
+	Media *media.Stats `json:"stream_store,omitempty"`
+	// Identity is the capture's identity.
+	Identity Identity `json:"capture_identity"`
+}
+
+// HEPCounts counts HEP envelopes by what they carried.
+type HEPCounts struct {
+	// Datagrams counts datagrams received by HEP listeners.
+	Datagrams uint64 `json:"datagrams"`
+	// Envelopes counts HEP envelopes unwrapped (listener and in-capture).
+	Envelopes uint64 `json:"envelopes"`
+	// Malformed counts envelopes that could not be decoded.
+	Malformed uint64 `json:"malformed"`
+	// KeepAlives counts envelopes without a payload.
+	KeepAlives uint64 `json:"keepalives"`
+	// SIP, RTP, RTCP and Other count envelopes by payload type.
+	SIP   uint64 `json:"sip"`
+	RTP   uint64 `json:"rtp"`
+	RTCP  uint64 `json:"rtcp"`
+	Other uint64 `json:"other"`
+	// NotSIP counts SIP-typed envelopes whose payload was not SIP.
+	NotSIP uint64 `json:"not_sip"`
+	// Nested counts HEP envelopes found inside a HEP payload (not
+	// unwrapped twice).
+	Nested uint64 `json:"nested"`
+}
+
+// Status returns the capture's state now. It never blocks on a load.
+func (c *Capture) Status() Status {
+	st := Status{
+		FramesRead:         c.ctr.frames.Load(),
+		Bytes:              c.ctr.bytes.Load(),
+		InvalidTimestamps:  c.ctr.invalidTS.Load(),
+		Packets:            c.ctr.packets.Load(),
+		SIPMessages:        c.ctr.sipMessages.Load(),
+		SIPMalformed:       c.ctr.sipMalformed.Load(),
+		SIPWithoutCallID:   c.ctr.sipNoCallID.Load(),
+		SIPRetransmissions: c.ctr.sipRetrans.Load(),
+		SIPRefused:         c.ctr.sipRefused.Load(),
+		SDPBodies:          c.ctr.sdpBodies.Load(),
+		SDPUnreadable:      c.ctr.sdpBad.Load(),
+		MediaPackets:       c.ctr.media.Load(),
+		OtherPackets:       c.ctr.other.Load(),
+		HEP: HEPCounts{
+			Datagrams: c.ctr.hepDatagrams.Load(), Envelopes: c.ctr.hepEnvelopes.Load(),
+			Malformed: c.ctr.hepMalformed.Load(), KeepAlives: c.ctr.hepKeepalives.Load(),
+			SIP: c.ctr.hepSIP.Load(), RTP: c.ctr.hepRTP.Load(), RTCP: c.ctr.hepRTCP.Load(),
+			Other: c.ctr.hepOther.Load(), NotSIP: c.ctr.hepNotSIP.Load(), Nested: c.ctr.hepNested.Load(),
+		},
+		Undecodable: map[string]uint64{},
+		Dialogs:     c.dialogs.Stats(),
+		Identity:    c.Identity(),
+	}
+	if m := c.Media(); m != nil {
+		ms := m.Stats()
+		st.Media = &ms
+	}
+	c.decodeStats(&st)
+
+	c.smu.Lock()
+	load, loadDone, inputs := c.load, c.loadDone, c.inputs
+	warns := c.warnings
+	nHEP, live := len(c.hepL), append([]liveSource(nil), c.live...)
+	c.smu.Unlock()
+
+	var kinds, names []string
+	exhausted := true
+	if load != nil {
+		kinds = append(kinds, "file")
+		for _, in := range inputs {
+			names = append(names, in.Name)
+		}
+		snap := load.Snapshot()
+		flushed := false
+		select {
+		case <-loadDone:
+			flushed = true
+		default:
+		}
+		st.Loading = !flushed
+		st.Files = snap.Files
+		st.Elapsed = snap.Elapsed
+		st.StoppedOnRequest = snap.StoppedOnRequest
+		st.SourceStoppedEarly = snap.StoppedEarly
+		exhausted = exhausted && flushed && snap.Exhausted
+		for _, f := range snap.Files {
+			if f.Error != "" {
+				st.Errors = append(st.Errors, f.Name+": "+f.Error)
+			}
+		}
+	}
+	for _, w := range warns {
+		st.Warnings = append(st.Warnings, w.String())
+	}
+	if len(live) > 0 {
+		kinds = append(kinds, "live")
+		for _, s := range live {
+			names = append(names, s.name)
+			if s.err != nil {
+				if err := s.err(); err != nil && !errors.Is(err, errStopped) {
+					st.SourceStoppedEarly = true
+					st.Errors = append(st.Errors, s.name+": "+err.Error())
+				}
+			}
+		}
+		exhausted = false
+	}
+	if nHEP > 0 {
+		kinds = append(kinds, "hep")
+		c.smu.Lock()
+		for _, l := range c.hepL {
+			names = append(names, l.Name())
+		}
+		c.smu.Unlock()
+		exhausted = false
+	}
+	switch len(kinds) {
+	case 0:
+		st.Source = "none"
+		exhausted = false
+	case 1:
+		st.Source = kinds[0]
+	default:
+		st.Source = kinds[0]
+		for _, k := range kinds[1:] {
+			st.Source += "+" + k
+		}
+	}
+	if load == nil {
+		st.Elapsed = time.Since(c.started)
+	}
+	st.ElapsedSec = st.Elapsed.Seconds()
+	st.Name = joinNames(names)
+	st.SourceExhausted = exhausted
+	st.Complete = exhausted && !st.SourceStoppedEarly
+	return st
+}
+
+var errStopped = errors.New("stopped on request")
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}
+
+// decodeStats sums the decoders' counters. Decoders are owned by the
+// writer, so their counters are read under the writer lock (a read costs
+// one message's wait at most).
+func (c *Capture) decodeStats(st *Status) {
+	type statser interface{ Stats() decode.Stats }
+	c.wmu.Lock()
+	var all []decode.Stats
+	for _, d := range c.decoders {
+		if s, ok := any(d).(statser); ok {
+			all = append(all, s.Stats())
+		}
+	}
+	c.wmu.Unlock()
+	for _, s := range all {
+		st.SnappedFrames += s.SnappedFrames
+		st.UndecodableFrames += s.UndecodableFrames
+		for _, r := range s.Undecodable {
+			st.Undecodable[r.Name] += r.Count
+		}
+		if s.UndecodableReasonsDropped > 0 {
+			st.Undecodable["other_reasons"] += s.UndecodableReasonsDropped
+		}
+	}
+}
+
+// UndecodableReasons returns the reasons sorted by count (largest first),
+// then name.
+func (st *Status) UndecodableReasons() []decode.ReasonCount {
+	out := make([]decode.ReasonCount, 0, len(st.Undecodable))
+	for k, v := range st.Undecodable {
+		out = append(out, decode.ReasonCount{Name: k, Count: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

@@ -1,0 +1,218 @@
+// Package report renders a capture for batch output: the JSON document of
+// `sipnab -N -I FILE --json` and the text summary of `--report`.
+//
+// Both read the capture's status first and its stores after, so a document
+// whose run says complete describes stores that were read after the load
+// ended. Rows use the shapes every other surface uses: dialog rows are
+// dialog.Summary (the list_dialogs row), streams are media.StreamInfo (the
+// rtp_stats stream).
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/media"
+)
+
+// SchemaVersion is the version of the batch JSON document.
+const SchemaVersion = 1
+
+// Document is the batch JSON document.
+type Document struct {
+	// SchemaVersion is bumped on an incompatible change.
+	SchemaVersion int `json:"schema_version"`
+	// Run is what was read and how: counters, source flags, inputs.
+	Run engine.Status `json:"run"`
+	// Dialogs are the dialog rows, in created_at order.
+	Dialogs []dialog.Summary `json:"dialogs"`
+	// Streams are the RTP streams, in first_seen order.
+	Streams []media.StreamInfo `json:"streams"`
+}
+
+// Build assembles the document of a capture.
+func Build(c *engine.Capture) Document {
+	doc := Document{SchemaVersion: SchemaVersion, Run: c.Status()}
+	doc.Dialogs = c.Dialogs().Summaries(dialog.ByCreated)
+	if m := c.Media(); m != nil {
+		doc.Streams = m.All()
+	}
+	if doc.Dialogs == nil {
+		doc.Dialogs = []dialog.Summary{}
+	}
+	if doc.Streams == nil {
+		doc.Streams = []media.StreamInfo{}
+	}
+	return doc
+}
+
+// WriteJSON writes the batch JSON document of a capture.
+func WriteJSON(w io.Writer, c *engine.Capture) error {
+	doc := Build(c)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
+}
+
+// WriteText writes a summary of a capture for a person: the run, a table
+// of dialogs, the streams, what could not be decoded, and an INCOMPLETE RUN
+// block when the source was not read whole.
+func WriteText(w io.Writer, c *engine.Capture) error {
+	doc := Build(c)
+	ew := &errWriter{w: w}
+	writeText(ew, &doc)
+	if ew.err != nil {
+		return fmt.Errorf("writing report: %w", ew.err)
+	}
+	return nil
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func writeText(w io.Writer, doc *Document) {
+	r := &doc.Run
+	name := r.Name
+	if name == "" {
+		name = r.Source
+	}
+	fmt.Fprintf(w, "sipnab report: %s\n\n", clean(name, 200))
+	fmt.Fprintf(w, "Read %d frames (%d bytes) in %.2f s: %d SIP messages (%d malformed, %d retransmissions), %d dialogs, %d RTP streams.\n",
+		r.FramesRead, r.Bytes, r.ElapsedSec, r.SIPMessages, r.SIPMalformed, r.SIPRetransmissions, len(doc.Dialogs), len(doc.Streams))
+	if r.SIPWithoutCallID > 0 {
+		fmt.Fprintf(w, "%d SIP messages carried no Call-ID and belong to no dialog.\n", r.SIPWithoutCallID)
+	}
+	if r.Dialogs.Evicted > 0 || r.Dialogs.Refused > 0 {
+		fmt.Fprintf(w, "The dialog store was full: %d dialogs evicted (least recently updated first), %d refused.\n", r.Dialogs.Evicted, r.Dialogs.Refused)
+	}
+
+	fmt.Fprintf(w, "\nDIALOGS (%d)\n", len(doc.Dialogs))
+	if len(doc.Dialogs) == 0 {
+		fmt.Fprintf(w, "  none\n")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  Call-ID\tFrom\tTo\tState\tCode\tDuration\tMsgs\tPDD\n")
+		for i := range doc.Dialogs {
+			d := &doc.Dialogs[i]
+			code := "-"
+			if d.FinalStatusCode != 0 {
+				code = fmt.Sprint(d.FinalStatusCode)
+			}
+			pdd := "-"
+			if d.Timing.PDDMs != nil {
+				pdd = fmt.Sprintf("%.3fs", float64(*d.Timing.PDDMs)/1000)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.3fs\t%d\t%s\n",
+				clean(d.CallID, 48), dash(clean(d.FromUser, 24)), dash(clean(d.ToUser, 24)),
+				d.State, code, d.DurationSec, d.MsgCount, pdd)
+		}
+		tw.Flush()
+	}
+
+	fmt.Fprintf(w, "\nSTREAMS (%d)\n", len(doc.Streams))
+	if len(doc.Streams) == 0 {
+		fmt.Fprintf(w, "  none\n")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  SSRC\tSource\tDestination\tCodec\tPackets\tLost\tLoss\tJitter\tMOS\tCall-ID\n")
+		for i := range doc.Streams {
+			s := &doc.Streams[i]
+			jit, mos := "-", "-"
+			if s.JitterMs != nil {
+				jit = fmt.Sprintf("%.2fms", *s.JitterMs)
+			}
+			if s.MOS != nil {
+				mos = fmt.Sprintf("%.2f", *s.MOS)
+				if !s.MOSGrounded {
+					mos += " (not grounded)"
+				}
+			}
+			call := "(orphaned)"
+			if !s.Orphaned {
+				call = clean(s.AssociatedDialog, 48)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%.2f%%\t%s\t%s\t%s\n",
+				s.SSRC, s.Src, s.Dst, dash(clean(s.Codec, 20)), s.Packets, s.Lost, s.LossPct, jit, mos, call)
+		}
+		tw.Flush()
+	}
+
+	if r.UndecodableFrames > 0 {
+		fmt.Fprintf(w, "\nNOT DECODED\n")
+		fmt.Fprintf(w, "  %d frames could not be decoded; what they carried is not in this report.\n", r.UndecodableFrames)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, rc := range r.UndecodableReasons() {
+			fmt.Fprintf(tw, "    %s\t%d\n", rc.Name, rc.Count)
+		}
+		tw.Flush()
+	}
+
+	if !r.Complete {
+		fmt.Fprintf(w, "\nINCOMPLETE RUN\n")
+		switch {
+		case r.SourceStoppedEarly:
+			fmt.Fprintf(w, "  Reading stopped before the end of the input; everything above covers only what was read.\n")
+		case r.StoppedOnRequest:
+			fmt.Fprintf(w, "  Reading was stopped on request before the end of the input; everything above covers only what was read.\n")
+		default:
+			fmt.Fprintf(w, "  The source was not read to its end (still loading, or a live source); everything above covers only what was read so far.\n")
+		}
+		for _, e := range r.Errors {
+			fmt.Fprintf(w, "  - %s\n", clean(e, 300))
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// clean makes capture text safe to print: control characters become '?',
+// invalid UTF-8 is replaced, and the text is cut at n characters with "…".
+func clean(s string, n int) string {
+	var b strings.Builder
+	count := 0
+	for i, r := range s {
+		if count == n {
+			if i < len(s) {
+				b.WriteString("…")
+			}
+			break
+		}
+		switch {
+		case r == utf8.RuneError:
+			b.WriteRune('\uFFFD')
+		case unicode.IsControl(r):
+			b.WriteByte('?')
+		default:
+			b.WriteRune(r)
+		}
+		count++
+	}
+	return b.String()
+}
