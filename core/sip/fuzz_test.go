@@ -2,6 +2,8 @@ package sip
 
 import (
 	"bytes"
+	"encoding/hex"
+	"os"
 	"strings"
 	"testing"
 )
@@ -19,6 +21,14 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Add([]byte("\x00\x00xx INVITE sip:a SIP/2.0\n\n"))
 	f.Add([]byte("INVITE sip:a@b SIP/2.0\r\nContent-Type: multipart/mixed;boundary=b\r\n\r\n--b\r\nContent-Type: application/sdp\r\n\r\nv=0\r\n--b--"))
+	// The PROTOS test-suite INVITEs of c07-sip-r2.cap.
+	if hexes, err := os.ReadFile("testdata/c07-sip-r2.sip.hex"); err == nil {
+		for _, line := range strings.Fields(string(hexes)) {
+			if b, err := hex.DecodeString(line); err == nil {
+				f.Add(b)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		looks := Looks(b)
 		m, err := Parse(b)
