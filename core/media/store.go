@@ -218,27 +218,31 @@ func (st *Store) Observe(p *packet.Packet) bool {
 
 func (st *Store) observe(p *packet.Packet) bool {
 	b := p.Payload
+	if rtp.LooksLikeRTCP(b) {
+		return st.observeRTCP(p)
+	}
+	h, err := rtp.Parse(b)
+	if err == nil {
+		if s := st.streams[Key{Src: p.Src, Dst: p.Dst, SSRC: h.SSRC}]; s != nil {
+			st.update(s, p.TS.UnixNano(), &h, b, p.DSCP, p.HasDSCP)
+			st.stats.RTPPackets++
+			return true
+		}
+	}
+	// Not an existing RTP stream: a T.38 endpoint's datagrams are fax
+	// whatever their bytes look like.
 	if len(st.eps) > 0 {
 		if ep := st.faxEndpoint(p); ep != nil {
 			st.observeFax(p, ep)
 			return true
 		}
 	}
-	if rtp.LooksLikeRTCP(b) {
-		return st.observeRTCP(p)
-	}
-	h, err := rtp.Parse(b)
 	if err != nil {
 		st.stats.Rejected++
 		return false
 	}
 	k := Key{Src: p.Src, Dst: p.Dst, SSRC: h.SSRC}
 	ns := p.TS.UnixNano()
-	if s := st.streams[k]; s != nil {
-		st.update(s, ns, &h, b, p.DSCP, p.HasDSCP)
-		st.stats.RTPPackets++
-		return true
-	}
 	// New flow: signaled endpoints bind at once, anything else waits.
 	var ep *endpoint
 	if len(st.eps) > 0 {
