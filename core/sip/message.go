@@ -117,7 +117,9 @@ type CSeq struct {
 // Message is one parsed SIP message. It owns Raw; every string and Body
 // refer to data derived from Raw and stay valid as long as the Message.
 type Message struct {
-	Raw []byte // the message bytes as received (start line through body)
+	// Raw is the message bytes as received (start line through body). Treat
+	// it as read-only: header values, names and Body share its memory.
+	Raw []byte
 
 	IsRequest  bool
 	Method     string // request method as on the wire, upper-cased; "" for responses
