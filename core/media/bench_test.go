@@ -3,8 +3,8 @@ package media
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
