@@ -202,7 +202,7 @@ func MessageLen(b []byte) (int, error) {
 	if sl.next == len(b) && (sl.next == 0 || b[sl.next-1] != '\n') {
 		return 0, ErrIncomplete
 	}
-	cl := 0
+	cl, haveCL := 0, false
 	i := sl.next
 	for {
 		if i >= len(b) {
@@ -224,7 +224,9 @@ func MessageLen(b []byte) (int, error) {
 		line := b[i:ce]
 		if c := bytes.IndexByte(line, ':'); c > 0 && !isWS(line[0]) {
 			name := bytes.TrimRight(line[:c], " \t")
-			if lookupHeaderBytes(name) == HdrContentLength {
+			if !haveCL && lookupHeaderBytes(name) == HdrContentLength {
+				// The first Content-Length counts, as in Parse.
+				haveCL = true
 				if n, ok := atoiBounded(strings.TrimSpace(string(line[c+1:])), 1<<30); ok {
 					cl = n
 				}

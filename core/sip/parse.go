@@ -24,8 +24,8 @@ const (
 	MalBadMaxForwards     = "unparseable Max-Forwards"
 	MalBodyTruncated      = "Content-Length larger than body"
 	MalControlByte        = "control byte in header"
-	MalHeaderLimit        = "too many headers"     // more than Limits.MaxHeaders
-	MalLineLimit          = "header line too long" // longer than Limits.MaxLineBytes, truncated
+	MalHeaderLimit        = "too many headers" // more than Limits.MaxHeaders
+	MalLineLimit          = "line too long"    // longer than Limits.MaxLineBytes, truncated
 	MalNoColon            = "header line without colon"
 	MalEmptyName          = "header line without a name"
 	MalOrphanContinuation = "continuation line without a header"
