@@ -171,6 +171,12 @@ func findStartLineSlow(b []byte) (startLine, bool) {
 	if !bytes.Contains(win, sipVersion) && !hasVersionFold(win) {
 		return startLine{}, false
 	}
+	// Another text protocol's start line first (HTTP, RTSP) means the SIP
+	// further on is that protocol's content (message/sip in an HTTP body),
+	// not a SIP message after junk.
+	if otherProtocolFirst(b) {
+		return startLine{}, false
+	}
 	for ls := 0; ls < len(b) && ls < MaxJunkBytes; {
 		end, next := lineEnd(b, ls)
 		// Request line ending in SIP/2.0.
@@ -223,6 +229,28 @@ func findStartLineSlow(b []byte) (startLine, bool) {
 		ls = next
 	}
 	return startLine{}, false
+}
+
+// otherProtocolFirst reports whether the first non-blank line of b is an
+// HTTP or RTSP request or status line.
+func otherProtocolFirst(b []byte) bool {
+	i := 0
+	for i < len(b) && i < MaxJunkBytes && isLeadSpace[b[i]] {
+		i++
+	}
+	end, _ := lineEnd(b, i)
+	line := bytes.TrimRight(b[i:end], " \t\r")
+	isVer := func(v []byte) bool {
+		return len(v) == 8 && (bytes.HasPrefix(v, []byte("HTTP/")) || bytes.HasPrefix(v, []byte("RTSP/"))) &&
+			isDigit(v[5]) && v[6] == '.' && isDigit(v[7])
+	}
+	if len(line) >= 8 && isVer(line[:8]) {
+		return true
+	}
+	if k := bytes.LastIndexByte(line, ' '); k >= 0 && isVer(line[k+1:]) {
+		return true
+	}
+	return false
 }
 
 // hasVersionFold reports whether b holds "sip/2.0" in a case other than
