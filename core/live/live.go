@@ -101,6 +101,9 @@ type Stats struct {
 	// SkippedOutgoingLoopback counts loopback frames seen twice (as sent and
 	// as received) whose sent copy was skipped.
 	SkippedOutgoingLoopback uint64 `json:"skipped_outgoing_loopback,omitempty"`
+	// VLANTagsRestored counts frames whose 802.1Q tag the kernel had
+	// stripped into metadata and the capture put back.
+	VLANTagsRestored uint64 `json:"vlan_tags_restored,omitempty"`
 	// BufferSize is the kernel receive buffer obtained.
 	BufferSize int `json:"buffer_size"`
 }
@@ -124,6 +127,7 @@ type Handle struct {
 	received  atomic.Uint64
 	bytes     atomic.Uint64
 	skipped   atomic.Uint64
+	vlans     atomic.Uint64
 	kmu       sync.Mutex
 	kpackets  uint64
 	kdrops    uint64
@@ -371,6 +375,7 @@ func (h *Handle) read() (*packet.Frame, bool, error) {
 			binary.BigEndian.PutUint16(h.buf[sll2Len+2:], proto)
 			proto = vlanTPID
 			extra = vlanLen
+			h.vlans.Add(1)
 		}
 		hdr := h.buf[start : start+sll2Len]
 		binary.BigEndian.PutUint16(hdr[0:], proto)
@@ -395,6 +400,7 @@ func (h *Handle) read() (*packet.Frame, bool, error) {
 			binary.BigEndian.PutUint16(h.buf[14:], vlanTCI)
 			start = 0
 			extra = vlanLen
+			h.vlans.Add(1)
 		}
 		f.Data = h.buf[start : off+caplen]
 		f.OrigLen = extra + n
@@ -424,7 +430,7 @@ func parseCmsgs(b []byte, fn func(level, typ int32, data []byte)) error {
 
 // Stats returns the counters, reading the kernel's.
 func (h *Handle) Stats() Stats {
-	s := Stats{Received: h.received.Load(), Bytes: h.bytes.Load(), SkippedOutgoingLoopback: h.skipped.Load(), BufferSize: h.bufSize}
+	s := Stats{Received: h.received.Load(), Bytes: h.bytes.Load(), SkippedOutgoingLoopback: h.skipped.Load(), VLANTagsRestored: h.vlans.Load(), BufferSize: h.bufSize}
 	h.kmu.Lock()
 	defer h.kmu.Unlock()
 	if !h.closed.Load() {
