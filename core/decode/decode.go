@@ -154,6 +154,7 @@ type Decoder struct {
 	depth       int
 	overNested  bool
 	ipSeen      bool // an IP header was decoded since the last tunnel charge
+	prevType    gopacket.LayerType
 	netLayer    gopacket.LayerType
 	truncated   bool
 	reassembled bool
@@ -242,8 +243,14 @@ func (d *Decoder) spend(t gopacket.LayerType) bool {
 	if !d.active {
 		return true
 	}
+	prev := d.prevType
+	d.prevType = t
 	cost := 0
 	switch t {
+	case layers.LayerTypeEthernet:
+		if prev == layers.LayerTypeGRE && d.gre.Protocol == layers.EthernetTypeERSPAN {
+			d.st.ERSPAN++ // type I: the parser follows it by itself
+		}
 	case layers.LayerTypeDot1Q:
 		cost = 1
 		d.st.VLANTags++
@@ -285,6 +292,7 @@ func (d *Decoder) Decode(f *packet.Frame, sink packet.Sink) {
 	d.frame = f
 	d.active = true
 	d.depth, d.overNested, d.ipSeen = 0, false, false
+	d.prevType = gopacket.LayerTypeZero
 	d.netLayer = gopacket.LayerTypeZero
 	d.truncated, d.reassembled = false, false
 	d.emitted = 0
@@ -766,11 +774,9 @@ func (d *Decoder) afterGRE() reason {
 	payload := g.Payload
 	switch g.Protocol {
 	case 0x88BE:
+		// Type II (type I, without a sequence number, is followed by the
+		// parser itself).
 		d.st.ERSPAN++
-		if !g.SeqPresent {
-			// Type I: no ERSPAN header.
-			return d.run(layers.LayerTypeEthernet, payload)
-		}
 		if len(payload) < 8 {
 			return reasonTruncated
 		}

@@ -76,7 +76,7 @@ func (d *Decoder) fragment(key fragKey, off int, more bool, data []byte, next ui
 		return refuse()
 	}
 	if e == nil {
-		d.makeRoom(len(data))
+		d.makeRoom(true, len(data))
 		e = &fragEntry{key: key, created: d.now, total: -1}
 		e.elem = d.fragList.pushBack(e)
 		d.frags[key] = e
@@ -148,11 +148,11 @@ func (d *Decoder) dropFrag(e *fragEntry) {
 	d.fragList.remove(e.elem)
 }
 
-// makeRoom evicts the oldest reassembly entries until one more entry and
-// extra more bytes fit.
-func (d *Decoder) makeRoom(extra int) {
+// makeRoom evicts the oldest reassembly entries until extra more bytes fit
+// and, with entry, one more entry.
+func (d *Decoder) makeRoom(entry bool, extra int) {
 	for len(d.frags)+len(d.streams) > 0 &&
-		(len(d.frags)+len(d.streams) >= d.cfg.MaxEntries || d.held+extra > d.cfg.MaxReassemblyBytes) {
+		((entry && len(d.frags)+len(d.streams) >= d.cfg.MaxEntries) || d.held+extra > d.cfg.MaxReassemblyBytes) {
 		f, t := d.fragList.front(), d.tcpList.front()
 		switch {
 		case f != nil && (t == nil || !t.value.(*tcpDir).last.Before(f.value.(*fragEntry).created)):

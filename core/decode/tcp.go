@@ -36,6 +36,8 @@ type tcpDir struct {
 	elem     *listElem
 	last     time.Time // capture time of the last segment
 	haveSeq  bool
+	sawSYN   bool   // the stream's start is known
+	base     uint32 // without a SYN: the lowest sequence number delivered
 	next     uint32 // next expected sequence number
 	buf      []byte // in-order bytes not yet framed: a prefix of one unit
 	ooo      []oooSeg
@@ -63,7 +65,7 @@ func (d *Decoder) afterTCP() reason {
 			}
 			return reasonNone
 		}
-		d.makeRoom(0)
+		d.makeRoom(true, 0)
 		dir = &tcpDir{key: key, ws: websocket.Assembler{Max: d.cfg.MaxWSPayload}}
 		dir.elem = d.tcpList.pushBack(dir)
 		d.streams[key] = dir
@@ -87,11 +89,11 @@ func (d *Decoder) feedTCP(dir *tcpDir, t *layers.TCP) {
 			d.flushPartial(dir)
 			d.resetDir(dir)
 		}
-		dir.haveSeq, dir.next, dir.closed = true, seq+1, false
+		dir.haveSeq, dir.next, dir.closed, dir.sawSYN = true, seq+1, false, true
 		seq++
 	}
 	if !dir.haveSeq {
-		dir.haveSeq, dir.next = true, seq
+		dir.haveSeq, dir.next, dir.base = true, seq, seq
 	}
 	if len(payload) == 0 {
 		d.st.EmptyPayloads++
@@ -148,6 +150,9 @@ func (d *Decoder) segment(dir *tcpDir, seq uint32, p []byte) {
 	case rel < 0:
 		over := int(-int64(rel))
 		if over >= len(p) {
+			if d.early(dir, seq, p) {
+				return
+			}
 			d.st.TCPRetransmissions++
 			return
 		}
@@ -159,6 +164,24 @@ func (d *Decoder) segment(dir *tcpDir, seq uint32, p []byte) {
 	}
 	d.deliver(dir, p, false)
 	d.drain(dir)
+}
+
+// early handles a segment that precedes everything delivered on a stream
+// whose capture began mid-connection: without a SYN it is not a
+// retransmission but bytes sent before the first captured segment. They are
+// framed on their own and emitted late, and the stream's known start moves
+// back to them so that their own retransmissions are recognized.
+func (d *Decoder) early(dir *tcpDir, seq uint32, p []byte) bool {
+	if dir.sawSYN || int32(seq+uint32(len(p))-dir.base) > 0 || int32(dir.base-seq) > int32(d.cfg.MaxStreamBuffer) {
+		return false
+	}
+	d.st.TCPOutOfOrder++
+	dir.base = seq
+	tmp := tcpDir{key: dir.key, ws: websocket.Assembler{Max: d.cfg.MaxWSPayload}, mode: dir.mode}
+	if n := d.frameUnits(&tmp, p, false, true); n < len(p) {
+		d.emitStream(dir, packet.TransportTCP, p[n:], true)
+	}
+	return true
 }
 
 // queue holds an out-of-order segment until the bytes before it arrive.
@@ -184,7 +207,7 @@ func (d *Decoder) queue(dir *tcpDir, seq uint32, p []byte) {
 		return
 	}
 	d.st.TCPOutOfOrder++
-	d.makeRoom(len(p))
+	d.makeRoom(false, len(p))
 	i := len(dir.ooo)
 	for i > 0 && int32(dir.ooo[i-1].seq-seq) > 0 {
 		i--
@@ -245,11 +268,11 @@ func (d *Decoder) deliver(dir *tcpDir, p []byte, fromQueue bool) {
 	if len(dir.buf) == 0 {
 		n := d.frameUnits(dir, p, false, fromQueue)
 		if rest := p[n:]; len(rest) > 0 {
-			d.makeRoom(len(rest))
+			d.makeRoom(false, len(rest))
 			dir.buf = append(dir.buf[:0], rest...)
 		}
 	} else {
-		d.makeRoom(len(p))
+		d.makeRoom(false, len(p))
 		dir.buf = append(dir.buf, p...)
 		n := d.frameUnits(dir, dir.buf, true, fromQueue)
 		m := copy(dir.buf, dir.buf[n:])
