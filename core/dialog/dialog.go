@@ -98,7 +98,11 @@ type leg struct {
 	transitions        []Transition
 	transitionsDropped int
 
-	// INVITE-family timing milestones; zero when not seen.
+	// INVITE-family timing milestones; zero when not seen. Responses count
+	// only when sent back to the address the request came from, so the
+	// hops of a proxy seen in one capture do not mix vantage points.
+	inviteSrc  netip.Addr
+	byeSrc     netip.Addr
 	inviteAt   time.Time
 	tryingAt   time.Time
 	ringingAt  time.Time
@@ -243,7 +247,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 		}
 		d.noteFork(l, m)
 		if !retrans {
-			d.step(l, li, m, t, o.TS, index)
+			d.step(l, m, t, o, index)
 			if m.IsRequest && m.Method == "INFO" {
 				d.noteDTMF(m, o)
 			}
@@ -512,7 +516,8 @@ func openerTx(f Family, t Tx) bool {
 
 // step runs the state machine and the timing for one (non-retransmitted)
 // message.
-func (d *dialog) step(l *leg, li int, m *sip.Message, t *tx, ts time.Time, index int) {
+func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) {
+	ts := o.TS
 	a := d.arrival(l, m, t)
 	c := Decide(l.family, a, l.state)
 	prev := l.state
@@ -537,12 +542,13 @@ func (d *dialog) step(l *leg, li int, m *sip.Message, t *tx, ts time.Time, index
 		l.challenged = false
 	}
 	if l.family == FamilyInvite {
-		l.time(a, m, ts)
+		l.time(a, m, o)
 	}
 }
 
 // time records the INVITE-family milestones (first occurrence wins).
-func (l *leg) time(a Arrival, m *sip.Message, ts time.Time) {
+func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
+	ts := o.TS
 	set := func(p *time.Time) {
 		if p.IsZero() {
 			*p = ts
@@ -550,18 +556,28 @@ func (l *leg) time(a Arrival, m *sip.Message, ts time.Time) {
 	}
 	switch a {
 	case ReqInvite:
-		set(&l.inviteAt)
+		if l.inviteAt.IsZero() {
+			l.inviteAt, l.inviteSrc = ts, o.Src.Addr()
+		}
 		return
 	case ReqBye:
-		set(&l.byeAt)
+		if l.byeAt.IsZero() {
+			l.byeAt, l.byeSrc = ts, o.Src.Addr()
+		}
 		return
 	}
 	t, st, ok := a.Response()
 	if !ok {
 		return
 	}
+	// toward reports whether a response travels back to the address its
+	// request came from (true when the request was not captured).
+	toward := func(src netip.Addr) bool { return !src.IsValid() || o.Dst.Addr() == src }
 	switch t {
 	case TxInvite:
+		if !toward(l.inviteSrc) {
+			return
+		}
 		switch st {
 		case S100:
 			set(&l.tryingAt)
@@ -577,7 +593,7 @@ func (l *leg) time(a Arrival, m *sip.Message, ts time.Time) {
 			set(&l.finalAt)
 		}
 	case TxBye:
-		if st == S2xx {
+		if st == S2xx && toward(l.byeSrc) {
 			set(&l.byeOKAt)
 		}
 	}

@@ -463,8 +463,10 @@ func TestStatefulProxyHops(t *testing.T) {
 		t.Errorf("got msgs %d retrans %d state %s final %d legs %d, want 11 0 Completed 200 1",
 			d.MsgCount, d.Timing.Retransmits, d.State, d.FinalStatusCode, len(d.Legs))
 	}
-	if !eqPtr(d.Timing.PDDMs, i64(95)) || !eqPtr(d.Timing.SetupMs, i64(708)) {
-		t.Errorf("pdd %s setup %s, want 95 708 (first 18x / first 2xx seen)", fmtPtr(d.Timing.PDDMs), fmtPtr(d.Timing.SetupMs))
+	// Timing is the caller's: the 18x and 2xx the proxy sent back to alice
+	// (121, 725 ms), not the ones bob sent to the proxy (95, 708 ms).
+	if !eqPtr(d.Timing.PDDMs, i64(121)) || !eqPtr(d.Timing.SetupMs, i64(725)) || !eqPtr(d.TimingDetail.TryingMs, i64(24)) {
+		t.Errorf("pdd %s setup %s trying %s, want 121 725 24", fmtPtr(d.Timing.PDDMs), fmtPtr(d.Timing.SetupMs), fmtPtr(d.TimingDetail.TryingMs))
 	}
 }
 

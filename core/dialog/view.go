@@ -46,7 +46,8 @@ type Summary struct {
 // Timing is the row's timing subset. Absent values were not measured.
 type Timing struct {
 	// PDDMs is the post-dial delay: the opening INVITE to the first 18x
-	// (a 100 Trying does not count), milliseconds.
+	// sent back to the caller (a 100 Trying does not count), milliseconds.
+	// Through a proxy seen on both sides, the caller's side counts.
 	PDDMs *int64 `json:"pdd_ms,omitempty" desc:"post-dial delay: INVITE to first 18x, ms"`
 	// SetupMs is the INVITE to the first 2xx, milliseconds.
 	SetupMs *int64 `json:"setup_ms,omitempty" desc:"setup time: INVITE to 2xx, ms"`

@@ -99,8 +99,9 @@ func writeText(w io.Writer, doc *Document) {
 		name = r.Source
 	}
 	fmt.Fprintf(w, "sipnab report: %s\n\n", clean(name, 200))
-	fmt.Fprintf(w, "Read %d frames (%d bytes) in %.2f s: %d SIP messages (%d malformed, %d retransmissions), %d dialogs, %d RTP streams.\n",
-		r.FramesRead, r.Bytes, r.ElapsedSec, r.SIPMessages, r.SIPMalformed, r.SIPRetransmissions, len(doc.Dialogs), len(doc.Streams))
+	fmt.Fprintf(w, "Read %s (%d bytes) in %.2f s: %s (%d malformed, %d retransmissions), %s, %s.\n",
+		plural(r.FramesRead, "frame"), r.Bytes, r.ElapsedSec, plural(r.SIPMessages, "SIP message"),
+		r.SIPMalformed, r.SIPRetransmissions, plural(uint64(len(doc.Dialogs)), "dialog"), plural(uint64(len(doc.Streams)), "RTP stream"))
 	if r.SIPWithoutCallID > 0 {
 		fmt.Fprintf(w, "%d SIP messages carried no Call-ID and belong to no dialog.\n", r.SIPWithoutCallID)
 	}
@@ -183,6 +184,13 @@ func writeText(w io.Writer, doc *Document) {
 			fmt.Fprintf(w, "  - %s\n", clean(e, 300))
 		}
 	}
+}
+
+func plural(n uint64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func dash(s string) string {

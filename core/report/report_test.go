@@ -1,0 +1,222 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func load(t *testing.T, path string) *engine.Capture {
+	t.Helper()
+	c := engine.New(engine.Config{Node: "test-node"}, nil)
+	if err := c.LoadFiles(context.Background(), []string{path}); err != nil {
+		t.Fatalf("LoadFiles: %v", err)
+	}
+	c.Wait()
+	return c
+}
+
+// normalized builds the document with the values that change from run to
+// run (instance, elapsed time, absolute paths) fixed.
+func normalized(c *engine.Capture) Document {
+	doc := Build(c)
+	doc.Run.Identity.Instance = "instance"
+	doc.Run.Elapsed, doc.Run.ElapsedSec = 0, 0
+	for i := range doc.Run.Files {
+		f := &doc.Run.Files[i]
+		dir := filepath.Dir(f.Path) + string(filepath.Separator)
+		f.Path = filepath.Base(f.Path)
+		f.Error = strings.ReplaceAll(f.Error, dir, "")
+		for j := range doc.Run.Errors {
+			doc.Run.Errors[j] = strings.ReplaceAll(doc.Run.Errors[j], dir, "")
+		}
+	}
+	return doc
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden (run with -update): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; review and run go test -update\n--- got ---\n%s", path, got)
+	}
+}
+
+// truncated writes the first 60 % of a capture to a temporary file.
+func truncated(t *testing.T, name string) string {
+	t.Helper()
+	full, err := os.ReadFile(testcap.Public(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "cut-"+name)
+	if err := os.WriteFile(p, full[:len(full)*6/10+3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestGolden renders captures without RTP (the stream rows belong to the
+// stream store's own tests) as JSON and text.
+func TestGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"sip-proxy.pcap", func(t *testing.T) string { return testcap.Public("sip-proxy.pcap") }},
+		{"DTMFsipinfo.pcap", func(t *testing.T) string { return testcap.Public("DTMFsipinfo.pcap") }},
+		{"sip-auth-failure.pcapng", func(t *testing.T) string { return testcap.Public("sip-auth-failure.pcapng") }},
+		{"truncated-sip-routing-error.pcapng", func(t *testing.T) string { return truncated(t, "sip-routing-error.pcapng") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, tc.path(t))
+			doc := normalized(c)
+			js, err := json.MarshalIndent(doc, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name+".json", append(js, '\n'))
+			var b bytes.Buffer
+			writeText(&b, &doc)
+			golden(t, tc.name+".txt", b.Bytes())
+		})
+	}
+}
+
+// TestJSONShape checks the document's keys: the run fields the issue names
+// and the list_dialogs row shape of every dialog.
+func TestJSONShape(t *testing.T) {
+	c := load(t, testcap.Public("Asterisk_ZFONE_XLITE.pcap"))
+	var b bytes.Buffer
+	if err := WriteJSON(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if v, _ := doc["schema_version"].(float64); v != SchemaVersion {
+		t.Errorf("schema_version: got %v, want %d", doc["schema_version"], SchemaVersion)
+	}
+	run, _ := doc["run"].(map[string]any)
+	want := map[string]any{
+		"frames_read": 1042.0, "sip_messages": 27.0, "sip_malformed": 0.0, "complete": true,
+		"source_exhausted": true, "source_stopped_early": false,
+	}
+	for k, v := range want {
+		if run[k] != v {
+			t.Errorf("run.%s: got %v, want %v", k, run[k], v)
+		}
+	}
+	for _, k := range []string{"bytes", "undecodable", "inputs", "capture_identity"} {
+		if _, ok := run[k]; !ok {
+			t.Errorf("run.%s missing", k)
+		}
+	}
+	dialogs, _ := doc["dialogs"].([]any)
+	if len(dialogs) != 5 {
+		t.Fatalf("dialogs: got %d, want 5", len(dialogs))
+	}
+	required := []string{"call_id", "state", "method", "msg_count", "duration_sec", "created_at", "updated_at", "timing", "frame", "input_origin"}
+	allowed := map[string]bool{"from_user": true, "to_user": true, "final_status_code": true}
+	for _, k := range required {
+		allowed[k] = true
+	}
+	for _, d := range dialogs {
+		row := d.(map[string]any)
+		for _, k := range required {
+			if _, ok := row[k]; !ok {
+				t.Errorf("%v: %s missing", row["call_id"], k)
+			}
+		}
+		for k := range row {
+			if !allowed[k] {
+				t.Errorf("%v: unexpected key %s", row["call_id"], k)
+			}
+		}
+		timing := row["timing"].(map[string]any)
+		if _, ok := timing["retransmits"]; !ok {
+			t.Errorf("%v: timing.retransmits missing", row["call_id"])
+		}
+	}
+	if _, ok := doc["streams"].([]any); !ok {
+		t.Errorf("streams is not an array")
+	}
+}
+
+// TestNotDecoded: frames the decoder could not read are listed by reason.
+func TestNotDecoded(t *testing.T) {
+	c := load(t, testcap.Public("SIP_CALL_RTP_G711"))
+	st := c.Status()
+	if st.UndecodableFrames == 0 {
+		t.Skip("no undecodable frames in this capture any more")
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "NOT DECODED") || strings.Contains(out, "INCOMPLETE RUN") {
+		t.Errorf("want a NOT DECODED block and no INCOMPLETE RUN block:\n%s", out)
+	}
+	for _, r := range st.UndecodableReasons() {
+		if !strings.Contains(out, r.Name) {
+			t.Errorf("reason %s not listed", r.Name)
+		}
+	}
+}
+
+func TestWriteErrors(t *testing.T) {
+	c := load(t, testcap.Public("sip_call.pcap"))
+	if err := WriteJSON(failWriter{}, c); err == nil {
+		t.Errorf("WriteJSON: want the write error")
+	}
+	if err := WriteText(failWriter{}, c); err == nil {
+		t.Errorf("WriteText: want the write error")
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+func TestClean(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"alice", "alice"},
+		{"a\r\nb\x1b[31m", "a??b?[31m"},
+		{"ééééé", "ééé…"},
+		{"bad\xffutf", "bad\uFFFDutf"},
+	}
+	for _, tc := range cases {
+		n := 100
+		if tc.in == "ééééé" {
+			n = 3
+		}
+		if got := clean(tc.in, n); got != tc.want {
+			t.Errorf("clean(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
