@@ -364,16 +364,19 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 		return
 	}
 	switch {
-	case p.Origin != packet.OriginHEP && hep.Looks(b):
+	case hep.Looks(b):
+		if p.Origin == packet.OriginHEP {
+			// HEP inside HEP is not unwrapped twice
+			c.ctr.hepNested.Add(1)
+			c.ctr.other.Add(1)
+			return
+		}
 		c.routeHEP(p)
 	case sip.Looks(b):
 		c.routeSIP(p, b)
 	case c.media != nil && p.Transport == packet.TransportUDP && c.media.Observe(p):
 		c.ctr.media.Add(1)
 	default:
-		if p.Origin == packet.OriginHEP && hep.Looks(b) {
-			c.ctr.hepNested.Add(1)
-		}
 		c.ctr.other.Add(1)
 	}
 }
@@ -477,6 +480,12 @@ func (c *Capture) routeHEP(p *packet.Packet) {
 	switch proto {
 	case hep.ProtoSIP:
 		c.ctr.hepSIP.Add(1)
+		if hep.Looks(in.Payload) {
+			// HEP inside HEP is not unwrapped twice
+			c.ctr.hepNested.Add(1)
+			c.ctr.other.Add(1)
+			return
+		}
 		if sip.Looks(in.Payload) {
 			c.ctr.packets.Add(1)
 			c.routeSIP(in, in.Payload)
