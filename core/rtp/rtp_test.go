@@ -231,3 +231,31 @@ func FuzzParseEvent(f *testing.F) {
 		}
 	})
 }
+
+func TestStaticCodec(t *testing.T) {
+	tests := []struct {
+		pt   uint8
+		want Codec
+		ok   bool
+	}{
+		{0, Codec{"PCMU", 8000, KindAudio}, true},
+		{9, Codec{"G722", 8000, KindAudio}, true},
+		{13, Codec{"CN", 8000, KindComfortNoise}, true},
+		{19, Codec{"CN", 8000, KindComfortNoise}, true},
+		{34, Codec{"H263", 90000, KindVideo}, true},
+		{96, Codec{}, false},
+		{2, Codec{}, false},
+	}
+	for _, tc := range tests {
+		got, ok := StaticCodec(tc.pt)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("StaticCodec(%d): got %+v %v, want %+v %v", tc.pt, got, ok, tc.want, tc.ok)
+		}
+	}
+	if c := NamedCodec("OPUS", 0, "audio"); c.Name != "opus" || c.ClockRate != 48000 || c.Kind != KindAudio {
+		t.Errorf("NamedCodec(OPUS): got %+v", c)
+	}
+	if c := NamedCodec("x-custom", 12000, "video"); c.Name != "x-custom" || c.ClockRate != 12000 || c.Kind != KindVideo {
+		t.Errorf("NamedCodec(x-custom): got %+v", c)
+	}
+}
