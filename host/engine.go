@@ -2,41 +2,90 @@ package host
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/report"
 )
 
 // engineHandle is the running capture engine as the host holds it. Its
-// services are handed to every bundle (sdk.Service).
+// services are handed to every bundle (sdk.Service): the *engine.Capture.
 type engineHandle struct {
-	svc []any
+	capture *engine.Capture
 }
 
 func (e *engineHandle) services() serviceList {
-	if e == nil {
+	if e == nil || e.capture == nil {
 		return nil
 	}
-	return e.svc
+	return serviceList{e.capture}
 }
 
-// startEngine starts the capture engine on the configured inputs.
+func inputsOf(cfg *Config) []string {
+	var out []string
+	for _, in := range cfg.Strings("input") {
+		if in != "" {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+func engineConfig(cfg *Config) engine.Config {
+	node := cfg.String("node_name")
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	ec := engine.Config{Node: node}
+	ec.Dialog = dialog.Config{MaxDialogs: cfg.Int("limit")}
+	return ec
+}
+
+// startEngine creates the capture and starts loading the -I inputs in the
+// background. A named input that cannot be read is an error.
 func startEngine(ctx context.Context, cfg *Config, log hclog.Logger) (*engineHandle, error) {
-	inputs := cfg.Strings("input")
-	if len(inputs) == 1 && inputs[0] == "" {
-		inputs = nil
+	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
+	if inputs := inputsOf(cfg); len(inputs) > 0 {
+		if err := c.LoadFiles(ctx, inputs); err != nil {
+			return nil, err
+		}
 	}
-	if len(inputs) > 0 {
-		return nil, usagef("reading captures needs the analysis engine (core/engine), which this build does not have yet")
-	}
-	return &engineHandle{}, nil
+	return &engineHandle{capture: c}, nil
 }
 
-// runBatch is the batch CLI: -N -I FILE --json|--report.
+// runBatch is the batch CLI: -N -I FILE [-I FILE2|DIR] --json|--report. It
+// waits for the load, writes the document, and exits 1 on a partial read.
 func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
-	if !cfg.Bool("json") && !cfg.Bool("report") {
-		log.Error("nothing to do: give --mcp, --json or --report")
+	wantJSON, wantReport := cfg.Bool("json"), cfg.Bool("report")
+	if wantJSON == wantReport {
+		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json or --report (or --mcp)")
 		return exitUsage
 	}
-	log.Error("the batch analysis needs the analysis engine (core/engine, core/report), which this build does not have yet")
-	return exitFailure
+	if len(inputsOf(cfg)) == 0 {
+		fmt.Fprintln(sio.Stderr, "sipnab: no input: give -I FILE (repeatable) or -I DIR")
+		return exitUsage
+	}
+	e, err := startEngine(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		return exitFailure
+	}
+	e.capture.Wait()
+	if wantJSON {
+		err = report.WriteJSON(sio.Stdout, e.capture)
+	} else {
+		err = report.WriteText(sio.Stdout, e.capture)
+	}
+	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
+		return exitFailure
+	}
+	if st := e.capture.Status(); !st.Complete {
+		return exitFailure
+	}
+	return exitOK
 }

@@ -298,9 +298,13 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// In-flight calls get a second to finish; connections that never
+		// sent a request would hold Shutdown for 5 s, so Close follows.
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = hs.Shutdown(sctx)
+		if err := hs.Shutdown(sctx); err != nil {
+			_ = hs.Close()
+		}
 		return exitOK, nil
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {

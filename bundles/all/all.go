@@ -4,10 +4,13 @@
 package all
 
 import (
+	"github.com/sipnab/sipnab/bundles/core"
 	"github.com/sipnab/sipnab/sdk"
 )
 
 // Bundles returns every compiled-in bundle, in order.
 func Bundles() []sdk.Bundle {
-	return []sdk.Bundle{}
+	return []sdk.Bundle{
+		core.Bundle{},
+	}
 }

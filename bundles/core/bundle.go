@@ -1,0 +1,81 @@
+// Package core is the core bundle: the tools an agent loads first
+// (capture_status, get_capture_report, list_dialogs, aggregate_dialogs,
+// find_problems, search_messages, triage_call, get_dialog, rtp_stats).
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// Bundle is the core bundle.
+type Bundle struct{}
+
+var _ sdk.Bundle = Bundle{}
+
+// Info describes the bundle. ByteBudget is the recorded ceiling of the
+// bundle's compact tools/list bytes; docs/mcp-tools.md shows the measured
+// figures and TestEachBundleStaysWithinItsByteBudget enforces the ceiling.
+func (Bundle) Info() sdk.Info {
+	return sdk.Info{
+		ID:         "core",
+		Summary:    "what the server reads, the whole-capture verdict, dialogs, problems, one call's triage, RTP quality",
+		ByteBudget: sdk.Budget{Default: 500, WithOutputSchemas: 4500},
+	}
+}
+
+// Config is the [bundles.core] section.
+type Config struct{}
+
+// deps is what every core tool reads.
+type deps struct {
+	capture *engine.Capture
+	started time.Time
+}
+
+// Provision reads [bundles.core], fetches the capture engine from the host
+// and builds the tools.
+func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
+	var cfg Config
+	if err := env.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("reading [bundles.core]: %w", err)
+	}
+	capture, err := sdk.Service[*engine.Capture](env)
+	if err != nil {
+		return nil, fmt.Errorf("core bundle needs the capture engine: %w", err)
+	}
+	d := &deps{capture: capture, started: time.Now()}
+	tools := make([]sdk.Tool, 0, len(constructors))
+	for _, mk := range constructors {
+		tools = append(tools, mk(d))
+	}
+	return tools, nil
+}
+
+// constructors build the bundle's tools. Each tool file adds its own with
+// addTool, so a new tool touches only its own file (the registry orders
+// tools by name).
+var constructors []func(*deps) sdk.Tool
+
+func addTool(mk func(*deps) sdk.Tool) bool {
+	constructors = append(constructors, mk)
+	return true
+}
+
+// sourceState converts the engine's status to the sdk's source state.
+func sourceState(st engine.Status) sdk.SourceState {
+	return sdk.SourceState{
+		Exhausted:    st.SourceExhausted,
+		StoppedEarly: st.SourceStoppedEarly,
+		Identity:     identity(st.Identity),
+	}
+}
+
+func identity(id engine.Identity) sdk.CaptureIdentity {
+	return sdk.CaptureIdentity{Node: id.Node, Instance: id.Instance,
+		DialogGeneration: id.DialogGeneration, StreamGeneration: id.StreamGeneration}
+}

@@ -1,0 +1,166 @@
+package core
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// captureStatusSchemaVersion is capture_status's response schema version.
+const captureStatusSchemaVersion = 2
+
+type captureStatusIn struct{}
+
+// CaptureStatus is capture_status's answer. Counters the engine does not
+// measure are absent, never zero.
+type CaptureStatus struct {
+	// Source says what feeds the capture: file, live, hep, a "+"-joined mix, or unknown.
+	Source string `json:"source" desc:"what feeds the capture: file, live, hep, a + joined mix, or unknown"`
+	// Name names the source: file names, interface, listener.
+	Name string `json:"name,omitempty" desc:"file names, interface or listener"`
+	// UptimeSec is the time since the server started, seconds.
+	UptimeSec float64 `json:"uptime_sec" desc:"seconds since the server started"`
+	// DialogCount counts the dialogs held.
+	DialogCount int `json:"dialog_count" desc:"dialogs held"`
+	// StreamCount counts the RTP streams held.
+	StreamCount *int `json:"stream_count,omitempty" desc:"RTP streams held"`
+	// OrphanedStreamCount counts streams tied to no dialog.
+	OrphanedStreamCount *int `json:"orphaned_stream_count,omitempty" desc:"streams tied to no dialog"`
+	// ActiveDialogCount counts dialogs not in a final state (Completed, Cancelled, Failed, Redirected, Expired, Terminated).
+	ActiveDialogCount int `json:"active_dialog_count" desc:"dialogs not in a final state"`
+	// ActiveCallCount counts dialogs in InCall.
+	ActiveCallCount int `json:"active_call_count" desc:"dialogs in InCall"`
+	// CaptureQuality says how much of the input could be read.
+	CaptureQuality CaptureQuality `json:"capture_quality" desc:"how much of the input could be read"`
+	sdk.SourceFlags
+	// WritingTo names the output file captured packets are written to; absent when none.
+	WritingTo string `json:"writing_to,omitempty" desc:"output file packets are written to"`
+	// Unsaved: a live source with no output target (stopping loses the packets).
+	Unsaved bool `json:"unsaved" desc:"a live source with no output target: stopping loses packets"`
+	// CaptureIdentity names the capture.
+	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture identity"`
+	// Load describes the file load; absent without one.
+	Load *LoadStatus `json:"load,omitempty" desc:"the background file load"`
+	// AMICleartext lists Asterisk Manager Interface sightings in cleartext.
+	// [] means looked and found none; null means this build does not look.
+	AMICleartext *[]AMISighting `json:"ami_cleartext" desc:"cleartext AMI sightings; [] looked and none, null not looked"`
+	// SchemaVersion of this answer.
+	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+// CaptureQuality are the blind-spot counters.
+type CaptureQuality struct {
+	// KernelDroppedPackets counts packets the kernel dropped (live only).
+	KernelDroppedPackets *uint64 `json:"kernel_dropped_packets,omitempty" desc:"packets the kernel dropped (live)"`
+	// InterfaceDroppedPackets counts packets the interface dropped (live only).
+	InterfaceDroppedPackets *uint64 `json:"interface_dropped_packets,omitempty" desc:"packets the interface dropped (live)"`
+	// InvalidTimestamps counts frames whose timestamp was unusable.
+	InvalidTimestamps uint64 `json:"invalid_timestamps" desc:"frames with an unusable timestamp"`
+	// UndecodableFrames counts frames that could not be decoded.
+	UndecodableFrames uint64 `json:"undecodable_frames" desc:"frames that could not be decoded"`
+	// Degraded: over 1% of frames undecodable, any invalid timestamp, or a source stopped early.
+	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, or a source stopped early"`
+}
+
+// LoadStatus is the background file load.
+type LoadStatus struct {
+	// Filename names the files loaded.
+	Filename string `json:"filename" desc:"files loaded"`
+	// Instance is the capture instance the load feeds.
+	Instance string `json:"instance" desc:"capture instance"`
+	// Packets counts frames read so far.
+	Packets uint64 `json:"packets" desc:"frames read so far"`
+	// ElapsedSec is the load's duration so far.
+	ElapsedSec float64 `json:"elapsed_sec" desc:"seconds spent loading"`
+	// Done: the load finished.
+	Done bool `json:"done" desc:"the load finished"`
+	// Error says why reading stopped early; absent when it did not.
+	Error string `json:"error,omitempty" desc:"why reading stopped early"`
+}
+
+// AMISighting is one cleartext AMI observation.
+type AMISighting struct {
+	Observation   string `json:"observation" enum:"banner|cleartext-login" desc:"what was seen"`
+	SecretPresent bool   `json:"secret_present" desc:"a secret was sent (never echoed)"`
+	Src           string `json:"src" desc:"source address"`
+	Dst           string `json:"dst" desc:"destination address"`
+	DstPort       int    `json:"dst_port" desc:"destination port"`
+	DefaultPort   int    `json:"default_port" desc:"AMI's default port, 5038"`
+	Count         int    `json:"count" desc:"sightings"`
+}
+
+var _ = addTool(captureStatusTool)
+
+func captureStatusTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "capture_status",
+		Title: "Capture status",
+		Description: "What the server reads and how far: source, counts, capture quality, load progress, " +
+			"source_exhausted. Call first: files load in the background. unsaved says whether stopping loses data.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, _ captureStatusIn) (CaptureStatus, error) {
+		return captureStatus(d, time.Now()), nil
+	})
+}
+
+var finalStates = map[string]bool{
+	dialog.Completed.String(): true, dialog.Cancelled.String(): true, dialog.Failed.String(): true,
+	dialog.Redirected.String(): true, dialog.Expired.String(): true, dialog.Terminated.String(): true,
+}
+
+func captureStatus(d *deps, now time.Time) CaptureStatus {
+	st := d.capture.Status()
+	src := sourceState(st)
+	out := CaptureStatus{
+		Source:          st.Source,
+		Name:            st.Name,
+		UptimeSec:       now.Sub(d.started).Seconds(),
+		SourceFlags:     src.Flags(),
+		CaptureIdentity: src.Identity,
+		SchemaVersion:   captureStatusSchemaVersion,
+	}
+	if out.Source == "none" || out.Source == "" {
+		out.Source = "unknown"
+	}
+	for _, s := range d.capture.Dialogs().Summaries(dialog.ByCreated) {
+		out.DialogCount++
+		if !finalStates[s.State] {
+			out.ActiveDialogCount++
+		}
+		if s.State == dialog.InCall.String() {
+			out.ActiveCallCount++
+		}
+	}
+	if st.Media != nil {
+		n, o := st.Media.Streams, st.Media.OrphanedStreams
+		out.StreamCount, out.OrphanedStreamCount = &n, &o
+	}
+	out.CaptureQuality = CaptureQuality{
+		InvalidTimestamps: st.InvalidTimestamps,
+		UndecodableFrames: st.UndecodableFrames,
+		Degraded: st.InvalidTimestamps > 0 || st.SourceStoppedEarly ||
+			(st.FramesRead > 0 && st.UndecodableFrames*100 > st.FramesRead),
+	}
+	// A live source writes nowhere in this build: stopping loses its packets.
+	out.Unsaved = strings.Contains(st.Source, "live") || strings.Contains(st.Source, "hep")
+	if len(st.Files) > 0 {
+		names := make([]string, len(st.Files))
+		for i, f := range st.Files {
+			names[i] = f.Name
+		}
+		out.Load = &LoadStatus{
+			Filename:   strings.Join(names, ", "),
+			Instance:   st.Identity.Instance,
+			Packets:    st.FramesRead,
+			ElapsedSec: st.ElapsedSec,
+			Done:       !st.Loading,
+			Error:      strings.Join(st.Errors, "; "),
+		}
+	}
+	// The engine does not look for AMI yet: null, never a made-up [].
+	out.AMICleartext = nil
+	return out
+}
