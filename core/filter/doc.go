@@ -98,7 +98,11 @@
 // # Limits and errors
 //
 // Parentheses nest at most MaxDepth (50) deep; an expression is at most
-// MaxExprBytes long; a regular expression at most MaxRegexBytes. Unknown
+// MaxExprBytes long; a regular expression at most MaxRegexBytes, and the
+// regular expressions of one filter together compile to at most
+// MaxRegexInsts instructions (about one per literal character, counted
+// repetitions expanded), so that no filter costs seconds or hundreds of
+// megabytes to compile or makes every match slow. Unknown
 // fields, aliases, states and operators are errors. Every error is an *Error
 // with the byte position, the parser's message, a caret line and a hint.
 // Compile and Match never panic.

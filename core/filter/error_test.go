@@ -190,10 +190,13 @@ func TestLengthLimits(t *testing.T) {
 	if pe.Pos != 6 || !strings.Contains(pe.Msg, "regular expression longer than 1048576 bytes") {
 		t.Errorf("got %v", pe)
 	}
-	// A plain pattern of MaxRegexBytes fits the program budget too.
-	if _, err := Compile("ua =~ ^"+strings.Repeat("a", MaxRegexBytes-1), defTh); err != nil {
-		t.Errorf("1 MiB literal pattern: %v", err)
+	// A literal pattern of MaxRegexBytes is within the byte limit but its
+	// program (one instruction per character) is over the budget.
+	pe = compileErr(t, "ua =~ ^"+strings.Repeat("a", MaxRegexBytes-1))
+	if pe.Pos != 6 || !strings.Contains(pe.Msg, "regular expressions too complex: about 1048576 instructions, over the limit of 262144") {
+		t.Errorf("got %v", pe)
 	}
+	mustCompile(t, "ua =~ ^"+strings.Repeat("a", MaxRegexInsts-1))
 	// A short pattern that expands to millions of instructions is refused
 	// before it is compiled, and its message does not echo the pattern.
 	bomb := strings.Repeat("(?:a{1000})", 3000)
@@ -202,10 +205,12 @@ func TestLengthLimits(t *testing.T) {
 		t.Errorf("got %v", pe)
 	}
 	// The budget is shared by the patterns of one filter.
-	half := strings.Repeat("(?:a{1000})", 600)
-	f = mustCompile(t, "ua =~ '"+half+"'")
-	pe = compileErr(t, "ua =~ '"+half+"' or from.user =~ '"+half+"'")
-	if want := len("ua =~ '"+half+"' or from.user =~ "); pe.Pos != want || !strings.Contains(pe.Msg, "too complex") {
+	part := strings.Repeat("(?:a{1000})", 140)
+	if mustCompile(t, "ua =~ '"+part+"'").Match((&MemRecord{}).SetStr(FieldUA, "aaa")) {
+		t.Error("140000 a's matched three")
+	}
+	pe = compileErr(t, "ua =~ '"+part+"' or from.user =~ '"+part+"'")
+	if want := len("ua =~ '" + part + "' or from.user =~ "); pe.Pos != want || !strings.Contains(pe.Msg, "about 280000 instructions") {
 		t.Errorf("got Pos %d (want %d): %s", pe.Pos, want, pe.Msg)
 	}
 	// Go's own refusal of a large pattern is reported without the pattern.

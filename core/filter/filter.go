@@ -18,6 +18,9 @@ type Filter struct {
 
 // Match reports whether the record satisfies the expression. It allocates
 // nothing and never panics; a nil Record is a record with every field absent.
+// Its cost grows with the expression, and for =~ with the text's length
+// times the pattern's program size (bounded by MaxRegexInsts): a caller
+// scanning a large store should check its context between records.
 func (f *Filter) Match(r Record) bool {
 	if f == nil {
 		return true

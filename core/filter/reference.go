@@ -76,7 +76,9 @@ An alias is a whole filter or a term inside one. Expansions use this run's thres
 	b.WriteString(`
 ## Limits
 
-Parentheses nest at most ` + strconv.Itoa(MaxDepth) + ` deep; an expression is at most ` + strconv.Itoa(MaxExprBytes) + ` bytes.
+Parentheses nest at most ` + strconv.Itoa(MaxDepth) + ` deep; an expression is at most ` + strconv.Itoa(MaxExprBytes) + ` bytes; the regular
+expressions of one filter together compile to at most ` + strconv.Itoa(MaxRegexInsts) + ` instructions (about one per literal
+character, counted repetitions such as ` + "`{100}`" + ` expanded).
 An error names the byte position (from 0), shows a caret under it and suggests a fix.
 `)
 	return b.String()
