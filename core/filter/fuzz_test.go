@@ -36,6 +36,9 @@ func FuzzCompile(f *testing.F) {
 		"NOT not NoT one_way == TRUE", "((((pdd > 1))))", "payload =~ \"Reason: Q\\.850\"", "", "(", ")", "pdd >", "'",
 		"from.user == John Smith", "pdd > 3s", "a && b", "call_id == abc@host:5060", "\x00", "ü == ü", "rtp.codec != PCMU",
 		strings.Repeat("(", 60) + "pdd > 1", strings.Repeat("not ", 100) + "problems", "ua == \"a\\\"", "ua =~ '\\'",
+		// Found while fuzzing: an IP zone holding a space must be quoted in
+		// the canonical form; nested counted repetition must not compile.
+		`dst.ip == "fe80::1%a b"`, "ua =~ '" + strings.Repeat("(?:a{1000})", 300) + "'", "payload =~ (a{999}){999}",
 	} {
 		f.Add(s)
 	}
