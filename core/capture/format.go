@@ -55,7 +55,7 @@ type FormatError struct {
 	Name string
 	// Magic is the file's first four bytes, big-endian.
 	Magic uint32
-	// Size is how many leading bytes the file had when it was shorter
+	// Short is how many leading bytes the file had when it was shorter
 	// than four bytes (0 otherwise).
 	Short int
 	// Compressed is true when the unsupported content was inside gzip.
