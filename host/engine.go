@@ -9,6 +9,8 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/heplisten"
+	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/core/report"
 )
 
@@ -25,9 +27,11 @@ func (e *engineHandle) services() serviceList {
 	return serviceList{e.capture}
 }
 
-func inputsOf(cfg *Config) []string {
+func inputsOf(cfg *Config) []string { return nonEmpty(cfg.Strings("input")) }
+
+func nonEmpty(list []string) []string {
 	var out []string
-	for _, in := range cfg.Strings("input") {
+	for _, in := range list {
 		if in != "" {
 			out = append(out, in)
 		}
@@ -45,14 +49,34 @@ func engineConfig(cfg *Config) engine.Config {
 	return ec
 }
 
-// startEngine creates the capture and starts loading the -I inputs in the
-// background. A named input that cannot be read is an error.
+// startEngine creates the capture and starts its sources: the -I inputs
+// load in the background, -i interfaces capture live, -L addresses receive
+// HEP. A named source that cannot be opened is an error.
 func startEngine(ctx context.Context, cfg *Config, log hclog.Logger) (*engineHandle, error) {
 	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
 	if inputs := inputsOf(cfg); len(inputs) > 0 {
 		if err := c.LoadFiles(ctx, inputs); err != nil {
 			return nil, err
 		}
+	}
+	for i, dev := range nonEmpty(cfg.Strings("interface")) {
+		lc, err := live.Start(ctx, live.Options{Device: dev, Name: dev, SourceID: uint16(100 + i)}, c)
+		if err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("starting live capture on %s: %w", dev, err)
+		}
+		c.AttachLive(dev, lc.Stop, lc.Done(), lc.Err)
+		log.Info("capturing live", "interface", dev)
+	}
+	for i, addr := range nonEmpty(cfg.Strings("hep.listen")) {
+		hc := heplisten.Config{UDP: addr, TCP: addr, Allow: nonEmpty(cfg.Strings("hep.allow")),
+			PerPeerRate: float64(cfg.Int("hep.rate_limit_per_peer")), SourceID: uint16(200 + i)}
+		l, err := c.StartHEP(ctx, hc)
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		log.Info("receiving HEP", "listener", l.Name())
 	}
 	return &engineHandle{capture: c}, nil
 }

@@ -81,7 +81,10 @@ var listenRE = regexp.MustCompile(`url=(https?://[^ ]+)/mcp`)
 // port (unless args bind elsewhere) and waits for it to listen.
 func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
 	t.Helper()
-	full := append([]string{"-N", "--mcp", "--mcp-transport", "http"}, args...)
+	full := args
+	if !strings.Contains(strings.Join(args, " "), "--mcp-transport http") {
+		full = append([]string{"-N", "--mcp", "--mcp-transport", "http"}, args...)
+	}
 	if !strings.Contains(strings.Join(args, " "), "--mcp-bind") {
 		full = append(full, "--mcp-bind", "127.0.0.1:0")
 	}
