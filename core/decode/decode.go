@@ -288,7 +288,7 @@ func (d *Decoder) Decode(f *packet.Frame, sink packet.Sink) {
 	if f.Snapped() {
 		d.st.SnappedFrames++
 	}
-	d.tick(f.TS, sink)
+	d.tick(f, sink)
 	d.frame = f
 	d.active = true
 	d.depth, d.overNested, d.ipSeen = 0, false, false
@@ -859,10 +859,10 @@ func (d *Decoder) afterSCTP() reason {
 }
 
 // tick advances the capture clock and expires reassembly entries past their
-// TTL.
-func (d *Decoder) tick(ts time.Time, sink packet.Sink) {
-	if ts.After(d.now) {
-		d.now = ts
+// TTL. A substituted (wall-clock) timestamp does not move the clock.
+func (d *Decoder) tick(f *packet.Frame, sink packet.Sink) {
+	if !f.InvalidTS && f.TS.After(d.now) {
+		d.now = f.TS
 	}
 	d.sink = sink
 	d.expire()

@@ -306,8 +306,45 @@ func looksWSFrame(b []byte) bool {
 }
 
 // resync finds, inside bytes that are not a unit, the start of a later line
-// that begins a SIP message; 0 when there is none.
+// that begins a SIP message, or a later HEP3 envelope header; 0 when there is
+// none.
 func resync(b []byte) int {
+	s := resyncSIP(b)
+	lim := len(b)
+	if s > 0 {
+		lim = s
+	}
+	for h := 1; h < lim; {
+		k := bytes.Index(b[h:lim], []byte("HEP3"))
+		if k < 0 {
+			break
+		}
+		h += k
+		if plausibleHEP3(b[h:]) {
+			return h
+		}
+		h++
+	}
+	return s
+}
+
+// plausibleHEP3 checks a HEP3 header found inside other bytes: a total length
+// and, when present, a first chunk header that fits it.
+func plausibleHEP3(b []byte) bool {
+	n, ok := hep.FrameLen(b)
+	switch {
+	case !ok:
+		return len(b) < 6
+	case n < 12:
+		return n == 6
+	case len(b) < 12:
+		return true
+	}
+	cl := int(b[10])<<8 | int(b[11])
+	return b[6] == 0 && b[7] == 0 && cl >= 6 && cl <= n-6
+}
+
+func resyncSIP(b []byte) int {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {

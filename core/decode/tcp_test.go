@@ -276,3 +276,30 @@ func TestTCPOverIPv4Fragments(t *testing.T) {
 	checkPackets(t, c.pkts, []want{{client, server, packet.TransportTCP, mInv, true}})
 	eq(t, "reassembled", st.DatagramsReassembled, 1)
 }
+
+// TestHEP3MidStream: a capture that starts inside a HEP3 stream finds the
+// next envelope after the cut.
+func TestHEP3MidStream(t *testing.T) {
+	var stream []byte
+	var env [][]byte
+	for i := range 3 {
+		b, err := hep.Encode(&hep.Message{Version: 3, Protocol: 17, Src: ap("10.0.0.1:5060"), Dst: ap("10.0.0.2:5060"),
+			ProtoType: hep.ProtoSIP, HasAgentID: true, AgentID: uint32(i), Payload: []byte(m100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, b)
+		stream = append(stream, b...)
+	}
+	// The capture starts 20 bytes into the first envelope; the second one is
+	// cut by the segment boundary.
+	cut := len(env[0]) + 30
+	segs := []seg{{false, iSeq, "PA", string(stream[20:cut])}, {false, iSeq + uint32(cut-20), "PA", string(stream[cut:])}}
+	c, _ := decodeAll(t, scriptFrames(t, 40000, 9060, segs), Config{})
+	srv := "192.0.2.20:9060"
+	checkPackets(t, c.pkts, []want{
+		{client, srv, packet.TransportTCP, string(env[0][20:]), false},
+		{client, srv, packet.TransportTCP, string(env[1]), true},
+		{client, srv, packet.TransportTCP, string(env[2]), false},
+	})
+}
