@@ -17,6 +17,7 @@ type httpSession struct {
 	url   string
 	token string
 	sid   string
+	host  string
 }
 
 func openSession(t *testing.T, url, token string) *httpSession {
@@ -40,6 +41,9 @@ func (s *httpSession) post(body string) map[string]any {
 	hdr := map[string]string{"Mcp-Session-Id": s.sid, "Mcp-Protocol-Version": "2025-11-25"}
 	if s.token != "" {
 		hdr["Authorization"] = "Bearer " + s.token
+	}
+	if s.host != "" {
+		hdr["Host"] = s.host
 	}
 	resp, raw := rawPost(s.t, s.url, body, hdr)
 	if resp.StatusCode == 202 {
@@ -226,4 +230,14 @@ func TestReadScopeTokenCallsReadOnlyTools(t *testing.T) {
 	if !strings.Contains(srv.stderr.String(), `bearer-verified scope=read token=reader%20%22one%22%0A`) {
 		t.Errorf("audit caller does not carry the percent-encoded token id:\n%s", srv.stderr.String())
 	}
+}
+
+func openSessionHost(t *testing.T, url, token, host string) *httpSession {
+	t.Helper()
+	hdr := map[string]string{"Authorization": "Bearer " + token, "Host": host}
+	resp, body := rawPost(t, url, initBody, hdr)
+	if resp.StatusCode != 200 {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	return &httpSession{t: t, url: url, token: token, sid: resp.Header.Get("Mcp-Session-Id"), host: host}
 }

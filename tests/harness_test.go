@@ -185,3 +185,14 @@ func rawPost(t *testing.T, url, body string, hdr map[string]string) (*http.Respo
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// runCode runs the binary to completion and returns its stderr and exit code.
+func runCode(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader("")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	_ = cmd.Run()
+	return errb.String(), cmd.ProcessState.ExitCode()
+}
