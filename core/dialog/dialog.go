@@ -54,7 +54,10 @@ type retxKey struct {
 	status   int
 	cseq     uint32
 	method   string
-	tag      string // responses: the remote (To) tag, so forks are not retransmissions
+	// The tags: a response from another fork (another To tag) or a request
+	// of another dialog sharing the Call-ID (another From tag) is not a
+	// retransmission.
+	fromTag, toTag string
 }
 
 type txKey struct {
@@ -218,11 +221,16 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	d.msgCount++
 
 	retrans := d.retransmission(o, cfg)
+	legs := len(d.legs)
+	li, l := d.legFor(m, o.TS)
+	if len(d.legs) > legs {
+		// a leg's first message always runs its machine, so no leg is left
+		// without a state
+		retrans = false
+	}
 	if retrans {
 		d.retrans++
 	}
-
-	li, l := d.legFor(m, o.TS)
 	t := d.transaction(m, o.TS, li, retrans)
 
 	if len(d.msgs) < cfg.MaxMessages {
@@ -262,10 +270,10 @@ func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
 	if !m.CSeq.Valid {
 		return false
 	}
-	k := retxKey{src: o.Src, dst: o.Dst, cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method)}
+	k := retxKey{src: o.Src, dst: o.Dst, cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method),
+		fromTag: m.From.Tag, toTag: m.To.Tag}
 	if !m.IsRequest {
 		k.status = m.StatusCode
-		k.tag = m.To.Tag
 	}
 	if _, ok := d.seen[k]; ok {
 		return true
@@ -318,11 +326,10 @@ func (d *dialog) legFor(m *sip.Message, ts time.Time) (int, *leg) {
 	method := ""
 	if m.IsRequest {
 		method = strings.ToUpper(m.Method)
+		f = FamilyOf(method)
 	} else if m.CSeq.Valid {
 		method = strings.ToUpper(m.CSeq.Method)
-	}
-	if method != "" {
-		f = FamilyOf(method)
+		f = responseFamily(method)
 	}
 	l := &leg{
 		tag: ft, family: f, method: method, created: ts, updated: ts,
@@ -330,6 +337,21 @@ func (d *dialog) legFor(m *sip.Message, ts time.Time) (int, *leg) {
 	}
 	d.legs = append(d.legs, l)
 	return len(d.legs) - 1, l
+}
+
+// responseFamily is the family a leg opened by a response belongs to: the
+// family of the transaction it answers (an ACK has no transaction of its own,
+// so a "response to ACK" opens a generic leg).
+func responseFamily(cseqMethod string) Family {
+	switch cseqMethod {
+	case "INVITE", "BYE", "CANCEL", "PRACK":
+		return FamilyInvite
+	case "REGISTER":
+		return FamilyRegister
+	case "SUBSCRIBE", "NOTIFY":
+		return FamilySubscribe
+	}
+	return FamilyGeneric
 }
 
 type famHint struct {

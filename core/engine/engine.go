@@ -349,9 +349,7 @@ func (c *Capture) HandlePacket(p *packet.Packet) {
 func (c *Capture) flush(k sourceKind) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if f, ok := any(c.decoders[k]).(interface{ Flush(packet.Sink) }); ok {
-		f.Flush(c.sinks[k])
-	}
+	c.decoders[k].Flush(c.sinks[k])
 }
 
 // routeLocked is the router: every packet of every source passes here, with

@@ -244,13 +244,10 @@ func joinNames(names []string) string {
 // writer, so their counters are read under the writer lock (a read costs
 // one message's wait at most).
 func (c *Capture) decodeStats(st *Status) {
-	type statser interface{ Stats() decode.Stats }
 	c.wmu.Lock()
-	var all []decode.Stats
+	all := make([]decode.Stats, 0, len(c.decoders))
 	for _, d := range c.decoders {
-		if s, ok := any(d).(statser); ok {
-			all = append(all, s.Stats())
-		}
+		all = append(all, d.Stats())
 	}
 	c.wmu.Unlock()
 	for _, s := range all {
