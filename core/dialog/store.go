@@ -133,6 +133,7 @@ func (s *Store) Apply(o Observation) Result {
 	if o.Msg == nil {
 		return Result{}
 	}
+	o.TS = o.TS.UTC()
 	callID := o.Msg.CallID
 	s.mu.Lock()
 	defer s.mu.Unlock()

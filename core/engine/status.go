@@ -116,7 +116,9 @@ type HEPCounts struct {
 	Nested uint64 `json:"nested"`
 }
 
-// Status returns the capture's state now. It never blocks on a load.
+// Status returns the capture's state now. During a load it waits at most
+// for the message being routed (the decoders' counters are read under the
+// writer lock).
 func (c *Capture) Status() Status {
 	st := Status{
 		FramesRead:         c.ctr.frames.Load(),
