@@ -27,7 +27,7 @@ type truth struct {
 		Stat     struct {
 			Resent int `json:"resent"`
 		} `json:"sip_stat"`
-		CallIDs  struct {
+		CallIDs struct {
 			Values []string `json:"values"`
 		} `json:"call_ids"`
 		Dialogs []struct {
