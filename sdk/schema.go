@@ -169,9 +169,10 @@ func (s *Schema) Names() []string {
 // SchemaFor generates the JSON schema of a Go type. Struct fields take their
 // names from the json tag, their description from the desc tag and their
 // allowed values from the enum tag (values separated by "|"). A field
-// without omitempty or omitzero is required. A pointer field is nullable:
-// its type is a union with "null" (input schemas collapse the union of an
-// optional field, see [CollapseOptionalUnions]). time.Time is a date-time
+// without omitempty or omitzero is required. A pointer field without
+// omitempty is nullable: its type is a union with "null" (input schemas
+// collapse the union of an optional field, see [CollapseOptionalUnions]); a
+// pointer with omitempty is absent when nil, so its type is plain. time.Time is a date-time
 // string. Interfaces (any), channels, functions and recursive types are
 // refused: a bare `true` schema fails strict clients.
 func SchemaFor(t reflect.Type) (*Schema, error) {
@@ -295,12 +296,16 @@ func (g *schemaGen) fields(t reflect.Type, path string, s *Schema) error {
 		if err != nil {
 			return err
 		}
+		optional := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
+		if optional && f.Type.Kind() == reflect.Pointer && len(ps.Type) == 2 && ps.Type[1] == "null" {
+			// An omitted nil pointer is absent, never null: no union.
+			ps.Type = ps.Type[:1]
+		}
 		ps.Description = f.Tag.Get("desc")
 		if e := f.Tag.Get("enum"); e != "" {
 			ps.Enum = strings.Split(e, "|")
 		}
 		s.Properties = append(s.Properties, Property{Name: name, Schema: ps})
-		optional := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
 		if !optional {
 			s.Required = append(s.Required, name)
 		}
