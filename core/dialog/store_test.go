@@ -824,12 +824,55 @@ func TestListAndCursor(t *testing.T) {
 	if strings.Join(got, ",") != "a,b,c,d" {
 		t.Errorf("pages: got %v, want a,b,c,d", got)
 	}
+	// the same pages through the filtering path
+	var viaMatch []string
+	cur = nil
+	for pages := 0; pages < 10; pages++ {
+		p := s.List(Query{Order: ByCreated, After: cur, Limit: 2, Match: func(*Summary) bool { return true }})
+		for _, r := range p.Rows {
+			viaMatch = append(viaMatch, r.CallID)
+		}
+		if !p.More {
+			break
+		}
+		cur = &p.Next
+	}
+	if strings.Join(viaMatch, ",") != "a,b,c,d" {
+		t.Errorf("pages through Match: got %v, want a,b,c,d", viaMatch)
+	}
+	// a bare timestamp pages strictly after that instant
+	bare, err := ParseCursor(t0.Format(time.RFC3339Nano))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, match := range []func(*Summary) bool{nil, func(*Summary) bool { return true }} {
+		p := s.List(Query{After: &bare, Match: match})
+		if len(p.Rows) != 1 || p.Rows[0].CallID != "d" {
+			t.Errorf("bare cursor: got %+v, want only d", p.Rows)
+		}
+	}
 	if _, err := ParseCursor("yesterday|x"); err == nil {
 		t.Errorf("bad cursor accepted")
 	}
 	p := s.List(Query{Match: func(r *Summary) bool { return r.CallID != "b" }})
 	if p.TotalMatched != 3 || len(p.Rows) != 3 || p.More {
 		t.Errorf("filtered: got %d rows of %d, more %v", len(p.Rows), p.TotalMatched, p.More)
+	}
+}
+
+func TestCount(t *testing.T) {
+	s := New(Config{})
+	play(t, s, basicCall("done"))
+	play(t, s, basicCall("up")[:4])
+	play(t, s, basicCall("ringing")[:3])
+	old := t0.Add(10 * time.Second)
+	c := s.Count(time.Time{})
+	if c.Total != 3 || c.ByState["Completed"] != 1 || c.ByState["InCall"] != 1 || c.ByState["Ringing"] != 1 || c.Active != 2 || c.ActiveCalls != 1 {
+		t.Errorf("got %+v", c)
+	}
+	// only dialogs updated in the window count as active
+	if c := s.Count(old); c.Active != 0 {
+		t.Errorf("idle dialogs counted active: %+v", c)
 	}
 }
 

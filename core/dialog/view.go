@@ -1,7 +1,6 @@
 package dialog
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -199,6 +198,42 @@ func (d *dialog) timing() TimingDetail {
 	return td
 }
 
+// rowTiming is the row's timing subset, with one allocation for its three
+// optional values.
+func (d *dialog) rowTiming() Timing {
+	t := Timing{Retransmits: d.retrans}
+	l := d.primary()
+	if l == nil || l.family != FamilyInvite {
+		return t
+	}
+	ended := l.byeAt
+	if ended.IsZero() {
+		ended = l.byeOKAt
+	}
+	var vals [3]int64
+	var ok [3]bool
+	for i, p := range [3][2]time.Time{{l.inviteAt, l.ringingAt}, {l.inviteAt, l.answeredAt}, {l.answeredAt, ended}} {
+		if !p[0].IsZero() && !p[1].IsZero() && !p[1].Before(p[0]) {
+			vals[i], ok[i] = p[1].Sub(p[0]).Milliseconds(), true
+		}
+	}
+	if !ok[0] && !ok[1] && !ok[2] {
+		return t
+	}
+	box := new([3]int64)
+	*box = vals
+	if ok[0] {
+		t.PDDMs = &box[0]
+	}
+	if ok[1] {
+		t.SetupMs = &box[1]
+	}
+	if ok[2] {
+		t.DurationMs = &box[2]
+	}
+	return t
+}
+
 func (d *dialog) summary() Summary {
 	s := Summary{
 		CallID:    d.callID,
@@ -214,8 +249,7 @@ func (d *dialog) summary() Summary {
 		s.Method = l.method
 		s.FromUser, s.ToUser = l.fromUser, l.toUser
 	}
-	td := d.timing()
-	s.Timing = Timing{PDDMs: td.PDDMs, SetupMs: td.SetupMs, Retransmits: d.retrans, DurationMs: td.DurationMs}
+	s.Timing = d.rowTiming()
 	if !d.firstFrame.IsZero() {
 		s.Frame = d.firstFrame.String()
 	}
@@ -337,41 +371,110 @@ func (o Order) cmp(a, b *Summary) int {
 	return strings.Compare(a.CallID, b.CallID)
 }
 
-// Summaries returns every row, sorted.
-func (s *Store) Summaries(o Order) []Summary {
+// rowKey is a dialog's position in a listing.
+type rowKey struct {
+	at time.Time
+	id string
+	d  *dialog
+}
+
+func (o Order) cmpKey(a, b rowKey) int {
+	if c := a.at.Compare(b.at); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// keys returns every dialog's listing key, sorted. The read lock is held
+// only to copy the keys.
+func (s *Store) keys(o Order) []rowKey {
 	s.mu.RLock()
-	rows := make([]Summary, 0, len(s.byID))
+	keys := make([]rowKey, 0, len(s.byID))
 	for d := s.head; d != nil; d = d.next {
-		rows = append(rows, d.summary())
+		k := rowKey{at: d.created, id: d.callID, d: d}
+		if o == ByUpdated {
+			k.at = d.updated
+		}
+		keys = append(keys, k)
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(rows, func(a, b Summary) int { return o.cmp(&a, &b) })
+	slices.SortFunc(keys, o.cmpKey)
+	return keys
+}
+
+// Summaries returns every row, sorted.
+func (s *Store) Summaries(o Order) []Summary {
+	keys := s.keys(o)
+	rows := make([]Summary, 0, len(keys))
+	for i := 0; i < len(keys); i += chunk {
+		s.mu.RLock()
+		for _, k := range keys[i:min(i+chunk, len(keys))] {
+			if s.byID[k.id] == k.d {
+				rows = append(rows, k.d.summary())
+			}
+		}
+		s.mu.RUnlock()
+	}
+	// a dialog updated between the two locks may have moved in
+	// updated_at order
+	if o == ByUpdated {
+		slices.SortStableFunc(rows, func(a, b Summary) int { return o.cmp(&a, &b) })
+	}
 	return rows
 }
 
+// chunk is how many rows are built per read-lock hold, so a long listing
+// never holds the writer off for long.
+const chunk = 512
+
 // CallIDs returns every Call-ID held, in created_at order.
 func (s *Store) CallIDs() []string {
-	type kv struct {
-		t  time.Time
-		id string
-	}
-	s.mu.RLock()
-	keys := make([]kv, 0, len(s.byID))
-	for d := s.head; d != nil; d = d.next {
-		keys = append(keys, kv{d.created, d.callID})
-	}
-	s.mu.RUnlock()
-	slices.SortFunc(keys, func(a, b kv) int {
-		if c := a.t.Compare(b.t); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
+	keys := s.keys(ByCreated)
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		out[i] = k.id
 	}
 	return out
+}
+
+// Counts tallies the Call-IDs held by row state.
+type Counts struct {
+	// Total is the number of Call-IDs held.
+	Total int
+	// ByState counts rows per state name.
+	ByState map[string]int
+	// Active counts rows in an active state (Trying, Ringing, InCall,
+	// Pending, Active, Transferring) updated at or after the given time.
+	Active int
+	// ActiveCalls counts the InCall rows among them.
+	ActiveCalls int
+}
+
+// Count tallies the rows by state without building them. activeSince
+// bounds Active (the active-idle window); the zero time counts every row in
+// an active state.
+func (s *Store) Count(activeSince time.Time) Counts {
+	c := Counts{ByState: map[string]int{}}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for d := s.head; d != nil; d = d.next {
+		c.Total++
+		st := StateNone
+		if l := d.primary(); l != nil {
+			st = l.effectiveState()
+		}
+		c.ByState[st.String()]++
+		switch st {
+		case Trying, Ringing, InCall, Pending, Active, Transferring:
+			if activeSince.IsZero() || !d.updated.Before(activeSince) {
+				c.Active++
+				if st == InCall {
+					c.ActiveCalls++
+				}
+			}
+		}
+	}
+	return c
 }
 
 // Cursor is a position in a listing: the sort timestamp and Call-ID of the
@@ -443,25 +546,64 @@ type Page struct {
 	Next Cursor
 }
 
-// List returns a page of rows in the query's order. The rows are built
-// under the read lock and sorted after it is released.
+// List returns a page of rows in the query's order. The read lock is taken
+// in short holds: once to copy the listing keys, then per chunk of rows
+// built.
 func (s *Store) List(q Query) Page {
-	rows := s.Summaries(q.Order)
+	keys := s.keys(q.Order)
 	var p Page
-	for i := range rows {
-		r := &rows[i]
-		if q.Match != nil && !q.Match(r) {
-			continue
+	if q.Match == nil {
+		start := 0
+		if q.After != nil {
+			start, _ = slices.BinarySearchFunc(keys, *q.After, func(k rowKey, c Cursor) int {
+				if r := k.at.Compare(c.At); r != 0 {
+					return r
+				}
+				if !c.HasID {
+					return -1 // every row at the cursor's instant is behind it
+				}
+				if k.id <= c.CallID {
+					return -1
+				}
+				return 1
+			})
 		}
-		p.TotalMatched++
-		if q.After != nil && !q.After.after(q.Order, r) {
-			continue
+		end := len(keys)
+		if q.Limit > 0 && start+q.Limit < end {
+			end = start + q.Limit
 		}
-		if q.Limit > 0 && len(p.Rows) >= q.Limit {
-			p.More = true
-			continue
+		s.mu.RLock()
+		for _, k := range keys[start:end] {
+			if s.byID[k.id] == k.d {
+				p.Rows = append(p.Rows, k.d.summary())
+			}
 		}
-		p.Rows = append(p.Rows, *r)
+		s.mu.RUnlock()
+		p.TotalMatched = len(keys)
+		p.More = end < len(keys)
+	} else {
+		for i := 0; i < len(keys); i += chunk {
+			s.mu.RLock()
+			for _, k := range keys[i:min(i+chunk, len(keys))] {
+				if s.byID[k.id] != k.d {
+					continue
+				}
+				r := k.d.summary()
+				if !q.Match(&r) {
+					continue
+				}
+				p.TotalMatched++
+				if q.After != nil && !q.After.after(q.Order, &r) {
+					continue
+				}
+				if q.Limit > 0 && len(p.Rows) >= q.Limit {
+					p.More = true
+					continue
+				}
+				p.Rows = append(p.Rows, r)
+			}
+			s.mu.RUnlock()
+		}
 	}
 	if p.More && len(p.Rows) > 0 {
 		last := &p.Rows[len(p.Rows)-1]
