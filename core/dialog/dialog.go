@@ -1,7 +1,10 @@
 package dialog
 
 import (
+	"encoding/binary"
+	"hash/maphash"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,16 +52,45 @@ type Message struct {
 	Retransmission bool
 }
 
-type retxKey struct {
-	src, dst netip.AddrPort
-	status   int
-	cseq     uint32
-	method   string
-	// The tags: a response from another fork (another To tag) or a request
-	// of another dialog sharing the Call-ID (another From tag) is not a
-	// retransmission.
-	fromTag, toTag string
+// identitySeed keys the retransmission identity hash; it is random per
+// process, so nobody can craft two messages whose identities collide.
+var identitySeed = maphash.MakeSeed()
+
+// identity hashes what makes a message a retransmission of another: its
+// direction, status, CSeq number and method, and its tags (a response from
+// another fork, or a request of another dialog sharing the Call-ID, is not a
+// retransmission).
+func identity(o *Observation) uint64 {
+	m := o.Msg
+	var h maphash.Hash
+	h.SetSeed(identitySeed)
+	var b [4 * 16]byte
+	n := 0
+	for _, ap := range []netip.AddrPort{o.Src, o.Dst} {
+		a := ap.Addr().As16()
+		n += copy(b[n:], a[:])
+	}
+	binary.BigEndian.PutUint16(b[n:], o.Src.Port())
+	binary.BigEndian.PutUint16(b[n+2:], o.Dst.Port())
+	n += 4
+	status := 0
+	if !m.IsRequest {
+		status = m.StatusCode
+	}
+	binary.BigEndian.PutUint32(b[n:], uint32(status))
+	binary.BigEndian.PutUint32(b[n+4:], m.CSeq.Number)
+	n += 8
+	h.Write(b[:n])
+	for _, s := range []string{strings.ToUpper(m.CSeq.Method), m.From.Tag, m.To.Tag} {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	return h.Sum64()
 }
+
+// smallSeen is how many identities a dialog keeps in a slice before it
+// switches to a map.
+const smallSeen = 32
 
 type txKey struct {
 	branch string
@@ -164,11 +196,13 @@ type dialog struct {
 	msgsDropped int
 	malformed   int
 
-	retrans      int
-	seen         map[retxKey]struct{}
-	seenDropped  int
-	txs          map[txKey]*tx
-	txOrder      []*tx
+	retrans     int
+	seen        []uint64 // the first smallSeen identities
+	seenMap     map[uint64]struct{}
+	seenDropped int
+	txOrder     []*tx         // every transaction, in order of first sight
+	txIndex     map[txKey]*tx // built once there are more than smallTxs
+
 	txDropped    int
 	cause        *Cause
 	dtmf         []dtmfEvent
@@ -196,8 +230,6 @@ func newDialog(callID string, seq uint64, o *Observation) *dialog {
 		updated:     o.TS,
 		firstFrame:  o.Frame,
 		firstOrigin: o.Origin,
-		seen:        map[retxKey]struct{}{},
-		txs:         map[txKey]*tx{},
 	}
 }
 
@@ -270,21 +302,29 @@ func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
 	if !m.CSeq.Valid {
 		return false
 	}
-	k := retxKey{src: o.Src, dst: o.Dst, cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method),
-		fromTag: m.From.Tag, toTag: m.To.Tag}
-	if !m.IsRequest {
-		k.status = m.StatusCode
-	}
-	if _, ok := d.seen[k]; ok {
+	k := identity(o)
+	if slices.Contains(d.seen, k) {
 		return true
 	}
-	if len(d.seen) >= cfg.MaxSeen {
+	if _, ok := d.seenMap[k]; ok {
+		return true
+	}
+	if d.seenCount() >= cfg.MaxSeen {
 		d.seenDropped++
 		return false
 	}
-	d.seen[k] = struct{}{}
+	if len(d.seen) < smallSeen {
+		d.seen = append(d.seen, k)
+		return false
+	}
+	if d.seenMap == nil {
+		d.seenMap = map[uint64]struct{}{}
+	}
+	d.seenMap[k] = struct{}{}
 	return false
 }
+
+func (d *dialog) seenCount() int { return len(d.seen) + len(d.seenMap) }
 
 // legFor finds or opens the leg a message belongs to. It returns (-1, nil)
 // when the message would open a leg past the cap.
@@ -381,6 +421,22 @@ func familyHint(m *sip.Message) (famHint, bool) {
 	return famHint{}, false
 }
 
+// smallTxs is how many transactions a dialog searches linearly before it
+// indexes them in a map.
+const smallTxs = 16
+
+func (d *dialog) findTx(k txKey) *tx {
+	if d.txIndex != nil {
+		return d.txIndex[k]
+	}
+	for _, t := range d.txOrder {
+		if t.key == k {
+			return t
+		}
+	}
+	return nil
+}
+
 // transaction records the message in its transaction (top Via branch + CSeq
 // number + CSeq method) and returns it; nil when the message names no
 // transaction or the per-dialog transaction cap was reached.
@@ -389,15 +445,22 @@ func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool)
 		return nil
 	}
 	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method)}
-	t := d.txs[k]
+	t := d.findTx(k)
 	if t == nil {
-		if len(d.txs) >= maxTxs {
+		if len(d.txOrder) >= maxTxs {
 			d.txDropped++
 			return nil
 		}
 		t = &tx{key: k, leg: li}
-		d.txs[k] = t
 		d.txOrder = append(d.txOrder, t)
+		if d.txIndex != nil {
+			d.txIndex[k] = t
+		} else if len(d.txOrder) > smallTxs {
+			d.txIndex = make(map[txKey]*tx, len(d.txOrder))
+			for _, x := range d.txOrder {
+				d.txIndex[x.key] = x
+			}
+		}
 	}
 	if m.IsRequest {
 		if !t.requestSeen {

@@ -755,10 +755,10 @@ func TestPerDialogFloods(t *testing.T) {
 	}{
 		{"identities", func(i int) string {
 			return req("OPTIONS", hdr{callID: "c", fromTag: "f", cseq: i + 1, branch: "z9hG4bK-same"})
-		}, func(d *dialog) int { return len(d.seen) }, DefaultMaxSeen},
+		}, func(d *dialog) int { return d.seenCount() }, DefaultMaxSeen},
 		{"transactions", func(i int) string {
 			return req("OPTIONS", hdr{callID: "c", fromTag: "f", cseq: 1, branch: fmt.Sprintf("z9hG4bK-%d", i)})
-		}, func(d *dialog) int { return len(d.txs) }, maxTxs},
+		}, func(d *dialog) int { return len(d.txOrder) }, maxTxs},
 		{"legs", func(i int) string {
 			return req("OPTIONS", hdr{callID: "c", fromTag: fmt.Sprintf("t%d", i), cseq: 1, branch: "z9hG4bK"})
 		}, func(d *dialog) int { return len(d.legs) }, maxLegs},
