@@ -919,3 +919,26 @@ func TestConcurrentReaders(t *testing.T) {
 		t.Errorf("revision %d, want %d (one per applied message)", got, len(msgs))
 	}
 }
+
+func TestMessageView(t *testing.T) {
+	sdpBody := "v=0\r\no=- 1 1 IN IP4 10.0.0.1\r\ns=-\r\nc=IN IP4 10.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n"
+	steps := basicCall("mv")
+	h := hdr{callID: "mv", fromTag: "a1", cseq: 1, branch: "z9hG4bK-inv", ctype: "application/sdp", body: sdpBody,
+		extra: []string{"Contact: <sip:alice@10.0.0.1>", "User-Agent: phone/1.0"}}
+	steps[0].text = req("INVITE", h)
+	s := New(Config{})
+	play(t, s, steps)
+	d, _ := s.Get("mv")
+	v := d.Messages[0].View()
+	if v.SchemaVersion != MessageSchemaVersion || v.Index != 0 || v.CallID != "mv" || !v.IsRequest || v.Method != "INVITE" ||
+		v.CSeq == nil || v.CSeq.Number != 1 || v.CSeq.Method != "INVITE" || v.From != `"Alice" <sip:alice@example.com>;tag=a1` ||
+		v.To != "<sip:bob@example.com>" || v.Contact != "<sip:alice@10.0.0.1>" || v.UA != "phone/1.0" ||
+		v.Src != "10.0.0.1" || v.SrcPort != 5060 || v.Dst != "10.0.0.3" || v.Transport != "UDP" || v.InputOrigin != "wire" ||
+		v.Frame != "test.pcap#1@0100000000000000" || v.SDP != strings.ReplaceAll(sdpBody, "\r\n", "\n") || v.DSCP != nil {
+		t.Errorf("request view: %+v", v)
+	}
+	r := d.Messages[3].View()
+	if r.IsRequest || r.StatusCode != 200 || r.Reason != "OK" || r.Method != "" || r.Index != 3 || r.SDP != "" {
+		t.Errorf("response view: %+v", r)
+	}
+}
