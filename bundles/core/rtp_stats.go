@@ -1,0 +1,215 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// rtpStatsSchemaVersion is rtp_stats' response schema version (each stream
+// carries media.SchemaVersion, the version of the stream shape).
+const rtpStatsSchemaVersion = 1
+
+type rtpStatsIn struct {
+	CallID   string   `json:"call_id,omitempty" desc:"one call's streams and media diagnosis; absent: sweep all streams"`
+	MinMOS   *float64 `json:"min_mos,omitempty" desc:"sweep: grounded MOS at least this (ungrounded skipped, counted)"`
+	MaxMOS   *float64 `json:"max_mos,omitempty" desc:"sweep: grounded MOS at most this (ungrounded skipped, counted)"`
+	Orphaned *bool    `json:"orphaned,omitempty" desc:"sweep: true only orphans, false only streams of a dialog"`
+	Limit    int      `json:"limit,omitempty" desc:"sweep: rows per page (default 50)"`
+	Cursor   string   `json:"cursor,omitempty" desc:"sweep: next_cursor of the previous page"`
+}
+
+// RTPStats is rtp_stats' answer. For one call it carries call_id, the
+// call's streams (all of them) and its media diagnosis; for a sweep, one
+// page of the capture's streams in first_seen order. Both are pages.
+type RTPStats struct {
+	// CallID is the call asked about; absent in a sweep.
+	CallID string `json:"call_id,omitempty" desc:"Call-ID asked about; absent in a sweep"`
+	// Streams are RTP streams, oldest first (the shape --json writes).
+	// Codec names come from the SDP and are fenced, as is the RTCP CNAME.
+	Streams []media.StreamInfo `json:"streams" desc:"RTP streams in first_seen order"`
+	// Diagnosis is the call's media diagnosis; absent in a sweep.
+	Diagnosis *analysis.MediaDiagnosis `json:"diagnosis,omitempty" desc:"media diagnosis of the call; absent in a sweep"`
+	// UngroundedExcluded counts streams a MOS bound skipped because their
+	// score is a placeholder or absent (mos_grounded false).
+	UngroundedExcluded int `json:"ungrounded_excluded" desc:"streams a MOS bound skipped because their score is not grounded"`
+	sdk.Page
+}
+
+var _ = addTool(rtpStatsTool)
+
+func rtpStatsTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "rtp_stats",
+		Title: "RTP stream quality",
+		Description: "RTP quality (loss, jitter, MOS, intervals) of one call, or a paged sweep of every stream " +
+			"filtered by min_mos/max_mos and orphaned.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
+		if in.CallID != "" {
+			return rtpStatsCall(d, c, in)
+		}
+		return rtpStatsSweep(d, c, in)
+	})
+}
+
+func rtpStatsCall(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
+	if in.MinMOS != nil || in.MaxMOS != nil {
+		return RTPStats{}, sdk.InvalidParams("min_mos and max_mos filter a sweep: drop call_id to sweep, or drop the bounds to see one call")
+	}
+	if in.Orphaned != nil || in.Limit != 0 || in.Cursor != "" {
+		return RTPStats{}, sdk.InvalidParams("orphaned, limit and cursor page a sweep: drop call_id to sweep")
+	}
+	src := sourceState(d.capture.Status())
+	store := mediaOf(d.capture)
+	det, known := d.capture.Dialogs().GetWith(in.CallID, dialog.Options{NoMessages: true})
+	streams := store.StreamsFor(in.CallID)
+	if !known && len(streams) == 0 {
+		return RTPStats{}, sdk.InvalidParams("unknown call_id %q: no dialog and no stream with this Call-ID (list_dialogs lists them)", in.CallID)
+	}
+	facts := analysis.DialogFacts{CallID: in.CallID}
+	if known {
+		facts = analysis.FactsFrom(det)
+	}
+	dd := analysis.Diagnose(facts, store, analysis.Options{})
+	diag := fenceDiagnosis(c, dd.Media)
+	for i := range streams {
+		fenceStream(c, &streams[i])
+	}
+	if streams == nil {
+		streams = []media.StreamInfo{}
+	}
+	return RTPStats{
+		CallID:    in.CallID,
+		Streams:   streams,
+		Diagnosis: &diag,
+		Page:      sdk.NewPage(len(streams), len(streams), false, "", src, rtpStatsSchemaVersion),
+	}, nil
+}
+
+// streamKey is a stream's sweep sort key, "<first_seen>|0x<SSRC>@<src>><dst>":
+// cursors compare as text, so the fixed-width time orders first and the key
+// breaks ties.
+func streamKey(s *media.StreamInfo) string {
+	return sdk.TimeCursor(s.FirstSeen, s.SSRC+"@"+s.Src+">"+s.Dst)
+}
+
+// envelopeReserve is room kept for the page envelope when rows are trimmed
+// to the response ceiling.
+const envelopeReserve = 2048
+
+func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
+	if in.MinMOS != nil && in.MaxMOS != nil && *in.MinMOS > *in.MaxMOS {
+		return RTPStats{}, sdk.InvalidParams("min_mos %g is above max_mos %g: no stream can match", *in.MinMOS, *in.MaxMOS)
+	}
+	after := ""
+	if in.Cursor != "" {
+		cur, err := sdk.ParseCursor(in.Cursor)
+		if err != nil {
+			return RTPStats{}, err
+		}
+		if cur.Key == "" {
+			// A bare timestamp pages strictly after that instant: every
+			// key at that instant sorts before this bound.
+			after = sdk.TimeCursor(cur.Time, "\U0010FFFF")
+		} else {
+			after = sdk.TimeCursor(cur.Time, cur.Key)
+		}
+	}
+	limit := c.Limit(in.Limit)
+	bounded := in.MinMOS != nil || in.MaxMOS != nil
+
+	src := sourceState(d.capture.Status())
+	all := mediaOf(d.capture).All()
+	type row struct {
+		key string
+		i   int
+	}
+	matched := make([]row, 0, len(all))
+	out := RTPStats{Streams: []media.StreamInfo{}}
+	for i := range all {
+		s := &all[i]
+		if in.Orphaned != nil && s.Orphaned != *in.Orphaned {
+			continue
+		}
+		if bounded {
+			if !s.MOSGrounded || s.MOS == nil {
+				out.UngroundedExcluded++
+				continue
+			}
+			if (in.MinMOS != nil && *s.MOS < *in.MinMOS) || (in.MaxMOS != nil && *s.MOS > *in.MaxMOS) {
+				continue
+			}
+		}
+		matched = append(matched, row{streamKey(s), i})
+	}
+	sort.Slice(matched, func(a, b int) bool { return matched[a].key < matched[b].key })
+
+	budget := c.Limits().MaxResponseBytes - envelopeReserve
+	used, more, next := 0, false, ""
+	for _, r := range matched {
+		if !sdk.After(r.key, after) {
+			continue
+		}
+		if len(out.Streams) == limit {
+			more = true
+			break
+		}
+		s := all[r.i]
+		fenceStream(c, &s)
+		if b, err := json.Marshal(&s); err == nil {
+			// Trim rows to the response ceiling, but always return one.
+			if len(out.Streams) > 0 && used+len(b)+1 > budget {
+				more = true
+				break
+			}
+			used += len(b) + 1
+		}
+		out.Streams = append(out.Streams, s)
+		next = r.key
+	}
+	if !more {
+		next = ""
+	}
+	out.Page = sdk.NewPage(len(out.Streams), len(matched), more, next, src, rtpStatsSchemaVersion)
+	return out, nil
+}
+
+// fenceStream fences the sender-written values of a stream: codec names
+// (they come from the SDP rtpmap) and the RTCP CNAME. It copies the slices
+// and pointers it changes.
+func fenceStream(c *sdk.Call, s *media.StreamInfo) {
+	if s.Codec != "" {
+		s.Codec = c.Fence(s.Codec)
+	}
+	if len(s.PayloadTypes) > 0 {
+		pts := make([]media.PTCount, len(s.PayloadTypes))
+		copy(pts, s.PayloadTypes)
+		for i := range pts {
+			if pts[i].Codec != "" {
+				pts[i].Codec = c.Fence(pts[i].Codec)
+			}
+		}
+		s.PayloadTypes = pts
+	}
+	if s.EndpointReported != nil && s.EndpointReported.CNAME != "" {
+		er := *s.EndpointReported
+		er.CNAME = c.Fence(er.CNAME)
+		s.EndpointReported = &er
+	}
+}
+
+// fenceDiagnosis fences the codec names a media diagnosis quotes (codec
+// asymmetry: they come from the SDP). Addresses stay verbatim; hints are
+// sipnab's own text.
+func fenceDiagnosis(c *sdk.Call, m analysis.MediaDiagnosis) analysis.MediaDiagnosis {
+	if a := m.CodecAsymmetry; a != nil {
+		m.CodecAsymmetry = &analysis.Asymmetry{Forward: c.Fence(a.Forward), Reverse: c.Fence(a.Reverse)}
+	}
+	return m
+}

@@ -1,0 +1,177 @@
+package core
+
+import (
+	"context"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// triageSchemaVersion is triage_call's response schema version.
+const triageSchemaVersion = 1
+
+type triageIn struct {
+	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
+}
+
+// Triage is triage_call's answer: where one call's problem is.
+type Triage struct {
+	// CallID is the dialog judged, verbatim.
+	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
+	// Verdict says where the problem is: signaling, media, both or none.
+	Verdict string `json:"verdict" enum:"signaling|media|both|none" desc:"where the problem is"`
+	// State is the dialog's state.
+	State string `json:"state" desc:"dialog state"`
+	// FinalStatusCode is the final response to the call's INVITE; absent
+	// when there was none.
+	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final response code of the call's INVITE"`
+	// Signaling is the signaling half of the verdict.
+	Signaling TriageSignaling `json:"signaling" desc:"signaling half of the verdict"`
+	// Media is the media half of the verdict.
+	Media TriageMedia `json:"media" desc:"media half of the verdict"`
+	// Termination is why the call ended, as the signaling said it (the last
+	// message naming a cause; Reason on BYE or CANCEL counts; within one
+	// message a Q.850 cause beats a SIP one). Absent when no message named a
+	// cause. cause_text is sender-written and fenced.
+	Termination *dialog.Cause `json:"termination,omitempty" desc:"why the call ended as signaled; absent when no cause was named"`
+	sdk.SourceFlags
+	// CaptureIdentity names the capture the answer came from.
+	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
+	// SchemaVersion of this answer.
+	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+// TriageSignaling is the signaling half of a triage verdict.
+type TriageSignaling struct {
+	// Problem: a final failure or a slow setup.
+	Problem bool `json:"problem" desc:"a final failure or a slow setup"`
+	// FinalFailure is the 4xx/5xx/6xx the call ended on; absent otherwise.
+	FinalFailure *analysis.FinalFailure `json:"final_failure,omitempty" desc:"the failure response the call ended on"`
+	// SlowSetup is a post-dial delay over the threshold; absent otherwise.
+	SlowSetup *analysis.SlowSetup `json:"slow_setup,omitempty" desc:"post-dial delay over the threshold"`
+	// Hints say what to look at next ([] when nothing to say).
+	Hints []string `json:"hints" desc:"what to look at next"`
+}
+
+// TriageMedia is the media half of a triage verdict.
+type TriageMedia struct {
+	// Problem: any media finding (one-way audio, no media, NAT mismatch,
+	// private address, asymmetry, late media, high loss or jitter).
+	Problem bool `json:"problem" desc:"any media finding"`
+	// Applicable is false when there is no media to judge; Reason says why.
+	Applicable bool   `json:"applicable" desc:"there was media to judge"`
+	Reason     string `json:"reason,omitempty" desc:"why media was not judged"`
+	// OneWayAudio: the call was answered and media flowed one way only.
+	OneWayAudio bool `json:"one_way_audio" desc:"media flowed in one direction only"`
+	// NATMismatch: media came from an address the SDP did not announce.
+	NATMismatch bool `json:"nat_mismatch" desc:"media from an address the SDP did not announce"`
+	// NoMedia: SDP negotiated, call answered, no RTP.
+	NoMedia bool `json:"no_media" desc:"SDP negotiated and answered but no RTP"`
+	// StreamCount counts the RTP streams tied to the call.
+	StreamCount int `json:"stream_count" desc:"RTP streams tied to the call"`
+	// Hints say what to look at next ([] when nothing to say).
+	Hints []string `json:"hints" desc:"what to look at next"`
+}
+
+var _ = addTool(triageCallTool)
+
+func triageCallTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "triage_call",
+		Title: "Triage one call",
+		Description: "One call's verdict: problem in signaling, media, both or none, with hints and the " +
+			"termination cause.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in triageIn) (Triage, error) {
+		return triageCall(d.capture, c, in.CallID)
+	})
+}
+
+// mediaOf returns the capture's stream store, or an empty one when the
+// engine was built with a custom media sink.
+func mediaOf(c *engine.Capture) *media.Store {
+	if m := c.Media(); m != nil {
+		return m
+	}
+	return media.NewStore(media.Config{})
+}
+
+func triageCall(capture *engine.Capture, c *sdk.Call, callID string) (Triage, error) {
+	if callID == "" {
+		return Triage{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+	}
+	// Status first, stores after: flags that say the source was read whole
+	// describe stores read after the load ended.
+	src := sourceState(capture.Status())
+	det, ok := capture.Dialogs().GetWith(callID, dialog.Options{NoMessages: true})
+	if !ok {
+		return Triage{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", callID)
+	}
+	dd := analysis.Diagnose(analysis.FactsFrom(det), mediaOf(capture), analysis.Options{})
+	out := Triage{
+		CallID:          det.CallID,
+		Verdict:         dd.Verdict,
+		State:           det.State,
+		FinalStatusCode: det.FinalStatusCode,
+		Signaling:       TriageSignaling{Hints: []string{}},
+		SourceFlags:     src.Flags(),
+		CaptureIdentity: src.Identity,
+		SchemaVersion:   triageSchemaVersion,
+	}
+	if s := dd.Signaling; s != nil {
+		out.Signaling.FinalFailure = s.FinalFailure
+		out.Signaling.SlowSetup = s.SlowSetup
+		out.Signaling.Problem = s.FinalFailure != nil || s.SlowSetup != nil
+		if s.Hints != nil {
+			out.Signaling.Hints = s.Hints
+		}
+		if ff := out.Signaling.FinalFailure; ff != nil && ff.Reason != "" {
+			// The reason phrase is the sender's text.
+			f := *ff
+			f.Reason = c.Fence(f.Reason)
+			out.Signaling.FinalFailure = &f
+		}
+	}
+	m := &dd.Media
+	out.Media = TriageMedia{
+		Problem:     m.Problem(),
+		Applicable:  m.Applicable,
+		Reason:      m.Reason,
+		OneWayAudio: m.OneWayAudio,
+		NATMismatch: m.NATMismatch,
+		NoMedia:     m.NoMedia,
+		StreamCount: m.StreamCount,
+		Hints:       m.Hints,
+	}
+	if out.Media.Hints == nil {
+		out.Media.Hints = []string{}
+	}
+	if t := det.Termination; t != nil {
+		term := *t
+		if term.Text != "" {
+			term.Text = c.Fence(capRunes(term.Text, maxCauseTextChars))
+		}
+		out.Termination = &term
+	}
+	return out, nil
+}
+
+// maxCauseTextChars caps a termination cause text (MAX_CAUSE_TEXT_CHARS):
+// past every value a gateway produces, short enough that a crafted header
+// cannot spend a context window.
+const maxCauseTextChars = 200
+
+// capRunes cuts s to at most n characters.
+func capRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}

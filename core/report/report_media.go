@@ -1,0 +1,406 @@
+package report
+
+// This file renders the media half of a capture for people: the capture
+// analysis (ranked findings, worst first) as the rendered document of
+// get_capture_report (markdown and text), and the WORST STREAMS and FINDINGS
+// blocks of `--report`. The assembler (Analyze) is shared by the CLI and the
+// MCP tool so the two can never disagree about a capture.
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/media"
+)
+
+// Analyze runs the capture analysis. It reads the capture's status first and
+// its stores after, so a report whose flags say the source was read whole
+// describes stores read after the load ended; during a load the report says
+// complete false. The returned status is the one the report was gated on.
+func Analyze(c *engine.Capture, opts analysis.Options) (analysis.Report, engine.Status) {
+	st := c.Status()
+	var src analysis.MediaSource = c.Media()
+	if c.Media() == nil {
+		// A custom media sink keeps no streams: judge the dialogs alone.
+		src = media.NewStore(media.Config{})
+	}
+	return analysis.CaptureReport(analysis.FactsFromStore(c.Dialogs()), src, CaptureFacts(st), opts), st
+}
+
+// CaptureFacts is what a capture's status says about reading it, in the
+// shape the capture analysis takes: the frame counter, the source flags,
+// undecodable frames by reason, and what the dialog store shed (dialogs
+// evicted or refused at its cap, messages past the per-dialog cap).
+func CaptureFacts(st engine.Status) analysis.CaptureFacts {
+	return analysis.CaptureFacts{
+		FramesRead:         st.FramesRead,
+		SourceExhausted:    st.SourceExhausted,
+		SourceStoppedEarly: st.SourceStoppedEarly,
+		Undecodable:        st.Undecodable,
+		DialogsEvicted:     st.Dialogs.Evicted + st.Dialogs.Refused,
+		MessagesDropped:    st.Dialogs.MessagesNotRetained,
+	}
+}
+
+// FindingsFormat selects a rendering of the capture analysis.
+type FindingsFormat int
+
+const (
+	// FindingsText is plain text for a terminal.
+	FindingsText FindingsFormat = iota
+	// FindingsMarkdown is CommonMark.
+	FindingsMarkdown
+)
+
+// shedKinds are the findings that say part of the input was not analysed.
+var shedKinds = map[string]bool{
+	"undecodable": true, "port_gated_sip": true, "streams_evicted": true, "dialogs_evicted": true,
+	"messages_dropped": true, "media_endpoints_evicted": true, "rtp_candidates_evicted": true,
+}
+
+// RenderFindings renders the capture analysis as a document for a person:
+// a title naming the capture, what was examined, the findings worst first
+// with their evidence (up to analysis.MaxEvidence rows each, the rest
+// counted), and an INCOMPLETE RUN block last whenever the report is not
+// complete. A clean capture (complete, nothing found) is one line.
+//
+// Capture text (Call-IDs, reason phrases) is printed without control
+// characters and, in Markdown, escaped so it cannot format the document.
+func RenderFindings(r analysis.Report, name string, f FindingsFormat) string {
+	var b strings.Builder
+	md := f == FindingsMarkdown
+	name = clean(name, 200)
+	if name == "" {
+		name = "capture"
+	}
+	examined := fmt.Sprintf("%s and %s examined over %s read",
+		plural(uint64(r.DialogsExamined), "dialog"), plural(uint64(r.StreamsExamined), "RTP stream"), plural(r.FramesRead, "frame"))
+	if r.Clean {
+		if md {
+			fmt.Fprintf(&b, "**sipnab capture report: %s is clean**: %s; nothing found.\n", mdEscape(name), examined)
+		} else {
+			fmt.Fprintf(&b, "sipnab capture report: %s is clean: %s; nothing found.\n", name, examined)
+		}
+		return b.String()
+	}
+	if md {
+		fmt.Fprintf(&b, "# sipnab capture report: %s\n\n%s.\n", mdEscape(name), examined)
+	} else {
+		fmt.Fprintf(&b, "sipnab capture report: %s\n\n%s.\n", name, examined)
+	}
+	switch {
+	case len(r.Findings) == 0 && md:
+		fmt.Fprintf(&b, "\nNo findings in what was read.\n")
+	case len(r.Findings) == 0:
+		fmt.Fprintf(&b, "\nNo findings in what was read.\n")
+	case md:
+		fmt.Fprintf(&b, "\n## Findings, worst first (%d)\n", len(r.Findings))
+	default:
+		fmt.Fprintf(&b, "\nFINDINGS, worst first (%d)\n", len(r.Findings))
+	}
+	for i := range r.Findings {
+		fd := &r.Findings[i]
+		if md {
+			fmt.Fprintf(&b, "\n### %d. %s: %s, %s\n\n%s.\n", i+1, mdEscape(fd.Kind), fd.Severity,
+				count(fd.Occurrences, fd.Unit), mdEscape(fd.Summary))
+			if len(fd.Evidence) > 0 || fd.EvidenceOmitted > 0 {
+				b.WriteString("\n")
+			}
+		} else {
+			fmt.Fprintf(&b, "\n%d. [%s] %s: %s (%s)\n", i+1, fd.Severity, fd.Kind, count(fd.Occurrences, fd.Unit), fd.Summary)
+		}
+		for j := range fd.Evidence {
+			if md {
+				fmt.Fprintf(&b, "- %s\n", evidenceLine(&fd.Evidence[j], true))
+			} else {
+				fmt.Fprintf(&b, "   - %s\n", evidenceLine(&fd.Evidence[j], false))
+			}
+		}
+		if fd.EvidenceOmitted > 0 {
+			if md {
+				fmt.Fprintf(&b, "- … %d more not listed (evidence_omitted)\n", fd.EvidenceOmitted)
+			} else {
+				fmt.Fprintf(&b, "   - … %d more not listed (evidence_omitted)\n", fd.EvidenceOmitted)
+			}
+		}
+	}
+	if !r.Complete {
+		writeIncomplete(&b, r, md)
+	}
+	return b.String()
+}
+
+// writeIncomplete explains why the report is not complete. It is the last
+// block: a reader of a rendered report has no exit status and no JSON, and
+// a partial report looks like a whole one.
+func writeIncomplete(b *strings.Builder, r analysis.Report, md bool) {
+	var why []string
+	switch {
+	case r.SourceStoppedEarly:
+		why = append(why, "Reading stopped before the end of the input (a truncated or unreadable file, or a source fault): everything above covers only what was read.")
+	case !r.SourceExhausted:
+		why = append(why, "The source was not read to its end (still loading, or a live source): everything above covers only what was read so far.")
+	}
+	var shed []string
+	for i := range r.Findings {
+		if shedKinds[r.Findings[i].Kind] {
+			shed = append(shed, r.Findings[i].Kind)
+		}
+	}
+	if len(shed) > 0 {
+		why = append(why, "Part of what was read was not analysed ("+strings.Join(shed, ", ")+"): the findings of that name say how much.")
+	}
+	if len(why) == 0 {
+		why = append(why, "The analysis is not complete: treat the findings above as a lower bound.")
+	}
+	if md {
+		b.WriteString("\n## INCOMPLETE RUN\n\n")
+		for _, w := range why {
+			b.WriteString("- " + w + "\n")
+		}
+		return
+	}
+	b.WriteString("\nINCOMPLETE RUN\n")
+	for _, w := range why {
+		b.WriteString("  " + w + "\n")
+	}
+}
+
+// evidenceLine renders one evidence row: Call-ID, time, endpoints, counts
+// (sorted by name) and the note.
+func evidenceLine(e *analysis.Evidence, md bool) string {
+	var parts []string
+	if e.CallID != "" {
+		if md {
+			parts = append(parts, mdCode(clean(e.CallID, 120)))
+		} else {
+			parts = append(parts, clean(e.CallID, 120))
+		}
+	}
+	if e.At != nil {
+		parts = append(parts, "at "+e.At.UTC().Format(time.RFC3339Nano))
+	}
+	if len(e.Endpoints) > 0 {
+		eps := make([]string, 0, len(e.Endpoints))
+		for _, ep := range e.Endpoints {
+			eps = append(eps, clean(ep, 80))
+		}
+		s := strings.Join(eps, ", ")
+		if md {
+			s = mdEscape(s)
+		}
+		parts = append(parts, s)
+	}
+	if len(e.Counts) > 0 {
+		keys := make([]string, 0, len(e.Counts))
+		for k := range e.Counts {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		kv := make([]string, 0, len(keys))
+		for _, k := range keys {
+			kv = append(kv, fmt.Sprintf("%s=%d", k, e.Counts[k]))
+		}
+		s := strings.Join(kv, " ")
+		if md {
+			s = mdEscape(s)
+		}
+		parts = append(parts, s)
+	}
+	if e.Note != "" {
+		n := clean(e.Note, 200)
+		if md {
+			n = mdEscape(n)
+		}
+		parts = append(parts, n)
+	}
+	if len(parts) == 0 {
+		return "(no detail)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// count renders an occurrence count with its unit, singular for one.
+func count(n int64, unit string) string {
+	if n == 1 {
+		switch {
+		case strings.HasSuffix(unit, "ies"):
+			unit = strings.TrimSuffix(unit, "ies") + "y"
+		default:
+			unit = strings.TrimSuffix(unit, "s")
+		}
+	}
+	return fmt.Sprintf("%d %s", n, unit)
+}
+
+// mdEscape backslash-escapes the characters that would format Markdown, so
+// capture text renders as the text it is.
+func mdEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("\\`*_[]<>#|~&", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mdCode wraps s in a code span whose backtick fence is longer than any run
+// of backticks inside it (CommonMark), padded when s starts or ends with one.
+func mdCode(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+// WorstStreams returns up to n streams, worst first: streams over a
+// threshold (loss above 5 %, mean jitter above 50 ms, or a grounded score
+// under R 70) before the others; then by grounded MOS (lowest first; a
+// placeholder score ranks after every grounded one), loss and jitter
+// (highest first), then first_seen.
+func WorstStreams(streams []media.StreamInfo, n int) []media.StreamInfo {
+	idx := make([]int, len(streams))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		x, y := &streams[idx[a]], &streams[idx[b]]
+		if dx, dy := degraded(x), degraded(y); dx != dy {
+			return dx
+		}
+		mx, my := groundedMOS(x), groundedMOS(y)
+		if mx != my {
+			return mx < my
+		}
+		if x.LossPct != y.LossPct {
+			return x.LossPct > y.LossPct
+		}
+		if jx, jy := deref(x.JitterMaxMs), deref(y.JitterMaxMs); jx != jy {
+			return jx > jy
+		}
+		return x.FirstSeen.Before(y.FirstSeen)
+	})
+	if n > len(idx) {
+		n = len(idx)
+	}
+	out := make([]media.StreamInfo, 0, n)
+	for _, i := range idx[:n] {
+		out = append(out, streams[i])
+	}
+	return out
+}
+
+// StreamProblems names what makes a stream degraded, empty when nothing.
+func StreamProblems(s *media.StreamInfo) []string {
+	var p []string
+	if s.LossPct > media.HighLossPct {
+		p = append(p, fmt.Sprintf("loss %.2f%% > %.0f%%", s.LossPct, media.HighLossPct))
+	}
+	if s.JitterMeanMs != nil && *s.JitterMeanMs > media.HighJitterMs {
+		p = append(p, fmt.Sprintf("mean jitter %.1f ms > %.0f ms", *s.JitterMeanMs, media.HighJitterMs))
+	}
+	if s.MOSGrounded && s.RFactor != nil && *s.RFactor < media.AcceptableRMin {
+		p = append(p, fmt.Sprintf("R %.1f < %.0f", *s.RFactor, media.AcceptableRMin))
+	}
+	return p
+}
+
+func degraded(s *media.StreamInfo) bool { return len(StreamProblems(s)) > 0 }
+
+func groundedMOS(s *media.StreamInfo) float64 {
+	if s.MOS == nil || !s.MOSGrounded {
+		return math.Inf(1)
+	}
+	return *s.MOS
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// worstShown is how many streams the WORST STREAMS block lists.
+const worstShown = 5
+
+// findingsEvidenceShown is how many evidence rows per finding --report lists.
+const findingsEvidenceShown = 3
+
+// WriteMediaText writes the blocks of `--report` that read at a glance what
+// the streams and the capture analysis say: WORST STREAMS (up to five,
+// worst first, with what makes each one bad) and FINDINGS (every finding,
+// worst first, with up to three evidence rows each). It writes nothing
+// about completeness: the INCOMPLETE RUN block of the report covers it.
+func WriteMediaText(w io.Writer, doc *Document, r analysis.Report) {
+	worst := WorstStreams(doc.Streams, worstShown)
+	bad := 0
+	for i := range doc.Streams {
+		if degraded(&doc.Streams[i]) {
+			bad++
+		}
+	}
+	fmt.Fprintf(w, "\nWORST STREAMS (%d of %d degraded)\n", bad, len(doc.Streams))
+	if len(worst) == 0 {
+		fmt.Fprintf(w, "  none\n")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  SSRC\tSource\tDestination\tMOS\tLoss\tMax jitter\tProblems\tCall-ID\n")
+		for i := range worst {
+			s := &worst[i]
+			mosText, jit := "-", "-"
+			if s.MOS != nil {
+				mosText = fmt.Sprintf("%.2f", *s.MOS)
+				if !s.MOSGrounded {
+					mosText += " (not grounded)"
+				}
+			}
+			if s.JitterMaxMs != nil {
+				jit = fmt.Sprintf("%.2fms", *s.JitterMaxMs)
+			}
+			probs := strings.Join(StreamProblems(s), ", ")
+			call := "(orphaned)"
+			if !s.Orphaned {
+				call = clean(s.AssociatedDialog, 48)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t%s\n", s.SSRC, s.Src, s.Dst, mosText, s.LossPct, jit, dash(probs), call)
+		}
+		tw.Flush()
+	}
+
+	fmt.Fprintf(w, "\nFINDINGS (%d), worst first\n", len(r.Findings))
+	if len(r.Findings) == 0 {
+		fmt.Fprintf(w, "  none\n")
+		return
+	}
+	for i := range r.Findings {
+		fd := &r.Findings[i]
+		fmt.Fprintf(w, "  [%s] %s: %s (%s)\n", fd.Severity, fd.Kind, count(fd.Occurrences, fd.Unit), fd.Summary)
+		shown := min(len(fd.Evidence), findingsEvidenceShown)
+		for j := 0; j < shown; j++ {
+			fmt.Fprintf(w, "      %s\n", evidenceLine(&fd.Evidence[j], false))
+		}
+		if more := int64(len(fd.Evidence)-shown) + fd.EvidenceOmitted; more > 0 {
+			fmt.Fprintf(w, "      … %d more\n", more)
+		}
+	}
+}
