@@ -137,7 +137,7 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 				"verdict": "signaling", "state": "Failed", "final_status_code": 488.0,
 				"signaling.problem": true, "signaling.final_failure.code": 488.0, "signaling.final_failure.class": "failure",
 				"signaling.final_failure.reason": rptFenced("Not Acceptable Here"),
-				"media.problem": false, "media.applicable": false, "media.stream_count": 0.0, "termination": nil,
+				"media.problem":                  false, "media.applicable": false, "media.stream_count": 0.0, "termination": nil,
 			},
 		},
 		{
