@@ -240,6 +240,12 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		return 0, err
 	}
 	reg, err := buildRegistry(ctx, cfg, bundles, root, eng.services(), limits)
+	// A bundle over its byte budget costs agents context, not correctness:
+	// the tests refuse it, startup only warns.
+	budget, err := sdk.SplitBudgetErrors(err)
+	for _, b := range budget {
+		log.Warn("bundle over its byte budget", "error", b.Error())
+	}
 	if err != nil {
 		return 0, fmt.Errorf("registering bundles: %w", err)
 	}

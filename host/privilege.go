@@ -13,7 +13,12 @@ import (
 // dropPrivileges switches to an unprivileged user before the listener binds
 // when sipnab was started as root: the named user, or nobody. The default
 // port 8731 is above 1024 for that reason.
-func dropPrivileges(name string, log hclog.Logger) error {
+//
+// It is a variable so in-process tests, which must not drop the test
+// binary's own privileges, can replace it.
+var dropPrivileges = dropPrivilegesTo
+
+func dropPrivilegesTo(name string, log hclog.Logger) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}

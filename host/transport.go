@@ -329,11 +329,17 @@ type tlsListener struct {
 	done  chan struct{}
 	once  sync.Once
 	log   hclog.Logger
+	// timeout bounds one handshake.
+	timeout time.Duration
 }
 
 func newTLSListener(inner net.Listener, cfg *tls.Config, log hclog.Logger) *tlsListener {
-	l := &tlsListener{Listener: inner, cfg: cfg, slots: make(chan struct{}, maxHandshakes),
-		ready: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}), log: log}
+	return newTLSListenerLimits(inner, cfg, log, maxHandshakes, handshakeTimeout)
+}
+
+func newTLSListenerLimits(inner net.Listener, cfg *tls.Config, log hclog.Logger, max int, timeout time.Duration) *tlsListener {
+	l := &tlsListener{Listener: inner, cfg: cfg, slots: make(chan struct{}, max),
+		ready: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}), log: log, timeout: timeout}
 	go l.loop()
 	return l
 }
@@ -357,7 +363,7 @@ func (l *tlsListener) loop() {
 		go func() {
 			defer func() { <-l.slots }()
 			tc := tls.Server(c, l.cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 			defer cancel()
 			if err := tc.HandshakeContext(ctx); err != nil {
 				_ = c.Close()

@@ -157,18 +157,51 @@ func Register(ctx context.Context, bundles []Bundle, env func(Info) Env, opts Re
 	return reg, errors.Join(errs...)
 }
 
+// BudgetError is a bundle whose tools/list bytes exceed its recorded
+// budget (or that records none). Tests treat it as fatal; a host may choose
+// to only warn, since it costs context, not correctness.
+type BudgetError struct{ msg string }
+
+func (e *BudgetError) Error() string { return e.msg }
+
+func budgetErrorf(format string, a ...any) error { return &BudgetError{msg: fmt.Sprintf(format, a...)} }
+
+// SplitBudgetErrors separates the budget violations of a Register error
+// from every other violation (nil when there is none).
+func SplitBudgetErrors(err error) (budget []error, other error) {
+	if err == nil {
+		return nil, nil
+	}
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	var rest []error
+	for _, e := range list {
+		var be *BudgetError
+		if errors.As(e, &be) {
+			budget = append(budget, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	return budget, errors.Join(rest...)
+}
+
 func checkBudget(prefix string, r Registered) []error {
 	var errs []error
 	if r.Info.ByteBudget.Default <= 0 || r.Info.ByteBudget.WithOutputSchemas <= 0 {
-		return []error{fmt.Errorf("%sno byte budget recorded (Info.ByteBudget); measured %d bytes, %d with output schemas",
+		return []error{budgetErrorf("%sno byte budget recorded (Info.ByteBudget); measured %d bytes, %d with output schemas",
 			prefix, r.Bytes(false), r.Bytes(true))}
 	}
 	if n := r.Bytes(false); n > r.Info.ByteBudget.Default {
-		errs = append(errs, fmt.Errorf("%stools/list is %d bytes, over its budget of %d; trim descriptions or raise the budget and docs/mcp-tools.md together",
+		errs = append(errs, budgetErrorf("%stools/list is %d bytes, over its budget of %d; trim descriptions or raise the budget and docs/mcp-tools.md together",
 			prefix, n, r.Info.ByteBudget.Default))
 	}
 	if n := r.Bytes(true); n > r.Info.ByteBudget.WithOutputSchemas {
-		errs = append(errs, fmt.Errorf("%stools/list with output schemas is %d bytes, over its budget of %d",
+		errs = append(errs, budgetErrorf("%stools/list with output schemas is %d bytes, over its budget of %d",
 			prefix, n, r.Info.ByteBudget.WithOutputSchemas))
 	}
 	return errs

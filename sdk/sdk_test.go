@@ -309,3 +309,17 @@ func TestLimitClamps(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitBudgetErrors(t *testing.T) {
+	_, err := Register(context.Background(), []Bundle{okBundle{}, badBundle{id: "bad"}}, nil, RegistryOptions{})
+	budget, other := SplitBudgetErrors(err)
+	if len(budget) != 2 {
+		t.Errorf("got %d budget errors, want 2 (default and with output schemas): %v", len(budget), budget)
+	}
+	if other == nil || strings.Contains(other.Error(), "budget") || !strings.Contains(other.Error(), "Bad-Name") {
+		t.Errorf("other: %v", other)
+	}
+	if b, o := SplitBudgetErrors(nil); b != nil || o != nil {
+		t.Error("nil error split into something")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // httpSession is an initialized raw session against /mcp.
@@ -227,7 +228,12 @@ func TestReadScopeTokenCallsReadOnlyTools(t *testing.T) {
 	if m["result"] == nil {
 		t.Fatalf("read scope refused a read-only tool: %v", m)
 	}
-	if !strings.Contains(srv.stderr.String(), `bearer-verified scope=read token=reader%20%22one%22%0A`) {
+	want := `bearer-verified scope=read token=reader%20%22one%22%0A`
+	// stderr arrives through a pipe: give it a moment.
+	for i := 0; i < 200 && !strings.Contains(srv.stderr.String(), want); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(srv.stderr.String(), want) {
 		t.Errorf("audit caller does not carry the percent-encoded token id:\n%s", srv.stderr.String())
 	}
 }

@@ -96,14 +96,15 @@ func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
+			<-exited
 		}
 		_ = pw.Close()
 	})
@@ -121,6 +122,8 @@ func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
 	select {
 	case u := <-found:
 		s.URL = u
+	case <-exited:
+		t.Fatalf("server exited with %v; stderr:\n%s", cmd.ProcessState, s.stderr.String())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("server did not start; stderr:\n%s", s.stderr.String())
 	}

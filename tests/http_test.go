@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
+	"strconv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -214,4 +216,32 @@ func TestStartupRefusalsOfTheBinary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHTTPServerDropsRootBeforeServing: started as root, the HTTP server
+// runs as nobody once it listens (it binds after the drop).
+func TestHTTPServerDropsRootBeforeServing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	s := startHTTP(t, nil)
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(s.cmd.Process.Pid), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no nobody user")
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && f[0] == "Uid:" {
+			for _, id := range f[1:5] {
+				if id != nobody.Uid {
+					t.Errorf("uid line %q: want every uid %s", line, nobody.Uid)
+				}
+			}
+			return
+		}
+	}
+	t.Fatal("no Uid line")
 }
