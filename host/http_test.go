@@ -41,7 +41,9 @@ func startHTTPInProcess(t *testing.T, bundles []sdk.Bundle, env []string, args .
 	stderr := &syncBuffer{}
 	done := make(chan int, 1)
 	full := append([]string{"-N", "--mcp", "--mcp-transport", "http", "--mcp-bind", "127.0.0.1:0"}, args...)
-	go func() { done <- Run(ctx, full, bundles, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Env: env}) }()
+	go func() {
+		done <- Run(ctx, full, bundles, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Env: env})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
