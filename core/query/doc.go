@@ -1,0 +1,57 @@
+// Package query is the dialog query layer every tool that selects, pages,
+// counts or searches dialogs shares: list_dialogs, find_problems,
+// aggregate_dialogs, search_messages and get_dialog in the core bundle, and
+// the signaling, security and vCon tools after them. It knows nothing of
+// MCP: it returns Go values, and the bundles shape and fence them.
+//
+// # Records
+//
+// [Record] adapts one dialog (its row, and on demand its messages, its RTP
+// streams and its media diagnosis) to [filter.Record] for the 31 fields of
+// the filter language. Values that were not measured are absent, never zero
+// or false. The costly parts load lazily, only when the filter reads a field
+// that needs them:
+//
+//   - the row (dialog.Summary): from.user, to.user, method, call_id, state,
+//     msg_count, retransmits, duration (the answered call's duration, 2xx to
+//     BYE, absent when not answered and ended), pdd and setup_time (seconds,
+//     absent when not measured);
+//   - the retained messages: ua (the first non-empty User-Agent, or Server
+//     on a response), payload (the raw text of each retained message),
+//     src.ip, dst.ip, src.port, dst.port (the dialog's first message);
+//   - the linked RTP streams (the stream store's StreamsFor; UDPTL fax flows
+//     are not RTP and are skipped): rtp.codec and rtp.ssrc (each stream),
+//     rtp.loss (the worst stream's loss_pct), rtp.jitter (the worst stream's
+//     jitter_ms, the RFC 3550 running value rtp_stats reports), rtp.packets
+//     (the sum), rtp.mos (the worst MOS among streams whose MOS is grounded:
+//     a placeholder MOS never selects a dialog, as the rtp_stats MOS bounds
+//     and engine.md's ungrounded exclusion require; absent when no stream is
+//     grounded), rtp.orphaned (false for a dialog with streams, since a
+//     stream linked to a dialog is not orphaned; absent without streams);
+//   - the media diagnosis (core/analysis): one_way, nat_mismatch, no_media,
+//     the four asymmetries and late_media, present only when the diagnosis
+//     is applicable (there was media or SDP to judge), absent otherwise.
+//
+// # Pages
+//
+// [Querier.List] returns the rows matching a filter in created_at (or
+// updated_at) order, Call-ID breaking ties, after a cursor of the form
+// "<RFC 3339>|<Call-ID>". Rows are compared as (time, Call-ID) tuples, never
+// as text, so paging with the cursor of the last row returned yields every
+// row exactly once even when many rows share a timestamp. Every page also
+// counts every match (TotalMatched) and the matches per method (ByMethod).
+//
+// The sorted rows of the dialog store are kept between calls as long as the
+// store's revision does not move, so paging through a loaded capture sorts
+// once.
+//
+// # Aggregation and search
+//
+// [Querier.Aggregate] counts the matching dialogs by one [Dimension]: each
+// dialog lands in exactly one bucket ("(none)" when the value is absent), so
+// the buckets plus OtherCount always equal TotalMatched.
+//
+// [Querier.Search] finds a substring (ASCII case-insensitive) in the method,
+// From, To, User-Agent and body of every retained message and pages the
+// hits by (created_at, Call-ID, message index).
+package query

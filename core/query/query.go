@@ -1,0 +1,230 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/filter"
+)
+
+// None is the bucket (and by_method entry) of a dialog whose value is
+// absent.
+const None = "(none)"
+
+// checkEvery is how many rows a scan handles between context checks.
+const checkEvery = 1024
+
+// Querier answers dialog queries over one capture's stores. It is safe for
+// concurrent use.
+type Querier struct {
+	dialogs *dialog.Store
+	media   analysis.MediaSource
+	th      filter.Thresholds
+
+	mu    sync.Mutex
+	snaps [2]*snapshot // by dialog.Order
+}
+
+// snapshot is the store's rows sorted in one order, valid while the store's
+// revision stays at rev. Its rows are never modified.
+type snapshot struct {
+	rev  uint64
+	rows []dialog.Summary
+
+	methodsOnce sync.Once
+	methods     []MethodCount // by_method over every row
+}
+
+// allMethods is by_method over every row of the snapshot, computed once.
+func (s *snapshot) allMethods() []MethodCount {
+	s.methodsOnce.Do(func() {
+		m := map[string]int{}
+		for i := range s.rows {
+			m[orNone(s.rows[i].Method)]++
+		}
+		s.methods = byMethod(m)
+	})
+	return s.methods
+}
+
+// New returns a Querier over a dialog store and (optionally, nil for none)
+// the stream store, with the run's filter thresholds (the aliases expand
+// with them; slow setup follows th.PDDSeconds).
+func New(dialogs *dialog.Store, m analysis.MediaSource, th filter.Thresholds) *Querier {
+	return &Querier{dialogs: dialogs, media: m, th: th}
+}
+
+// Thresholds returns the run's filter thresholds.
+func (q *Querier) Thresholds() filter.Thresholds { return q.th }
+
+// Compile compiles a filter expression (or a bare alias) with the run's
+// thresholds. An empty expression is no filter (nil, which matches every
+// dialog). A bad expression returns the compiler's *filter.Error.
+func (q *Querier) Compile(expr string) (*filter.Filter, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	return filter.Compile(expr, q.th)
+}
+
+// CompileKinds compiles find_problems' kinds (aliases OR-ed; empty means
+// ["problems"]) with the run's thresholds.
+func (q *Querier) CompileKinds(kinds []string) (*filter.Filter, error) {
+	return filter.CompileKinds(kinds, q.th)
+}
+
+func (q *Querier) slowSetup() time.Duration {
+	return time.Duration(q.th.PDDSeconds * float64(time.Second))
+}
+
+// Rows returns every row of the store sorted in order o (created_at or
+// updated_at, then Call-ID). The slice is shared between callers and must
+// not be modified. It is rebuilt only when the store's revision moved.
+func (q *Querier) Rows(o dialog.Order) []dialog.Summary { return q.snapshot(o).rows }
+
+func (q *Querier) snapshot(o dialog.Order) *snapshot {
+	if o != dialog.ByUpdated {
+		o = dialog.ByCreated
+	}
+	rev := q.dialogs.Revision()
+	q.mu.Lock()
+	if s := q.snaps[o]; s != nil && s.rev == rev {
+		q.mu.Unlock()
+		return s
+	}
+	q.mu.Unlock()
+	s := &snapshot{rev: rev, rows: q.dialogs.Summaries(o)}
+	// Keep the rows only when no mutation ran while they were read: then
+	// they are exactly the content at rev.
+	if q.dialogs.Revision() == rev {
+		q.mu.Lock()
+		q.snaps[o] = s
+		q.mu.Unlock()
+	}
+	return s
+}
+
+// Record returns a filter record for a row (see Record).
+func (q *Querier) Record(row *dialog.Summary) *Record {
+	return &Record{q: q, Row: row}
+}
+
+// MethodCount is one entry of by_method.
+type MethodCount struct {
+	Method string `json:"method" desc:"method that opened the dialog; (none) when absent"`
+	Count  int    `json:"count" desc:"matching dialogs"`
+}
+
+// ListOptions select a page of dialogs.
+type ListOptions struct {
+	// Filter keeps the matching dialogs; nil keeps all.
+	Filter *filter.Filter
+	// Order is created_at (list_dialogs) or updated_at (tail_dialogs).
+	Order dialog.Order
+	// After, when set, starts the page strictly after this position.
+	After *Cursor
+	// Limit caps the rows returned; <= 0 returns every match after the
+	// cursor.
+	Limit int
+}
+
+// Page is one page of dialogs.
+type Page struct {
+	// Rows are the page's rows in order.
+	Rows []dialog.Summary
+	// TotalMatched counts every matching dialog, whatever the cursor.
+	TotalMatched int
+	// ByMethod counts every matching dialog by opening method, largest
+	// first (ties by method).
+	ByMethod []MethodCount
+	// More: matching rows remain after the page.
+	More bool
+}
+
+// List returns a page of matching dialogs. It evaluates the filter on every
+// dialog (TotalMatched and ByMethod count them all) and returns ctx's error
+// if ctx ends first.
+func (q *Querier) List(ctx context.Context, o ListOptions) (Page, error) {
+	snap := q.snapshot(o.Order)
+	rows := snap.rows
+	if o.Filter == nil {
+		return listAll(snap, o), nil
+	}
+	var p Page
+	methods := map[string]int{}
+	rec := &Record{q: q}
+	for i := range rows {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return Page{}, ctx.Err()
+		}
+		row := &rows[i]
+		if o.Filter != nil {
+			rec.reset(row)
+			if !o.Filter.Match(rec) {
+				continue
+			}
+		}
+		p.TotalMatched++
+		methods[orNone(row.Method)]++
+		if o.After != nil && !o.After.afterRow(sortKey(row, o.Order), row.CallID) {
+			continue
+		}
+		if o.Limit > 0 && len(p.Rows) >= o.Limit {
+			p.More = true
+			continue
+		}
+		p.Rows = append(p.Rows, *row)
+	}
+	p.ByMethod = byMethod(methods)
+	return p, nil
+}
+
+// listAll pages every row: a binary search to the cursor, no scan.
+func listAll(snap *snapshot, o ListOptions) Page {
+	rows := snap.rows
+	start := 0
+	if o.After != nil {
+		start, _ = slices.BinarySearchFunc(rows, o.After, func(r dialog.Summary, c *Cursor) int {
+			if c.afterRow(sortKey(&r, o.Order), r.CallID) {
+				return 1
+			}
+			return -1
+		})
+	}
+	end := len(rows)
+	if o.Limit > 0 && start+o.Limit < end {
+		end = start + o.Limit
+	}
+	return Page{
+		Rows:         append([]dialog.Summary(nil), rows[start:end]...),
+		TotalMatched: len(rows),
+		ByMethod:     append([]MethodCount(nil), snap.allMethods()...),
+		More:         end < len(rows),
+	}
+}
+
+func byMethod(m map[string]int) []MethodCount {
+	out := make([]MethodCount, 0, len(m))
+	for k, v := range m {
+		out = append(out, MethodCount{Method: k, Count: v})
+	}
+	slices.SortFunc(out, func(a, b MethodCount) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Method, b.Method)
+	})
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return None
+	}
+	return s
+}

@@ -1,0 +1,328 @@
+package query
+
+import (
+	"math"
+	"net/netip"
+	"unsafe"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/media"
+)
+
+// Record is one dialog seen through the filter language (filter.Record).
+// The row is always there; the messages, the RTP streams and the media
+// diagnosis load on first use, so a filter that reads only row fields costs
+// no store lookups. A Record is used by one goroutine at a time and must
+// not be retained past the call that produced it.
+type Record struct {
+	q   *Querier
+	Row *dialog.Summary
+
+	loaded    uint8 // which lazy parts were loaded (loadedDetail...)
+	detail    *dialog.Detail
+	streams   []media.StreamInfo
+	endpoints []media.Endpoint
+	diag      *analysis.MediaDiagnosis
+}
+
+const (
+	loadedDetail uint8 = 1 << iota
+	loadedStreams
+)
+
+var _ filter.Record = (*Record)(nil)
+
+// reset points the record at another row and forgets what it loaded.
+func (r *Record) reset(row *dialog.Summary) {
+	*r = Record{q: r.q, Row: row}
+}
+
+// Detail returns the dialog's detail with its retained messages (loaded
+// once); false when the dialog left the store since the row was read.
+func (r *Record) Detail() (*dialog.Detail, bool) {
+	if r.loaded&loadedDetail == 0 {
+		r.loaded |= loadedDetail
+		if d, ok := r.q.dialogs.Get(r.Row.CallID); ok {
+			r.detail = &d
+		}
+	}
+	return r.detail, r.detail != nil
+}
+
+// Streams returns the RTP streams linked to the dialog, oldest first
+// (loaded once; none without a stream store).
+func (r *Record) Streams() []media.StreamInfo {
+	r.loadStreams()
+	return r.streams
+}
+
+func (r *Record) loadStreams() {
+	if r.loaded&loadedStreams != 0 {
+		return
+	}
+	r.loaded |= loadedStreams
+	if r.q.media == nil {
+		return
+	}
+	r.streams = r.q.media.StreamsFor(r.Row.CallID)
+	r.endpoints = r.q.media.EndpointsFor(r.Row.CallID)
+}
+
+// Diagnosis returns the dialog's media diagnosis (loaded once). Without
+// streams and SDP endpoints the diagnosis is not applicable and no dialog
+// detail is read.
+func (r *Record) Diagnosis() *analysis.MediaDiagnosis {
+	if r.diag != nil {
+		return r.diag
+	}
+	r.loadStreams()
+	if len(r.streams) == 0 && len(r.endpoints) == 0 {
+		r.diag = &analysis.MediaDiagnosis{Reason: "no SDP was seen for this dialog and no RTP reached the capture point"}
+		return r.diag
+	}
+	var facts analysis.DialogFacts
+	if d, ok := r.q.dialogs.GetWith(r.Row.CallID, dialog.Options{NoMessages: true}); ok {
+		facts = analysis.FactsFrom(d)
+	} else {
+		facts = analysis.DialogFacts{CallID: r.Row.CallID, Method: r.Row.Method, State: r.Row.State, CreatedAt: r.Row.CreatedAt}
+	}
+	src := fixedMedia{streams: r.streams, endpoints: r.endpoints}
+	m := analysis.Diagnose(facts, src, analysis.Options{SlowSetup: r.q.slowSetup()}).Media
+	r.diag = &m
+	return r.diag
+}
+
+// fixedMedia serves the streams and endpoints already read for one dialog
+// to the diagnosis, so they are not read twice.
+type fixedMedia struct {
+	streams   []media.StreamInfo
+	endpoints []media.Endpoint
+}
+
+func (f fixedMedia) StreamsFor(string) []media.StreamInfo { return f.streams }
+func (f fixedMedia) EndpointsFor(string) []media.Endpoint { return f.endpoints }
+func (f fixedMedia) All() []media.StreamInfo              { return f.streams }
+func (f fixedMedia) Stats() media.Stats                   { return media.Stats{} }
+
+// UA returns the first non-empty User-Agent (Server on a response) among
+// the retained messages.
+func (r *Record) UA() (string, bool) {
+	d, ok := r.Detail()
+	if !ok {
+		return "", false
+	}
+	for i := range d.Messages {
+		if m := d.Messages[i].Msg; m != nil && m.UserAgent != "" {
+			return m.UserAgent, true
+		}
+	}
+	return "", false
+}
+
+// First returns the dialog's first retained message.
+func (r *Record) First() (*dialog.Message, bool) {
+	d, ok := r.Detail()
+	if !ok || len(d.Messages) == 0 {
+		return nil, false
+	}
+	return &d.Messages[0], true
+}
+
+// Codecs returns the distinct codec names of the linked RTP streams, in
+// stream order.
+func (r *Record) Codecs() []string {
+	var out []string
+	for i := range r.Streams() {
+		s := &r.streams[i]
+		if !isRTP(s) || s.Codec == "" {
+			continue
+		}
+		dup := false
+		for _, c := range out {
+			if c == s.Codec {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, s.Codec)
+		}
+	}
+	return out
+}
+
+// isRTP: UDPTL fax flows share the stream store but are not RTP.
+func isRTP(s *media.StreamInfo) bool { return s.Kind != "fax" }
+
+func addrText(a netip.Addr) (string, bool) {
+	if !a.IsValid() {
+		return "", false
+	}
+	return a.Unmap().String(), true
+}
+
+// Str implements filter.Record.
+func (r *Record) Str(f filter.Field) (string, bool) {
+	s := r.Row
+	switch f {
+	case filter.FieldFromUser:
+		return s.FromUser, s.FromUser != ""
+	case filter.FieldToUser:
+		return s.ToUser, s.ToUser != ""
+	case filter.FieldMethod:
+		return s.Method, s.Method != ""
+	case filter.FieldCallID:
+		return s.CallID, true
+	case filter.FieldState:
+		return s.State, s.State != ""
+	case filter.FieldUA:
+		return r.UA()
+	case filter.FieldSrcIP:
+		if m, ok := r.First(); ok {
+			return addrText(m.Src.Addr())
+		}
+	case filter.FieldDstIP:
+		if m, ok := r.First(); ok {
+			return addrText(m.Dst.Addr())
+		}
+	}
+	return "", false
+}
+
+func ms(p *int64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return float64(*p) / 1000, true
+}
+
+// Num implements filter.Record.
+func (r *Record) Num(f filter.Field) (float64, bool) {
+	s := r.Row
+	switch f {
+	case filter.FieldMsgCount:
+		return float64(s.MsgCount), true
+	case filter.FieldRetransmits:
+		return float64(s.Timing.Retransmits), true
+	case filter.FieldDuration:
+		return ms(s.Timing.DurationMs)
+	case filter.FieldPDD:
+		return ms(s.Timing.PDDMs)
+	case filter.FieldSetupTime:
+		return ms(s.Timing.SetupMs)
+	case filter.FieldSrcPort:
+		if m, ok := r.First(); ok && m.Src.IsValid() {
+			return float64(m.Src.Port()), true
+		}
+	case filter.FieldDstPort:
+		if m, ok := r.First(); ok && m.Dst.IsValid() {
+			return float64(m.Dst.Port()), true
+		}
+	case filter.FieldRTPMOS, filter.FieldRTPJitter, filter.FieldRTPLoss, filter.FieldRTPPackets:
+		return r.mediaNum(f)
+	}
+	return 0, false
+}
+
+// mediaNum folds the linked streams: worst grounded MOS, worst jitter,
+// worst loss, packet sum.
+func (r *Record) mediaNum(f filter.Field) (float64, bool) {
+	v, ok := 0.0, false
+	for i := range r.Streams() {
+		s := &r.streams[i]
+		if !isRTP(s) {
+			continue
+		}
+		switch f {
+		case filter.FieldRTPMOS:
+			if s.MOS != nil && s.MOSGrounded && !math.IsNaN(*s.MOS) && (!ok || *s.MOS < v) {
+				v, ok = *s.MOS, true
+			}
+		case filter.FieldRTPJitter:
+			if s.JitterMs != nil && !math.IsNaN(*s.JitterMs) && (!ok || *s.JitterMs > v) {
+				v, ok = *s.JitterMs, true
+			}
+		case filter.FieldRTPLoss:
+			if !math.IsNaN(s.LossPct) && (!ok || s.LossPct > v) {
+				v, ok = s.LossPct, true
+			}
+		case filter.FieldRTPPackets:
+			v, ok = v+float64(s.Packets), true
+		}
+	}
+	return v, ok
+}
+
+// Bool implements filter.Record.
+func (r *Record) Bool(f filter.Field) (bool, bool) {
+	if f == filter.FieldRTPOrphaned {
+		for i := range r.Streams() {
+			if isRTP(&r.streams[i]) {
+				// A stream linked to this dialog has an associated dialog.
+				return false, true
+			}
+		}
+		return false, false
+	}
+	d := r.Diagnosis()
+	if !d.Applicable {
+		return false, false
+	}
+	switch f {
+	case filter.FieldOneWay:
+		return d.OneWayAudio, true
+	case filter.FieldNATMismatch:
+		return d.NATMismatch, true
+	case filter.FieldNoMedia:
+		return d.NoMedia, true
+	case filter.FieldCodecAsymmetry:
+		return d.CodecAsymmetry != nil, true
+	case filter.FieldPtimeAsymmetry:
+		return d.PtimeAsymmetry != nil, true
+	case filter.FieldPayloadAsymmetry:
+		return d.PayloadAsymmetry != nil, true
+	case filter.FieldDurationAsymmetry:
+		return d.DurationAsymmetry != nil, true
+	case filter.FieldLateMedia:
+		return d.LateMediaMs != nil, true
+	}
+	return false, false
+}
+
+// Each implements filter.Record.
+func (r *Record) Each(f filter.Field, fn func(string) bool) bool {
+	switch f {
+	case filter.FieldPayload:
+		d, ok := r.Detail()
+		if !ok {
+			return false
+		}
+		for i := range d.Messages {
+			m := d.Messages[i].Msg
+			if m == nil || len(m.Raw) == 0 {
+				continue
+			}
+			// Raw is immutable once parsed: a view, not a copy.
+			if fn(unsafe.String(&m.Raw[0], len(m.Raw))) {
+				return true
+			}
+		}
+	case filter.FieldRTPCodec:
+		for i := range r.Streams() {
+			s := &r.streams[i]
+			if isRTP(s) && s.Codec != "" && fn(s.Codec) {
+				return true
+			}
+		}
+	case filter.FieldRTPSSRC:
+		for i := range r.Streams() {
+			s := &r.streams[i]
+			if isRTP(s) && s.SSRC != "" && fn(s.SSRC) {
+				return true
+			}
+		}
+	}
+	return false
+}
