@@ -1,0 +1,164 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+// mediaGolden compares got with testdata/media-<name> (rewritten with -update).
+func mediaGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "media-"+name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden (run with -update): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; review and run go test -update\n--- got ---\n%s", path, got)
+	}
+}
+
+// TestRenderFindingsGolden renders the capture analysis of captures with
+// findings, with shed frames, and read partially, as text and Markdown.
+func TestRenderFindingsGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"sip-488-codec-reject.pcapng", func(*testing.T) string { return testcap.Public("sip-488-codec-reject.pcapng") }},
+		{"SIP_CALL_RTP_G711", func(*testing.T) string { return testcap.Public("SIP_CALL_RTP_G711") }},
+		{"Asterisk_ZFONE_XLITE.pcap", func(*testing.T) string { return testcap.Public("Asterisk_ZFONE_XLITE.pcap") }},
+		{"truncated-sip-routing-error.pcapng", func(t *testing.T) string { return truncated(t, "sip-routing-error.pcapng") }},
+		{"sip-register.pcap", func(*testing.T) string { return testcap.Public("sip-register.pcap") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, tc.path(t))
+			rep, st := Analyze(c, analysis.Options{})
+			if rep.SourceExhausted != st.SourceExhausted || rep.FramesRead != st.FramesRead {
+				t.Errorf("report flags %v/%d differ from the status it was gated on %v/%d",
+					rep.SourceExhausted, rep.FramesRead, st.SourceExhausted, st.FramesRead)
+			}
+			name := filepath.Base(st.Name)
+			mediaGolden(t, tc.name+".findings.txt", []byte(RenderFindings(rep, name, FindingsText)))
+			mediaGolden(t, tc.name+".findings.md", []byte(RenderFindings(rep, name, FindingsMarkdown)))
+		})
+	}
+}
+
+// TestWriteMediaTextGolden renders the WORST STREAMS and FINDINGS blocks of
+// --report for captures with degraded, clean and no streams.
+func TestWriteMediaTextGolden(t *testing.T) {
+	for _, name := range []string{"Asterisk_ZFONE_XLITE.pcap", "sip-rtp-opus-hybrid.pcap", "codec-negotiation.pcap", "sip-proxy.pcap"} {
+		t.Run(name, func(t *testing.T) {
+			c := load(t, testcap.Public(name))
+			rep, _ := Analyze(c, analysis.Options{})
+			doc := Build(c)
+			var b bytes.Buffer
+			WriteMediaText(&b, &doc, rep)
+			mediaGolden(t, name+".media.txt", b.Bytes())
+		})
+	}
+}
+
+func f64(v float64) *float64 { return &v }
+
+func TestWorstStreams(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(ssrc string, mos *float64, grounded bool, loss float64, jmean float64, r *float64, at int) media.StreamInfo {
+		return media.StreamInfo{SSRC: ssrc, MOS: mos, MOSGrounded: grounded, LossPct: loss, JitterMeanMs: f64(jmean),
+			JitterMaxMs: f64(jmean * 2), RFactor: r, FirstSeen: t0.Add(time.Duration(at) * time.Second)}
+	}
+	streams := []media.StreamInfo{
+		mk("good", f64(4.4), true, 0, 1, f64(93), 0),
+		mk("placeholder-lossy", f64(4.2), false, 8, 1, f64(80), 1), // degraded by loss, score not grounded
+		mk("low-mos", f64(3.1), true, 3, 5, f64(60), 2),            // degraded by R
+		mk("jittery", f64(4.0), true, 0, 60, f64(80), 3),           // degraded by jitter
+		mk("ok-lossy", f64(4.1), true, 1, 1, f64(85), 4),
+		mk("video", nil, false, 0, 0, nil, 5),
+	}
+	got := WorstStreams(streams, 10)
+	want := []string{"low-mos", "jittery", "placeholder-lossy", "ok-lossy", "good", "video"}
+	if len(got) != len(want) {
+		t.Fatalf("got %d streams, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].SSRC != want[i] {
+			t.Errorf("rank %d: got %s, want %s", i, got[i].SSRC, want[i])
+		}
+	}
+	if n := len(WorstStreams(streams, 2)); n != 2 {
+		t.Errorf("n=2: got %d", n)
+	}
+	if len(StreamProblems(&streams[0])) != 0 || len(StreamProblems(&streams[2])) != 1 || len(StreamProblems(&streams[1])) != 1 {
+		t.Errorf("problems: %v / %v / %v", StreamProblems(&streams[0]), StreamProblems(&streams[2]), StreamProblems(&streams[1]))
+	}
+}
+
+// TestRenderFindingsKeepsCaptureTextInert: sender-chosen Call-IDs and
+// reason phrases cannot format the Markdown document or break lines.
+func TestRenderFindingsKeepsCaptureTextInert(t *testing.T) {
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	rep := analysis.Report{
+		SchemaVersion: 1, DialogsExamined: 1, FramesRead: 10, SourceExhausted: true, Complete: true,
+		Findings: []analysis.Finding{{
+			Kind: "final_failure_failure", Severity: "medium", Occurrences: 1, Unit: "dialogs", Summary: "s",
+			Evidence: []analysis.Evidence{{
+				CallID: "`x`\n# Heading", At: &at,
+				Note: "Busy [click](http://evil.example) <img src=x>\r\n## injected *bold*",
+			}},
+		}},
+	}
+	md := RenderFindings(rep, "cap\n# title", FindingsMarkdown)
+	for _, bad := range []string{"\n# Heading", "\n## injected", "[click](", " <img", "*bold*", "\n# title"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("markdown keeps %q:\n%s", bad, md)
+		}
+	}
+	if !strings.Contains(md, "`` `x`?# Heading ``") {
+		t.Errorf("Call-ID not in a code span that holds its backticks:\n%s", md)
+	}
+	txt := RenderFindings(rep, "cap", FindingsText)
+	if strings.Contains(txt, "\r") || strings.Contains(txt, "\n## injected") {
+		t.Errorf("text keeps control characters:\n%q", txt)
+	}
+}
+
+func TestMarkdownHelpers(t *testing.T) {
+	for _, tc := range []struct{ in, code, esc string }{
+		{"abc@host", "`abc@host`", "abc@host"},
+		{"a`b", "``a`b``", "a\\`b"},
+		{"`a``", "``` `a`` ```", "\\`a\\`\\`"},
+		{"x_y*z", "`x_y*z`", "x\\_y\\*z"},
+		{"[l](u) <b> #|~&", "`[l](u) <b> #|~&`", "\\[l\\](u) \\<b\\> \\#\\|\\~\\&"},
+	} {
+		if got := mdCode(tc.in); got != tc.code {
+			t.Errorf("mdCode(%q): got %q, want %q", tc.in, got, tc.code)
+		}
+		if got := mdEscape(tc.in); got != tc.esc {
+			t.Errorf("mdEscape(%q): got %q, want %q", tc.in, got, tc.esc)
+		}
+	}
+	for _, tc := range []struct {
+		n    int64
+		unit string
+		want string
+	}{{1, "dialogs", "1 dialog"}, {2, "dialogs", "2 dialogs"}, {1, "entries", "1 entry"}, {0, "frames", "0 frames"}} {
+		if got := count(tc.n, tc.unit); got != tc.want {
+			t.Errorf("count(%d, %s): got %q, want %q", tc.n, tc.unit, got, tc.want)
+		}
+	}
+}
