@@ -49,16 +49,13 @@ func engineConfig(cfg *Config) engine.Config {
 	return ec
 }
 
-// startEngine creates the capture and starts its sources: the -I inputs
-// load in the background, -i interfaces capture live, -L addresses receive
-// HEP. A named source that cannot be opened is an error.
-func startEngine(ctx context.Context, cfg *Config, log hclog.Logger) (*engineHandle, error) {
+// startEngine creates the capture and starts its sources: -i interfaces
+// capture live (they need the starting user's rights), then beforeFiles
+// runs (the HTTP server drops root there), then the -I inputs load in the
+// background and -L addresses receive HEP, as the user sipnab runs as. A
+// named source that cannot be opened is an error.
+func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles func() error) (*engineHandle, error) {
 	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
-	if inputs := inputsOf(cfg); len(inputs) > 0 {
-		if err := c.LoadFiles(ctx, inputs); err != nil {
-			return nil, err
-		}
-	}
 	for i, dev := range nonEmpty(cfg.Strings("interface")) {
 		lc, err := live.Start(ctx, live.Options{Device: dev, Name: dev, SourceID: uint16(100 + i)}, c)
 		if err != nil {
@@ -67,6 +64,18 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger) (*engineHan
 		}
 		c.AttachLive(dev, lc.Stop, lc.Done(), lc.Err)
 		log.Info("capturing live", "interface", dev)
+	}
+	if beforeFiles != nil {
+		if err := beforeFiles(); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
+	if inputs := inputsOf(cfg); len(inputs) > 0 {
+		if err := c.LoadFiles(ctx, inputs); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
 	}
 	for i, addr := range nonEmpty(cfg.Strings("hep.listen")) {
 		hc := heplisten.Config{UDP: addr, TCP: addr, Allow: nonEmpty(cfg.Strings("hep.allow")),
@@ -93,7 +102,7 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 		fmt.Fprintln(sio.Stderr, "sipnab: no input: give -I FILE (repeatable) or -I DIR")
 		return exitUsage
 	}
-	e, err := startEngine(ctx, cfg, log)
+	e, err := startEngine(ctx, cfg, log, nil)
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure

@@ -235,7 +235,14 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	defer audit.close()
 
 	limits := limitsFrom(cfg)
-	eng, err := startEngine(ctx, cfg, root)
+	var drop func() error
+	if transport == "http" {
+		// Root is dropped once secrets, keys, the audit file and live
+		// sockets are open, before capture files are read and before the
+		// listener binds.
+		drop = func() error { return dropPrivileges(cfg.String("user"), log) }
+	}
+	eng, err := startEngine(ctx, cfg, root, drop)
 	if err != nil {
 		return 0, err
 	}
@@ -270,9 +277,6 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		return exitOK, nil
 	}
 
-	if err := dropPrivileges(cfg.String("user"), log); err != nil {
-		return 0, err
-	}
 	front := &httpFront{log: log, sessions: newSessionManager(), verify: verify, allowedHosts: cfg.Strings("mcp.allowed_host")}
 	if len(front.allowedHosts) == 1 && front.allowedHosts[0] == "" {
 		front.allowedHosts = nil

@@ -42,13 +42,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building sipnab:", err)
 		os.Exit(1)
 	}
+	// The sample capture is copied beside the binary, where the HTTP server
+	// can still read it once it runs as nobody, wherever the checkout is.
+	data, err := os.ReadFile(filepath.Join(testcap.Root(), "testdata", "sip-rtp-g711.pcap"))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "sip-rtp-g711.pcap"), data, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "copying the sample capture:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// sampleCapture is the small capture shipped in the repository.
-func sampleCapture() string { return filepath.Join(testcap.Root(), "testdata", "sip-rtp-g711.pcap") }
+// sampleCapture is the small capture shipped in the repository
+// (testdata/sip-rtp-g711.pcap), copied beside the binary.
+func sampleCapture() string { return filepath.Join(filepath.Dir(bin), "sip-rtp-g711.pcap") }
 
 // lockedBuffer collects a process's stderr.
 type lockedBuffer struct {

@@ -21,7 +21,9 @@ go build -o "$work/sipnab" ./cmd/sipnab
 inspector=("$work/node_modules/.bin/mcp-inspector" --cli)
 echo "MCP Inspector $("${inspector[@]}" --version 2>/dev/null || echo '?')"
 
-capture="$root/testdata/sip-rtp-g711.pcap"
+# Beside the binary: started as root, the HTTP server reads it as nobody.
+cp "$root/testdata/sip-rtp-g711.pcap" "$work/" && chmod 644 "$work/sip-rtp-g711.pcap"
+capture="$work/sip-rtp-g711.pcap"
 failures=0
 
 check() { # name, then the inspector target arguments
