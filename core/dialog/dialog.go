@@ -737,14 +737,13 @@ func (l *leg) effectiveState() State {
 	return l.state
 }
 
-// primary is the leg a Call-ID's row describes: the first INVITE-family leg,
-// else the first leg.
+// primary is the leg a Call-ID's row describes: the leg that opened the
+// Call-ID. A row's method is therefore the method of the first message seen
+// under the Call-ID, so a load generator that registers and then calls under
+// one Call-ID (sipp-branch-scenario.pcapng) lists as REGISTER, and by_method
+// counts what opened each Call-ID. The other legs stay in Detail.Legs, and
+// final_status_code still comes from the INVITE transactions.
 func (d *dialog) primary() *leg {
-	for _, l := range d.legs {
-		if l.family == FamilyInvite {
-			return l
-		}
-	}
 	if len(d.legs) > 0 {
 		return d.legs[0]
 	}

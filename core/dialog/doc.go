@@ -27,9 +27,9 @@
 //     retransmission.
 //
 // A list row (Summary) describes the Call-ID: its state, method, parties and
-// timing come from the primary leg, which is the first INVITE-family leg when
-// there is one (a call outranks a registration that shares its Call-ID),
-// else the first leg. msg_count counts every message of the Call-ID,
+// timing come from the primary leg, the leg that opened the Call-ID, so the
+// row's method is what opened it (sipp-branch-scenario.pcapng lists all 1334
+// Call-IDs as REGISTER, as its by_method must show). msg_count counts every message of the Call-ID,
 // retransmissions included. final_status_code comes from the INVITE
 // transactions that open or retry the call (never re-INVITEs).
 //
