@@ -1,0 +1,79 @@
+// Package signaling is the signaling bundle: the questions that follow
+// "which calls failed" (when, how many per carrier, the ladder, the legs,
+// what the RFCs say, how to reproduce it). This file holds the bundle; each
+// tool lives in its own file (lint_dialog.go, validate_message.go,
+// explain_rule.go, ...).
+package signaling
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// Bundle is the signaling bundle.
+type Bundle struct{}
+
+var _ sdk.Bundle = Bundle{}
+
+// Info describes the bundle. ByteBudget is the recorded ceiling of the
+// bundle's compact tools/list bytes; docs/mcp-tools.md shows the measured
+// figures and bundles/all's TestEachBundleStaysWithinItsByteBudget enforces
+// it. A tool added here raises the budget in the same change.
+func (Bundle) Info() sdk.Info {
+	return sdk.Info{
+		ID:         "signaling",
+		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations",
+		ByteBudget: sdk.Budget{Default: 2500, WithOutputSchemas: 11500},
+	}
+}
+
+// Config is the [bundles.signaling] section. It has no keys yet; unknown
+// keys are errors.
+type Config struct{}
+
+// deps is what the bundle's tools read.
+type deps struct {
+	capture *engine.Capture
+	// fileRoot is the sandbox directory of file-naming arguments
+	// (--mcp-file-root); "" disables them. The host does not hand it to
+	// bundles yet, so in the binary it is always "" (tests set it).
+	fileRoot string
+}
+
+// Provision reads [bundles.signaling], fetches the capture engine and builds
+// the tools.
+func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
+	var cfg Config
+	if err := env.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("reading [bundles.signaling]: %w", err)
+	}
+	capture, err := sdk.Service[*engine.Capture](env)
+	if err != nil {
+		return nil, fmt.Errorf("signaling bundle needs the capture engine: %w", err)
+	}
+	return tools(&deps{capture: capture}), nil
+}
+
+// tools lists the bundle's tools, one line each: a new tool file adds its
+// constructor here (the registry orders tools by name).
+func tools(d *deps) []sdk.Tool {
+	return []sdk.Tool{
+		lintDialogTool(d),
+		validateMessageTool(d),
+		explainRuleTool(d),
+	}
+}
+
+// sourceState converts the engine's status to the sdk's source state.
+func sourceState(st engine.Status) sdk.SourceState {
+	id := st.Identity
+	return sdk.SourceState{
+		Exhausted:    st.SourceExhausted,
+		StoppedEarly: st.SourceStoppedEarly,
+		Identity: sdk.CaptureIdentity{Node: id.Node, Instance: id.Instance,
+			DialogGeneration: id.DialogGeneration, StreamGeneration: id.StreamGeneration},
+	}
+}

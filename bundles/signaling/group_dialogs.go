@@ -1,0 +1,184 @@
+package signaling
+
+import (
+	"context"
+
+	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// groupDialogsSchemaVersion is group_dialogs' response schema version.
+const groupDialogsSchemaVersion = 1
+
+// defaultTopN is group_dialogs' group count when top_n is absent.
+const defaultTopN = 50
+
+type groupDialogsIn struct {
+	By      string   `json:"by" desc:"one dimension: state, response_code, method, from.user, to.user, ua, src.ip, dst.ip, rtp.codec, to_domain, hour (UTC, epoch-aligned), next_hop (ip:port the opening request was last sent to: the downstream hop)"`
+	Metrics []string `json:"metrics,omitempty" desc:"subset of count, asr, ner, acd, pdd_p50, pdd_p95, mos_p10, retransmit_rate (default all)"`
+	Filter  string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
+	TopN    int      `json:"top_n,omitempty" desc:"largest groups kept (default 50)"`
+}
+
+// GroupPopulation is what a group's metrics were computed over.
+type GroupPopulation struct {
+	// Dialogs in the group.
+	Dialogs int `json:"dialogs" desc:"dialogs in the group"`
+	// Seizures are INVITEs whose opening transaction reached an outcome
+	// (a final response or a CANCEL); an INVITE still ringing at capture
+	// end is not one.
+	Seizures int `json:"seizures" desc:"INVITEs with a final response or a CANCEL (still ringing at capture end: excluded)"`
+	// Answered are seizures answered with a 2xx.
+	Answered int `json:"answered" desc:"seizures answered 2xx"`
+	// Delivered are seizures answered, refused with 480, 486, 487, 600 or
+	// 603, or cancelled (408 is not delivered).
+	Delivered int `json:"delivered" desc:"answered, or 480/486/487/600/603, or cancelled; 408 is not delivered"`
+	// CompletedCalls are answered calls whose conversation (2xx to BYE) was
+	// measured: ACD's population.
+	CompletedCalls int `json:"completed_calls" desc:"answered calls ended by a BYE in the capture"`
+	// PDDMeasured counts INVITEs with a post-dial delay (an 18x arrived).
+	PDDMeasured int `json:"pdd_measured" desc:"INVITEs whose post-dial delay was measured"`
+	// MOSGroundedDialogs counts dialogs with a stream whose MOS is
+	// grounded; absent when mos_p10 was not asked for.
+	MOSGroundedDialogs *int `json:"mos_grounded_dialogs,omitempty" desc:"dialogs with a grounded-MOS stream; absent unless mos_p10 is asked"`
+	// Retransmits counts retransmitted messages.
+	Retransmits int `json:"retransmits" desc:"retransmitted messages"`
+}
+
+// DialogGroup is one value of the dimension.
+type DialogGroup struct {
+	// Value is the dimension's value; "(none)" when the dialogs have none.
+	// to_domain, from.user, to.user and ua are fenced (sender-written).
+	Value string `json:"value" desc:"dimension value; (none) when absent; sender-written values fenced"`
+	// Count is the number of dialogs in the group.
+	Count int `json:"count" desc:"dialogs in the group"`
+	// Metrics maps each requested metric to its value (2 decimals), or null
+	// when it cannot be computed for this group (never 0).
+	Metrics map[string]*float64 `json:"metrics" desc:"requested metrics; null when not computable, see not_grounded"`
+	// NotGrounded says why each null metric is null.
+	NotGrounded map[string]string `json:"not_grounded" desc:"why each null metric could not be computed"`
+	// Population is what the metrics were computed over.
+	Population GroupPopulation `json:"population" desc:"what the metrics were computed over"`
+}
+
+// GroupDialogs is group_dialogs' answer.
+type GroupDialogs struct {
+	// GroupBy is the dimension.
+	GroupBy string `json:"group_by" desc:"dimension grouped by"`
+	// Metrics are the metrics computed, in the order asked.
+	Metrics []string `json:"metrics" desc:"metrics computed"`
+	// Units names the unit of each metric: asr and ner are percent.
+	Units map[string]string `json:"units" desc:"unit of each metric"`
+	// Groups are the top_n largest groups, ranked by count (ties by value).
+	Groups []DialogGroup `json:"groups" desc:"largest groups first, ranked by count"`
+	// OtherCount counts the dialogs of the groups past top_n; it carries no
+	// metrics (an average of the smallest groups' averages means nothing).
+	OtherCount int `json:"other_count" desc:"dialogs in groups past top_n (no metrics)"`
+	// DistinctValues counts every group, (none) included.
+	DistinctValues int `json:"distinct_values" desc:"groups in total, (none) included"`
+	// TotalMatched counts the dialogs matching the filter: the groups plus
+	// other_count.
+	TotalMatched int `json:"total_matched" desc:"matching dialogs: groups plus other_count"`
+	sdk.SourceFlags
+	// CaptureIdentity names the capture counted.
+	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
+	// SchemaVersion of this answer.
+	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+func groupDialogsTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "group_dialogs",
+		Title: "Carrier metrics per group",
+		Description: "Carrier metrics per value of one dimension, computed in the store beside their population: " +
+			"ASR/NER (percent), ACD (conversation s), PDD p50/p95 (ms, nearest rank), MOS p10, retransmits per dialog. " +
+			"A metric that cannot be computed is null with a not_grounded reason, never 0.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in groupDialogsIn) (GroupDialogs, error) {
+		return groupDialogs(ctx, d, c, in)
+	})
+}
+
+func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) (GroupDialogs, error) {
+	by, err := query.ParseGroupDimension(in.By)
+	if err != nil {
+		return GroupDialogs{}, sdk.InvalidParams("%v", err)
+	}
+	metrics, err := query.ParseMetrics(in.Metrics)
+	if err != nil {
+		return GroupDialogs{}, sdk.InvalidParams("%v", err)
+	}
+	if in.TopN < 0 {
+		return GroupDialogs{}, sdk.InvalidParams("top_n %d: want a positive number, or omit it for %d", in.TopN, defaultTopN)
+	}
+	topN := in.TopN
+	if topN == 0 {
+		topN = defaultTopN
+	}
+	topN = min(topN, c.Limits().MaxRows)
+	q := storeQuerier(d)
+	f, err := compileDialogFilter(q, in.Filter)
+	if err != nil {
+		return GroupDialogs{}, err
+	}
+	src := sourceState(d.capture.Status())
+	g, err := q.Group(ctx, query.GroupOptions{Filter: f, By: by, Metrics: metrics, TopN: topN})
+	if err != nil {
+		return GroupDialogs{}, err
+	}
+	out := GroupDialogs{
+		GroupBy:         string(by),
+		Metrics:         make([]string, len(metrics)),
+		Units:           make(map[string]string, len(metrics)),
+		Groups:          make([]DialogGroup, len(g.Groups)),
+		OtherCount:      g.OtherCount,
+		DistinctValues:  g.DistinctValues,
+		TotalMatched:    g.TotalMatched,
+		SourceFlags:     src.Flags(),
+		CaptureIdentity: src.Identity,
+		SchemaVersion:   groupDialogsSchemaVersion,
+	}
+	for i, m := range metrics {
+		out.Metrics[i] = string(m)
+		out.Units[string(m)] = m.Unit()
+	}
+	fence := groupFenced(by)
+	for i, gr := range g.Groups {
+		v := gr.Value
+		if fence && !gr.Absent {
+			v = c.Fence(v)
+		}
+		dg := DialogGroup{
+			Value:       v,
+			Count:       gr.Count,
+			Metrics:     make(map[string]*float64, len(gr.Metrics)),
+			NotGrounded: make(map[string]string, len(gr.NotGrounded)),
+			Population: GroupPopulation{
+				Dialogs: gr.Population.Dialogs, Seizures: gr.Population.Seizures, Answered: gr.Population.Answered,
+				Delivered: gr.Population.Delivered, CompletedCalls: gr.Population.CompletedCalls,
+				PDDMeasured: gr.Population.PDDMeasured, MOSGroundedDialogs: gr.Population.MOSGroundedDialogs,
+				Retransmits: gr.Population.Retransmits,
+			},
+		}
+		for m, val := range gr.Metrics {
+			dg.Metrics[string(m)] = val
+		}
+		for m, why := range gr.NotGrounded {
+			dg.NotGrounded[string(m)] = why
+		}
+		out.Groups[i] = dg
+	}
+	return out, nil
+}
+
+// groupFenced reports whether a dimension's values are sender-written and
+// fenced: to_domain, from.user, to.user and ua. next_hop, state, codes,
+// addresses and codecs are sipnab's own derivation and stay unfenced:
+// fencing them would tell the agent to distrust the analysis.
+func groupFenced(by query.Dimension) bool {
+	switch by {
+	case query.DimToDomain, query.DimFromUser, query.DimToUser, query.DimUA:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,116 @@
+package signaling
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// searchByTimeSchemaVersion is search_by_time's response schema version.
+const searchByTimeSchemaVersion = 1
+
+type searchByTimeIn struct {
+	Start  string   `json:"start" desc:"window start, RFC 3339, inclusive"`
+	End    string   `json:"end,omitempty" desc:"window end, RFC 3339, exclusive, after start (default: no end)"`
+	Filter string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
+	Limit  int      `json:"limit,omitempty" desc:"rows per page (default 50)"`
+	Cursor string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
+	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
+}
+
+// TimeRow is one dialog created in the window.
+type TimeRow struct {
+	// CallID is the dialog's Call-ID, verbatim.
+	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
+	// CreatedAt is the time of the dialog's first message.
+	CreatedAt time.Time `json:"created_at" desc:"time of the first message"`
+	// State is the dialog state.
+	State string `json:"state" desc:"dialog state"`
+	// FinalStatusCode is the final response to the call's INVITE; absent
+	// without one.
+	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final response code of the call's INVITE"`
+}
+
+// SearchByTime is search_by_time's answer: a page of the dialogs created in
+// [start, end) matching the filter, in created_at order.
+type SearchByTime struct {
+	// Dialogs are the page's rows.
+	Dialogs []TimeRow `json:"dialogs" desc:"dialogs created in the window, created_at order"`
+	sdk.Page
+}
+
+func searchByTimeTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "search_by_time",
+		Title: "Dialogs in a time window",
+		Description: "Page of the dialogs created in [start, end) that match an optional filter, in created_at order, " +
+			"with total_matched and a cursor.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in searchByTimeIn) (SearchByTime, error) {
+		return searchByTime(ctx, d, c, in)
+	})
+}
+
+func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) (SearchByTime, error) {
+	start, err := time.Parse(time.RFC3339Nano, in.Start)
+	if err != nil {
+		return SearchByTime{}, sdk.InvalidParams("start %q is not an RFC 3339 time (e.g. 2025-03-03T09:00:00Z)", clipTimeArg(in.Start))
+	}
+	var end time.Time
+	if in.End != "" {
+		if end, err = time.Parse(time.RFC3339Nano, in.End); err != nil {
+			return SearchByTime{}, sdk.InvalidParams("end %q is not an RFC 3339 time (e.g. 2025-03-03T10:00:00Z)", clipTimeArg(in.End))
+		}
+		if !end.After(start) {
+			return SearchByTime{}, sdk.InvalidParams("end %s must be after start %s (end is exclusive)", clipTimeArg(in.End), clipTimeArg(in.Start))
+		}
+	}
+	if in.Limit < 0 {
+		return SearchByTime{}, sdk.InvalidParams("limit %d: want a positive number, or omit it for %d", in.Limit, sdk.DefaultLimit)
+	}
+	var after *query.Cursor
+	if in.Cursor != "" {
+		cur, err := query.ParseDialogCursor(in.Cursor)
+		if err != nil {
+			return SearchByTime{}, sdk.InvalidParams("%v", err)
+		}
+		after = &cur
+	}
+	if err := c.Project("dialogs", in.Fields, sdk.FieldNames[TimeRow]()); err != nil {
+		return SearchByTime{}, err
+	}
+	q := storeQuerier(d)
+	f, err := compileDialogFilter(q, in.Filter)
+	if err != nil {
+		return SearchByTime{}, err
+	}
+	src := sourceState(d.capture.Status())
+	limit := c.Limit(in.Limit)
+	p, err := q.Window(ctx, query.WindowOptions{Start: start, End: end, Filter: f, After: after, Limit: limit})
+	if err != nil {
+		return SearchByTime{}, err
+	}
+	out := SearchByTime{Dialogs: make([]TimeRow, len(p.Rows))}
+	for i := range p.Rows {
+		r := &p.Rows[i]
+		out.Dialogs[i] = TimeRow{CallID: r.CallID, CreatedAt: r.CreatedAt, State: r.State, FinalStatusCode: r.FinalStatusCode}
+	}
+	next := ""
+	if p.More && len(p.Rows) > 0 {
+		last := &p.Rows[len(p.Rows)-1]
+		next = query.DialogCursor(last.CreatedAt, last.CallID)
+	}
+	out.Page = sdk.NewPage(len(p.Rows), p.TotalMatched, p.More, next, src, searchByTimeSchemaVersion)
+	return out, nil
+}
+
+// clipArg shortens an echoed argument in an error message.
+func clipTimeArg(s string) string {
+	if len(s) > 64 {
+		return strings.ToValidUTF8(s[:64], "") + "…"
+	}
+	return s
+}

@@ -1,0 +1,111 @@
+package signaling
+
+import (
+	"context"
+
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// tailDialogsSchemaVersion is tail_dialogs' response schema version.
+const tailDialogsSchemaVersion = 1
+
+type tailDialogsIn struct {
+	Cursor string   `json:"cursor,omitempty" desc:"next_cursor of the previous call; absent: from the oldest change"`
+	Limit  int      `json:"limit,omitempty" desc:"rows per page (default 50)"`
+	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
+}
+
+// TailDialogs is tail_dialogs' answer: the dialogs whose latest message
+// came after the cursor, in updated_at order (Call-ID breaking ties). It
+// has no returned or total_matched: how many there are is not a question
+// a tail can answer while the store changes.
+type TailDialogs struct {
+	// Dialogs are the changed dialogs (the list_dialogs row), oldest change
+	// first; from_user and to_user are fenced.
+	Dialogs []dialog.Summary `json:"dialogs" desc:"dialogs changed after the cursor, updated_at order"`
+	// NextCursor is where to resume: the position of the last row returned
+	// (or the cursor given, when nothing changed). It is set on the last
+	// page too, because a tail is polled again later; null only when the
+	// store held nothing and no cursor was given.
+	NextCursor *string `json:"next_cursor" desc:"pass back to get the dialogs changed after this page; set even when nothing more is waiting"`
+	// Truncated: more changed dialogs are waiting now. false only once the
+	// source is read whole.
+	Truncated *bool `json:"truncated,omitempty" desc:"more changed dialogs are waiting now; false only once the source is read whole"`
+	sdk.SourceFlags
+	// CaptureIdentity names the capture; a new instance voids old cursors.
+	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
+	// SchemaVersion of this answer.
+	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+func tailDialogsTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "tail_dialogs",
+		Title: "Dialogs changed since a cursor",
+		Description: "Dialogs whose latest message came after the cursor, in updated_at order. Poll with next_cursor " +
+			"(always set) to follow a live capture.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in tailDialogsIn) (TailDialogs, error) {
+		return tailDialogs(ctx, d, c, in)
+	})
+}
+
+func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (TailDialogs, error) {
+	if in.Limit < 0 {
+		return TailDialogs{}, sdk.InvalidParams("limit %d: want a positive number, or omit it for %d", in.Limit, sdk.DefaultLimit)
+	}
+	var after *query.Cursor
+	if in.Cursor != "" {
+		cur, err := query.ParseDialogCursor(in.Cursor)
+		if err != nil {
+			return TailDialogs{}, sdk.InvalidParams("%v", err)
+		}
+		after = &cur
+	}
+	if err := c.Project("dialogs", in.Fields, sdk.FieldNames[dialog.Summary]()); err != nil {
+		return TailDialogs{}, err
+	}
+	src := sourceState(d.capture.Status())
+	p, err := storeQuerier(d).List(ctx, query.ListOptions{Order: dialog.ByUpdated, After: after, Limit: c.Limit(in.Limit)})
+	if err != nil {
+		return TailDialogs{}, err
+	}
+	out := TailDialogs{
+		Dialogs:         fenceSummaries(c, p.Rows),
+		SourceFlags:     src.Flags(),
+		CaptureIdentity: src.Identity,
+		SchemaVersion:   tailDialogsSchemaVersion,
+	}
+	switch {
+	case len(p.Rows) > 0:
+		last := &p.Rows[len(p.Rows)-1]
+		next := query.DialogCursor(last.UpdatedAt, last.CallID)
+		out.NextCursor = &next
+	case in.Cursor != "":
+		next := in.Cursor
+		out.NextCursor = &next
+	}
+	// The page envelope's rule for truncated: true when more rows wait,
+	// false stated only over a source read whole.
+	env := sdk.NewPage(len(p.Rows), -1, p.More, "", src, tailDialogsSchemaVersion)
+	out.Truncated = env.Truncated
+	return out, nil
+}
+
+// fenceRows returns the rows with their sender-written users fenced
+// (from_user, to_user), as every dialog row tool does.
+func fenceSummaries(c *sdk.Call, rows []dialog.Summary) []dialog.Summary {
+	out := make([]dialog.Summary, len(rows))
+	for i, r := range rows {
+		if r.FromUser != "" {
+			r.FromUser = c.Fence(r.FromUser)
+		}
+		if r.ToUser != "" {
+			r.ToUser = c.Fence(r.ToUser)
+		}
+		out[i] = r
+	}
+	return out
+}
