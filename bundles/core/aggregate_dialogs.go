@@ -1,0 +1,105 @@
+package core
+
+import (
+	"context"
+
+	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// aggregateSchemaVersion is aggregate_dialogs' response schema version.
+const aggregateSchemaVersion = 1
+
+// aggregateDefaultTopN is the number of buckets kept when top_n is absent.
+const aggregateDefaultTopN = 50
+
+type aggregateDialogsIn struct {
+	GroupBy string `json:"group_by" enum:"state|response_code|method|from.user|to.user|ua|src.ip|dst.ip|rtp.codec" desc:"the one dimension to count by"`
+	Filter  string `json:"filter,omitempty" desc:"filter expression or alias; absent: all dialogs"`
+	TopN    int    `json:"top_n,omitempty" desc:"buckets kept (default 50); the rest count in other_count"`
+}
+
+// AggregateBucket is one value of the dimension and its dialogs.
+type AggregateBucket struct {
+	// Value is the dimension's value; (none) for dialogs without one.
+	// Sender-written dimensions (from.user, to.user, ua, rtp.codec) are
+	// fenced.
+	Value string `json:"value" desc:"the value; (none) when absent; fenced for from.user, to.user, ua, rtp.codec"`
+	// Count counts the matching dialogs holding the value.
+	Count int `json:"count" desc:"matching dialogs with this value"`
+}
+
+// AggregateDialogs is aggregate_dialogs' answer.
+type AggregateDialogs struct {
+	// GroupBy is the dimension counted by.
+	GroupBy string `json:"group_by" desc:"the dimension counted by"`
+	// Buckets are the top_n largest buckets, largest first (ties by value).
+	Buckets []AggregateBucket `json:"buckets" desc:"largest buckets first"`
+	// OtherCount counts the dialogs in the buckets past top_n: buckets
+	// plus other_count always equal total_matched.
+	OtherCount int `json:"other_count" desc:"dialogs in buckets past top_n; buckets + other_count = total_matched"`
+	// DistinctValues counts every bucket, (none) included.
+	DistinctValues int `json:"distinct_values" desc:"number of buckets, (none) included"`
+	// TotalMatched counts the dialogs the filter matched.
+	TotalMatched int `json:"total_matched" desc:"dialogs the filter matched"`
+	sdk.SourceFlags
+	// CaptureIdentity names the capture counted.
+	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture counted"`
+	// SchemaVersion of this answer.
+	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+var _ = addTool(aggregateDialogsTool)
+
+func aggregateDialogsTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "aggregate_dialogs",
+		Title: "Count dialogs by one dimension",
+		Description: "Counts the dialogs matching an optional filter by one dimension, in the store. Use it instead of " +
+			"tallying list pages: buckets + other_count = total_matched; absent values count as (none).",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in aggregateDialogsIn) (AggregateDialogs, error) {
+		dim, err := query.ParseDimension(in.GroupBy)
+		if err != nil {
+			return AggregateDialogs{}, sdk.InvalidParams("%v", err)
+		}
+		if in.TopN < 0 {
+			return AggregateDialogs{}, sdk.InvalidParams("top_n must be positive, got %d", in.TopN)
+		}
+		q := querier(d)
+		f, err := compileFilter(q, in.Filter)
+		if err != nil {
+			return AggregateDialogs{}, err
+		}
+		top := in.TopN
+		if top == 0 {
+			top = aggregateDefaultTopN
+		}
+		if m := c.Limits().MaxRows; m > 0 && top > m {
+			top = m
+		}
+		src := sourceState(d.capture.Status())
+		a, err := q.Aggregate(ctx, f, dim, top)
+		if err != nil {
+			return AggregateDialogs{}, sdk.Internal("counting dialogs: %v", err)
+		}
+		out := AggregateDialogs{
+			GroupBy:         string(dim),
+			Buckets:         make([]AggregateBucket, 0, len(a.Buckets)),
+			OtherCount:      a.OtherCount,
+			DistinctValues:  a.DistinctValues,
+			TotalMatched:    a.TotalMatched,
+			SourceFlags:     src.Flags(),
+			CaptureIdentity: src.Identity,
+			SchemaVersion:   aggregateSchemaVersion,
+		}
+		for _, b := range a.Buckets {
+			v := b.Value
+			if !b.Absent && dim.SenderWritten() {
+				v = c.Fence(v)
+			}
+			out.Buckets = append(out.Buckets, AggregateBucket{Value: v, Count: b.Count})
+		}
+		return out, nil
+	})
+}

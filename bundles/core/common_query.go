@@ -1,0 +1,236 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"sync"
+	"weak"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// Shared by list_dialogs, find_problems, aggregate_dialogs, search_messages
+// and get_dialog: one dialog query layer per provisioned bundle, the page of
+// dialog rows, fencing of a row's sender-written values, and the trimming of
+// rows to a response size.
+
+// listSchemaVersion is the schema version of the list_dialogs and
+// find_problems page.
+const listSchemaVersion = 1
+
+// queriers holds one query layer per provisioned bundle (deps), so the
+// sorted rows a call builds serve the next call while the store does not
+// move. Entries go when their deps is collected.
+var queriers sync.Map // weak.Pointer[deps] -> *query.Querier
+
+// querier returns the bundle's dialog query layer.
+func querier(d *deps) *query.Querier {
+	key := weak.Make(d)
+	if q, ok := queriers.Load(key); ok {
+		return q.(*query.Querier)
+	}
+	var src analysis.MediaSource
+	if m := d.capture.Media(); m != nil {
+		src = m
+	}
+	q, loaded := queriers.LoadOrStore(key, query.New(d.capture.Dialogs(), src, runThresholds(d)))
+	if !loaded {
+		runtime.AddCleanup(d, func(k weak.Pointer[deps]) { queriers.Delete(k) }, key)
+	}
+	return q.(*query.Querier)
+}
+
+// runThresholds are the thresholds the filter aliases expand with. The
+// core bundle's config section and the engine config do not carry
+// --pdd-threshold and its siblings yet, so the run uses filter's defaults
+// (PDD 11 s, short call 3 s, loss 5 %, jitter 50 ms, 3 retransmits); the
+// query layer takes whatever is passed here.
+func runThresholds(*deps) filter.Thresholds { return filter.DefaultThresholds() }
+
+// compileFilter compiles a filter argument; a bad expression is an
+// invalid-params error carrying the compiler's message and position.
+func compileFilter(q *query.Querier, expr string) (*filter.Filter, error) {
+	f, err := q.Compile(expr)
+	if err != nil {
+		var fe *filter.Error
+		if errors.As(err, &fe) {
+			return nil, sdk.InvalidParams("invalid filter: %s\n%s", fe.Error(), fe.Caret)
+		}
+		return nil, sdk.InvalidParams("invalid filter: %v", err)
+	}
+	return f, nil
+}
+
+// dialogCursor parses a list cursor.
+func dialogCursor(s string) (*query.Cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	c, err := query.ParseDialogCursor(s)
+	if err != nil {
+		return nil, sdk.InvalidParams("%v", err)
+	}
+	return &c, nil
+}
+
+// responseCeiling is the byte ceiling of one answer: the server's
+// --mcp-max-response-bytes, lowered by a caller's max_response_bytes.
+func responseCeiling(c *sdk.Call, requested int) (int, error) {
+	if requested < 0 {
+		return 0, sdk.InvalidParams("max_response_bytes must be positive, got %d", requested)
+	}
+	limit := c.Limits().MaxResponseBytes
+	if limit <= 0 {
+		limit = sdk.DefaultMaxResponseBytes
+	}
+	if requested > 0 && requested < limit {
+		limit = requested
+	}
+	return limit, nil
+}
+
+// rowBytes returns the serialized size of each row as it will appear in the
+// answer's rows array, after the fields projection when there is one.
+func rowBytes[T any](rows []T, fields []string) ([]int, error) {
+	out := make([]int, len(rows))
+	for i := range rows {
+		b, err := json.Marshal(rows[i])
+		if err != nil {
+			return nil, err
+		}
+		if len(fields) > 0 {
+			page := append(append([]byte(`{"r":[`), b...), "]}"...)
+			p, err := sdk.Project(page, "r", fields)
+			if err != nil {
+				return nil, err
+			}
+			b = p[len(`{"r":[`) : len(p)-len(`]}`)]
+		}
+		out[i] = len(b)
+	}
+	return out, nil
+}
+
+// fitRows returns how many leading rows fit in limit bytes. envelope(k)
+// returns the size of the answer holding k rows with its rows array empty
+// (the envelope depends on k: returned, next_cursor, truncated); the rows
+// then add their sizes and the commas between them. k == len(sizes) when
+// everything fits.
+func fitRows(sizes []int, limit int, envelope func(k int) (int, error)) (int, error) {
+	sum := 0
+	for _, s := range sizes {
+		sum += s
+	}
+	for k := len(sizes); k >= 0; k-- {
+		if k < len(sizes) {
+			sum -= sizes[k]
+		}
+		env, err := envelope(k)
+		if err != nil {
+			return 0, err
+		}
+		total := env + sum
+		if k > 1 {
+			total += k - 1
+		}
+		if total <= limit {
+			return k, nil
+		}
+	}
+	return 0, nil
+}
+
+// fencedRow returns a copy of a dialog row with its sender-written values
+// (from_user, to_user) fenced. Everything else in the row is sipnab's own
+// derivation or an identifier, shown verbatim.
+func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
+	if r.FromUser != "" {
+		r.FromUser = c.Fence(r.FromUser)
+	}
+	if r.ToUser != "" {
+		r.ToUser = c.Fence(r.ToUser)
+	}
+	return r
+}
+
+// DialogPage is the answer of list_dialogs and find_problems.
+type DialogPage struct {
+	// Dialogs are the page's rows in created_at order (Call-ID breaks ties).
+	Dialogs []dialog.Summary `json:"dialogs" desc:"dialog rows in created_at order; from_user and to_user fenced"`
+	// ByMethod counts every matching dialog by the method that opened it.
+	ByMethod []query.MethodCount `json:"by_method" desc:"every matching dialog counted by opening method, largest first"`
+	sdk.Page
+}
+
+// dialogPageArgs are the arguments list_dialogs and find_problems share.
+type dialogPageArgs struct {
+	filter           *filter.Filter
+	limit            int
+	cursor           string
+	fields           []string
+	maxResponseBytes int
+}
+
+// dialogPage runs a list query and shapes the page: fenced rows, the
+// fields projection, rows trimmed to the response ceiling (saying so with
+// truncated and next_cursor), the envelope with the source flags read
+// before the store.
+func dialogPage(ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs) (DialogPage, error) {
+	if err := c.Project("dialogs", a.fields, sdk.FieldNames[dialog.Summary]()); err != nil {
+		return DialogPage{}, err
+	}
+	after, err := dialogCursor(a.cursor)
+	if err != nil {
+		return DialogPage{}, err
+	}
+	ceiling, err := responseCeiling(c, a.maxResponseBytes)
+	if err != nil {
+		return DialogPage{}, err
+	}
+	// Status first, store after: flags that say the source was read whole
+	// then describe rows read after the load ended.
+	src := sourceState(d.capture.Status())
+	p, err := querier(d).List(ctx, query.ListOptions{Filter: a.filter, Order: dialog.ByCreated, After: after, Limit: c.Limit(a.limit)})
+	if err != nil {
+		return DialogPage{}, sdk.Internal("listing dialogs: %v", err)
+	}
+	rows := make([]dialog.Summary, len(p.Rows))
+	for i := range p.Rows {
+		rows[i] = fencedRow(c, p.Rows[i])
+	}
+	page := func(k int) DialogPage {
+		more := p.More || k < len(rows)
+		next := ""
+		if more && k > 0 {
+			next = query.CursorOf(&rows[k-1], dialog.ByCreated)
+		}
+		return DialogPage{Dialogs: []dialog.Summary{}, ByMethod: p.ByMethod,
+			Page: sdk.NewPage(k, p.TotalMatched, more, next, src, listSchemaVersion)}
+	}
+	sizes, err := rowBytes(rows, a.fields)
+	if err != nil {
+		return DialogPage{}, sdk.Internal("sizing rows: %v", err)
+	}
+	k, err := fitRows(sizes, ceiling, func(k int) (int, error) {
+		b, err := json.Marshal(page(k))
+		return len(b), err
+	})
+	if err != nil {
+		return DialogPage{}, sdk.Internal("sizing the page: %v", err)
+	}
+	if k == 0 && len(rows) > 0 {
+		return DialogPage{}, sdk.InvalidParams("max_response_bytes %d cannot hold one row (the next one needs about %d bytes): raise it or name fewer fields", ceiling, sizes[0]+512)
+	}
+	out := page(k)
+	out.Dialogs = append(out.Dialogs, rows[:k]...)
+	if out.ByMethod == nil {
+		out.ByMethod = []query.MethodCount{}
+	}
+	return out, nil
+}

@@ -1,0 +1,108 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// searchSchemaVersion is search_messages' response schema version.
+const searchSchemaVersion = 1
+
+type searchMessagesIn struct {
+	Query            string `json:"query" desc:"text to find, case-insensitive"`
+	Limit            int    `json:"limit,omitempty" desc:"hits per page (default 50, max --mcp-max-rows)"`
+	Cursor           string `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
+	MaxResponseBytes int    `json:"max_response_bytes,omitempty" desc:"answer byte cap; hits past it wait for next_cursor"`
+}
+
+// SearchHit is one message containing the query.
+type SearchHit struct {
+	// CallID is the message's dialog.
+	CallID string `json:"call_id" desc:"Call-ID of the message's dialog"`
+	// MessageIndex is the message's 0-based index in its dialog (get_dialog,
+	// get_message).
+	MessageIndex int `json:"message_index" desc:"0-based message index in the dialog"`
+	// Part says where the query was found first: method, from, to, ua or body.
+	Part string `json:"part" enum:"method|from|to|ua|body" desc:"where the query was found"`
+	// Snippet is the text around the match, fenced, at most
+	// --mcp-max-body-bytes.
+	Snippet string `json:"snippet" desc:"text around the match, fenced, at most --mcp-max-body-bytes"`
+}
+
+// SearchMessages is search_messages' answer.
+type SearchMessages struct {
+	// Hits are the page's hits in (created_at, Call-ID, message index)
+	// order; each message is one hit at most.
+	Hits []SearchHit `json:"hits" desc:"hits in created_at, Call-ID, message index order"`
+	// MessagesSearched counts the retained messages looked at.
+	MessagesSearched int `json:"messages_searched" desc:"retained messages searched"`
+	sdk.Page
+}
+
+var _ = addTool(searchMessagesTool)
+
+func searchMessagesTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "search_messages",
+		Title: "Search SIP messages",
+		Description: "Finds a substring (case-insensitive) in the method, From, To, User-Agent and body of every " +
+			"retained SIP message; one hit per message with a fenced snippet. Page with next_cursor.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in searchMessagesIn) (SearchMessages, error) {
+		var after *query.Cursor
+		if in.Cursor != "" {
+			cur, err := query.ParseMessageCursor(in.Cursor)
+			if err != nil {
+				return SearchMessages{}, sdk.InvalidParams("%v", err)
+			}
+			after = &cur
+		}
+		ceiling, err := responseCeiling(c, in.MaxResponseBytes)
+		if err != nil {
+			return SearchMessages{}, err
+		}
+		src := sourceState(d.capture.Status())
+		p, err := querier(d).Search(ctx, query.SearchOptions{Query: in.Query, After: after, Limit: c.Limit(in.Limit),
+			SnippetBytes: c.Limits().MaxBodyBytes})
+		if errors.Is(err, query.ErrQuery) {
+			return SearchMessages{}, sdk.InvalidParams("query must be 1 to %d bytes, got %d", query.MaxQueryBytes, len(in.Query))
+		}
+		if err != nil {
+			return SearchMessages{}, sdk.Internal("searching messages: %v", err)
+		}
+		hits := make([]SearchHit, len(p.Hits))
+		for i, h := range p.Hits {
+			hits[i] = SearchHit{CallID: h.CallID, MessageIndex: h.Index, Part: h.Part, Snippet: c.FenceBody(h.Snippet)}
+		}
+		page := func(k int) SearchMessages {
+			more := p.More || k < len(hits)
+			next := ""
+			if more && k > 0 {
+				next = p.Hits[k-1].Cursor()
+			}
+			return SearchMessages{Hits: []SearchHit{}, MessagesSearched: p.MessagesSearched,
+				Page: sdk.NewPage(k, p.TotalMatched, more, next, src, searchSchemaVersion)}
+		}
+		sizes, err := rowBytes(hits, nil)
+		if err != nil {
+			return SearchMessages{}, sdk.Internal("sizing hits: %v", err)
+		}
+		k, err := fitRows(sizes, ceiling, func(k int) (int, error) {
+			b, err := json.Marshal(page(k))
+			return len(b), err
+		})
+		if err != nil {
+			return SearchMessages{}, sdk.Internal("sizing the page: %v", err)
+		}
+		if k == 0 && len(hits) > 0 {
+			return SearchMessages{}, sdk.InvalidParams("max_response_bytes %d cannot hold one hit (the next one needs about %d bytes): raise it", ceiling, sizes[0]+512)
+		}
+		out := page(k)
+		out.Hits = append(out.Hits, hits[:k]...)
+		return out, nil
+	})
+}
