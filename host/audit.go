@@ -76,11 +76,9 @@ func (a *auditor) record(tool, id, caller, outcome string, elapsed time.Duration
 	if callErr != "" {
 		fields = append(fields, "error", callErr)
 	}
-	if outcome == outcomeOK {
-		a.log.Info("tools/call", fields...)
-	} else {
-		a.log.Warn("tools/call", fields...)
-	}
+	// Every outcome logs at info, so --quiet hides the audit line unless
+	// SIPNAB_LOG=mcp_audit=info asks for it; the file records everything.
+	a.log.Info("tools/call", fields...)
 	if a.f == nil {
 		return nil
 	}

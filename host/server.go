@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,8 +110,27 @@ func newMCPHost(o hostOptions) *mcpHost {
 		_ = h.audit.record(name, idString(id), c.label, outcomeRefused, 0, boundArgs(args), "tool not found")
 	})
 
+	// tools/list follows bundles/all's order (then tool names), not
+	// mcp-go's global name order.
+	rank := map[string]int{}
+	for i, b := range o.reg.Bundles() {
+		for _, t := range b.Tools {
+			rank[t.Name] = i
+		}
+	}
+	byBundle := func(_ context.Context, tools []mcp.Tool) []mcp.Tool {
+		sort.SliceStable(tools, func(i, j int) bool {
+			if rank[tools[i].Name] != rank[tools[j].Name] {
+				return rank[tools[i].Name] < rank[tools[j].Name]
+			}
+			return tools[i].Name < tools[j].Name
+		})
+		return tools
+	}
+
 	var promptNames []string
 	opts := []server.ServerOption{
+		server.WithToolFilter(byBundle),
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions + " Tool selection: " + strings.Join(o.entries, ",") + "."),
 		server.WithHooks(hooks),

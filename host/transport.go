@@ -130,15 +130,18 @@ type httpFront struct {
 const maxBodyBytes = 4 << 20
 
 func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// /health answers any Host: a load balancer probes by address, and the
+	// answer carries nothing a rebinding page could use.
+	if r.URL.Path == "/health" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+		return
+	}
 	if !f.hostAllowed(r.Host) {
 		http.Error(w, "Forbidden: Host not allowed", http.StatusForbidden)
 		return
 	}
 	switch {
-	case r.URL.Path == "/health":
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok")
-		return
 	case f.metadataPath != "" && r.URL.Path == f.metadataPath:
 		f.serveMetadata(w)
 		return
@@ -200,8 +203,12 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		r.ContentLength = int64(len(body))
-	case http.MethodGet:
-		if !modern && !acceptsType(r.Header.Values("Accept"), "text/event-stream") {
+	case http.MethodGet, http.MethodDelete:
+		if !modern && r.Header.Get(server.HeaderKeySessionID) == "" {
+			http.Error(w, "Unexpected message, expect initialize request", http.StatusUnprocessableEntity)
+			return
+		}
+		if r.Method == http.MethodGet && !modern && !acceptsType(r.Header.Values("Accept"), "text/event-stream") {
 			http.Error(w, "Not Acceptable: Accept must offer text/event-stream", http.StatusNotAcceptable)
 			return
 		}

@@ -323,3 +323,27 @@ func TestSplitBudgetErrors(t *testing.T) {
 		t.Error("nil error split into something")
 	}
 }
+
+func TestLimitIsClampedCentrally(t *testing.T) {
+	type in struct {
+		Limit int `json:"limit,omitempty" desc:"rows"`
+	}
+	type out struct {
+		Got int `json:"got"`
+	}
+	tool := NewTool(Descriptor{Name: "rows", Description: "d", Annotations: ro},
+		func(ctx context.Context, c *Call, i in) (out, error) { return out{Got: i.Limit}, nil })
+	for _, tc := range []struct {
+		args string
+		want string
+	}{
+		{`{"limit":5000}`, `{"got":1000}`},
+		{`{"limit":7}`, `{"got":7}`},
+		{`{}`, `{"got":0}`},
+	} {
+		r, err := tool.Invoke(context.Background(), json.RawMessage(tc.args), Limits{MaxRows: 1000})
+		if err != nil || r.Blocks[0] != tc.want {
+			t.Errorf("%s: got %v %v, want %s", tc.args, r.Blocks, err, tc.want)
+		}
+	}
+}

@@ -207,6 +207,7 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 		if err := ValidateArgs(t.input, args); err != nil {
 			return Reply{}, err
 		}
+		args = clampLimit(t.input, args, limits.MaxRows)
 	}
 	c := &Call{limits: limits}
 	out, err := t.invoke(ctx, c, args)
@@ -304,4 +305,28 @@ func (c *Call) Project(rowsKey string, fields, valid []string) error {
 	}
 	c.projRows, c.projFields = rowsKey, fields
 	return nil
+}
+
+// clampLimit silently clamps an integer "limit" argument to maxRows, so no
+// tool can hand out more rows than --mcp-max-rows whatever its own code
+// does; callers read `returned`.
+func clampLimit(s *Schema, args json.RawMessage, maxRows int) json.RawMessage {
+	p := s.Property("limit")
+	if maxRows <= 0 || p == nil || len(p.Type) != 1 || p.Type[0] != "integer" {
+		return args
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args
+	}
+	var n int64
+	if raw, ok := m["limit"]; !ok || json.Unmarshal(raw, &n) != nil || n <= int64(maxRows) {
+		return args
+	}
+	m["limit"] = json.RawMessage(fmt.Sprint(maxRows))
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return out
 }

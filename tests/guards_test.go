@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,9 @@ type httpSession struct {
 	token string
 	sid   string
 	host  string
+	// xff sends a different X-Forwarded-For on every request: the limiter
+	// must ignore it.
+	xff bool
 }
 
 func openSession(t *testing.T, url, token string) *httpSession {
@@ -45,6 +49,9 @@ func (s *httpSession) post(body string) map[string]any {
 	}
 	if s.host != "" {
 		hdr["Host"] = s.host
+	}
+	if s.xff {
+		hdr["X-Forwarded-For"] = fmt.Sprintf("198.51.100.%d", rand.IntN(250)+1)
 	}
 	resp, raw := rawPost(s.t, s.url, body, hdr)
 	if resp.StatusCode == 202 {
@@ -145,6 +152,7 @@ func TestRateLimitRefusesABurstAndAuditsIt(t *testing.T) {
 	srv := startHTTP(t, []string{"SIPNAB_MCP_TOKEN=" + token}, "-I", sampleCapture(),
 		"--mcp-rate-limit-per-peer", "5", "--mcp-audit-file", audit)
 	s := openSession(t, srv.URL, token)
+	s.xff = true
 	const n = 60
 	ok, refusals, other := burst(s, n, 100)
 	if len(other) > 0 {

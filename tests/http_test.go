@@ -48,6 +48,30 @@ func TestHTTPTransportRules(t *testing.T) {
 			}
 		})
 	}
+	t.Run("GET without a session is 422", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 422 {
+			t.Errorf("got %d, want 422", resp.StatusCode)
+		}
+	})
+	t.Run("health answers any Host", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/health", nil)
+		req.Host = "lb-probe.internal"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("got %d, want 200", resp.StatusCode)
+		}
+	})
 	t.Run("initialize mints a session; DELETE ends it for real", func(t *testing.T) {
 		resp, body := rawPost(t, s.URL, initBody, nil)
 		sid := resp.Header.Get("Mcp-Session-Id")

@@ -236,3 +236,20 @@ func TestByteBudgetsHoldOnTheWire(t *testing.T) {
 	}
 	_ = sdk.ProvenanceNote
 }
+
+// TestToolsListFollowsBundleOrder: tools/list lists bundles in bundles/all
+// order, each bundle's tools by name, as the registry does.
+func TestToolsListFollowsBundleOrder(t *testing.T) {
+	var got []string
+	for _, raw := range liveToolsList(t) {
+		var tool struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(raw, &tool)
+		got = append(got, tool.Name)
+	}
+	want := registry(t).Names()
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("tools/list order:\n got %v\nwant %v", got, want)
+	}
+}
