@@ -5,6 +5,7 @@ package all
 
 import (
 	"github.com/sipnab/sipnab/bundles/core"
+	"github.com/sipnab/sipnab/bundles/signaling"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -12,5 +13,6 @@ import (
 func Bundles() []sdk.Bundle {
 	return []sdk.Bundle{
 		core.Bundle{},
+		signaling.Bundle{},
 	}
 }
