@@ -14,6 +14,7 @@
 #   -k          keep the temporary directory (binaries, capture, answers)
 # environment:
 #   SIPNAB=PATH time this sipnab binary instead of building ./cmd/sipnab
+#   TSHARK=PATH, SNGREP=PATH  the peers' binaries (default: from PATH)
 set -euo pipefail
 
 preset=carrier seed=1 runs=5 capture="" tools="sipnab,tshark,sngrep" out="" keep=0
@@ -26,8 +27,8 @@ while getopts "p:s:n:f:t:o:kh" opt; do
     t) tools=$OPTARG ;;
     o) out=$OPTARG ;;
     k) keep=1 ;;
-    h) sed -n '2,18p' "$0"; exit 0 ;;
-    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+    h) sed -n '2,19p' "$0"; exit 0 ;;
+    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
   esac
 done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -n wants a positive integer" >&2; exit 2; }
@@ -81,22 +82,23 @@ if want sipnab; then
       add "sipnab 2 cores" "$sip --cores 2"
     else
       add "sipnab" "$sip"
-      add "sipnab GOMAXPROCS=1" "GOMAXPROCS=1 $sip"
+      add "sipnab GOMAXPROCS=1" "env GOMAXPROCS=1 $sip"
     fi
   else
     log "cmd/sipnab does not build; not timed:"; tail -5 "$tmp/build.err" >&2
   fi
 fi
+tshark=${TSHARK:-tshark} sngrep=${SNGREP:-sngrep}
 if want tshark; then
-  if command -v tshark >/dev/null; then
-    add "tshark" "tshark -n -q -z rtp,streams -r $(q "$capture")"
+  if command -v "$tshark" >/dev/null; then
+    add "tshark" "$(q "$tshark") -n -q -z rtp,streams -r $(q "$capture")"
   else
     log "tshark not installed (apt-get install -y tshark); not timed"
   fi
 fi
 if want sngrep; then
-  if command -v sngrep >/dev/null; then
-    add "sngrep" "sngrep -NqI $(q "$capture")"
+  if command -v "$sngrep" >/dev/null; then
+    add "sngrep" "$(q "$sngrep") -NqI $(q "$capture")"
   else
     log "sngrep not installed (apt-get install -y sngrep); not timed"
   fi
