@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,10 @@ type dctx struct {
 	sdpDone bool
 	bodies  []*sdpBody
 	exch    []exchange
+	// declarations (rules_media.go)
+	declDone bool
+	decls    []declared
+	declByEP map[netip.AddrPort][]declared
 }
 
 func newDctx(in Input) *dctx { return &dctx{in: in} }
@@ -182,8 +187,32 @@ func (d *dctx) exchanges() []exchange {
 	return d.exch
 }
 
+// txTags maps a transaction (top Via branch, CSeq) to the distinct To tags
+// its responses carried: two are enough to know one differs from any tag.
+type txTags map[txKey][]string
+
+func responseTags(msgs []dialog.Message) txTags {
+	out := txTags{}
+	for pos := range msgs {
+		r := msgs[pos].Msg
+		if r == nil || r.IsRequest || r.To.Tag == "" || !r.CSeq.Valid {
+			continue
+		}
+		k := txKey{r.CSeq.Number, r.CSeq.Method, topBranch(r)}
+		if k.branch == "" {
+			continue
+		}
+		tags := out[k]
+		if len(tags) < 2 && (len(tags) == 0 || tags[0] != r.To.Tag) {
+			out[k] = append(tags, r.To.Tag)
+		}
+	}
+	return out
+}
+
 func checkToTagInitial(d *dctx, report func(int, string, string, string)) {
 	msgs := d.in.Messages
+	var tags txTags
 	for pos := range msgs {
 		dm := &msgs[pos]
 		m := dm.Msg
@@ -203,13 +232,12 @@ func checkToTagInitial(d *dctx, report func(int, string, string, string)) {
 		if branch == "" || !m.CSeq.Valid {
 			continue
 		}
-		for j := pos + 1; j < len(msgs); j++ {
-			r := msgs[j].Msg
-			if r == nil || r.IsRequest || topBranch(r) != branch || r.CSeq != m.CSeq {
-				continue
-			}
-			if r.To.Tag != "" && r.To.Tag != m.To.Tag {
-				report(pos, toLine+"; its own "+r.StartLine+" answered with tag "+r.To.Tag,
+		if tags == nil {
+			tags = responseTags(msgs)
+		}
+		for _, tag := range tags[txKey{m.CSeq.Number, m.CSeq.Method, branch}] {
+			if tag != m.To.Tag {
+				report(pos, toLine+"; a response of its own transaction answered with tag "+tag,
 					"no To tag on a request that opens a dialog; the responder picks the tag",
 					"the responder treated the request as new and chose its own tag, so the requester's tag pointed at a dialog that did not exist")
 				break
@@ -218,8 +246,12 @@ func checkToTagInitial(d *dctx, report func(int, string, string, string)) {
 	}
 }
 
+// recentInvites is how many INVITE numbers an ACK finding quotes.
+const recentInvites = 5
+
 func checkAckCSeq(d *dctx, report func(int, string, string, string)) {
 	invites := map[uint32]bool{}
+	var recent []uint32
 	for pos := range d.in.Messages {
 		dm := &d.in.Messages[pos]
 		m := dm.Msg
@@ -228,30 +260,31 @@ func checkAckCSeq(d *dctx, report func(int, string, string, string)) {
 		}
 		switch m.Method {
 		case "INVITE":
-			invites[m.CSeq.Number] = true
+			if !invites[m.CSeq.Number] {
+				invites[m.CSeq.Number] = true
+				if len(recent) == recentInvites {
+					recent = recent[1:]
+				}
+				recent = append(recent, m.CSeq.Number)
+			}
 		case "ACK":
 			if len(invites) == 0 || invites[m.CSeq.Number] || dm.Retransmission {
 				continue
 			}
-			nums := make([]string, 0, len(invites))
-			for n := range invites {
-				nums = append(nums, strconv.FormatUint(uint64(n), 10))
+			nums := make([]string, len(recent))
+			for i, n := range recent {
+				nums[i] = strconv.FormatUint(uint64(n), 10)
 			}
-			sortNumeric(nums)
+			seen := strings.Join(nums, ", ")
+			if len(invites) > len(recent) {
+				seen = "latest: " + seen
+			}
 			obs := "CSeq: " + strconv.FormatUint(uint64(m.CSeq.Number), 10) + " ACK"
 			if h, ok := firstHeader(m, sip.HdrCSeq); ok {
 				obs = line(h.Name, h.Value)
 			}
-			report(pos, obs, "the CSeq number of the INVITE acknowledged (seen: "+strings.Join(nums, ", ")+")",
+			report(pos, obs, "the CSeq number of the INVITE acknowledged (INVITEs seen: "+seen+")",
 				"the UAS matches the ACK to its INVITE by CSeq number; an unmatched ACK leaves the 2xx or error retransmitting until the transaction times out, and the call may be torn down")
-		}
-	}
-}
-
-func sortNumeric(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && (len(s[j]) < len(s[j-1]) || len(s[j]) == len(s[j-1]) && s[j] < s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
 }
@@ -294,20 +327,16 @@ func checkPrackMissing(d *dctx, report func(int, string, string, string)) {
 			order = append(order, k)
 		}
 	}
+	// lastFinal is the position of the last final response to each INVITE.
+	lastFinal := map[uint32]int{}
+	for pos := range msgs {
+		if r := msgs[pos].Msg; r != nil && !r.IsRequest && r.StatusCode >= 200 && r.CSeq.Valid && r.CSeq.Method == "INVITE" {
+			lastFinal[r.CSeq.Number] = pos
+		}
+	}
 	for _, k := range order {
-		if pracked[k] {
-			continue
-		}
 		pos := first[k]
-		final := false
-		for j := pos + 1; j < len(msgs); j++ {
-			r := msgs[j].Msg
-			if r != nil && !r.IsRequest && r.StatusCode >= 200 && r.CSeq.Method == "INVITE" && r.CSeq.Number == k.cseq {
-				final = true
-				break
-			}
-		}
-		if !final {
+		if last, ok := lastFinal[k.cseq]; pracked[k] || !ok || last < pos {
 			continue
 		}
 		m := msgs[pos].Msg

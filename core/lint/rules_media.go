@@ -57,18 +57,31 @@ func endpoint(s *sdp.Session, m *sdp.Media) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(a.Unmap(), uint16(m.Port)), true
 }
 
-// declarations lists every announced stream of the dialog, in message order.
+// declarations lists every announced stream of the dialog, in message
+// order, and indexes them by endpoint (computed once per dialog).
 func (d *dctx) declarations() []declared {
-	var out []declared
+	if d.declDone {
+		return d.decls
+	}
+	d.declDone = true
+	d.declByEP = map[netip.AddrPort][]declared{}
 	for _, b := range d.sdpBodies() {
 		for i := range b.sess.Media {
 			m := &b.sess.Media[i]
 			if ep, ok := endpoint(b.sess, m); ok {
-				out = append(out, declared{body: b, m: m, ep: ep})
+				dc := declared{body: b, m: m, ep: ep}
+				d.decls = append(d.decls, dc)
+				d.declByEP[ep] = append(d.declByEP[ep], dc)
 			}
 		}
 	}
-	return out
+	return d.decls
+}
+
+// declaredAt returns the declarations of one endpoint, in message order.
+func (d *dctx) declaredAt(ep netip.AddrPort) []declared {
+	d.declarations()
+	return d.declByEP[ep]
 }
 
 func addrPort(s string) (netip.AddrPort, bool) {
@@ -82,38 +95,33 @@ func addrPort(s string) (netip.AddrPort, bool) {
 // receiverDecl returns the declaration of the endpoint a stream was sent to
 // that was in force when the stream began (the latest one at or before its
 // first packet, else the earliest).
-func receiverDecl(decls []declared, s *media.StreamInfo) (declared, bool) {
+func receiverDecl(d *dctx, s *media.StreamInfo) (declared, bool) {
 	dst, ok := addrPort(s.Dst)
 	if !ok {
 		return declared{}, false
 	}
-	var best declared
-	found := false
-	for _, dc := range decls {
-		if dc.ep != dst {
-			continue
-		}
-		switch {
-		case !found:
-			best, found = dc, true
-		case !dc.body.m.TS.After(s.FirstSeen):
+	l := d.declaredAt(dst)
+	if len(l) == 0 {
+		return declared{}, false
+	}
+	best := l[0]
+	for _, dc := range l[1:] {
+		if !dc.body.m.TS.After(s.FirstSeen) {
 			best = dc
 		}
 	}
-	return best, found
+	return best, true
 }
 
 // anchor picks the message a media finding points at: the declaration of
 // the receiving endpoint, else of the sending one, else the last SDP.
-func anchor(d *dctx, decls []declared, s *media.StreamInfo) (int, bool) {
-	if dc, ok := receiverDecl(decls, s); ok {
+func anchor(d *dctx, s *media.StreamInfo) (int, bool) {
+	if dc, ok := receiverDecl(d, s); ok {
 		return dc.body.pos, true
 	}
 	if src, ok := addrPort(s.Src); ok {
-		for _, dc := range decls {
-			if dc.ep == src {
-				return dc.body.pos, true
-			}
+		if l := d.declaredAt(src); len(l) > 0 {
+			return l[0].body.pos, true
 		}
 	}
 	if b := d.sdpBodies(); len(b) > 0 {
@@ -141,7 +149,6 @@ func checkPTUndeclared(d *dctx, report func(int, string, string, string)) {
 			}
 		}
 	}
-	decls := d.declarations()
 	for i := range d.in.Streams {
 		s := &d.in.Streams[i]
 		if s.Kind == "fax" {
@@ -157,7 +164,7 @@ func checkPTUndeclared(d *dctx, report func(int, string, string, string)) {
 		if len(bad) == 0 {
 			continue
 		}
-		pos, ok := anchor(d, decls, s)
+		pos, ok := anchor(d, s)
 		if !ok {
 			continue
 		}
@@ -168,9 +175,10 @@ func checkPTUndeclared(d *dctx, report func(int, string, string, string)) {
 }
 
 func checkPortMismatch(d *dctx, report func(int, string, string, string)) {
-	decls := d.declarations()
 	ports := map[netip.Addr]map[uint16]bool{}
-	for _, dc := range decls {
+	lists := map[netip.Addr][]int{}
+	for _, dc := range d.declarations() {
+		lists[dc.ep.Addr()] = append(lists[dc.ep.Addr()], int(dc.ep.Port()))
 		p := ports[dc.ep.Addr()]
 		if p == nil {
 			p = map[uint16]bool{}
@@ -192,16 +200,11 @@ func checkPortMismatch(d *dctx, report func(int, string, string, string)) {
 		if !declaredAddr || p[dst.Port()] {
 			continue
 		}
-		pos, ok := anchor(d, decls, s)
+		pos, ok := anchor(d, s)
 		if !ok {
 			continue
 		}
-		var list []int
-		for _, dc := range decls {
-			if dc.ep.Addr() == dst.Addr() {
-				list = append(list, int(dc.ep.Port()))
-			}
-		}
+		list := lists[dst.Addr()]
 		sort.Ints(list)
 		report(pos, fmt.Sprintf("%s: port %d", streamName(s), dst.Port()),
 			fmt.Sprintf("RTP to %s on a declared port (%s)", dst.Addr(), joinInts(uniqueInts(list))),
@@ -289,10 +292,9 @@ func packetMs(s *media.StreamInfo) (float64, string, bool) {
 }
 
 func checkPtime(d *dctx, report func(int, string, string, string)) {
-	decls := d.declarations()
 	for i := range d.in.Streams {
 		s := &d.in.Streams[i]
-		dc, ok := receiverDecl(decls, s)
+		dc, ok := receiverDecl(d, s)
 		if !ok || dc.m.Ptime <= 0 {
 			continue
 		}
@@ -307,10 +309,9 @@ func checkPtime(d *dctx, report func(int, string, string, string)) {
 }
 
 func checkMaxPtime(d *dctx, report func(int, string, string, string)) {
-	decls := d.declarations()
 	for i := range d.in.Streams {
 		s := &d.in.Streams[i]
-		dc, ok := receiverDecl(decls, s)
+		dc, ok := receiverDecl(d, s)
 		if !ok || dc.m.MaxPtime <= 0 {
 			continue
 		}
@@ -325,7 +326,6 @@ func checkMaxPtime(d *dctx, report func(int, string, string, string)) {
 }
 
 func checkFrameSize(d *dctx, report func(int, string, string, string)) {
-	decls := d.declarations()
 	for i := range d.in.Streams {
 		s := &d.in.Streams[i]
 		rate, fixed := octetsPerMs[strings.ToUpper(s.Codec)]
@@ -349,7 +349,7 @@ func checkFrameSize(d *dctx, report func(int, string, string, string)) {
 		default:
 			continue
 		}
-		pos, ok := anchor(d, decls, s)
+		pos, ok := anchor(d, s)
 		if !ok {
 			continue
 		}
