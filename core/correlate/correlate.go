@@ -1,0 +1,491 @@
+package correlate
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/sdp"
+	"github.com/sipnab/sipnab/core/sip"
+)
+
+// Strategy names how two legs were tied together.
+type Strategy string
+
+// The strategies, in evaluation order (descending score).
+const (
+	SessionID                 Strategy = "session_id"
+	XCallID                   Strategy = "x_call_id"
+	ChargingVectorRelatedICID Strategy = "charging_vector_related_icid"
+	SDPOrigin                 Strategy = "sdp_origin"
+	ChargingVectorICID        Strategy = "charging_vector_icid"
+	ViaBranch                 Strategy = "via_branch"
+	TimingHeuristic           Strategy = "timing_heuristic"
+)
+
+// Strategies lists every strategy in evaluation order.
+func Strategies() []Strategy {
+	return []Strategy{SessionID, XCallID, ChargingVectorRelatedICID, SDPOrigin, ChargingVectorICID, ViaBranch, TimingHeuristic}
+}
+
+// Score is the strategy's confidence, 0 to 100.
+func (s Strategy) Score() int {
+	switch s {
+	case SessionID, XCallID:
+		return 100
+	case ChargingVectorRelatedICID:
+		return 95
+	case SDPOrigin:
+		return 90
+	case ChargingVectorICID:
+		return 85
+	case ViaBranch:
+		return 80
+	case TimingHeuristic:
+		return 50
+	}
+	return 0
+}
+
+// Identifier reports whether the strategy matches on an identifier (every
+// strategy but timing_heuristic, which is a guess).
+func (s Strategy) Identifier() bool { return s != TimingHeuristic && s.Score() > 0 }
+
+// Defaults.
+const (
+	// DefaultWindow is --leg-correlation-window: the largest start gap of
+	// a timing_heuristic match.
+	DefaultWindow = 2 * time.Second
+	// DefaultXCallIDHeader is the default header naming another leg's
+	// Call-ID.
+	DefaultXCallIDHeader = "X-Call-ID"
+	// DefaultMaxKeys bounds the distinct identifier values indexed.
+	DefaultMaxKeys = 1 << 18
+	// DefaultMaxPostings bounds the dialogs indexed under one value.
+	DefaultMaxPostings = 64
+	// DefaultMaxKeysPerDialog bounds the values of each kind one dialog
+	// contributes.
+	DefaultMaxKeysPerDialog = 16
+	// MinBranchLen is the shortest Via branch indexed.
+	MinBranchLen = 8
+)
+
+// Config tunes a Correlator. Zero fields take the defaults.
+type Config struct {
+	// Window is the timing heuristic's start window (--leg-correlation-window).
+	Window time.Duration
+	// XCallIDHeaders are the headers whose value names another leg's
+	// Call-ID (default X-Call-ID). Matched case-insensitively.
+	XCallIDHeaders []string
+	// MaxKeys bounds the distinct identifier values indexed; past it new
+	// values are refused (counted in Stats.KeysRefused).
+	MaxKeys int
+	// MaxPostings bounds the dialogs indexed under one value; past it the
+	// dialog is not indexed under that value (Stats.PostingsRefused).
+	MaxPostings int
+	// MaxKeysPerDialog bounds the values of each kind one dialog
+	// contributes (Stats.DialogKeysDropped).
+	MaxKeysPerDialog int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+	if len(c.XCallIDHeaders) == 0 {
+		c.XCallIDHeaders = []string{DefaultXCallIDHeader}
+	}
+	if c.MaxKeys <= 0 {
+		c.MaxKeys = DefaultMaxKeys
+	}
+	if c.MaxPostings <= 0 {
+		c.MaxPostings = DefaultMaxPostings
+	}
+	if c.MaxKeysPerDialog <= 0 {
+		c.MaxKeysPerDialog = DefaultMaxKeysPerDialog
+	}
+	return c
+}
+
+// Leg is one other leg of a call.
+type Leg struct {
+	// CallID is the other leg's Call-ID, verbatim.
+	CallID string
+	// Strategy is the first strategy (in descending score) that tied it.
+	Strategy Strategy
+	// Score is the strategy's score.
+	Score int
+	// IdentifierMatch is false for a timing_heuristic guess.
+	IdentifierMatch bool
+	// GapMs is the start gap a timing match observed, in ms (timing only).
+	GapMs int64
+	// created is the leg's first message (ordering).
+	created time.Time
+}
+
+// Result is one query's answer.
+type Result struct {
+	// Source is the Call-ID asked about.
+	Source string
+	// Legs are every leg found, highest score first.
+	Legs []Leg
+}
+
+// Stats counts what the index bounds refused.
+type Stats struct {
+	// Dialogs is the number of dialogs indexed.
+	Dialogs int
+	// Keys is the number of distinct identifier values indexed.
+	Keys int
+	// KeysRefused counts values refused at MaxKeys.
+	KeysRefused uint64
+	// PostingsRefused counts (value, dialog) pairs refused at MaxPostings.
+	PostingsRefused uint64
+	// DialogKeysDropped counts values the dialogs indexed carried past
+	// MaxKeysPerDialog.
+	DialogKeysDropped uint64
+}
+
+// keyKind namespaces the index.
+type keyKind uint8
+
+const (
+	kindSession keyKind = iota // a Session-ID UUID
+	kindXNamed                 // a Call-ID named by an X-Call-ID-style header
+	kindICID                   // a P-Charging-Vector icid-value
+	kindRelated                // a P-Charging-Vector related-icid
+	kindOrigin                 // an SDP o= tuple
+	kindBranch                 // an INVITE Via branch
+	numKinds
+)
+
+type key struct {
+	kind keyKind
+	val  string
+}
+
+// entry is what the index extracted from one dialog.
+type entry struct {
+	callID   string
+	msgCount int
+	family   string
+	created  time.Time
+	updated  time.Time
+	keys     [numKinds][]string
+	hosts    []netip.Addr
+	dropped  int    // values past MaxKeysPerDialog
+	gen      uint64 // refresh generation that last saw the dialog
+}
+
+// Correlator answers correlation queries over one dialog store. It is safe
+// for concurrent use; queries are serialized.
+type Correlator struct {
+	store *dialog.Store
+	cfg   Config
+
+	mu        sync.Mutex
+	rev       uint64
+	built     bool
+	gen       uint64
+	entries   map[string]*entry
+	index     map[key][]*entry
+	byCreated []*entry
+	stats     Stats
+}
+
+// New returns a Correlator over a dialog store.
+func New(store *dialog.Store, cfg Config) *Correlator {
+	return &Correlator{store: store, cfg: cfg.withDefaults(), entries: map[string]*entry{}, index: map[key][]*entry{}}
+}
+
+// Config returns the effective configuration.
+func (c *Correlator) Config() Config { return c.cfg }
+
+// Stats returns the index counters of the last snapshot.
+func (c *Correlator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Find returns the other legs of callID. ok is false when the store holds no
+// such Call-ID.
+func (c *Correlator) Find(callID string) (Result, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refresh()
+	src := c.entries[callID]
+	if src == nil {
+		return Result{Source: callID}, false
+	}
+	return Result{Source: callID, Legs: c.find(src)}, true
+}
+
+// refresh brings the snapshot up to the store's revision: dialogs whose
+// message count moved are re-read, evicted ones forgotten, and the index
+// rebuilt from the entries.
+func (c *Correlator) refresh() {
+	rev := c.store.Revision()
+	if c.built && rev == c.rev {
+		return
+	}
+	c.gen++
+	rows := c.store.Summaries(dialog.ByCreated)
+	byCreated := make([]*entry, 0, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		e := c.entries[r.CallID]
+		if e == nil || e.msgCount != r.MsgCount {
+			det, ok := c.store.Get(r.CallID)
+			if !ok {
+				continue // evicted since the listing
+			}
+			e = c.extract(&det)
+			c.entries[r.CallID] = e
+		}
+		e.gen = c.gen
+		byCreated = append(byCreated, e)
+	}
+	for id, e := range c.entries {
+		if e.gen != c.gen {
+			delete(c.entries, id)
+		}
+	}
+	slices.SortStableFunc(byCreated, func(a, b *entry) int {
+		if x := a.created.Compare(b.created); x != 0 {
+			return x
+		}
+		return strings.Compare(a.callID, b.callID)
+	})
+	c.byCreated = byCreated
+	c.rebuildIndex()
+	c.rev, c.built = rev, true
+}
+
+// rebuildIndex rebuilds the postings from the entries, in created order so
+// which dialogs a capped value keeps does not depend on map order.
+func (c *Correlator) rebuildIndex() {
+	clear(c.index)
+	c.stats = Stats{Dialogs: len(c.byCreated)}
+	for _, e := range c.byCreated {
+		c.stats.DialogKeysDropped += uint64(e.dropped)
+		for k := keyKind(0); k < numKinds; k++ {
+			for _, v := range e.keys[k] {
+				c.post(key{k, v}, e)
+			}
+		}
+	}
+	c.stats.Keys = len(c.index)
+}
+
+// post adds a dialog under a value, within the bounds.
+func (c *Correlator) post(k key, e *entry) {
+	list, ok := c.index[k]
+	if !ok && len(c.index) >= c.cfg.MaxKeys {
+		c.stats.KeysRefused++
+		return
+	}
+	if len(list) >= c.cfg.MaxPostings {
+		c.stats.PostingsRefused++
+		return
+	}
+	c.index[k] = append(list, e)
+}
+
+// extract reads the identifiers of one dialog.
+func (c *Correlator) extract(det *dialog.Detail) *entry {
+	e := &entry{callID: det.CallID, msgCount: det.MsgCount, family: det.Family, created: det.CreatedAt, updated: det.UpdatedAt}
+	add := func(k keyKind, v string) {
+		if v == "" || slices.Contains(e.keys[k], v) {
+			return
+		}
+		if len(e.keys[k]) >= c.cfg.MaxKeysPerDialog {
+			e.dropped++
+			return
+		}
+		e.keys[k] = append(e.keys[k], v)
+	}
+	for i := range det.Messages {
+		m := &det.Messages[i]
+		for _, a := range []netip.Addr{m.Src.Addr().Unmap(), m.Dst.Addr().Unmap()} {
+			if a.IsValid() && !slices.Contains(e.hosts, a) && len(e.hosts) < c.cfg.MaxKeysPerDialog {
+				e.hosts = append(e.hosts, a)
+			}
+		}
+		msg := m.Msg
+		if msg == nil {
+			continue
+		}
+		for _, v := range msg.HeaderValues(sip.HdrSessionID) {
+			sid, _ := sip.ParseSessionID(v)
+			for _, u := range sid.UUIDs() {
+				if isHex32(u) {
+					add(kindSession, u)
+				}
+			}
+		}
+		for _, h := range c.cfg.XCallIDHeaders {
+			for _, v := range msg.HeaderValuesNamed(h) {
+				if v = strings.TrimSpace(v); v != det.CallID {
+					add(kindXNamed, v)
+				}
+			}
+		}
+		for _, v := range msg.HeaderValues(sip.HdrPChargingVector) {
+			pcv, _ := sip.ParsePChargingVector(v)
+			add(kindICID, pcv.ICID)
+			add(kindRelated, pcv.RelatedICID)
+		}
+		if body, ok := msg.SDPBody(); ok && len(body) > 0 {
+			if s, err := sdp.Parse(body); err == nil && s.HasOrigin {
+				add(kindOrigin, originKey(s.Origin))
+			}
+		}
+		if msg.IsRequest && msg.Method == "INVITE" {
+			for _, v := range msg.Vias {
+				if len(v.Branch) >= MinBranchLen && !strings.EqualFold(v.Branch, "z9hG4bK") {
+					add(kindBranch, v.Branch)
+				}
+			}
+		}
+	}
+	return e
+}
+
+// originKey is the o= tuple that identifies a session (RFC 4566 §5.2: the
+// version is excluded, it moves on every change). A sess-id of zero is no
+// identifier and yields "".
+func originKey(o sdp.Origin) string {
+	if strings.Trim(o.SessionID, "0") == "" {
+		return ""
+	}
+	return strings.Join([]string{o.Username, o.SessionID, o.NetType, o.AddrType, strings.ToLower(o.Address)}, " ")
+}
+
+func isHex32(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// find runs every strategy for one dialog of the current snapshot.
+func (c *Correlator) find(src *entry) []Leg {
+	var legs []Leg
+	seen := map[*entry]bool{src: true}
+	take := func(s Strategy, e *entry, gap int64) {
+		if e == nil || seen[e] {
+			return
+		}
+		seen[e] = true
+		legs = append(legs, Leg{CallID: e.callID, Strategy: s, Score: s.Score(), IdentifierMatch: s.Identifier(), GapMs: gap, created: e.created})
+	}
+	posted := func(k keyKind, v string) []*entry { return c.index[key{k, v}] }
+
+	// session_id: the non-nil halves intersect.
+	for _, u := range src.keys[kindSession] {
+		for _, e := range posted(kindSession, u) {
+			take(SessionID, e, 0)
+		}
+	}
+	// x_call_id: a leg naming this one, this one naming a leg, or both
+	// naming the same Call-ID.
+	for _, e := range posted(kindXNamed, src.callID) {
+		take(XCallID, e, 0)
+	}
+	for _, n := range src.keys[kindXNamed] {
+		take(XCallID, c.entries[n], 0)
+		for _, e := range posted(kindXNamed, n) {
+			take(XCallID, e, 0)
+		}
+	}
+	// charging_vector_related_icid: one side's related-icid is the other's
+	// icid-value.
+	for _, r := range src.keys[kindRelated] {
+		for _, e := range posted(kindICID, r) {
+			take(ChargingVectorRelatedICID, e, 0)
+		}
+	}
+	for _, i := range src.keys[kindICID] {
+		for _, e := range posted(kindRelated, i) {
+			take(ChargingVectorRelatedICID, e, 0)
+		}
+	}
+	// sdp_origin: a shared o= tuple between legs alive at the same time.
+	for _, o := range src.keys[kindOrigin] {
+		for _, e := range posted(kindOrigin, o) {
+			if c.coexist(src, e) {
+				take(SDPOrigin, e, 0)
+			}
+		}
+	}
+	// charging_vector_icid: a shared icid-value.
+	for _, i := range src.keys[kindICID] {
+		for _, e := range posted(kindICID, i) {
+			take(ChargingVectorICID, e, 0)
+		}
+	}
+	// via_branch: a branch shared by INVITEs of both legs.
+	for _, b := range src.keys[kindBranch] {
+		for _, e := range posted(kindBranch, b) {
+			take(ViaBranch, e, 0)
+		}
+	}
+	// timing_heuristic: same family, a shared signaling address, started
+	// within the window.
+	w := c.cfg.Window
+	lo, _ := slices.BinarySearchFunc(c.byCreated, src.created.Add(-w), func(e *entry, t time.Time) int { return e.created.Compare(t) })
+	for _, e := range c.byCreated[lo:] {
+		if e.created.After(src.created.Add(w)) {
+			break
+		}
+		if seen[e] || e.family != src.family || !shareHost(src.hosts, e.hosts) {
+			continue
+		}
+		gap := e.created.Sub(src.created)
+		if gap < 0 {
+			gap = -gap
+		}
+		take(TimingHeuristic, e, gap.Milliseconds())
+	}
+
+	slices.SortStableFunc(legs, func(a, b Leg) int {
+		if x := cmp.Compare(b.Score, a.Score); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(a.GapMs, b.GapMs); x != 0 {
+			return x
+		}
+		if x := a.created.Compare(b.created); x != 0 {
+			return x
+		}
+		return strings.Compare(a.CallID, b.CallID)
+	})
+	return legs
+}
+
+// coexist reports whether two dialogs' spans, widened by the window,
+// overlap.
+func (c *Correlator) coexist(a, b *entry) bool {
+	w := c.cfg.Window
+	return !a.created.Add(-w).After(b.updated) && !b.created.Add(-w).After(a.updated)
+}
+
+func shareHost(a, b []netip.Addr) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
