@@ -25,8 +25,8 @@ var _ sdk.Bundle = Bundle{}
 func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
-		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations",
-		ByteBudget: sdk.Budget{Default: 2500, WithOutputSchemas: 11500},
+		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
+		ByteBudget: sdk.Budget{Default: 6900, WithOutputSchemas: 31100},
 	}
 }
 
@@ -64,6 +64,12 @@ func tools(d *deps) []sdk.Tool {
 		lintDialogTool(d),
 		validateMessageTool(d),
 		explainRuleTool(d),
+		timelineTool(d),
+		groupDialogsTool(d),
+		searchByTimeTool(d),
+		validateFilterTool(d),
+		tailDialogsTool(d),
+		awaitConditionTool(d),
 	}
 }
 

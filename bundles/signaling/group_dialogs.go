@@ -14,7 +14,7 @@ const groupDialogsSchemaVersion = 1
 const defaultTopN = 50
 
 type groupDialogsIn struct {
-	By      string   `json:"by" desc:"one dimension: state, response_code, method, from.user, to.user, ua, src.ip, dst.ip, rtp.codec, to_domain, hour (UTC, epoch-aligned), next_hop (ip:port the opening request was last sent to: the downstream hop)"`
+	By      string   `json:"by" desc:"state, response_code, method, from.user, to.user, ua, src.ip, dst.ip, rtp.codec, to_domain, hour (UTC), next_hop (ip:port the opening request was last sent to)"`
 	Metrics []string `json:"metrics,omitempty" desc:"subset of count, asr, ner, acd, pdd_p50, pdd_p95, mos_p10, retransmit_rate (default all)"`
 	Filter  string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
 	TopN    int      `json:"top_n,omitempty" desc:"largest groups kept (default 50)"`
@@ -90,9 +90,9 @@ func groupDialogsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "group_dialogs",
 		Title: "Carrier metrics per group",
-		Description: "Carrier metrics per value of one dimension, computed in the store beside their population: " +
-			"ASR/NER (percent), ACD (conversation s), PDD p50/p95 (ms, nearest rank), MOS p10, retransmits per dialog. " +
-			"A metric that cannot be computed is null with a not_grounded reason, never 0.",
+		Description: "Carrier metrics per value of one dimension, beside their population: ASR/NER (percent), " +
+			"ACD (s of conversation), PDD p50/p95 (ms, nearest rank), MOS p10, retransmits per dialog. " +
+			"Not computable: null and a not_grounded reason, never 0.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, in groupDialogsIn) (GroupDialogs, error) {
 		return groupDialogs(ctx, d, c, in)

@@ -52,16 +52,8 @@ func sgTool(t testing.TB, c *engine.Capture, name string) sdk.Tool {
 			return tl
 		}
 	}
-	if mk, ok := sgConstructors[name]; ok { // TODO: drop once bundle.go lists them
-		return mk(&deps{capture: c})
-	}
 	t.Fatalf("%s not provisioned", name)
 	return sdk.Tool{}
-}
-
-var sgConstructors = map[string]func(*deps) sdk.Tool{
-	"timeline": timelineTool, "group_dialogs": groupDialogsTool, "search_by_time": searchByTimeTool,
-	"validate_filter": validateFilterTool, "tail_dialogs": tailDialogsTool, "await_condition": awaitConditionTool,
 }
 
 // sgInvoke calls a tool with arguments and limits (zero: the defaults).
@@ -244,5 +236,39 @@ func TestTimelineOnEmptyCapture(t *testing.T) {
 	}
 	if string(k["buckets"]) != "[]" || string(k["returned"]) != "0" {
 		t.Errorf("got buckets %s returned %s, want [] 0", k["buckets"], k["returned"])
+	}
+}
+
+// TestDialogStoreToolsRegister: the six dialog-store tools are provisioned,
+// read-only and closed-world, and each answers from the capture with the
+// source flags.
+func TestDialogStoreToolsRegister(t *testing.T) {
+	c := sgLoad(t, testcap.Public("sip-rtp-g711.pcap"))
+	args := map[string]map[string]any{
+		"timeline":        {},
+		"group_dialogs":   {"by": "state"},
+		"search_by_time":  {"start": "2000-01-01T00:00:00Z"},
+		"validate_filter": {"expr": "method == INVITE"},
+		"tail_dialogs":    {},
+		"await_condition": {"filter": "method == INVITE"},
+	}
+	for name, a := range args {
+		t.Run(name, func(t *testing.T) {
+			tool := sgTool(t, c, name)
+			h := tool.Wire(false).Annotations
+			if !*h.ReadOnlyHint || *h.OpenWorldHint || *h.DestructiveHint || !*h.IdempotentHint {
+				t.Errorf("hints %+v, want read-only, closed world", h)
+			}
+			r, err := sgInvoke(t, c, name, a, sdk.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := sgKeys(t, r)
+			for _, key := range []string{"source_exhausted", "source_stopped_early", "capture_identity"} {
+				if _, ok := k[key]; !ok {
+					t.Errorf("answer lacks %s", key)
+				}
+			}
+		})
 	}
 }
