@@ -269,6 +269,9 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
 		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer")})
 
+	if h.subscribable {
+		go h.res.run(ctx)
+	}
 	if transport == "stdio" {
 		log.Info("serving MCP over stdio", "tools", len(sel))
 		if err := serveStdio(ctx, h, sio.Stdin, sio.Stdout, sio.Stderr); err != nil {

@@ -69,6 +69,9 @@ type mcpHost struct {
 	rate          *ratelimit.Limiter
 
 	ids sync.Map // request context → JSON-RPC id
+
+	res          *resourceHost
+	subscribable bool
 }
 
 type hostOptions struct {
@@ -128,6 +131,23 @@ func newMCPHost(o hostOptions) *mcpHost {
 		return tools
 	}
 
+	h.res = newResourceHost(o.log.Named("resources"), o.limits.MaxRows)
+	subscribable, completes := h.res.collect(o.reg, o.selected)
+	h.subscribable = subscribable
+	hooks.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {
+		raw, _ := message.(json.RawMessage)
+		return h.res.checkSubscribe(ctx, raw)
+	})
+	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		h.res.subscribe(ctx, req.Params.URI)
+	})
+	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		h.res.unsubscribe(ctx, req.Params.URI)
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
+		h.res.forget(sess.SessionID())
+	})
+
 	var promptNames []string
 	opts := []server.ServerOption{
 		server.WithToolFilter(byBundle),
@@ -147,7 +167,15 @@ func newMCPHost(o hostOptions) *mcpHost {
 	if len(promptNames) > 0 {
 		opts = append(opts, server.WithPromptCapabilities(false))
 	}
+	if !h.res.empty() {
+		opts = append(opts, server.WithResourceCapabilities(subscribable, false))
+	}
+	if completes {
+		opts = append(opts, server.WithCompletions(), server.WithResourceCompletionProvider(h.res))
+	}
 	h.srv = server.NewMCPServer("sipnab", Version, opts...)
+	h.res.srv = h.srv
+	h.res.register(o.reg, o.selected)
 	for _, b := range o.reg.Bundles() {
 		for _, t := range b.Tools {
 			if !o.selected[t.Name] {
@@ -281,12 +309,13 @@ func structured(text string) (json.RawMessage, bool) {
 	return json.RawMessage(b), true
 }
 
-// mcp-go answers every handler error with -32603. The host marks the real
+// mcp-go answers every handler error with -32603 (and a refusal from a
+// request hook with -32600). The host marks the real
 // code inside the message and the transports rewrite it on the way out (see
 // codeRewriter): a tool's -32602 and the guards' -32000 reach the client.
 const codeMark = "\x1esipnab:"
 
-var codeMarkRE = regexp.MustCompile(`"code":-32603,"message":"\\u001esipnab:(-?[0-9]+)\\u001e`)
+var codeMarkRE = regexp.MustCompile(`"code":-?[0-9]+,"message":"\\u001esipnab:(-?[0-9]+)\\u001e`)
 
 func wireError(err error) error {
 	e := sdk.AsError(err)

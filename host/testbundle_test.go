@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ type testBundle struct {
 	id      string
 	release chan struct{} // slow blocks until closed
 	started chan struct{} // slow signals it started
+	// rev and text back the live test resource.
+	rev  atomic.Uint64
+	text atomic.Value
 }
 
 type echoIn struct {
@@ -58,6 +62,34 @@ func (b *testBundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, er
 	if err := env.Decode(&cfg); err != nil {
 		return nil, err
 	}
+	if b.text.Load() == nil {
+		b.text.Store("v0")
+	}
+	env.AddResource(sdk.Resource{URI: "test://" + b.id + "/live", Name: "live", Description: "a live view", MIMEType: "text/plain",
+		Read: func(ctx context.Context) (sdk.ResourceContent, error) {
+			return sdk.ResourceContent{Text: b.text.Load().(string)}, nil
+		},
+		Revision: b.rev.Load})
+	env.AddResource(sdk.Resource{URI: "test://" + b.id + "/reference", Name: "reference", Description: "static text",
+		Read: func(ctx context.Context) (sdk.ResourceContent, error) { return sdk.ResourceContent{Text: "ref"}, nil }})
+	env.AddResourceTemplate(sdk.ResourceTemplate{URITemplate: "test://" + b.id + "/item/{id}", Name: "item", Description: "one item",
+		MIMEType: "application/json",
+		Read: func(ctx context.Context, uri string, vars map[string]string) (sdk.ResourceContent, error) {
+			return sdk.ResourceContent{Text: `{"id":"` + vars["id"] + `"}`}, nil
+		},
+		Revision: b.rev.Load,
+		Complete: func(ctx context.Context, variable, prefix string) []string {
+			if variable != "id" {
+				return nil
+			}
+			var out []string
+			for i := 0; i < 150; i++ {
+				if v := fmt.Sprintf("call-%03d", i); strings.HasPrefix(v, prefix) {
+					out = append(out, v)
+				}
+			}
+			return out
+		}})
 	ro := sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld}
 	return []sdk.Tool{
 		sdk.NewTool(sdk.Descriptor{Name: b.id + "_echo", Description: "echo fenced text", Annotations: ro},
@@ -109,6 +141,7 @@ type stdioSession struct {
 	nextID int
 	resp   map[string]chan map[string]any
 	extra  []string // non-response lines
+	notes  chan map[string]any
 }
 
 type syncBuffer struct {
@@ -133,7 +166,7 @@ func startStdio(t *testing.T, args []string, bundles []sdk.Bundle, env []string)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &stdioSession{t: t, in: inW, out: bufio.NewReader(outR), stderr: &syncBuffer{}, done: make(chan int, 1),
-		resp: map[string]chan map[string]any{}}
+		resp: map[string]chan map[string]any{}, notes: make(chan map[string]any, 64)}
 	go func() {
 		code := Run(context.Background(), args, bundles, IO{Stdin: inR, Stdout: outW, Stderr: s.stderr, Env: env})
 		_ = outW.Close()
@@ -156,6 +189,10 @@ func startStdio(t *testing.T, args []string, bundles []sdk.Bundle, env []string)
 				s.mu.Lock()
 				s.extra = append(s.extra, line)
 				s.mu.Unlock()
+				continue
+			}
+			if _, isNote := m["method"]; isNote && m["id"] == nil {
+				s.notes <- m
 				continue
 			}
 			id := fmt.Sprint(m["id"])

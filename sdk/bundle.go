@@ -92,6 +92,7 @@ type Env struct {
 	services map[reflect.Type]any
 	limits   Limits
 	opts     map[string]bool
+	res      *resources
 }
 
 // EnvOptions builds an Env.
@@ -113,7 +114,7 @@ type EnvOptions struct {
 
 // NewEnv builds an Env.
 func NewEnv(o EnvOptions) Env {
-	e := Env{logger: o.Logger, decode: o.Decode, services: map[reflect.Type]any{}, limits: o.Limits, opts: o.Options}
+	e := Env{logger: o.Logger, decode: o.Decode, services: map[reflect.Type]any{}, limits: o.Limits, opts: o.Options, res: &resources{}}
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
 	}

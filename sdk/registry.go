@@ -38,6 +38,9 @@ type Registered struct {
 	Tools []Tool
 	// Prompts the bundle offers (PromptBundle), in name order.
 	Prompts []Prompt
+	// Resources and Templates the bundle registered through its Env.
+	Resources []Resource
+	Templates []ResourceTemplate
 }
 
 // Bytes is the bundle's compact tools/list bytes, summed over its tools.
@@ -91,6 +94,7 @@ func Register(ctx context.Context, bundles []Bundle, env func(Info) Env, opts Re
 	var errs []error
 	seenBundle := map[string]bool{}
 	owner := map[string]string{}
+	seenURI := map[string]string{}
 	for _, b := range bundles {
 		if b == nil {
 			errs = append(errs, errors.New("sdk: nil bundle in the bundle list"))
@@ -140,6 +144,10 @@ func Register(ctx context.Context, bundles []Bundle, env func(Info) Env, opts Re
 			reg.byName[t.Name] = len(reg.bundles)
 		}
 		r := Registered{Info: info, Tools: tools}
+		if e.res != nil {
+			errs = append(errs, checkResources(bp, e.res, seenURI, info.ID)...)
+			r.Resources, r.Templates = e.res.fixed, e.res.templates
+		}
 		if pb, ok := b.(PromptBundle); ok {
 			r.Prompts = append(r.Prompts, pb.Prompts()...)
 			sort.SliceStable(r.Prompts, func(i, j int) bool { return r.Prompts[i].Name < r.Prompts[j].Name })
