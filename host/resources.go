@@ -20,8 +20,8 @@ import (
 
 // Subscription bounds (mcp-surface §4.3).
 const (
-	maxSubscriptions  = 16              // per connection
-	subscribeDebounce = time.Second     // per URI per connection
+	maxSubscriptions  = 16          // per connection
+	subscribeDebounce = time.Second // per URI per connection
 	subscribePoll     = 100 * time.Millisecond
 	maxCompletions    = 100
 )
@@ -82,7 +82,9 @@ func (rh *resourceHost) collect(reg *sdk.Registry, selected map[string]bool) (su
 		for _, r := range b.Resources {
 			r := r
 			rh.fixed[r.URI] = served{mime: r.MIMEType, revision: r.Revision,
-				read: func(ctx context.Context, _ string, _ map[string]string) (sdk.ResourceContent, error) { return r.Read(ctx) }}
+				read: func(ctx context.Context, _ string, _ map[string]string) (sdk.ResourceContent, error) {
+					return r.Read(ctx)
+				}}
 			subscribable = subscribable || r.Revision != nil
 		}
 		for _, t := range b.Templates {
