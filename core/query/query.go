@@ -16,6 +16,16 @@ import (
 // absent.
 const None = "(none)"
 
+// Other is the by_method entry that counts the methods past MaxByMethod.
+const Other = "(other)"
+
+// MaxByMethod bounds by_method: a capture whose dialogs open with more
+// distinct methods (a flood of extension methods) lists the MaxByMethod
+// largest and counts the rest in one Other entry, so the counts still sum
+// to total_matched and the answer stays bounded. Neither label can be a
+// SIP method: parentheses are not token characters.
+const MaxByMethod = 50
+
 // checkEvery is how many rows a scan handles between context checks.
 const checkEvery = 1024
 
@@ -140,7 +150,8 @@ type Page struct {
 	// TotalMatched counts every matching dialog, whatever the cursor.
 	TotalMatched int
 	// ByMethod counts every matching dialog by opening method, largest
-	// first (ties by method).
+	// first (ties by method); past MaxByMethod methods the rest count in
+	// one Other entry.
 	ByMethod []MethodCount
 	// More: matching rows remain after the page.
 	More bool
@@ -219,6 +230,13 @@ func byMethod(m map[string]int) []MethodCount {
 		}
 		return cmp.Compare(a.Method, b.Method)
 	})
+	if len(out) > MaxByMethod {
+		rest := 0
+		for _, m := range out[MaxByMethod:] {
+			rest += m.Count
+		}
+		out = append(out[:MaxByMethod], MethodCount{Method: Other, Count: rest})
+	}
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/sip"
 )
 
 // pageAll pages through a listing with the given limit and returns every
@@ -507,5 +509,49 @@ func TestSnippet(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFloodOfDistinctValues: 50,000 dialogs, each opened by its own
+// extension method from its own user. by_method stays bounded (the
+// largest MaxByMethod and one Other entry) and every count still sums to
+// total_matched; aggregation keeps top_n buckets and counts the rest.
+func TestFloodOfDistinctValues(t *testing.T) {
+	const n = 50000
+	s := dialog.New(dialog.Config{MaxDialogs: n})
+	src, dst := netip.MustParseAddrPort("192.0.2.1:5060"), netip.MustParseAddrPort("192.0.2.2:5060")
+	for i := 0; i < n; i++ {
+		text := fmt.Sprintf("X%d sip:a@b SIP/2.0\r\nFrom: <sip:user%d@b>;tag=f\r\nTo: <sip:a@b>\r\nCall-ID: flood-%d\r\nCSeq: 1 X%d\r\nContent-Length: 0\r\n\r\n", i, i, i, i)
+		m, err := sip.Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Apply(dialog.Observation{Msg: m, TS: synthT0.Add(time.Duration(i) * time.Microsecond), Src: src, Dst: dst})
+		if i%10000 == 9999 || i == n-1 {
+			// Checked as the flood grows.
+			q := New(s, nil, filter.DefaultThresholds())
+			for _, expr := range []string{"", "msg_count == 1"} {
+				f, _ := q.Compile(expr)
+				p, err := q.List(context.Background(), ListOptions{Filter: f, Limit: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum := 0
+				for _, m := range p.ByMethod {
+					sum += m.Count
+				}
+				if len(p.ByMethod) != MaxByMethod+1 || p.ByMethod[MaxByMethod].Method != Other || sum != i+1 || p.TotalMatched != i+1 {
+					t.Fatalf("%d dialogs, filter %q: %d by_method entries summing to %d (total %d), want %d ending in %s",
+						i+1, expr, len(p.ByMethod), sum, p.TotalMatched, MaxByMethod+1, Other)
+				}
+			}
+			a, err := q.Aggregate(context.Background(), nil, DimFromUser, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a.Buckets) != 10 || a.DistinctValues != i+1 || a.OtherCount != i+1-10 || a.TotalMatched != i+1 {
+				t.Fatalf("%d dialogs: %d buckets, distinct %d, other %d", i+1, len(a.Buckets), a.DistinctValues, a.OtherCount)
+			}
+		}
 	}
 }
