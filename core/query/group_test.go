@@ -454,3 +454,30 @@ func TestParseGroupVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupManyDistinctValues floods one dimension with 50,000 distinct
+// sender-written values (one To domain per dialog): the answer keeps top_n
+// groups, counts the rest in other_count and every value in
+// distinct_values; the per-call map is bounded by the dialog store's cap,
+// never by the sender.
+func TestGroupManyDistinctValues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("50,000 dialogs")
+	}
+	const n = 50000
+	b := newGrpBuilder(t)
+	for i := 0; i < n; i++ {
+		b.add(call{id: fmt.Sprintf("flood%05d", i), at: time.Duration(i) * time.Millisecond, domain: fmt.Sprintf("d%05d.example", i), register: true})
+	}
+	got, err := b.querier().Group(context.Background(), GroupOptions{By: DimToDomain, TopN: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DistinctValues != n || len(got.Groups) != 50 || got.OtherCount != n-50 || got.TotalMatched != n {
+		t.Errorf("distinct %d groups %d other %d total %d, want %d 50 %d %d", got.DistinctValues, len(got.Groups), got.OtherCount, got.TotalMatched, n, n-50, n)
+	}
+	// Ties in count rank by value: the first group is the smallest domain.
+	if got.Groups[0].Value != "d00000.example" || got.Groups[49].Value != "d00049.example" {
+		t.Errorf("groups %q .. %q, want d00000.example .. d00049.example", got.Groups[0].Value, got.Groups[49].Value)
+	}
+}
