@@ -901,3 +901,79 @@ func TestCaptureReportFormatsE2E(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchJSONStreamsAreTheRTPStatsShapeE2E: `sipnab -N -I FILE --json`
+// fills streams with the rtp_stats stream shape: the same keys and the same
+// values as the tool's sweep once the tool's fences (codec names, RTCP
+// CNAME) are removed.
+func TestBatchJSONStreamsAreTheRTPStatsShapeE2E(t *testing.T) {
+	capture := testcap.Public("SIP_CALL_RTP_G711")
+	cmd := exec.Command(bin, "-N", "-I", capture, "--json")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	_ = cmd.Run() // exit 1 is allowed: frames were not decodable, the run says so
+	var doc struct {
+		Streams []map[string]any `json:"streams"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("--json output: %v\n%.500s", err, out.String())
+	}
+	s := startRaw(t, "-N", "--mcp", "-I", capture)
+	s.waitLoaded()
+	rows := sweepE2E(t, s, map[string]any{"limit": 1000})
+	if len(doc.Streams) != len(rows) || len(rows) != 5 {
+		t.Fatalf("--json has %d streams, rtp_stats %d, want 5", len(doc.Streams), len(rows))
+	}
+	tool := map[string]map[string]any{}
+	for _, r := range rows {
+		tool[streamKeyE2E(r)] = r
+	}
+	for _, cli := range doc.Streams {
+		k := streamKeyE2E(cli)
+		r, ok := tool[k]
+		if !ok {
+			t.Errorf("%s: in --json, not in rtp_stats", k)
+			continue
+		}
+		for key, v := range cli {
+			tv, ok := r[key]
+			if !ok {
+				t.Errorf("%s: --json key %s absent from rtp_stats", k, key)
+				continue
+			}
+			tv = unfenceAll(tv)
+			cj, _ := json.Marshal(v)
+			tj, _ := json.Marshal(tv)
+			if !bytes.Equal(cj, tj) {
+				t.Errorf("%s %s: --json %s, rtp_stats %s", k, key, cj, tj)
+			}
+		}
+		for key := range r {
+			if _, ok := cli[key]; !ok {
+				t.Errorf("%s: rtp_stats key %s absent from --json", k, key)
+			}
+		}
+	}
+}
+
+// unfenceAll removes the fence markers from every string of a decoded JSON
+// value.
+func unfenceAll(v any) any {
+	switch x := v.(type) {
+	case string:
+		return unfence(x)
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = unfenceAll(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = unfenceAll(e)
+		}
+		return out
+	}
+	return v
+}

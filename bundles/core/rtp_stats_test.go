@@ -573,3 +573,43 @@ func TestRTPStatsFencesSenderText(t *testing.T) {
 		t.Errorf("no streams, yet fenced %v: %s", r2.Fenced, r2.Blocks[0])
 	}
 }
+
+// TestRTPStatsFencesTheRTCPCName: the CNAME an endpoint sent in RTCP SDES
+// is sender text; the counters beside it are not.
+func TestRTPStatsFencesTheRTCPCName(t *testing.T) {
+	c := rptLoad(t, testcap.Public("SIP_CALL_RTP_G711"))
+	r, err := rptInvoke(t, c, "rtp_stats", map[string]any{"limit": 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Streams []struct {
+			SSRC             string `json:"ssrc"`
+			EndpointReported *struct {
+				CNAME         string `json:"cname"`
+				SenderReports int    `json:"sender_reports"`
+			} `json:"endpoint_reported"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal([]byte(r.Blocks[0]), &page); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"0xd2bd4e3e": "unknown@200.57.7.204", "0x58f33dea": "ACLTP ChannelHandle 30"}
+	seen := 0
+	for _, s := range page.Streams {
+		w, ok := want[s.SSRC]
+		if !ok || s.EndpointReported == nil {
+			continue
+		}
+		seen++
+		if s.EndpointReported.CNAME != rptFenced(w) {
+			t.Errorf("%s cname: got %q, want %q fenced", s.SSRC, s.EndpointReported.CNAME, w)
+		}
+		if s.EndpointReported.SenderReports == 0 {
+			t.Errorf("%s: sender_reports 0", s.SSRC)
+		}
+	}
+	if seen != 4 {
+		t.Errorf("streams with RTCP claims: got %d, want 4", seen)
+	}
+}

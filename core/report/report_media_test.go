@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,5 +162,72 @@ func TestMarkdownHelpers(t *testing.T) {
 		if got := count(tc.n, tc.unit); got != tc.want {
 			t.Errorf("count(%d, %s): got %q, want %q", tc.n, tc.unit, got, tc.want)
 		}
+	}
+}
+
+// TestJSONStreamsAgreeWithTshark: the streams of `--json` (the rtp_stats
+// stream shape) hold every stream tshark ties to SDP, with its packets and
+// loss, and max jitter within max(0.05 ms, 2 %).
+func TestJSONStreamsAgreeWithTshark(t *testing.T) {
+	type tstream struct {
+		SSRC, Src, Dst string
+		Packets, Lost  int64
+		MinJitterMs    float64 `json:"min_jitter_ms"`
+		MaxJitterMs    float64 `json:"max_jitter_ms"`
+	}
+	for _, name := range []string{"sip-rtp-g711.pcap", "SIP_CALL_RTP_G711", "Asterisk_ZFONE_XLITE.pcap", "rtp-protocol.pcap", "codec-negotiation.pcap", "SIP_DTMF2.cap"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(testcap.Truth(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tr struct {
+				RTP struct {
+					Default struct{ Streams []tstream } `json:"default"`
+				} `json:"rtp"`
+			}
+			if err := json.Unmarshal(b, &tr); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := WriteJSON(&out, load(t, testcap.Public(name))); err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Streams []media.StreamInfo `json:"streams"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]media.StreamInfo{}
+			for _, s := range doc.Streams {
+				got[s.SSRC+"@"+s.Src+">"+s.Dst] = s
+			}
+			if len(tr.RTP.Default.Streams) == 0 {
+				t.Fatal("no tshark streams to compare")
+			}
+			for _, w := range tr.RTP.Default.Streams {
+				k := w.SSRC + "@" + w.Src + ">" + w.Dst
+				s, ok := got[k]
+				if !ok {
+					t.Errorf("%s missing", k)
+					continue
+				}
+				if int64(s.Packets) != w.Packets || s.Lost != w.Lost {
+					t.Errorf("%s: packets/lost %d/%d, tshark %d/%d", k, s.Packets, s.Lost, w.Packets, w.Lost)
+				}
+				switch {
+				case w.MinJitterMs < 0:
+					if s.JitterMaxMs != nil && *s.JitterMaxMs != 0 {
+						t.Errorf("%s: jitter where tshark measured none", k)
+					}
+				case s.JitterMaxMs == nil || math.Abs(*s.JitterMaxMs-w.MaxJitterMs) > math.Max(0.05, 0.02*w.MaxJitterMs):
+					t.Errorf("%s: jitter_max_ms %v, tshark %v", k, s.JitterMaxMs, w.MaxJitterMs)
+				}
+				if s.SchemaVersion != media.SchemaVersion || s.QualityIntervals == nil {
+					t.Errorf("%s: not the rtp_stats stream shape: schema %d, intervals %v", k, s.SchemaVersion, s.QualityIntervals)
+				}
+			}
+		})
 	}
 }
