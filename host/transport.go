@@ -214,7 +214,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(withCaller(r.Context(), c))
-	f.mcp.ServeHTTP(&rewriteResponse{ResponseWriter: w}, r)
+	f.mcp.ServeHTTP(&rewriteResponse{ResponseWriter: w, sse: r.Method == http.MethodPost}, r)
 }
 
 func (f *httpFront) hostAllowed(host string) bool {
@@ -277,13 +277,56 @@ func acceptsBoth(values []string) bool {
 	return acceptsType(values, "application/json") && acceptsType(values, "text/event-stream")
 }
 
-// rewriteResponse restores marked error codes in HTTP responses (JSON or SSE).
+// rewriteResponse restores marked error codes in HTTP responses (JSON or
+// SSE). With sse set (a POST carrying a request), a single JSON answer is
+// sent as text/event-stream too: an empty data: keepalive frame first, then
+// the answer as one message event, as the reference server frames it.
 type rewriteResponse struct {
 	http.ResponseWriter
+	sse      bool
+	decided  bool
+	framing  bool
+	status   int
+	captured bool
+}
+
+func (r *rewriteResponse) WriteHeader(status int) {
+	if r.captured {
+		return
+	}
+	r.captured = true
+	r.status = status
+	r.decide()
+	r.ResponseWriter.WriteHeader(status)
+	if r.framing {
+		_, _ = io.WriteString(r.ResponseWriter, "data: \n\n")
+	}
+}
+
+// decide chooses the framing when the headers are final.
+func (r *rewriteResponse) decide() {
+	if r.decided {
+		return
+	}
+	r.decided = true
+	h := r.ResponseWriter.Header()
+	if r.sse && (r.status == 0 || r.status == http.StatusOK) && strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+		r.framing = true
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Del("Content-Length")
+	}
 }
 
 func (r *rewriteResponse) Write(p []byte) (int, error) {
-	if _, err := r.ResponseWriter.Write(rewriteCodes(p)); err != nil {
+	if !r.captured {
+		r.WriteHeader(http.StatusOK)
+	}
+	out := rewriteCodes(p)
+	if r.framing {
+		out = []byte("event: message\ndata: " + strings.TrimRight(string(out), "\n") + "\n\n")
+	}
+	if _, err := r.ResponseWriter.Write(out); err != nil {
 		return 0, err
 	}
 	return len(p), nil

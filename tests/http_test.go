@@ -78,6 +78,10 @@ func TestHTTPTransportRules(t *testing.T) {
 		if resp.StatusCode != 200 || sid == "" {
 			t.Fatalf("initialize: got %d, session %q, body %s", resp.StatusCode, sid, body)
 		}
+		// One answer still comes as an event stream, keepalive first.
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || !strings.HasPrefix(body, "data: \n\nevent: message\ndata: {") {
+			t.Errorf("reply framing: %s %q", ct, body)
+		}
 		list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 		hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
 		if resp, body := rawPost(t, s.URL, list, hdr); resp.StatusCode != 200 || !strings.Contains(body, `"tools"`) {
