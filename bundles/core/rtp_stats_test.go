@@ -613,3 +613,36 @@ func TestRTPStatsFencesTheRTCPCName(t *testing.T) {
 		t.Errorf("streams with RTCP claims: got %d, want 4", seen)
 	}
 }
+
+// BenchmarkRTPStatsSweep pages the carrier capture's 330 streams: the first
+// page of 50, a page deep behind a cursor, and a MOS-bounded sweep.
+func BenchmarkRTPStatsSweep(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "carrier.pcap")
+	if _, err := gen.WriteFiles(gen.Carrier(1), p, ""); err != nil {
+		b.Fatal(err)
+	}
+	c := rptLoad(b, p)
+	all, _ := rptSweep(b, c, map[string]any{"limit": 1000}, sdk.DefaultLimits())
+	mid := all[len(all)/2]
+	at, err := time.Parse(time.RFC3339Nano, mid.FirstSeen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tool := rptTool(b, c, "rtp_stats")
+	for _, bc := range []struct {
+		name string
+		args string
+	}{
+		{"first-page", `{}`},
+		{"deep-cursor", `{"cursor":"` + sdk.TimeCursor(at, mid.key()) + `"}`},
+		{"max-mos", `{"max_mos":3.6}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := tool.Invoke(b.Context(), json.RawMessage(bc.args), sdk.DefaultLimits()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
