@@ -274,6 +274,7 @@ func TestCentralExitOverStdio(t *testing.T) {
 		wantMsg  string
 	}{
 		{"tool invalid params keeps -32602", "t_echo", map[string]any{"text": "bad"}, -32602, `text "bad" is refused`},
+		{"a panicking tool is an internal error", "t_echo", map[string]any{"text": "panic"}, -32603, "tool t_echo failed: boom"},
 		{"missing required argument", "t_echo", map[string]any{}, -32602, `missing required argument "text"`},
 		{"wrong type", "t_echo", map[string]any{"text": 5}, -32602, `want string, got integer`},
 		{"response cap", "t_big", map[string]any{"text": "x", "n": 6000}, -32602, "exceeds --mcp-max-response-bytes (5000)"},

@@ -269,7 +269,7 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 			return finish(outcomeRefused, nil, sdk.InvalidParams("tool %s changes state and this token's scope is read", t.Name))
 		}
 
-		reply, err := t.Invoke(ctx, args, h.limits)
+		reply, err := invokeSafely(ctx, t, args, h.limits)
 		if err != nil {
 			return finish(outcomeToolError, nil, err)
 		}
@@ -328,4 +328,15 @@ func rewriteCodes(b []byte) []byte {
 		return b
 	}
 	return codeMarkRE.ReplaceAll(b, []byte(`"code":$1,"message":"`))
+}
+
+// invokeSafely runs a tool, turning a panic into an internal error so the
+// call is still answered and audited.
+func invokeSafely(ctx context.Context, t sdk.Tool, args json.RawMessage, limits sdk.Limits) (r sdk.Reply, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = sdk.Internal("tool %s failed: %v", t.Name, p)
+		}
+	}()
+	return t.Invoke(ctx, args, limits)
 }

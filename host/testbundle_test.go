@@ -94,6 +94,9 @@ func (b *testBundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, er
 	return []sdk.Tool{
 		sdk.NewTool(sdk.Descriptor{Name: b.id + "_echo", Description: "echo fenced text", Annotations: ro},
 			func(ctx context.Context, c *sdk.Call, in echoIn) (echoOut, error) {
+				if in.Text == "panic" {
+					panic("boom")
+				}
 				if in.Text == "bad" {
 					return echoOut{}, sdk.InvalidParams("text %q is refused", in.Text)
 				}
