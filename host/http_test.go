@@ -241,6 +241,8 @@ func waitSlots(t *testing.T, l *tlsListener, n int) {
 func TestSessionTableIsCapped(t *testing.T) {
 	m := newSessionManager()
 	m.max = 1000
+	ended := 0
+	m.onEnd = func(string) { ended++ }
 	var first string
 	for i := 0; i < 50000; i++ {
 		id := m.Generate()
@@ -251,8 +253,8 @@ func TestSessionTableIsCapped(t *testing.T) {
 			t.Fatalf("step %d: %d sessions, cap %d", i, len(m.live), m.max)
 		}
 	}
-	if m.evicted != 49000 {
-		t.Errorf("evicted %d, want 49000", m.evicted)
+	if m.evicted != 49000 || ended != 49000 {
+		t.Errorf("evicted %d, ended %d, want 49000", m.evicted, ended)
 	}
 	if _, err := m.Validate(first); err == nil {
 		t.Error("the oldest session survived eviction")

@@ -60,6 +60,9 @@ type sessionManager struct {
 	order   []string
 	max     int
 	evicted uint64
+	// onEnd is told of every session that ends (DELETE or eviction), so
+	// per-session state (resource subscriptions) goes with it.
+	onEnd func(id string)
 }
 
 const maxSessions = 4096
@@ -72,18 +75,25 @@ func (m *sessionManager) Generate() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
+	var ended []string
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for len(m.live) >= m.max && len(m.order) > 0 {
 		oldest := m.order[0]
 		m.order = m.order[1:]
 		if _, ok := m.live[oldest]; ok {
 			delete(m.live, oldest)
 			m.evicted++
+			ended = append(ended, oldest)
 		}
 	}
 	m.live[id] = time.Now()
 	m.order = append(m.order, id)
+	m.mu.Unlock()
+	if m.onEnd != nil {
+		for _, e := range ended {
+			m.onEnd(e)
+		}
+	}
 	return id
 }
 
@@ -97,6 +107,9 @@ func (m *sessionManager) Validate(id string) (bool, error) {
 }
 
 func (m *sessionManager) Terminate(id string) (bool, error) {
+	if m.onEnd != nil {
+		defer m.onEnd(id)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.live, id)
