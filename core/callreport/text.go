@@ -1,0 +1,113 @@
+package callreport
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// bidiControls are the Unicode bidirectional formatting characters
+// (category Cf): an override or isolate in a rendered document can make a
+// line read differently from the bytes it holds ("Trojan Source").
+func isBidi(r rune) bool {
+	switch {
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+		return true
+	}
+	return false
+}
+
+// clean makes sender-written text safe to print in a document: control and
+// bidi characters are dropped, line breaks become spaces, invalid UTF-8 is
+// replaced, the fence code points U+27E6/U+27E7 become ASCII brackets, and
+// the text is cut at n characters with "…".
+func clean(s string, n int) string {
+	var b strings.Builder
+	count := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			r = '\uFFFD'
+		case r == '\n' || r == '\r' || r == '\t':
+			r = ' '
+		case unicode.IsControl(r) || isBidi(r):
+			continue
+		case r == '⟦':
+			r = '['
+		case r == '⟧':
+			r = ']'
+		}
+		if count == n {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		count++
+	}
+	return b.String()
+}
+
+// mdEscape backslash-escapes the characters that would format Markdown, so
+// capture text renders as the text it is.
+func mdEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("\\`*_[]<>#|~&!", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mdCode wraps s in a code span whose backtick fence is longer than any run
+// of backticks inside it (CommonMark), padded when s starts or ends with
+// one.
+func mdCode(s string) string {
+	fence := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+// longestRun is the longest run of c in s.
+func longestRun(s string, c rune) int {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == c {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// runeLen is the number of characters of s.
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
+
+// cut shortens s to at most n characters, ending with "…" when cut.
+func cut(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if runeLen(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
