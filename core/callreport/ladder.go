@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
 )
 
 // Ladder layout bounds.
@@ -314,4 +313,3 @@ func drawArrow(row []rune, from, to int, label string, rtp bool) {
 	start := lo + 1 + (hi-lo-1-len(lab))/2
 	copy(row[start:], lab)
 }
-
