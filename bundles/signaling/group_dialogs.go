@@ -24,10 +24,12 @@ type groupDialogsIn struct {
 type GroupPopulation struct {
 	// Dialogs in the group.
 	Dialogs int `json:"dialogs" desc:"dialogs in the group"`
-	// Seizures are INVITEs whose opening transaction reached an outcome
-	// (a final response or a CANCEL); an INVITE still ringing at capture
-	// end is not one.
-	Seizures int `json:"seizures" desc:"INVITEs with a final response or a CANCEL (still ringing at capture end: excluded)"`
+	// Seizures are INVITEs whose opening transaction reached an outcome: a
+	// final response, a CANCEL, or a timeout (no final response and silent
+	// for longer than Timer B, 32 s, or after an 18x Timer C, 180 s, before
+	// the capture's last message). An INVITE still ringing at capture end
+	// is not one.
+	Seizures int `json:"seizures" desc:"INVITEs with a final response, a CANCEL or a timeout (Timer B/C); still ringing at capture end: excluded"`
 	// Answered are seizures answered with a 2xx.
 	Answered int `json:"answered" desc:"seizures answered 2xx"`
 	// Delivered are seizures answered, refused with 480, 486, 487, 600 or

@@ -186,11 +186,19 @@ type Outcome struct {
 	// mid-call, seeded by an ACK, BYE or CANCEL, is not).
 	Invite bool
 	// Seizure: an INVITE whose opening transaction reached an outcome in
-	// the capture: a final response (2xx or 3xx-6xx), or a CANCEL. An
-	// INVITE still ringing at capture end (no final response yet) is not a
+	// the capture: a final response (2xx or 3xx-6xx), a CANCEL, or a
+	// timeout (TimedOut). An INVITE still ringing at capture end (no final
+	// response yet, and not silent for longer than its timer) is not a
 	// seizure: counting it as failed would report a live capture as an
 	// outage that looks worse the earlier you look.
 	Seizure bool
+	// TimedOut: an INVITE with no final response whose dialog went silent
+	// long before the capture's last message: longer than Timer B (32 s,
+	// RFC 3261 §17.1.1.2) without an 18x, or than Timer C (180 s, §16.6)
+	// after one. It is not ringing any more; it failed, and counts as a
+	// seizure neither answered nor delivered, so an outage where nothing
+	// answers reads as ASR 0, not as "no seizure".
+	TimedOut bool
 	// Answered: the opening INVITE got a 2xx.
 	Answered bool
 	// Delivered: answered, or finally refused with one of DeliveredCodes,
@@ -199,8 +207,20 @@ type Outcome struct {
 	Delivered bool
 }
 
-// Classify returns a row's outcome.
-func Classify(row *dialog.Summary) Outcome {
+// The silences after which an INVITE without a final response is no longer
+// ringing (see Outcome.TimedOut).
+const (
+	// TimerB is RFC 3261's INVITE transaction timeout, 64·T1.
+	TimerB = 32 * time.Second
+	// TimerC is RFC 3261's proxy INVITE timeout once a provisional came
+	// (greater than 3 minutes; 180 s as sipnab's abandoned detection).
+	TimerC = 180 * time.Second
+)
+
+// Classify returns a row's outcome. end is the capture's last message (the
+// latest updated_at of the store); a zero end never judges a silence, so
+// every INVITE without a final response counts as still ringing.
+func Classify(row *dialog.Summary, end time.Time) Outcome {
 	var o Outcome
 	if row.Method != "INVITE" {
 		return o
@@ -209,7 +229,14 @@ func Classify(row *dialog.Summary) Outcome {
 	code := row.FinalStatusCode
 	cancelled := row.State == dialog.Cancelled.String()
 	o.Answered = (code >= 200 && code < 300) || (code == 0 && row.Timing.SetupMs != nil)
-	o.Seizure = o.Answered || code >= 300 || cancelled
+	if !o.Answered && code < 300 && !cancelled && !end.IsZero() {
+		timer := TimerB
+		if row.Timing.PDDMs != nil {
+			timer = TimerC
+		}
+		o.TimedOut = end.Sub(row.UpdatedAt) > timer
+	}
+	o.Seizure = o.Answered || code >= 300 || cancelled || o.TimedOut
 	o.Delivered = o.Answered || slices.Contains(DeliveredCodes, code) || (cancelled && code == 0)
 	return o
 }
@@ -301,6 +328,14 @@ func (q *Querier) Group(ctx context.Context, o GroupOptions) (Grouping, error) {
 	out := Grouping{By: o.By, Metrics: metrics}
 	accs := map[bucketKey]*groupAcc{}
 	rows := q.Rows(dialog.ByCreated)
+	// The capture's last message: an INVITE silent long before it is no
+	// longer ringing.
+	var end time.Time
+	for i := range rows {
+		if rows[i].UpdatedAt.After(end) {
+			end = rows[i].UpdatedAt
+		}
+	}
 	rec := &Record{q: q}
 	for i := range rows {
 		if i%checkEvery == 0 && ctx.Err() != nil {
@@ -322,7 +357,7 @@ func (q *Querier) Group(ctx context.Context, o GroupOptions) (Grouping, error) {
 			a = &groupAcc{}
 			accs[k] = a
 		}
-		a.add(row, rec, wantMOS)
+		a.add(row, rec, end, wantMOS)
 	}
 	all := make([]Group, 0, len(accs))
 	for k, a := range accs {
@@ -359,10 +394,10 @@ func (q *Querier) Group(ctx context.Context, o GroupOptions) (Grouping, error) {
 	return out, nil
 }
 
-func (a *groupAcc) add(row *dialog.Summary, rec *Record, wantMOS bool) {
+func (a *groupAcc) add(row *dialog.Summary, rec *Record, end time.Time, wantMOS bool) {
 	a.pop.Dialogs++
 	a.pop.Retransmits += row.Timing.Retransmits
-	oc := Classify(row)
+	oc := Classify(row, end)
 	if oc.Seizure {
 		a.pop.Seizures++
 	}
@@ -397,7 +432,7 @@ func (a *groupAcc) add(row *dialog.Summary, rec *Record, wantMOS bool) {
 // Reasons a metric is not computable.
 const (
 	reasonNoInvite  = "no dialog of this group was opened by an INVITE: %s is a call metric"
-	reasonNoSeizure = "no seizure: every INVITE of this group is still ringing at capture end or its opening transaction was not captured"
+	reasonNoSeizure = "no seizure: every INVITE of this group is still ringing at capture end (no final response, silent for less than Timer B/C) or its opening transaction was not captured"
 	reasonNoAnswer  = "no call of this group was answered"
 	reasonNoEnd     = "no answered call of this group ended with a BYE in the capture, so no conversation time was measured"
 	reasonNoPDD     = "no INVITE of this group received an 18x, so no post-dial delay was measured"

@@ -309,29 +309,64 @@ func TestGroupMetricRules(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	ms := func(v int64) *int64 { return &v }
+	at := grpT0
+	// Outcome{Invite, Seizure, TimedOut, Answered, Delivered}
 	cases := []struct {
 		name string
 		row  dialog.Summary
+		end  time.Time
 		want Outcome
 	}{
-		{"answered", dialog.Summary{Method: "INVITE", State: "Completed", FinalStatusCode: 200}, Outcome{true, true, true, true}},
-		{"answered, code not retained", dialog.Summary{Method: "INVITE", State: "InCall", Timing: dialog.Timing{SetupMs: ms(900)}}, Outcome{true, true, true, true}},
-		{"busy", dialog.Summary{Method: "INVITE", State: "Failed", FinalStatusCode: 486}, Outcome{true, true, false, true}},
-		{"request timeout", dialog.Summary{Method: "INVITE", State: "Failed", FinalStatusCode: 408}, Outcome{true, true, false, false}},
-		{"redirected", dialog.Summary{Method: "INVITE", State: "Redirected", FinalStatusCode: 302}, Outcome{true, true, false, false}},
-		{"challenged only", dialog.Summary{Method: "INVITE", State: "Failed", FinalStatusCode: 407}, Outcome{true, true, false, false}},
-		{"cancelled, 487 not captured", dialog.Summary{Method: "INVITE", State: "Cancelled"}, Outcome{true, true, false, true}},
-		{"ringing", dialog.Summary{Method: "INVITE", State: "Ringing"}, Outcome{Invite: true}},
-		{"trying", dialog.Summary{Method: "INVITE", State: "Trying"}, Outcome{Invite: true}},
-		{"mid-call capture (seeded by BYE)", dialog.Summary{Method: "BYE", State: "Completed"}, Outcome{}},
-		{"register", dialog.Summary{Method: "REGISTER", State: "Registered"}, Outcome{}},
+		{"answered", dialog.Summary{Method: "INVITE", State: "Completed", FinalStatusCode: 200}, at, Outcome{true, true, false, true, true}},
+		{"answered, code not retained", dialog.Summary{Method: "INVITE", State: "InCall", Timing: dialog.Timing{SetupMs: ms(900)}}, at, Outcome{true, true, false, true, true}},
+		{"busy", dialog.Summary{Method: "INVITE", State: "Failed", FinalStatusCode: 486}, at, Outcome{true, true, false, false, true}},
+		{"request timeout", dialog.Summary{Method: "INVITE", State: "Failed", FinalStatusCode: 408}, at, Outcome{true, true, false, false, false}},
+		{"redirected", dialog.Summary{Method: "INVITE", State: "Redirected", FinalStatusCode: 302}, at, Outcome{true, true, false, false, false}},
+		{"challenged only", dialog.Summary{Method: "INVITE", State: "Failed", FinalStatusCode: 407}, at, Outcome{true, true, false, false, false}},
+		{"cancelled, 487 not captured", dialog.Summary{Method: "INVITE", State: "Cancelled"}, at, Outcome{true, true, false, false, true}},
+		{"ringing at capture end", dialog.Summary{Method: "INVITE", State: "Ringing", UpdatedAt: at, Timing: dialog.Timing{PDDMs: ms(800)}},
+			at.Add(TimerC), Outcome{Invite: true}},
+		{"ringing, silent past Timer C", dialog.Summary{Method: "INVITE", State: "Ringing", UpdatedAt: at, Timing: dialog.Timing{PDDMs: ms(800)}},
+			at.Add(TimerC + time.Millisecond), Outcome{true, true, true, false, false}},
+		{"trying at capture end", dialog.Summary{Method: "INVITE", State: "Trying", UpdatedAt: at}, at.Add(TimerB), Outcome{Invite: true}},
+		{"no response, silent past Timer B", dialog.Summary{Method: "INVITE", State: "Trying", UpdatedAt: at},
+			at.Add(TimerB + time.Millisecond), Outcome{true, true, true, false, false}},
+		{"no capture end: never timed out", dialog.Summary{Method: "INVITE", State: "Trying", UpdatedAt: at}, time.Time{}, Outcome{Invite: true}},
+		{"mid-call capture (seeded by BYE)", dialog.Summary{Method: "BYE", State: "Completed"}, at, Outcome{}},
+		{"register", dialog.Summary{Method: "REGISTER", State: "Registered"}, at, Outcome{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Classify(&tc.row); got != tc.want {
+			if got := Classify(&tc.row, tc.end); got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGroupOutageIsNotNull: INVITEs nobody answers, silent past Timer B
+// before the capture's last message, are failed seizures: ASR 0 over the
+// seizures, not a null that hides the outage. The last INVITE, sent a
+// second before the end, is still in its transaction and not counted.
+func TestGroupOutageIsNotNull(t *testing.T) {
+	b := newGrpBuilder(t)
+	b.add(call{id: "o1", at: 0, retrans: 3})
+	b.add(call{id: "o2", at: 10 * time.Second, retrans: 3})
+	b.add(call{id: "o3", at: 59 * time.Second})
+	b.add(call{id: "r1", at: 60 * time.Second, register: true})
+	f, _ := b.querier().Compile("method == INVITE")
+	got, err := b.querier().Group(context.Background(), GroupOptions{By: DimMethod, Filter: f, Metrics: []Metric{MetricASR, MetricNER}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got.Groups[0]
+	if g.Population.Seizures != 2 || g.Population.Answered != 0 || g.Population.Delivered != 0 {
+		t.Errorf("population %+v, want 2 seizures (o1, o2), none answered or delivered", g.Population)
+	}
+	for _, m := range []Metric{MetricASR, MetricNER} {
+		if v, ok := metric(t, g, m); !ok || v != 0 {
+			t.Errorf("%s = %v (computed %v), want 0", m, v, ok)
+		}
 	}
 }
 
