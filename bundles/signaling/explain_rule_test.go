@@ -12,9 +12,9 @@ import (
 )
 
 func TestExplainRule(t *testing.T) {
-	tool := provisioned(t, engine.New(engine.Config{}, nil))["explain_rule"]
+	tool := lintProvisioned(t, engine.New(engine.Config{}, nil))["explain_rule"]
 	var e RuleExplanation
-	r := invoke(t, tool, `{"rule_id":"SIP-3261-20-URI-BRACKETS"}`, &e)
+	r := lintInvoke(t, tool, `{"rule_id":"SIP-3261-20-URI-BRACKETS"}`, &e)
 	want := RuleExplanation{
 		RuleID: "SIP-3261-20-URI-BRACKETS", Severity: "error", Basis: "must", RFC: 3261, Section: "20",
 		URL: "https://www.rfc-editor.org/rfc/rfc3261#section-20", Scope: "message",
@@ -45,7 +45,7 @@ func TestExplainRule(t *testing.T) {
 		{"empty", `{"rule_id":""}`, "unknown rule_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := invokeErr(t, tool, tc.args)
+			e := lintInvokeErr(t, tool, tc.args)
 			if e.Code != sdk.CodeInvalidParams || !strings.Contains(e.Message, tc.want) {
 				t.Errorf("got %d %q, want -32602 mentioning %q", e.Code, e.Message, tc.want)
 			}
@@ -62,7 +62,7 @@ func TestExplainRule(t *testing.T) {
 // TestExplainRuleIsTheResourceRenderer: the resource body is the
 // serialized ExplainRule answer, byte for byte the tool's first block.
 func TestExplainRuleIsTheResourceRenderer(t *testing.T) {
-	tool := provisioned(t, engine.New(engine.Config{}, nil))["explain_rule"]
+	tool := lintProvisioned(t, engine.New(engine.Config{}, nil))["explain_rule"]
 	r, err := tool.Invoke(context.Background(), json.RawMessage(`{"rule_id":"OBS-3264-6.1-PT-UNDECLARED"}`), sdk.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ const (
 )
 
 // loadCapture runs a capture file through the engine to its end.
-func loadCapture(t *testing.T, path string) *engine.Capture {
+func lintLoadCapture(t *testing.T, path string) *engine.Capture {
 	t.Helper()
 	c := engine.New(engine.Config{Node: "test"}, nil)
 	if err := c.LoadFiles(context.Background(), []string{path}); err != nil {
@@ -40,7 +40,7 @@ func loadCapture(t *testing.T, path string) *engine.Capture {
 }
 
 // provisioned builds the bundle's tools the way the host does.
-func provisioned(t *testing.T, c *engine.Capture) map[string]sdk.Tool {
+func lintProvisioned(t *testing.T, c *engine.Capture) map[string]sdk.Tool {
 	t.Helper()
 	tl, err := Bundle{}.Provision(context.Background(), sdk.NewEnv(sdk.EnvOptions{Services: []any{c}}))
 	if err != nil {
@@ -54,7 +54,7 @@ func provisioned(t *testing.T, c *engine.Capture) map[string]sdk.Tool {
 }
 
 // invoke calls a tool through the sdk's public path and decodes its answer.
-func invoke(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
+func lintInvoke(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
 	t.Helper()
 	r, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
 	if err != nil {
@@ -69,7 +69,7 @@ func invoke(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
 }
 
 // invokeErr calls a tool that must fail and returns its error.
-func invokeErr(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
+func lintInvokeErr(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
 	t.Helper()
 	_, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
 	if err == nil {
@@ -78,7 +78,7 @@ func invokeErr(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
 	return sdk.AsError(err)
 }
 
-func countRules(fs []FindingOut) map[string]int {
+func lintCountRules(fs []FindingOut) map[string]int {
 	out := map[string]int{}
 	for _, f := range fs {
 		out[f.RuleID]++
@@ -87,10 +87,10 @@ func countRules(fs []FindingOut) map[string]int {
 }
 
 func TestLintDialogOnDTMFsipinfo(t *testing.T) {
-	c := loadCapture(t, testcap.Public(dtmfCapture))
-	tools := provisioned(t, c)
+	c := lintLoadCapture(t, testcap.Public(dtmfCapture))
+	tools := lintProvisioned(t, c)
 	var a LintAnswer
-	r := invoke(t, tools["lint_dialog"], `{"call_id":"`+dtmfCallID+`"}`, &a)
+	r := lintInvoke(t, tools["lint_dialog"], `{"call_id":"`+dtmfCallID+`"}`, &a)
 
 	want := map[string]int{
 		"SIP-4028-4-SESSION-EXPIRES-TOO-SMALL":   5,
@@ -98,7 +98,7 @@ func TestLintDialogOnDTMFsipinfo(t *testing.T) {
 		"SIP-3261-8.1.1.7-BRANCH-COOKIE":         2,
 		"SDP-3264-6-ANSWER-MEDIA-COUNT-MISMATCH": 2,
 	}
-	if got := countRules(a.Findings); !equalCounts(got, want) {
+	if got := lintCountRules(a.Findings); !lintEqualCounts(got, want) {
 		t.Errorf("got findings %v, want %v", got, want)
 	}
 	for _, tc := range []struct {
@@ -119,8 +119,8 @@ func TestLintDialogOnDTMFsipinfo(t *testing.T) {
 		{"suppressions.patterns", len(a.Suppressions.Patterns), 0},
 		{"rule_catalog", a.RuleCatalog, RuleCatalog{Version: 1, RuleCount: 41, Digest: lint.Digest()}},
 		{"source_exhausted", a.SourceExhausted, true},
-		{"first finding", a.Findings[0].RuleID + "@" + itoa(a.Findings[0].MessageIndex), "SIP-4028-4-SESSION-EXPIRES-TOO-SMALL@3"},
-		{"first finding rfc", itoa(a.Findings[0].RFC) + " §" + a.Findings[0].Section, "4028 §4"},
+		{"first finding", a.Findings[0].RuleID + "@" + lintItoa(a.Findings[0].MessageIndex), "SIP-4028-4-SESSION-EXPIRES-TOO-SMALL@3"},
+		{"first finding rfc", lintItoa(a.Findings[0].RFC) + " §" + a.Findings[0].Section, "4028 §4"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.field, tc.got, tc.want)
@@ -130,7 +130,7 @@ func TestLintDialogOnDTMFsipinfo(t *testing.T) {
 		if !strings.HasPrefix(f.Observed, sdk.FenceOpen) || !strings.HasSuffix(f.Observed, sdk.FenceClose) {
 			t.Errorf("observed %q is not fenced", f.Observed)
 		}
-		if !strings.HasPrefix(f.FrameRef, dtmfCapture+"#"+itoa(f.MessageIndex+1)+"@") {
+		if !strings.HasPrefix(f.FrameRef, dtmfCapture+"#"+lintItoa(f.MessageIndex+1)+"@") {
 			t.Errorf("finding at message %d: got frame_ref %q, want frame %d of %s", f.MessageIndex, f.FrameRef, f.MessageIndex+1, dtmfCapture)
 		}
 	}
@@ -152,8 +152,8 @@ func TestLintDialogOnDTMFsipinfo(t *testing.T) {
 }
 
 func TestLintDialogFilters(t *testing.T) {
-	c := loadCapture(t, testcap.Public(dtmfCapture))
-	tool := provisioned(t, c)["lint_dialog"]
+	c := lintLoadCapture(t, testcap.Public(dtmfCapture))
+	tool := lintProvisioned(t, c)["lint_dialog"]
 	cases := []struct {
 		name     string
 		args     string
@@ -173,8 +173,8 @@ func TestLintDialogFilters(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var a LintAnswer
-			invoke(t, tool, tc.args, &a)
-			if got := countRules(a.Findings); !equalCounts(got, tc.want) {
+			lintInvoke(t, tool, tc.args, &a)
+			if got := lintCountRules(a.Findings); !lintEqualCounts(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 			if a.FindingsWithheld != tc.withheld || strings.Join(a.Rulesets, ",") != tc.rulesets {
@@ -185,8 +185,8 @@ func TestLintDialogFilters(t *testing.T) {
 }
 
 func TestLintDialogRefusals(t *testing.T) {
-	c := loadCapture(t, testcap.Public(dtmfCapture))
-	tool := provisioned(t, c)["lint_dialog"]
+	c := lintLoadCapture(t, testcap.Public(dtmfCapture))
+	tool := lintProvisioned(t, c)["lint_dialog"]
 	cases := []struct {
 		name, args, want string
 	}{
@@ -198,7 +198,7 @@ func TestLintDialogRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := invokeErr(t, tool, tc.args)
+			e := lintInvokeErr(t, tool, tc.args)
 			if e.Code != sdk.CodeInvalidParams || !strings.Contains(e.Message, tc.want) {
 				t.Errorf("got %d %q, want -32602 mentioning %q", e.Code, e.Message, tc.want)
 			}
@@ -210,7 +210,7 @@ func TestLintDialogRefusals(t *testing.T) {
 // root (the host does not expose --mcp-file-root to bundles yet, so the
 // test sets the root the way the host will).
 func TestLintDialogSuppressionFile(t *testing.T) {
-	c := loadCapture(t, testcap.Public(dtmfCapture))
+	c := lintLoadCapture(t, testcap.Public(dtmfCapture))
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "lint.txt"), []byte("# timers are the carrier's choice\nSIP-4028-*\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestLintDialogSuppressionFile(t *testing.T) {
 		}
 	}
 	var a LintAnswer
-	invoke(t, tool, `{"call_id":"`+dtmfCallID+`","suppression_file":"lint.txt"}`, &a)
+	lintInvoke(t, tool, `{"call_id":"`+dtmfCallID+`","suppression_file":"lint.txt"}`, &a)
 	if a.Suppressions.File == nil || *a.Suppressions.File != "lint.txt" || strings.Join(a.Suppressions.Patterns, ",") != "SIP-4028-*" ||
 		a.Suppressions.FindingsSuppressed != 7 || a.FindingsWithheld.Suppressed != 7 || a.FindingCount != 4 {
 		t.Errorf("got suppressions %+v withheld %+v findings %d, want lint.txt suppressing 7 of 11", a.Suppressions, a.FindingsWithheld, a.FindingCount)
@@ -247,7 +247,7 @@ func TestLintDialogSuppressionFile(t *testing.T) {
 		{"malformed list", "broken.txt", "line 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := invokeErr(t, tool, `{"call_id":"`+dtmfCallID+`","suppression_file":"`+tc.file+`"}`)
+			e := lintInvokeErr(t, tool, `{"call_id":"`+dtmfCallID+`","suppression_file":"`+tc.file+`"}`)
 			if e.Code != sdk.CodeInvalidParams || !strings.Contains(e.Message, tc.want) || strings.Contains(e.Message, root) {
 				t.Errorf("got %d %q, want -32602 mentioning %q and not the root's path", e.Code, e.Message, tc.want)
 			}
@@ -277,10 +277,10 @@ func TestLintDialogDiscoversSipnablint(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, ".sipnablint"), []byte("SIP-3261-8.1.1.7-BRANCH-COOKIE\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			copyFile(t, testcap.Public(dtmfCapture), filepath.Join(caps, dtmfCapture))
-			c := loadCapture(t, filepath.Join(caps, dtmfCapture))
+			lintCopyFile(t, testcap.Public(dtmfCapture), filepath.Join(caps, dtmfCapture))
+			c := lintLoadCapture(t, filepath.Join(caps, dtmfCapture))
 			var a LintAnswer
-			invoke(t, provisioned(t, c)["lint_dialog"], `{"call_id":"`+dtmfCallID+`"}`, &a)
+			lintInvoke(t, lintProvisioned(t, c)["lint_dialog"], `{"call_id":"`+dtmfCallID+`"}`, &a)
 			if !tc.project {
 				if a.Suppressions.File != nil || a.FindingsWithheld.Suppressed != 0 || a.FindingCount != 11 {
 					t.Errorf("got %+v, %d findings: a capture outside any project must adopt nothing", a.Suppressions, a.FindingCount)
@@ -295,7 +295,7 @@ func TestLintDialogDiscoversSipnablint(t *testing.T) {
 	}
 }
 
-func copyFile(t *testing.T, from, to string) {
+func lintCopyFile(t *testing.T, from, to string) {
 	t.Helper()
 	in, err := os.Open(from)
 	if err != nil {
@@ -319,7 +319,7 @@ func copyFile(t *testing.T, from, to string) {
 // 192.168.105.110:4374 never receives RTP while the offerer's 4376 does
 // (`tshark -Y 'udp.dstport == 4374'` selects no RTP toward .110).
 func TestLintDialogWithRTP(t *testing.T) {
-	c := loadCapture(t, testcap.Public("SIP_DTMF2.cap"))
+	c := lintLoadCapture(t, testcap.Public("SIP_DTMF2.cap"))
 	var callID string
 	for _, id := range c.Dialogs().CallIDs() {
 		if strings.HasPrefix(id, "25672@") {
@@ -327,11 +327,11 @@ func TestLintDialogWithRTP(t *testing.T) {
 		}
 	}
 	var a LintAnswer
-	invoke(t, provisioned(t, c)["lint_dialog"], `{"call_id":"`+callID+`"}`, &a)
+	lintInvoke(t, lintProvisioned(t, c)["lint_dialog"], `{"call_id":"`+callID+`"}`, &a)
 	if a.RTPStreamsObserved != 2 || len(a.RulesNotEvaluated) != 1 || a.RulesNotEvaluated[0].Reason != lint.ReasonRTCPPort {
 		t.Errorf("got %d streams, not evaluated %+v; want 2 and only the RTCP-mux rule", a.RTPStreamsObserved, a.RulesNotEvaluated)
 	}
-	if got := countRules(a.Findings); !equalCounts(got, map[string]int{"OBS-3264-6.1-DIRECTION-UNMET": 1}) {
+	if got := lintCountRules(a.Findings); !lintEqualCounts(got, map[string]int{"OBS-3264-6.1-DIRECTION-UNMET": 1}) {
 		t.Errorf("got %v, want one DIRECTION-UNMET", got)
 	}
 	if f := a.Findings[0]; f.MessageIndex != 8 || !strings.Contains(f.Observed, "none reached 192.168.105.110:4374") {
@@ -339,7 +339,7 @@ func TestLintDialogWithRTP(t *testing.T) {
 	}
 }
 
-func equalCounts(a, b map[string]int) bool {
+func lintEqualCounts(a, b map[string]int) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -351,9 +351,9 @@ func equalCounts(a, b map[string]int) bool {
 	return true
 }
 
-func itoa(n int) string { return strings.TrimSpace(jsonNumber(n)) }
+func lintItoa(n int) string { return strings.TrimSpace(lintJSONNumber(n)) }
 
-func jsonNumber(n int) string {
+func lintJSONNumber(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }

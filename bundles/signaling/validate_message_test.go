@@ -10,8 +10,8 @@ import (
 )
 
 func TestValidateMessage(t *testing.T) {
-	c := loadCapture(t, testcap.Public(dtmfCapture))
-	tool := provisioned(t, c)["validate_message"]
+	c := lintLoadCapture(t, testcap.Public(dtmfCapture))
+	tool := lintProvisioned(t, c)["validate_message"]
 	cases := []struct {
 		name  string
 		index int
@@ -28,8 +28,8 @@ func TestValidateMessage(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var a ValidateAnswer
-			invoke(t, tool, `{"call_id":"`+dtmfCallID+`","index":`+itoa(tc.index)+`}`, &a)
-			if got := countRules(a.Findings); !equalCounts(got, tc.want) {
+			lintInvoke(t, tool, `{"call_id":"`+dtmfCallID+`","index":`+lintItoa(tc.index)+`}`, &a)
+			if got := lintCountRules(a.Findings); !lintEqualCounts(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 			if a.MessageIndex != tc.index || a.MessageCount != 1 || a.CallID != dtmfCallID || strings.Join(a.Rulesets, ",") != "all" {
@@ -56,7 +56,7 @@ func TestValidateMessage(t *testing.T) {
 		{"no file root", `{"call_id":"` + dtmfCallID + `","index":0,"suppression_file":"x"}`, "file tools are disabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := invokeErr(t, tool, tc.args)
+			e := lintInvokeErr(t, tool, tc.args)
 			if e.Code != sdk.CodeInvalidParams || !strings.Contains(e.Message, tc.want) {
 				t.Errorf("got %d %q, want -32602 mentioning %q", e.Code, e.Message, tc.want)
 			}
