@@ -117,7 +117,7 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 	if topN == 0 {
 		topN = defaultTopN
 	}
-	topN = min(topN, c.Limits().MaxRows)
+	topN = min(topN, maxRows(c))
 	q := storeQuerier(d)
 	f, err := compileDialogFilter(q, in.Filter)
 	if err != nil {

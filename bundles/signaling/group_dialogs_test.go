@@ -242,3 +242,21 @@ func TestGroupDialogsGroupsPlusOtherIsTotal(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupDialogsTopNCeiling: top_n above --mcp-max-rows is clamped to it.
+func TestGroupDialogsTopNCeiling(t *testing.T) {
+	c := sgLoad(t, testcap.Public("b2bua-asterisk.pcapng"))
+	l := sdk.DefaultLimits()
+	l.MaxRows = 2
+	r, err := sgInvoke(t, c, "group_dialogs", map[string]any{"by": "method", "top_n": 1000}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got sgGroups
+	if err := json.Unmarshal([]byte(r.Blocks[0]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Groups) != 2 || got.OtherCount != 4 || got.DistinctValues != 4 {
+		t.Errorf("groups %v other %d distinct %d, want 2 groups (SUBSCRIBE 5, PUBLISH 3), other 4, distinct 4", got.counts(), got.OtherCount, got.DistinctValues)
+	}
+}

@@ -81,7 +81,7 @@ func timeline(ctx context.Context, d *deps, c *sdk.Call, in timelineIn) (Timelin
 	// The source state is read before the store: an exhausted source seen
 	// here means the count below is over the whole capture.
 	src := sourceState(d.capture.Status())
-	tl, err := storeQuerier(d).Timeline(ctx, w, c.Limits().MaxRows)
+	tl, err := storeQuerier(d).Timeline(ctx, w, maxRows(c))
 	if err != nil {
 		return Timeline{}, err
 	}
@@ -129,6 +129,15 @@ func storeQuerier(d *deps) *query.Querier {
 		runtime.AddCleanup(d, func(k weak.Pointer[deps]) { storeQueriers.Delete(k) }, key)
 	}
 	return q.(*query.Querier)
+}
+
+// maxRows is the server's row ceiling (--mcp-max-rows), the default when a
+// caller's limits leave it unset.
+func maxRows(c *sdk.Call) int {
+	if n := c.Limits().MaxRows; n > 0 {
+		return n
+	}
+	return sdk.DefaultMaxRows
 }
 
 // compileDialogFilter compiles a filter argument with the bundle's query
