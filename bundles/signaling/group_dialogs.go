@@ -2,6 +2,7 @@ package signaling
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
@@ -29,7 +30,7 @@ type GroupPopulation struct {
 	// for longer than Timer B, 32 s, or after an 18x Timer C, 180 s, before
 	// the capture's last message). An INVITE still ringing at capture end
 	// is not one.
-	Seizures int `json:"seizures" desc:"INVITEs with a final response, a CANCEL or a timeout (Timer B/C); still ringing at capture end: excluded"`
+	Seizures int `json:"seizures" desc:"INVITEs with a final response, CANCEL or timeout (Timer B/C); ringing at capture end excluded"`
 	// Answered are seizures answered with a 2xx.
 	Answered int `json:"answered" desc:"seizures answered 2xx"`
 	// Delivered are seizures answered, refused with 480, 486, 487, 600 or
@@ -73,9 +74,13 @@ type GroupDialogs struct {
 	Units map[string]string `json:"units" desc:"unit of each metric"`
 	// Groups are the top_n largest groups, ranked by count (ties by value).
 	Groups []DialogGroup `json:"groups" desc:"largest groups first, ranked by count"`
-	// OtherCount counts the dialogs of the groups past top_n; it carries no
-	// metrics (an average of the smallest groups' averages means nothing).
-	OtherCount int `json:"other_count" desc:"dialogs in groups past top_n (no metrics)"`
+	// OtherCount counts the dialogs of the groups past top_n (and of any
+	// group trimmed to fit the response ceiling); it carries no metrics (an
+	// average of the smallest groups' averages means nothing).
+	OtherCount int `json:"other_count" desc:"dialogs in groups past top_n or trimmed (no metrics)"`
+	// TrimmedGroups counts the smallest kept groups moved into other_count
+	// so the answer fits --mcp-max-response-bytes; absent when none was.
+	TrimmedGroups int `json:"trimmed_groups,omitempty" desc:"groups moved to other_count to fit the response ceiling"`
 	// DistinctValues counts every group, (none) included.
 	DistinctValues int `json:"distinct_values" desc:"groups in total, (none) included"`
 	// TotalMatched counts the dialogs matching the filter: the groups plus
@@ -169,6 +174,35 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 			dg.NotGrounded[string(m)] = why
 		}
 		out.Groups[i] = dg
+	}
+	return fitGroups(c, out)
+}
+
+// fitGroups moves the smallest groups into other_count until the answer
+// fits --mcp-max-response-bytes (a kilobyte kept for the provenance note),
+// so a wide top_n degrades to fewer groups instead of a refused answer. The
+// groups plus other_count still equal total_matched.
+func fitGroups(c *sdk.Call, out GroupDialogs) (GroupDialogs, error) {
+	ceiling := c.Limits().MaxResponseBytes
+	if ceiling <= 0 {
+		ceiling = sdk.DefaultMaxResponseBytes
+	}
+	ceiling -= 1024
+	b, err := json.Marshal(out)
+	if err != nil {
+		return GroupDialogs{}, sdk.Internal("encoding group_dialogs: %v", err)
+	}
+	size := len(b)
+	for size > ceiling && len(out.Groups) > 0 {
+		last := out.Groups[len(out.Groups)-1]
+		gb, err := json.Marshal(last)
+		if err != nil {
+			return GroupDialogs{}, sdk.Internal("encoding group_dialogs: %v", err)
+		}
+		size -= len(gb) + 1
+		out.Groups = out.Groups[:len(out.Groups)-1]
+		out.OtherCount += last.Count
+		out.TrimmedGroups++
 	}
 	return out, nil
 }

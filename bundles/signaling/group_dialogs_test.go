@@ -260,3 +260,38 @@ func TestGroupDialogsTopNCeiling(t *testing.T) {
 		t.Errorf("groups %v other %d distinct %d, want 2 groups (SUBSCRIBE 5, PUBLISH 3), other 4, distinct 4", got.counts(), got.OtherCount, got.DistinctValues)
 	}
 }
+
+// TestGroupDialogsFitsTheResponseCeiling: with a small response ceiling
+// the smallest groups move into other_count (counted in trimmed_groups)
+// and the answer still sums to total_matched.
+func TestGroupDialogsFitsTheResponseCeiling(t *testing.T) {
+	c := sgLoad(t, testcap.Public("b2bua-asterisk.pcapng"))
+	l := sdk.DefaultLimits()
+	l.MaxResponseBytes = 4096
+	r, err := sgInvoke(t, c, "group_dialogs", map[string]any{"by": "method"}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		sgGroups
+		TrimmedGroups int `json:"trimmed_groups"`
+	}
+	if err := json.Unmarshal([]byte(r.Blocks[0]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Blocks[0]) > 4096-1024 || got.TrimmedGroups == 0 || len(got.Groups)+got.TrimmedGroups != 4 {
+		t.Fatalf("%d bytes, %d groups, %d trimmed: want under 3072 bytes with groups + trimmed = 4", len(r.Blocks[0]), len(got.Groups), got.TrimmedGroups)
+	}
+	sum := got.OtherCount
+	for _, g := range got.Groups {
+		sum += g.Count
+	}
+	if sum != 12 || got.TotalMatched != 12 {
+		t.Errorf("groups + other = %d, total %d, want 12", sum, got.TotalMatched)
+	}
+	// The default ceiling trims nothing.
+	r, _ = sgInvoke(t, c, "group_dialogs", map[string]any{"by": "method"}, sdk.Limits{})
+	if strings.Contains(r.Blocks[0], "trimmed_groups") {
+		t.Errorf("trimmed under the default ceiling")
+	}
+}
