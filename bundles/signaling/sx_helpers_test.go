@@ -1,0 +1,60 @@
+package signaling
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// Helpers of the SDP, codec, response-code, repro and Wireshark-filter
+// tool tests (prefixed sx so other tool tests in the package cannot collide).
+
+// sxLoad runs a public capture through the engine to its end.
+func sxLoad(t *testing.T, name string) *engine.Capture {
+	t.Helper()
+	c := engine.New(engine.Config{Node: "test"}, nil)
+	if err := c.LoadFiles(context.Background(), []string{testcap.Public(name)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	return c
+}
+
+// sxCall invokes a tool through the sdk's public path and decodes its
+// answer into into (when not nil).
+func sxCall(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
+	t.Helper()
+	r, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
+	if err != nil {
+		t.Fatalf("%s %s: %v", tool.Name, args, err)
+	}
+	if into != nil {
+		if err := json.Unmarshal([]byte(r.Blocks[0]), into); err != nil {
+			t.Fatalf("%s: decoding %s: %v", tool.Name, r.Blocks[0], err)
+		}
+	}
+	return r
+}
+
+// sxCallErr invokes a tool that must fail and returns its error.
+func sxCallErr(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
+	t.Helper()
+	_, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
+	if err == nil {
+		t.Fatalf("%s %s: got success, want an error", tool.Name, args)
+	}
+	return sdk.AsError(err)
+}
+
+func sxItoa(n int) string { return strconv.Itoa(n) }
+
+// sxJSON quotes a string as a JSON value.
+func sxJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
