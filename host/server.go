@@ -288,7 +288,7 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 		if reply.Fenced {
 			res.Content = append(res.Content, mcp.NewTextContent(sdk.ProvenanceNote))
 		}
-		if sc, ok := structured(reply.Blocks[0]); ok {
+		if sc, ok := structured(reply.Blocks[0]); ok && !reply.IsError {
 			res.StructuredContent = sc
 		}
 		outcome := outcomeOK
@@ -300,7 +300,8 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 }
 
 // structured parses the first text block: structuredContent is attached only
-// when it is a JSON object, and is that very text (no second serialization).
+// when it is a JSON object (never for documents, arrays or error results),
+// and is that very text (no second serialization).
 func structured(text string) (json.RawMessage, bool) {
 	b := bytes.TrimSpace([]byte(text))
 	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {

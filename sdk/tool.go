@@ -136,6 +136,13 @@ func NewTool[In, Out any](d Descriptor, h Handler[In, Out]) Tool {
 	if err != nil {
 		t.schemaErr = errors.Join(t.schemaErr, fmt.Errorf("output schema: %w", err))
 	} else {
+		// Rows of a top-level array may be projected with fields, so a row
+		// states no required members (the envelope keeps its own).
+		for _, p := range out.Properties {
+			if len(p.Schema.Type) > 0 && p.Schema.Type[0] == "array" && p.Schema.Items != nil {
+				p.Schema.Items.Required = nil
+			}
+		}
 		t.output = out
 	}
 	t.invoke = func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
