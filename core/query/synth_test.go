@@ -135,3 +135,14 @@ func synthBodyMsg(t *testing.T, body string) *sip.Message {
 	}
 	return m
 }
+
+// fuzzMsg wraps a body in a minimal request; nil when the parser refuses.
+func fuzzMsg(body string) *sip.Message {
+	text := "MESSAGE sip:b@x SIP/2.0\r\nCall-ID: fuzz\r\nCSeq: 1 MESSAGE\r\n" +
+		fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+	m, err := sip.Parse([]byte(text))
+	if err != nil {
+		return nil
+	}
+	return m
+}
