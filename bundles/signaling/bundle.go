@@ -26,7 +26,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
 		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
-		ByteBudget: sdk.Budget{Default: 6900, WithOutputSchemas: 31100},
+		ByteBudget: sdk.Budget{Default: 8400, WithOutputSchemas: 40500},
 	}
 }
 
@@ -70,6 +70,9 @@ func tools(d *deps) []sdk.Tool {
 		validateFilterTool(d),
 		tailDialogsTool(d),
 		awaitConditionTool(d),
+		getSDPTimelineTool(d),
+		checkCodecNegotiationTool(d),
+		explainResponseCodeTool(d),
 	}
 }
 

@@ -3,10 +3,14 @@ package signaling
 import (
 	"context"
 	"encoding/json"
+	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -57,4 +61,28 @@ func sxItoa(n int) string { return strconv.Itoa(n) }
 func sxJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// sxSIP builds a UDP packet carrying one SIP message written with "\n"
+// line ends.
+func sxSIP(ts time.Time, src, dst, msg string) *packet.Packet {
+	return &packet.Packet{
+		TS: ts, Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
+		Transport: packet.TransportUDP, Origin: packet.OriginWire,
+		Payload: []byte(strings.ReplaceAll(msg, "\n", "\r\n")),
+	}
+}
+
+// sxUnfence strips the fence markers of one fenced field.
+func sxUnfence(s string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(s, sdk.FenceOpen), sdk.FenceClose)
+}
+
+// sxUnfenceAll strips the markers of every field.
+func sxUnfenceAll(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = sxUnfence(s)
+	}
+	return strings.Join(out, ",")
 }
