@@ -26,7 +26,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
 		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
-		ByteBudget: sdk.Budget{Default: 8400, WithOutputSchemas: 40500},
+		ByteBudget: sdk.Budget{Default: 10200, WithOutputSchemas: 57500},
 	}
 }
 
@@ -70,9 +70,12 @@ func tools(d *deps) []sdk.Tool {
 		validateFilterTool(d),
 		tailDialogsTool(d),
 		awaitConditionTool(d),
-		getSDPTimelineTool(d),
-		checkCodecNegotiationTool(d),
-		explainResponseCodeTool(d),
+		findCorrelatedTool(d),
+		getCallTreeTool(d),
+		compareDialogsTool(d),
+		getDialogReportTool(d),
+		getMessageTool(d),
+		renderLadderTool(d),
 	}
 }
 

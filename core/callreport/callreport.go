@@ -28,6 +28,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/sdptimeline"
 )
 
 // Format selects a rendering.
@@ -107,8 +108,9 @@ type Call struct {
 	Diagnosis analysis.DialogDiagnosis
 	// Streams are the call's RTP streams.
 	Streams []media.StreamInfo
-	// SDP is the offer/answer timeline.
-	SDP []SDPExchange
+	// SDP is the offer/answer timeline (core/sdptimeline, the history
+	// get_sdp_timeline lists).
+	SDP []sdptimeline.Exchange
 	// Transactions are the call's transactions in order of first message.
 	Transactions []Transaction
 	// Legs are the dialogs the ladder draws: the call first, then its legs
@@ -149,7 +151,7 @@ func Build(c *engine.Capture, callID string, opt Options) (*Call, bool) {
 	}
 	call.Diagnosis = analysis.Diagnose(analysis.FactsFrom(det), src, opt.Diagnosis)
 	call.Streams = streamsOf(src, callID)
-	call.SDP = SDPTimeline(det.Messages)
+	call.SDP = sdpTimeline(det.Messages)
 	call.Transactions = transactions(det.Messages)
 
 	call.Legs = []Leg{{Label: "A", Detail: det, Streams: call.Streams, Endpoints: src.EndpointsFor(callID)}}
@@ -180,6 +182,15 @@ func Build(c *engine.Capture, callID string, opt Options) (*Call, bool) {
 		call.LegsTruncated = call.LegsTruncated || tree.Truncated
 	}
 	return call, true
+}
+
+// sdpTimeline is a dialog's offer/answer history, never nil.
+func sdpTimeline(msgs []dialog.Message) []sdptimeline.Exchange {
+	tl := sdptimeline.Build(msgs)
+	if tl.Exchanges == nil {
+		return []sdptimeline.Exchange{}
+	}
+	return tl.Exchanges
 }
 
 func legLabel(i int) string {

@@ -6,6 +6,7 @@ import (
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/sdptimeline"
 	"github.com/sipnab/sipnab/core/sip"
 )
 
@@ -44,8 +45,9 @@ type Report struct {
 	Frame string `json:"frame,omitempty" desc:"evidence pointer of the opening frame"`
 	// Diagnosis is the call's verdict (signaling and media).
 	Diagnosis analysis.DialogDiagnosis `json:"diagnosis" desc:"the call's verdict: signaling and media"`
-	// SDPTimeline is the offer/answer history ([] when no SDP).
-	SDPTimeline []SDPExchange `json:"sdp_timeline" desc:"SDP offers and answers in wire order"`
+	// SDPTimeline is the offer/answer history ([] when no SDP), as
+	// get_sdp_timeline lists it. Codec names are the sender's text.
+	SDPTimeline []sdptimeline.Exchange `json:"sdp_timeline" desc:"SDP offers and answers in capture order"`
 	// Termination is why the call ended, as signaled; absent when no
 	// message named a cause.
 	Termination *dialog.Cause `json:"termination,omitempty" desc:"why the call ended, as signaled"`

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sipnab/sipnab/core/sdptimeline"
 )
 
 // Ladder layout bounds.
@@ -97,10 +99,10 @@ func (c *Call) buildLadder() *ladder {
 
 	for li := range c.Legs {
 		leg := &c.Legs[li]
-		sdps := map[int]*SDPExchange{}
-		tl := SDPTimeline(leg.Detail.Messages)
-		if li == 0 {
-			tl = c.SDP
+		sdps := map[int]*sdptimeline.Exchange{}
+		tl := c.SDP
+		if li > 0 {
+			tl = sdpTimeline(leg.Detail.Messages)
 		}
 		for i := range tl {
 			sdps[tl[i].MessageIndex] = &tl[i]
@@ -120,6 +122,10 @@ func (c *Call) buildLadder() *ladder {
 			}
 			if x := sdps[m.Index]; x != nil {
 				r.notes = append(r.notes, sdpNote(x))
+			} else if msg := m.Msg; msg != nil && !m.Retransmission {
+				if body, ok := msg.SDPBody(); ok && len(body) > 0 {
+					r.notes = append(r.notes, "SDP (no new offer or answer)")
+				}
 			}
 			if m.Retransmission {
 				r.notes = append(r.notes, "(retransmission)")
@@ -193,15 +199,17 @@ func (c *Call) buildLadder() *ladder {
 }
 
 // sdpNote summarizes an SDP offer or answer on one line.
-func sdpNote(x *SDPExchange) string {
+func sdpNote(x *sdptimeline.Exchange) string {
 	codecs := make([]string, 0, len(x.Codecs))
 	for _, c := range x.Codecs {
 		codecs = append(codecs, clean(c, 24))
 	}
-	s := fmt.Sprintf("SDP %s %s %s:%d %s %s", x.Direction, clean(x.MediaType, 16), clean(x.MediaAddr, 46), x.MediaPort,
-		cut(strings.Join(codecs, ","), 60), x.Mode)
-	if x.Event != "" {
-		s += " " + x.Event
+	s := fmt.Sprintf("SDP %s %s:%d %s", x.Direction, clean(x.MediaAddr, 46), x.MediaPort, cut(strings.Join(codecs, ","), 60))
+	if x.Mode != "" {
+		s += " " + x.Mode
+	}
+	for _, e := range x.Events {
+		s += " " + e
 	}
 	return s
 }

@@ -1,0 +1,165 @@
+package signaling
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sipnab/sipnab/core/callreport"
+	"github.com/sipnab/sipnab/core/correlate"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// findCorrelatedSchemaVersion is find_correlated's response schema version.
+const findCorrelatedSchemaVersion = 1
+
+type findCorrelatedIn struct {
+	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
+	Limit  int    `json:"limit,omitempty" desc:"legs returned (default 50)"`
+}
+
+// CorrelatedLeg is one other leg of the call.
+type CorrelatedLeg struct {
+	// CallID is the other leg's Call-ID, verbatim (attacker-chosen, like
+	// every identifier).
+	CallID string `json:"call_id" desc:"Call-ID of the other leg, verbatim"`
+	// Score is the strategy's confidence, 0 to 100.
+	Score int `json:"score" desc:"confidence of the strategy, 0 to 100"`
+	// Strategy is the first strategy, in descending score, that tied the
+	// legs.
+	Strategy string `json:"strategy" enum:"session_id|x_call_id|charging_vector_related_icid|sdp_origin|charging_vector_icid|via_branch|timing_heuristic" desc:"how the legs were tied"`
+	// IdentifierMatch is false for a timing_heuristic guess.
+	IdentifierMatch bool `json:"identifier_match" desc:"tied by an identifier (false: a timing guess)"`
+	// ObservedGapMs is the start gap a timing match observed; absent on
+	// identifier matches.
+	ObservedGapMs *int64 `json:"observed_gap_ms,omitempty" desc:"start gap of a timing match, ms"`
+}
+
+// FindCorrelated is find_correlated's answer.
+type FindCorrelated struct {
+	// SourceCallID is the Call-ID asked about.
+	SourceCallID string `json:"source_call_id" desc:"Call-ID asked about, verbatim"`
+	// Legs are the other legs, highest score first; empty when the hop
+	// stayed a proxy or the Call-ID is unknown.
+	Legs []CorrelatedLeg `json:"legs" desc:"other legs, highest score first"`
+	// Returned counts the legs in this answer.
+	Returned int `json:"returned" desc:"legs in this answer"`
+	// TotalMatched counts every leg found, whatever the limit.
+	TotalMatched int `json:"total_matched" desc:"legs found, whatever the limit"`
+	// HeuristicOnly: every leg returned is a timing guess (a tree built only
+	// from timing is a hypothesis).
+	HeuristicOnly bool `json:"heuristic_only" desc:"every leg returned is a timing guess"`
+	// TimingClock is this node's clock state, present only when a timing
+	// match is returned: a 2 s window means nothing past the clock's error.
+	TimingClock *correlate.Clock `json:"timing_clock,omitempty" desc:"node clock state; only beside a timing match"`
+	sdk.SourceFlags
+	// CaptureIdentity names the capture (node, instance) the legs are in.
+	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
+	// SchemaVersion of this answer.
+	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+func findCorrelatedTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "find_correlated",
+		Title: "Find the other legs of a call",
+		Description: "Other legs of a call (B2BUA, SBC, Call-ID-changing proxy) by strategy: session_id, x_call_id 100, " +
+			"related-icid 95, sdp_origin 90, icid 85, via_branch 80, timing_heuristic 50 (a guess; timing_clock). " +
+			"Empty legs: the hop stayed a proxy.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, error) {
+		return findCorrelated(d.capture, c, in)
+	})
+}
+
+func findCorrelated(capture *engine.Capture, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, error) {
+	if in.CallID == "" {
+		return FindCorrelated{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+	}
+	if in.Limit < 0 {
+		return FindCorrelated{}, sdk.InvalidParams("limit must be positive, got %d", in.Limit)
+	}
+	limit := c.Limit(in.Limit)
+	src := sourceState(capture.Status())
+	res, _ := legCorrelator(capture).Find(in.CallID)
+	out := FindCorrelated{
+		SourceCallID:    in.CallID,
+		Legs:            []CorrelatedLeg{},
+		TotalMatched:    len(res.Legs),
+		SourceFlags:     src.Flags(),
+		CaptureIdentity: src.Identity,
+		SchemaVersion:   findCorrelatedSchemaVersion,
+	}
+	timing := false
+	for _, l := range res.Legs[:min(limit, len(res.Legs))] {
+		out.Legs = append(out.Legs, correlatedLeg(l))
+		timing = timing || !l.IdentifierMatch
+	}
+	out.Returned = len(out.Legs)
+	out.HeuristicOnly = heuristicOnly(out.Legs)
+	if timing {
+		clk := correlate.ReadClock()
+		out.TimingClock = &clk
+	}
+	return out, nil
+}
+
+func correlatedLeg(l correlate.Leg) CorrelatedLeg {
+	out := CorrelatedLeg{CallID: l.CallID, Score: l.Score, Strategy: string(l.Strategy), IdentifierMatch: l.IdentifierMatch}
+	if !l.IdentifierMatch {
+		gap := l.GapMs
+		out.ObservedGapMs = &gap
+	}
+	return out
+}
+
+// heuristicOnly: there are legs and every one is a guess.
+func heuristicOnly(legs []CorrelatedLeg) bool {
+	for _, l := range legs {
+		if l.IdentifierMatch {
+			return false
+		}
+	}
+	return len(legs) > 0
+}
+
+// legCorrelators keeps one correlator per dialog store, so a query re-reads
+// only the dialogs that changed since the last one. Bounded: a process holds
+// one capture at a time (tests hold more).
+var legCorrelators struct {
+	sync.Mutex
+	m     map[*dialog.Store]*correlate.Correlator
+	order []*dialog.Store
+}
+
+// maxCorrelators bounds legCorrelators.
+const maxCorrelators = 8
+
+// legCorrelator returns the correlator of a capture's dialog store, with the
+// default window and headers (the --call-report command line builds the
+// same, so render_ladder prints the same bytes).
+func legCorrelator(capture *engine.Capture) *correlate.Correlator {
+	store := capture.Dialogs()
+	legCorrelators.Lock()
+	defer legCorrelators.Unlock()
+	if cr := legCorrelators.m[store]; cr != nil {
+		return cr
+	}
+	if legCorrelators.m == nil {
+		legCorrelators.m = map[*dialog.Store]*correlate.Correlator{}
+	}
+	if len(legCorrelators.order) >= maxCorrelators {
+		delete(legCorrelators.m, legCorrelators.order[0])
+		legCorrelators.order = legCorrelators.order[1:]
+	}
+	cr := correlate.New(store, correlate.Config{})
+	legCorrelators.m[store] = cr
+	legCorrelators.order = append(legCorrelators.order, store)
+	return cr
+}
+
+// callReportOptions are the options every per-call document is built with.
+func callReportOptions(capture *engine.Capture) callreport.Options {
+	return callreport.Options{Correlator: legCorrelator(capture)}
+}

@@ -1,0 +1,152 @@
+package signaling
+
+import (
+	"context"
+	"time"
+
+	"github.com/sipnab/sipnab/core/correlate"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// getCallTreeSchemaVersion is get_call_tree's response schema version.
+const getCallTreeSchemaVersion = 1
+
+type getCallTreeIn struct {
+	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
+	Limit  int    `json:"limit,omitempty" desc:"legs returned, root included (default 50)"`
+}
+
+// CallTreeLeg is one leg of a call tree.
+type CallTreeLeg struct {
+	// CallID is the leg's Call-ID, verbatim.
+	CallID string `json:"call_id" desc:"Call-ID of the leg, verbatim"`
+	// Depth is the number of edges from the root (0 for the root).
+	Depth int `json:"depth" desc:"edges from the root (0 for the root)"`
+	// ParentCallID is the leg this one was found from; absent on the root.
+	ParentCallID string `json:"parent_call_id,omitempty" desc:"leg this one was found from; absent on the root"`
+	// Score, Strategy and IdentifierMatch say how the leg was tied to its
+	// parent; absent on the root.
+	Score           int    `json:"score,omitempty" desc:"confidence of the edge, 0 to 100; absent on the root"`
+	Strategy        string `json:"strategy,omitempty" enum:"session_id|x_call_id|charging_vector_related_icid|sdp_origin|charging_vector_icid|via_branch|timing_heuristic" desc:"how the leg was tied to its parent; absent on the root"`
+	IdentifierMatch *bool  `json:"identifier_match,omitempty" desc:"tied by an identifier (false: a timing guess); absent on the root"`
+	// ObservedGapMs is the start gap of a timing edge.
+	ObservedGapMs *int64 `json:"observed_gap_ms,omitempty" desc:"start gap of a timing edge, ms"`
+	// Followed: the walk searched this leg's own legs. False on a timing
+	// leaf (never walked through) and on a leg still queued when the walk
+	// reached its limit (its subtree was not searched).
+	Followed bool `json:"followed" desc:"this leg's own legs were searched"`
+	// Dialog is the leg's list row (from_user and to_user fenced); absent
+	// when the dialog left the store during the walk.
+	Dialog *dialog.Summary `json:"dialog,omitempty" desc:"the leg's dialog row; users fenced"`
+}
+
+// CallTree is get_call_tree's answer.
+type CallTree struct {
+	// RootCallID is the Call-ID the walk started from.
+	RootCallID string `json:"root_call_id" desc:"Call-ID the walk started from"`
+	// Legs are the legs, root first, breadth first.
+	Legs []CallTreeLeg `json:"legs" desc:"legs, root first, breadth first"`
+	// TotalLegs counts the legs returned.
+	TotalLegs int `json:"total_legs" desc:"legs returned, the root included"`
+	// MaxDepth is the deepest leg's depth.
+	MaxDepth int `json:"max_depth" desc:"deepest leg's depth"`
+	// Truncated: the walk stopped at limit (legs with followed false were
+	// not searched). false only once the source is read whole.
+	Truncated *bool `json:"truncated,omitempty" desc:"the walk stopped at limit; false only once the source is read whole"`
+	// HeuristicEdges counts the timing_heuristic leaves (never walked).
+	HeuristicEdges int `json:"heuristic_edges" desc:"timing_heuristic legs, attached as leaves and never walked"`
+	// TotalMessages sums msg_count over the legs returned.
+	TotalMessages int `json:"total_messages" desc:"SIP messages of the legs returned"`
+	// FirstActivity and LastActivity span the legs returned.
+	FirstActivity time.Time `json:"first_activity" desc:"first message of any leg returned"`
+	LastActivity  time.Time `json:"last_activity" desc:"last message of any leg returned"`
+	// TimingClock is this node's clock state, present only when a timing
+	// leaf is returned.
+	TimingClock *correlate.Clock `json:"timing_clock,omitempty" desc:"node clock state; only beside a timing leaf"`
+	sdk.SourceFlags
+	// CaptureIdentity names the capture the legs are in.
+	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
+	// SchemaVersion of this answer.
+	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+func getCallTreeTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "get_call_tree",
+		Title: "Get every leg of a call as a tree",
+		Description: "All legs reachable from a Call-ID over identifier matches, breadth first, with dialog rows. Timing " +
+			"guesses are leaves, never walked (heuristic_edges); followed false: not searched.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
+		return getCallTree(d.capture, c, in)
+	})
+}
+
+func getCallTree(capture *engine.Capture, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
+	if in.CallID == "" {
+		return CallTree{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+	}
+	if in.Limit < 0 {
+		return CallTree{}, sdk.InvalidParams("limit must be positive, got %d", in.Limit)
+	}
+	limit := c.Limit(in.Limit)
+	src := sourceState(capture.Status())
+	tree, ok := legCorrelator(capture).Tree(in.CallID, limit)
+	if !ok {
+		return CallTree{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+	}
+	out := CallTree{
+		RootCallID:      in.CallID,
+		Legs:            make([]CallTreeLeg, 0, len(tree.Nodes)),
+		MaxDepth:        tree.MaxDepth,
+		HeuristicEdges:  tree.HeuristicEdges,
+		SourceFlags:     src.Flags(),
+		CaptureIdentity: src.Identity,
+		SchemaVersion:   getCallTreeSchemaVersion,
+	}
+	timing := false
+	for _, n := range tree.Nodes {
+		l := CallTreeLeg{CallID: n.CallID, Depth: n.Depth, ParentCallID: n.Parent, Followed: n.Followed}
+		if e := n.Edge; e != nil {
+			id := e.IdentifierMatch
+			l.Score, l.Strategy, l.IdentifierMatch = e.Score, string(e.Strategy), &id
+			if !id {
+				gap := e.GapMs
+				l.ObservedGapMs = &gap
+				timing = true
+			}
+		}
+		if row, ok := capture.Dialogs().Lookup(n.CallID); ok {
+			out.TotalMessages += row.MsgCount
+			if out.FirstActivity.IsZero() || row.CreatedAt.Before(out.FirstActivity) {
+				out.FirstActivity = row.CreatedAt
+			}
+			if row.UpdatedAt.After(out.LastActivity) {
+				out.LastActivity = row.UpdatedAt
+			}
+			if row.FromUser != "" {
+				row.FromUser = c.Fence(row.FromUser)
+			}
+			if row.ToUser != "" {
+				row.ToUser = c.Fence(row.ToUser)
+			}
+			l.Dialog = &row
+		}
+		out.Legs = append(out.Legs, l)
+	}
+	out.TotalLegs = len(out.Legs)
+	if tree.Truncated {
+		t := true
+		out.Truncated = &t
+	} else if src.Exhausted && !src.StoppedEarly {
+		f := false
+		out.Truncated = &f
+	}
+	if timing {
+		clk := correlate.ReadClock()
+		out.TimingClock = &clk
+	}
+	return out, nil
+}

@@ -1,0 +1,51 @@
+package signaling
+
+import (
+	"context"
+
+	"github.com/sipnab/sipnab/core/callreport"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+type renderLadderIn struct {
+	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
+	Format string `json:"format,omitempty" enum:"markdown|text" desc:"markdown (default) or text"`
+}
+
+// Ladder is render_ladder's answer shape for schemas only: the answer is a
+// rendered document (no structuredContent).
+type Ladder struct{}
+
+func renderLadderTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "render_ladder",
+		Title: "Draw a call's ladder",
+		Description: "Call report, then the ladder: participants by address, arrows, relative times, SDP, RTP, " +
+			"correlated legs. Same bytes as --call-report.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in renderLadderIn) (Ladder, error) {
+		return Ladder{}, renderLadder(d.capture, c, in)
+	})
+}
+
+func renderLadder(capture *engine.Capture, c *sdk.Call, in renderLadderIn) error {
+	if in.CallID == "" {
+		return sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+	}
+	f := callreport.Markdown
+	switch in.Format {
+	case "", "markdown":
+	case "text":
+		f = callreport.Text
+	default:
+		return sdk.InvalidParams("unknown format %q: a ladder is a drawing, want markdown or text (get_dialog_report has json)", in.Format)
+	}
+	call, ok := callreport.Build(capture, in.CallID, callReportOptions(capture))
+	if !ok {
+		return sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+	}
+	c.MarkFenced()
+	c.ReplyText(call.CallReport(f))
+	return nil
+}
