@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"runtime"
-	"sync"
-	"weak"
 
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
@@ -24,26 +21,15 @@ import (
 // find_problems page.
 const listSchemaVersion = 1
 
-// queriers holds one query layer per provisioned bundle (deps), so the
-// sorted rows a call builds serve the next call while the store does not
-// move. Entries go when their deps is collected.
-var queriers sync.Map // weak.Pointer[deps] -> *query.Querier
-
-// querier returns the bundle's dialog query layer.
+// querier returns the capture's dialog query layer, shared with every other
+// tool and bundle reading the same store (query.For), so the sorted rows a
+// call builds serve the next call while the store does not move.
 func querier(d *deps) *query.Querier {
-	key := weak.Make(d)
-	if q, ok := queriers.Load(key); ok {
-		return q.(*query.Querier)
-	}
 	var src analysis.MediaSource
 	if m := d.capture.Media(); m != nil {
 		src = m
 	}
-	q, loaded := queriers.LoadOrStore(key, query.New(d.capture.Dialogs(), src, runThresholds(d)))
-	if !loaded {
-		runtime.AddCleanup(d, func(k weak.Pointer[deps]) { queriers.Delete(k) }, key)
-	}
-	return q.(*query.Querier)
+	return query.For(d.capture.Dialogs(), src, runThresholds(d))
 }
 
 // runThresholds are the thresholds the filter aliases expand with. The

@@ -56,9 +56,9 @@ func loop(b *testing.B, body func()) {
 }
 
 func (q *Querier) dropSnapshots() {
-	q.mu.Lock()
-	q.snaps = [2]*snapshot{}
-	q.mu.Unlock()
+	q.cache.mu.Lock()
+	q.cache.snaps = [2]*snapshot{}
+	q.cache.mu.Unlock()
 }
 
 func benchList(b *testing.B, cold bool, after func(q *Querier) *Cursor, expr string) {

@@ -35,7 +35,13 @@ type Querier struct {
 	dialogs *dialog.Store
 	media   analysis.MediaSource
 	th      filter.Thresholds
+	cache   *snapCache
+}
 
+// snapCache keeps the sorted rows of one store between calls. It holds no
+// reference to the store, so a cache shared through For does not keep a
+// dropped capture alive.
+type snapCache struct {
 	mu    sync.Mutex
 	snaps [2]*snapshot // by dialog.Order
 }
@@ -66,7 +72,7 @@ func (s *snapshot) allMethods() []MethodCount {
 // the stream store, with the run's filter thresholds (the aliases expand
 // with them; slow setup follows th.PDDSeconds).
 func New(dialogs *dialog.Store, m analysis.MediaSource, th filter.Thresholds) *Querier {
-	return &Querier{dialogs: dialogs, media: m, th: th}
+	return &Querier{dialogs: dialogs, media: m, th: th, cache: &snapCache{}}
 }
 
 // Thresholds returns the run's filter thresholds.
@@ -101,20 +107,21 @@ func (q *Querier) snapshot(o dialog.Order) *snapshot {
 	if o != dialog.ByUpdated {
 		o = dialog.ByCreated
 	}
+	c := q.cache
 	rev := q.dialogs.Revision()
-	q.mu.Lock()
-	if s := q.snaps[o]; s != nil && s.rev == rev {
-		q.mu.Unlock()
+	c.mu.Lock()
+	if s := c.snaps[o]; s != nil && s.rev == rev {
+		c.mu.Unlock()
 		return s
 	}
-	q.mu.Unlock()
+	c.mu.Unlock()
 	s := &snapshot{rev: rev, rows: q.dialogs.Summaries(o)}
 	// Keep the rows only when no mutation ran while they were read: then
 	// they are exactly the content at rev.
 	if q.dialogs.Revision() == rev {
-		q.mu.Lock()
-		q.snaps[o] = s
-		q.mu.Unlock()
+		c.mu.Lock()
+		c.snaps[o] = s
+		c.mu.Unlock()
 	}
 	return s
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
@@ -554,4 +556,31 @@ func TestFloodOfDistinctValues(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestForShares(t *testing.T) {
+	s1, s2 := dialog.New(dialog.Config{}), dialog.New(dialog.Config{})
+	th := filter.DefaultThresholds()
+	other := th
+	other.PDDSeconds = 5
+	a, b, c := For(s1, nil, th), For(s1, fixedMedia{}, other), For(s2, nil, th)
+	if a.cache != b.cache || b.Thresholds() != other || b.media == nil {
+		t.Error("two queriers over one store do not share its cache, or lost their own settings")
+	}
+	if c.cache == a.cache || New(s1, nil, th).cache == a.cache {
+		t.Error("another store, or New, shared the cache")
+	}
+	// The shared cache does not keep a dropped store alive.
+	s3 := dialog.New(dialog.Config{})
+	For(s3, nil, th)
+	key := weak.Make(s3)
+	s3 = nil
+	for i := 0; i < 20; i++ {
+		runtime.GC()
+		if _, ok := caches.Load(key); !ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Error("the cache entry of a dropped store was never removed")
 }
