@@ -53,6 +53,7 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	for _, mk := range constructors {
 		tools = append(tools, mk(d))
 	}
+	addResources(env, d) // live views (resources.go)
 	return tools, nil
 }
 
