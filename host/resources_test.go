@@ -114,3 +114,34 @@ func waitNote(t *testing.T, s *stdioSession, uri string) time.Time {
 	}
 	return time.Time{}
 }
+
+func TestProgressReachesTheClient(t *testing.T) {
+	s := startStdio(t, []string{"-N", "--mcp"}, []sdk.Bundle{&testBundle{id: "t"}}, nil)
+	m := s.call("tools/call", map[string]any{"name": "t_echo", "arguments": map[string]any{"text": "progress"},
+		"_meta": map[string]any{"progressToken": "tok-1"}})
+	if m["error"] != nil {
+		t.Fatal(m["error"])
+	}
+	var got []string
+	for len(got) < 2 {
+		select {
+		case n := <-s.notes:
+			p := n["params"].(map[string]any)
+			got = append(got, fmt.Sprintf("%v %v %v %v", n["method"], p["progressToken"], p["progress"], p["message"]))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("got %v", got)
+		}
+	}
+	want := "notifications/progress tok-1 1 half,notifications/progress tok-1 2 <nil>"
+	if strings.Join(got, ",") != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+	// Without a token nothing is sent.
+	s.tool("t_echo", map[string]any{"text": "progress"})
+	select {
+	case n := <-s.notes:
+		t.Errorf("progress without a token: %v", n)
+	case <-time.After(300 * time.Millisecond):
+	}
+	s.close()
+}

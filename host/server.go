@@ -269,6 +269,19 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 			return finish(outcomeRefused, nil, sdk.InvalidParams("tool %s changes state and this token's scope is read", t.Name))
 		}
 
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			token := req.Params.Meta.ProgressToken
+			ctx = sdk.WithProgress(ctx, func(progress, total float64, message string) {
+				params := map[string]any{"progressToken": token, "progress": progress}
+				if total > 0 {
+					params["total"] = total
+				}
+				if message != "" {
+					params["message"] = message
+				}
+				_ = h.srv.SendNotificationToClient(ctx, "notifications/progress", params)
+			})
+		}
 		reply, err := invokeSafely(ctx, t, args, h.limits)
 		if err != nil {
 			return finish(outcomeToolError, nil, err)

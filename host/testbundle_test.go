@@ -97,6 +97,10 @@ func (b *testBundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, er
 				if in.Text == "panic" {
 					panic("boom")
 				}
+				if in.Text == "progress" {
+					c.Progress(ctx, 1, 2, "half")
+					c.Progress(ctx, 2, 2, "")
+				}
 				if in.Text == "bad" {
 					return echoOut{}, sdk.InvalidParams("text %q is refused", in.Text)
 				}
