@@ -135,15 +135,17 @@ type Result struct {
 	Legs []Leg
 }
 
-// Stats counts what the index bounds refused.
+// Stats counts what the index holds and what its bounds refused.
 type Stats struct {
 	// Dialogs is the number of dialogs indexed.
 	Dialogs int
 	// Keys is the number of distinct identifier values indexed.
 	Keys int
-	// KeysRefused counts values refused at MaxKeys.
+	// KeysRefused counts values refused at MaxKeys since the Correlator
+	// was made (a refused value is not retried until its dialog changes).
 	KeysRefused uint64
-	// PostingsRefused counts (value, dialog) pairs refused at MaxPostings.
+	// PostingsRefused counts (value, dialog) pairs refused at MaxPostings
+	// since the Correlator was made.
 	PostingsRefused uint64
 	// DialogKeysDropped counts values the dialogs indexed carried past
 	// MaxKeysPerDialog.
@@ -226,8 +228,9 @@ func (c *Correlator) Find(callID string) (Result, bool) {
 }
 
 // refresh brings the snapshot up to the store's revision: dialogs whose
-// message count moved are re-read, evicted ones forgotten, and the index
-// rebuilt from the entries.
+// message count moved are re-read and re-indexed, evicted ones forgotten.
+// The store lists its rows in created order, so the timing index needs no
+// sort.
 func (c *Correlator) refresh() {
 	rev := c.store.Revision()
 	if c.built && rev == c.rev {
@@ -235,7 +238,7 @@ func (c *Correlator) refresh() {
 	}
 	c.gen++
 	rows := c.store.Summaries(dialog.ByCreated)
-	byCreated := make([]*entry, 0, len(rows))
+	byCreated := c.byCreated[:0]
 	for i := range rows {
 		r := &rows[i]
 		e := c.entries[r.CallID]
@@ -244,42 +247,56 @@ func (c *Correlator) refresh() {
 			if !ok {
 				continue // evicted since the listing
 			}
+			if e != nil {
+				c.unindex(e)
+			}
 			e = c.extract(&det)
 			c.entries[r.CallID] = e
+			c.indexEntry(e)
 		}
 		e.gen = c.gen
 		byCreated = append(byCreated, e)
 	}
 	for id, e := range c.entries {
 		if e.gen != c.gen {
+			c.unindex(e)
 			delete(c.entries, id)
 		}
 	}
-	slices.SortStableFunc(byCreated, func(a, b *entry) int {
-		if x := a.created.Compare(b.created); x != 0 {
-			return x
-		}
-		return strings.Compare(a.callID, b.callID)
-	})
+	clear(byCreated[len(byCreated):cap(byCreated)]) // drop references to forgotten entries
 	c.byCreated = byCreated
-	c.rebuildIndex()
+	c.stats.Dialogs = len(c.byCreated)
+	c.stats.Keys = len(c.index)
 	c.rev, c.built = rev, true
 }
 
-// rebuildIndex rebuilds the postings from the entries, in created order so
-// which dialogs a capped value keeps does not depend on map order.
-func (c *Correlator) rebuildIndex() {
-	clear(c.index)
-	c.stats = Stats{Dialogs: len(c.byCreated)}
-	for _, e := range c.byCreated {
-		c.stats.DialogKeysDropped += uint64(e.dropped)
-		for k := keyKind(0); k < numKinds; k++ {
-			for _, v := range e.keys[k] {
-				c.post(key{k, v}, e)
+// indexEntry posts a dialog under each of its values, within the bounds.
+func (c *Correlator) indexEntry(e *entry) {
+	c.stats.DialogKeysDropped += uint64(e.dropped)
+	for k := keyKind(0); k < numKinds; k++ {
+		for _, v := range e.keys[k] {
+			c.post(key{k, v}, e)
+		}
+	}
+}
+
+// unindex removes a dialog from the postings of its values.
+func (c *Correlator) unindex(e *entry) {
+	c.stats.DialogKeysDropped -= uint64(e.dropped)
+	for k := keyKind(0); k < numKinds; k++ {
+		for _, v := range e.keys[k] {
+			kk := key{k, v}
+			list := c.index[kk]
+			if i := slices.Index(list, e); i >= 0 {
+				list = slices.Delete(list, i, i+1)
+				if len(list) == 0 {
+					delete(c.index, kk)
+				} else {
+					c.index[kk] = list
+				}
 			}
 		}
 	}
-	c.stats.Keys = len(c.index)
 }
 
 // post adds a dialog under a value, within the bounds.
