@@ -44,6 +44,10 @@ const (
 // DefaultMaxLegs bounds the legs a ladder draws.
 const DefaultMaxLegs = 8
 
+// MaxGuesses bounds the timing guesses a report names (on a busy proxy
+// every call has many).
+const MaxGuesses = 5
+
 // Options tune Build.
 type Options struct {
 	// Correlator finds the call's other legs (identifier matches only) for
@@ -118,8 +122,10 @@ type Call struct {
 	Legs []Leg
 	// LegsTruncated: more legs were found than MaxLegs.
 	LegsTruncated bool
-	// Guesses are legs tied to the call only by timing: listed, not drawn.
-	Guesses []Guess
+	// Guesses are legs tied to the call only by timing: named, not drawn
+	// (the nearest MaxGuesses; GuessesMore counts the rest).
+	Guesses     []Guess
+	GuessesMore int
 }
 
 // Build assembles the model of one call. ok is false when the store holds
@@ -162,7 +168,11 @@ func Build(c *engine.Capture, callID string, opt Options) (*Call, bool) {
 			}
 			if !n.Edge.IdentifierMatch {
 				if n.Parent == callID {
-					call.Guesses = append(call.Guesses, Guess{CallID: n.CallID, GapMs: n.Edge.GapMs})
+					if len(call.Guesses) < MaxGuesses {
+						call.Guesses = append(call.Guesses, Guess{CallID: n.CallID, GapMs: n.Edge.GapMs})
+					} else {
+						call.GuessesMore++
+					}
 				}
 				continue
 			}

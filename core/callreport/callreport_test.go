@@ -235,3 +235,32 @@ func TestClean(t *testing.T) {
 		})
 	}
 }
+
+// TestBounds: a call through more participants than columns shares the last
+// one and says so; a busy proxy's many timing guesses are named up to
+// MaxGuesses and counted past it.
+func TestBounds(t *testing.T) {
+	var msgs []wire
+	for i := range 20 {
+		src, dst := fmt.Sprintf("198.51.100.%d:5060", i+1), fmt.Sprintf("198.51.100.%d:5060", i+2)
+		msgs = append(msgs, wire{time.Duration(i) * time.Millisecond, src, dst,
+			msg("INVITE sip:bob@example.com SIP/2.0", "hops", fmt.Sprintf("z9hG4bK-hop%d", i), "", "", 1, "INVITE")})
+	}
+	// eight other calls on the first hop's address, 100 ms apart
+	for i := range 8 {
+		msgs = append(msgs, wire{time.Duration(i+1) * 100 * time.Millisecond, "198.51.100.1:5060", "203.0.113.9:5060",
+			msg("INVITE sip:carol@example.com SIP/2.0", fmt.Sprintf("other-%d", i), fmt.Sprintf("z9hG4bK-o%d", i), "", "", 1, "INVITE")})
+	}
+	c := feed(t, engine.Config{}, msgs...)
+	call := build(t, c, "hops")
+	doc := call.CallReport(Text)
+	if !strings.Contains(doc, "more than 16 participants: the rest are drawn on the last column") {
+		t.Errorf("want the shared-column note:\n%s", doc)
+	}
+	if len(call.Guesses) != MaxGuesses || call.GuessesMore != 3 || call.Guesses[0].CallID != "other-0" {
+		t.Errorf("got guesses %+v and %d more, want the 5 nearest and 3 more", call.Guesses, call.GuessesMore)
+	}
+	if !strings.Contains(doc, "3 more timing guesses (find_correlated lists them)") {
+		t.Errorf("want the guesses counted:\n%s", doc)
+	}
+}

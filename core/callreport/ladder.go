@@ -41,6 +41,9 @@ type ladder struct {
 	byKey map[string]int
 	rows  []ladderRow
 	t0    time.Time
+	// shared: more participants than maxColumns; the rest share the last
+	// column.
+	shared bool
 }
 
 func (l *ladder) col(key, label string) int {
@@ -48,6 +51,7 @@ func (l *ladder) col(key, label string) int {
 		return i
 	}
 	if len(l.cols) >= maxColumns {
+		l.shared = true
 		return len(l.cols) - 1
 	}
 	l.cols = append(l.cols, column{key: key, label: label})
@@ -65,6 +69,11 @@ func (c *Call) buildLadder() *ladder {
 	ports := map[netip.Addr]map[uint16]bool{}
 	var order []netip.AddrPort
 	for li := range c.Legs {
+		for i := range c.Legs[li].Streams {
+			if s := &c.Legs[li].Streams[i]; l.t0.IsZero() || s.FirstSeen.Before(l.t0) {
+				l.t0 = s.FirstSeen
+			}
+		}
 		for i := range c.Legs[li].Detail.Messages {
 			m := &c.Legs[li].Detail.Messages[i]
 			if l.t0.IsZero() || m.TS.Before(l.t0) {
@@ -171,9 +180,6 @@ func (c *Call) buildLadder() *ladder {
 		leg := &c.Legs[li]
 		for i := range leg.Streams {
 			s := &leg.Streams[i]
-			if l.t0.IsZero() || s.FirstSeen.Before(l.t0) {
-				l.t0 = s.FirstSeen
-			}
 			codec := clean(s.Codec, 24)
 			if codec == "" {
 				codec = fmt.Sprintf("PT %d", s.PayloadType)
@@ -270,6 +276,9 @@ func (c *Call) writeLadder(b *strings.Builder, f Format) {
 	t0 := "no messages"
 	if !l.t0.IsZero() {
 		t0 = "times in seconds from " + stamp(l.t0)
+	}
+	if l.shared {
+		legend = append(legend, fmt.Sprintf("more than %d participants: the rest are drawn on the last column", maxColumns))
 	}
 	if f == Markdown {
 		fmt.Fprintf(b, "\n## Ladder\n\n%s; %s.\n\n", plural(len(c.Legs), "leg"), t0)

@@ -72,7 +72,7 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	field("Result", esc(strings.Join(result, ", ")))
 	field("Verdict", c.Diagnosis.Verdict)
 	field("Timing", c.timingLine())
-	if len(c.Legs) > 1 || len(c.Guesses) > 0 {
+	if len(c.Legs) > 1 || len(c.Guesses) > 0 || c.LegsTruncated {
 		field("Legs", esc(c.legsLine()))
 	}
 
@@ -241,6 +241,9 @@ func (c *Call) legsLine() string {
 	}
 	for _, g := range c.Guesses {
 		parts = append(parts, fmt.Sprintf("timing guess only, not drawn: %s (started %d ms apart)", clean(g.CallID, 120), g.GapMs))
+	}
+	if c.GuessesMore > 0 {
+		parts = append(parts, fmt.Sprintf("%d more timing guesses (find_correlated lists them)", c.GuessesMore))
 	}
 	return strings.Join(parts, "; ")
 }
