@@ -26,7 +26,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
 		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
-		ByteBudget: sdk.Budget{Default: 10200, WithOutputSchemas: 57500},
+		ByteBudget: sdk.Budget{Default: 12300, WithOutputSchemas: 68300},
 	}
 }
 
@@ -76,6 +76,10 @@ func tools(d *deps) []sdk.Tool {
 		getDialogReportTool(d),
 		getMessageTool(d),
 		renderLadderTool(d),
+		getSDPTimelineTool(d),
+		checkCodecNegotiationTool(d),
+		explainResponseCodeTool(d),
+		generateWiresharkFilterTool(d),
 	}
 }
 

@@ -160,9 +160,14 @@ type Options struct {
 }
 
 // Command renders `tshark -r <capture> [-o ...] -Y '<filter>'` with every
-// argument shell-quoted.
+// argument shell-quoted. An empty capture writes "$CAPTURE", a shell
+// variable for the caller to set.
 func Command(capture, filter string, o Options) string {
-	args := []string{"tshark", "-r", ShellQuote(capture)}
+	capArg := `"$CAPTURE"`
+	if capture != "" {
+		capArg = ShellQuote(capture)
+	}
+	args := []string{"tshark", "-r", capArg}
 	if o.Heuristics {
 		args = append(args, "-o", "rtp.heuristic_rtp:TRUE", "-o", "rtcp.heuristic_rtcp:TRUE")
 	}

@@ -98,4 +98,7 @@ func TestCommand(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	if got, want := Command("", "sip", Options{}), `tshark -r "$CAPTURE" -Y sip`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
 }

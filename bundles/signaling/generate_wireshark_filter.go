@@ -1,0 +1,187 @@
+package signaling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/sipnab/sipnab/core/wsfilter"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// wiresharkFilterSchemaVersion is generate_wireshark_filter's response
+// schema version.
+const wiresharkFilterSchemaVersion = 1
+
+type wiresharkFilterIn struct {
+	CallID       string `json:"call_id" desc:"Call-ID, verbatim"`
+	IncludeMedia *bool  `json:"include_media,omitempty" desc:"also select the call's RTP (by SSRC and 5-tuple) and its RTCP (default true)"`
+}
+
+// WiresharkFilter is generate_wireshark_filter's answer: a display filter
+// selecting one call in Wireshark or tshark, and the command line applying
+// it to the capture file sipnab read.
+type WiresharkFilter struct {
+	// CallID is the call, verbatim.
+	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
+	// DisplayFilter selects the call's SIP (by Call-ID) and, with media,
+	// its RTP and RTCP.
+	DisplayFilter string `json:"display_filter" desc:"Wireshark display filter"`
+	// Tshark is the full command line, every argument shell-quoted.
+	Tshark string `json:"tshark" desc:"tshark command line applying the filter, shell-quoted"`
+	// SIPMessages is how many SIP messages sipnab holds for the Call-ID
+	// (retransmissions included): the frames the SIP part should select,
+	// give or take frames carrying several messages over TCP.
+	SIPMessages int `json:"sip_messages" desc:"SIP messages sipnab holds for the Call-ID"`
+	// StreamsIncluded are the media streams the filter names ([] without
+	// media).
+	StreamsIncluded []FilterStream `json:"streams_included" desc:"media streams the filter names"`
+	// StreamsOmitted counts streams past the 64 a filter names.
+	StreamsOmitted int `json:"streams_omitted,omitempty" desc:"streams past the 64 a filter names"`
+	// Notes say what the filter does and does not select.
+	Notes []string `json:"notes" desc:"what the filter does and does not select"`
+	sdk.SourceFlags
+	// CaptureIdentity names the capture the answer came from.
+	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
+	// SchemaVersion of this answer.
+	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+// FilterStream is one stream the filter names.
+type FilterStream struct {
+	SSRC    string `json:"ssrc" desc:"SSRC (0x00000000 for a fax flow)"`
+	Src     string `json:"src" desc:"source address:port"`
+	Dst     string `json:"dst" desc:"destination address:port"`
+	Kind    string `json:"kind" desc:"audio, video, fax, ..."`
+	Packets uint64 `json:"packets" desc:"packets sipnab counted: the frames the stream's clause should select"`
+	// RTCP: the filter also selects the RTCP this stream's sender emitted.
+	RTCP bool `json:"rtcp" desc:"the sender's RTCP is selected too"`
+}
+
+func generateWiresharkFilterTool(d *deps) sdk.Tool {
+	return sdk.NewTool(sdk.Descriptor{
+		Name:  "generate_wireshark_filter",
+		Title: "Wireshark filter for a call",
+		Description: "A Wireshark display filter selecting one call (SIP by Call-ID; with include_media, RTP by SSRC and " +
+			"5-tuple and its RTCP) and the tshark command line applying it. Refuses Call-IDs with control characters.",
+		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+	}, func(ctx context.Context, c *sdk.Call, in wiresharkFilterIn) (WiresharkFilter, error) {
+		return generateWiresharkFilter(d, in)
+	})
+}
+
+func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, error) {
+	if in.CallID == "" {
+		return WiresharkFilter{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+	}
+	if _, err := wsfilter.Quote(in.CallID); err != nil {
+		return WiresharkFilter{}, sdk.InvalidParams("call_id %q holds a control character: a display filter escapes only \\ and \", "+
+			"so no filter can select this Call-ID exactly (a filter that selects the wrong packets is worse than none)", clipArg(in.CallID))
+	}
+	src := sourceState(d.capture.Status())
+	sum, ok := d.capture.Dialogs().Lookup(in.CallID)
+	if !ok {
+		return WiresharkFilter{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", clipArg(in.CallID))
+	}
+	media := in.IncludeMedia == nil || *in.IncludeMedia
+	out := WiresharkFilter{
+		CallID:          sum.CallID,
+		SIPMessages:     sum.MsgCount,
+		StreamsIncluded: []FilterStream{},
+		Notes:           []string{},
+		SourceFlags:     src.Flags(),
+		CaptureIdentity: src.Identity,
+		SchemaVersion:   wiresharkFilterSchemaVersion,
+	}
+	var streams []wsfilter.Stream
+	var kinds []string
+	var packets []uint64
+	if media {
+		if m := d.capture.Media(); m != nil {
+			rtcp := false
+			for _, s := range m.StreamsFor(sum.CallID) {
+				fs, ok := filterStream(s.SSRC, s.Src, s.Dst, s.Kind)
+				if !ok {
+					continue
+				}
+				if r := s.EndpointReported; r != nil && r.SenderReports+r.ReceptionReports > 0 {
+					rtcp = true
+				}
+				streams = append(streams, fs)
+				kinds = append(kinds, s.Kind)
+				packets = append(packets, s.Packets)
+			}
+			// The call's RTCP is selected per sender when the capture holds
+			// any: a report about one stream is sent by the other party.
+			for i := range streams {
+				streams[i].RTCP = rtcp && !streams[i].Fax
+			}
+		}
+	}
+	f, err := wsfilter.ForCall(sum.CallID, streams)
+	if err != nil {
+		if errors.Is(err, wsfilter.ErrControl) {
+			return WiresharkFilter{}, sdk.InvalidParams("call_id %q holds a control character", clipArg(in.CallID))
+		}
+		return WiresharkFilter{}, sdk.Internal("building the filter: %v", err)
+	}
+	out.DisplayFilter = f.Display
+	out.StreamsOmitted = f.StreamsOmitted
+	for i, s := range f.Streams {
+		out.StreamsIncluded = append(out.StreamsIncluded, FilterStream{
+			SSRC: fmt.Sprintf("0x%08x", s.SSRC), Src: s.Src.String(), Dst: s.Dst.String(),
+			Kind: kinds[i], Packets: packets[i], RTCP: s.RTCP,
+		})
+	}
+
+	capture, capNote := captureArg(d)
+	out.Tshark = wsfilter.Command(capture, f.Display, wsfilter.Options{Heuristics: len(f.Streams) > 0})
+	out.Notes = append(out.Notes, "SIP is selected by Call-ID: every message under it (every leg, retransmissions, both sides of a proxy). "+
+		"Other legs of the call (a B2BUA's far side) carry other Call-IDs: find_correlated lists them.")
+	if capNote != "" {
+		out.Notes = append(out.Notes, capNote)
+	}
+	switch {
+	case !media:
+		out.Notes = append(out.Notes, "media not included (include_media is false)")
+	case len(f.Streams) == 0:
+		out.Notes = append(out.Notes, "no RTP stream is tied to this call, so the filter selects SIP only")
+	default:
+		out.Notes = append(out.Notes, "RTP is selected by SSRC and 5-tuple, RTCP by the sender's SSRC between the same hosts; "+
+			"the -o rtp.heuristic_rtp:TRUE and rtcp.heuristic_rtcp:TRUE options let tshark decode media it cannot tie to SDP it saw")
+	}
+	if f.StreamsOmitted > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d streams past the first %d are not in the filter", f.StreamsOmitted, wsfilter.MaxStreams))
+	}
+	if !src.Exhausted {
+		out.Notes = append(out.Notes, "the capture is still being read: messages and streams seen later are not counted here")
+	}
+	return out, nil
+}
+
+// filterStream converts a stream of the media store.
+func filterStream(ssrc, src, dst, kind string) (wsfilter.Stream, bool) {
+	s, err1 := netip.ParseAddrPort(src)
+	t, err2 := netip.ParseAddrPort(dst)
+	n, err3 := strconv.ParseUint(strings.TrimPrefix(ssrc, "0x"), 16, 32)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return wsfilter.Stream{}, false
+	}
+	return wsfilter.Stream{SSRC: uint32(n), Src: s, Dst: t, Fax: kind == "fax"}, true
+}
+
+// captureArg names the capture file for the tshark line: the file sipnab
+// read, or a shell variable when there is no single file.
+func captureArg(d *deps) (string, string) {
+	files := d.capture.Status().Files
+	switch len(files) {
+	case 0:
+		return "", "sipnab is not reading a capture file: save the traffic to a file and set CAPTURE to its path"
+	case 1:
+		return files[0].Path, ""
+	}
+	return files[0].Path, fmt.Sprintf("sipnab read %d capture files; the command names the first: run it on each, or merge them with mergecap first", len(files))
+}
