@@ -54,7 +54,9 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signaling bundle needs the capture engine: %w", err)
 	}
-	return tools(&deps{capture: capture}), nil
+	d := &deps{capture: capture}
+	addResources(env, d) // templates and completions (resources.go)
+	return tools(d), nil
 }
 
 // tools lists the bundle's tools, one line each: a new tool file adds its
