@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/media"
-	"github.com/sipnab/sipnab/core/sip"
 )
 
 // Thresholds (engine.md §10, §11).
@@ -51,6 +51,19 @@ type DialogFacts struct {
 	// InfoDTMF counts SIP INFO requests carrying DTMF (application/dtmf-relay,
 	// application/dtmf); digit values are never passed in.
 	InfoDTMF int
+	// LastAt is the time of the dialog's latest message.
+	LastAt time.Time
+	// Legs are the dialogs inside the Call-ID, primary first; the
+	// transactions name them by index.
+	Legs []LegFacts
+	// Signaling are the dialog's transactions read from its retained
+	// messages. Signaling.Read is false when the dialog was read without
+	// its messages: ack_missing, abandoned and registration_failure are
+	// then not judged.
+	Signaling dialog.SignalingFacts
+	// Unanswered are the requests retransmitted without any response, as
+	// the store counted them (every message, retention cap or not).
+	Unanswered []dialog.Unanswered
 }
 
 // MediaSource is the read side of the stream store diagnosis needs.
@@ -65,8 +78,16 @@ var _ MediaSource = (*media.Store)(nil)
 
 // Options tune the diagnosis.
 type Options struct {
-	// SlowSetup is the post-dial delay above which setup is slow (11 s).
+	// SlowSetup is the post-dial delay above which setup is slow (11 s):
+	// the run's PDD threshold.
 	SlowSetup time.Duration
+	// CaptureEnd is the time the capture ends (its latest SIP message or
+	// RTP packet read so far). Timer H (ack_missing) and Timer C (abandoned
+	// no_final_response) are measured against it: a timer still running
+	// at the end of the capture is not judged. Zero: Diagnose uses the
+	// dialog's own latest message and RTP packet; CaptureReport the latest
+	// of every dialog and stream. CaptureEnd computes it for a capture.
+	CaptureEnd time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -145,24 +166,58 @@ type MediaDiagnosis struct {
 	UngroundedMOSStreams int                `json:"ungrounded_mos_streams,omitempty"`
 }
 
-// FinalFailure is a dialog that ended on a 4xx/5xx/6xx.
+// FinalFailure is a dialog that ended on a 4xx/5xx/6xx: the INVITE's final
+// response when the Call-ID has one, else the first leg (REGISTER,
+// SUBSCRIBE, OPTIONS, ...) whose request ended on one.
 type FinalFailure struct {
-	Code   int    `json:"code"`
+	Code int `json:"code"`
+	// Reason is the reason phrase, as sent.
 	Reason string `json:"reason,omitempty"`
-	Class  string `json:"class"` // challenge, canceled, declined, failure
+	Class  string `json:"class" enum:"challenge|canceled|declined|failure"`
+	// Method is the request that failed.
+	Method string `json:"method,omitempty"`
+	// ReasonHeader and Warning are the Reason and Warning header values of
+	// the failure response, as sent (at most 200 characters); absent when
+	// it had none.
+	ReasonHeader string `json:"reason_header,omitempty"`
+	Warning      string `json:"warning,omitempty"`
+	// Evidence is the message index of the failure response ([] when it
+	// was not retained).
+	Evidence []int `json:"evidence"`
 }
 
-// SlowSetup is a post-dial delay over the threshold.
+// SlowSetup is a post-dial delay over the threshold (the same judgement as
+// post_dial_delay, kept for readers of the earlier shape).
 type SlowSetup struct {
 	PDDMs       float64 `json:"pdd_ms"`
 	ThresholdMs float64 `json:"threshold_ms"`
 }
 
-// SignalingDiagnosis is present only when something fired.
+// SignalingDiagnosis is present only when something fired (or there is
+// something to hint). Every detection is always checked and null when
+// clean; evidence are message indexes (the index of get_dialog's
+// messages).
 type SignalingDiagnosis struct {
 	FinalFailure *FinalFailure `json:"final_failure"`
 	SlowSetup    *SlowSetup    `json:"slow_setup"`
-	Hints        []string      `json:"hints"`
+	// AuthLoop: at least three 401/407 and no 2xx.
+	AuthLoop *AuthLoop `json:"auth_loop"`
+	// Retransmissions are requests retransmitted without any response.
+	Retransmissions []UnansweredRequest `json:"retransmissions"`
+	// AckMissing: a 2xx to an INVITE and no ACK within Timer H (32 s).
+	AckMissing *AckMissing `json:"ack_missing"`
+	// Abandoned: the caller cancelled, or no final response within Timer C
+	// (180 s).
+	Abandoned *Abandoned `json:"abandoned"`
+	// PostDialDelay: INVITE to the first 18x over the run's threshold.
+	PostDialDelay *PostDialDelay `json:"post_dial_delay"`
+	// RegistrationFailure: a REGISTER rejected, challenged in a loop, or
+	// granted a shorter expiry than asked.
+	RegistrationFailure *RegistrationFailure `json:"registration_failure"`
+	// MessagesNotRead counts messages past the per-dialog retention cap:
+	// the detections judged the retained ones.
+	MessagesNotRead int      `json:"messages_not_read,omitempty"`
+	Hints           []string `json:"hints"`
 }
 
 // DialogDiagnosis is one dialog's verdict.
@@ -172,6 +227,10 @@ type DialogDiagnosis struct {
 	Verdict   string              `json:"verdict"`
 	Signaling *SignalingDiagnosis `json:"signaling_diagnosis,omitempty"`
 	Media     MediaDiagnosis      `json:"media"`
+	// NotJudged lists the signaling detections the capture could not
+	// decide (a timer still running when it ended, a dialog read without
+	// its messages); absent when every detection was decided.
+	NotJudged []NotJudged `json:"not_judged,omitempty"`
 }
 
 // Problem reports whether the media diagnosis found anything.
@@ -185,9 +244,14 @@ func (m *MediaDiagnosis) Problem() bool {
 func Diagnose(d DialogFacts, src MediaSource, opts Options) DialogDiagnosis {
 	opts = opts.withDefaults()
 	out := DialogDiagnosis{CallID: d.CallID}
-	out.Media = diagnoseMedia(d, src.StreamsFor(d.CallID), src.EndpointsFor(d.CallID))
-	out.Signaling = diagnoseSignaling(d, opts)
-	sig := out.Signaling != nil && (out.Signaling.FinalFailure != nil || out.Signaling.SlowSetup != nil)
+	streams := src.StreamsFor(d.CallID)
+	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID))
+	seen := make([]time.Time, 0, len(streams))
+	for i := range streams {
+		seen = append(seen, streams[i].LastSeen)
+	}
+	out.Signaling, out.NotJudged = diagnoseSignalingFull(&d, seen, opts)
+	sig := out.Signaling.Problem()
 	med := out.Media.Problem()
 	switch {
 	case sig && med:
@@ -200,52 +264,6 @@ func Diagnose(d DialogFacts, src MediaSource, opts Options) DialogDiagnosis {
 		out.Verdict = "none"
 	}
 	return out
-}
-
-func diagnoseSignaling(d DialogFacts, opts Options) *SignalingDiagnosis {
-	var s SignalingDiagnosis
-	fired := false
-	if d.HasFinal && d.FinalCode >= 400 && d.FinalCode <= 699 {
-		class := sip.StatusClass(d.FinalCode)
-		s.FinalFailure = &FinalFailure{Code: d.FinalCode, Reason: d.FinalReason, Class: class}
-		fired = true
-		switch class {
-		case sip.ClassChallenge:
-			s.Hints = append(s.Hints, fmt.Sprintf("ended on a %d challenge: credentials were asked and the retry never succeeded", d.FinalCode))
-		case sip.ClassCanceled:
-			s.Hints = append(s.Hints, "the caller canceled before an answer (487)")
-		case sip.ClassDeclined:
-			s.Hints = append(s.Hints, fmt.Sprintf("the called party declined (%d)", d.FinalCode))
-		default:
-			switch {
-			case d.FinalCode == 488 || d.FinalCode == 415:
-				s.Hints = append(s.Hints, fmt.Sprintf("%d: the offer was not acceptable; compare the codecs offered with what the far end supports", d.FinalCode))
-			case d.FinalCode == 404 || d.FinalCode == 484:
-				s.Hints = append(s.Hints, fmt.Sprintf("%d: the number or address did not route; check the dial plan", d.FinalCode))
-			case d.FinalCode == 408 || d.FinalCode == 480:
-				s.Hints = append(s.Hints, fmt.Sprintf("%d: the called party was unreachable or did not answer", d.FinalCode))
-			case d.FinalCode >= 500 && d.FinalCode < 600:
-				s.Hints = append(s.Hints, fmt.Sprintf("%d: a server failed; look at the element that sent it", d.FinalCode))
-			default:
-				s.Hints = append(s.Hints, fmt.Sprintf("ended on %d", d.FinalCode))
-			}
-		}
-	}
-	if d.HasPDD && d.PDD > opts.SlowSetup {
-		s.SlowSetup = &SlowSetup{PDDMs: ms(d.PDD), ThresholdMs: ms(opts.SlowSetup)}
-		s.Hints = append(s.Hints, fmt.Sprintf("post-dial delay %.1f s exceeds %.0f s", d.PDD.Seconds(), opts.SlowSetup.Seconds()))
-		fired = true
-	}
-	if d.InfoDTMF > 0 {
-		s.Hints = append(s.Hints, fmt.Sprintf("%d DTMF digit(s) sent as SIP INFO (values masked)", d.InfoDTMF))
-	}
-	if !fired && len(s.Hints) == 0 {
-		return nil
-	}
-	if s.Hints == nil {
-		s.Hints = []string{}
-	}
-	return &s
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }

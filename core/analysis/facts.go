@@ -6,17 +6,23 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 )
 
-// FactsFrom reads the facts diagnosis needs from a dialog store detail.
+// FactsFrom reads the facts diagnosis needs from a dialog store detail. A
+// detail read with its messages gives every signaling detection its facts;
+// one read with NoMessages leaves ack_missing, abandoned and
+// registration_failure not judged.
 func FactsFrom(d dialog.Detail) DialogFacts {
 	f := DialogFacts{
 		CallID:      d.CallID,
 		Method:      d.Method,
 		State:       d.State,
 		CreatedAt:   d.CreatedAt,
+		LastAt:      d.UpdatedAt,
 		FinalCode:   d.FinalStatusCode,
 		FinalReason: d.FinalReason,
 		HasFinal:    d.FinalStatusCode != 0,
 		InfoDTMF:    len(d.InfoDTMF),
+		Signaling:   dialog.SignalingFactsOf(&d),
+		Unanswered:  d.RetransmittedNoResponse,
 	}
 	if t := d.TimingDetail.AnsweredAt; t != nil {
 		f.Answered, f.AnsweredAt = true, *t
@@ -24,17 +30,38 @@ func FactsFrom(d dialog.Detail) DialogFacts {
 	if p := d.TimingDetail.PDDMs; p != nil {
 		f.PDD, f.HasPDD = time.Duration(*p)*time.Millisecond, true
 	}
+	f.Legs = make([]LegFacts, 0, len(d.Legs))
+	for _, l := range d.Legs {
+		f.Legs = append(f.Legs, LegFacts{Family: l.Family, Method: l.Method, State: l.State})
+	}
 	return f
 }
 
-// FactsFromStore reads the facts of every dialog, oldest first.
+// FactsFromStore reads the facts of every dialog, oldest first, messages
+// included.
 func FactsFromStore(s *dialog.Store) []DialogFacts {
-	sums := s.Summaries(dialog.ByCreated)
-	out := make([]DialogFacts, 0, len(sums))
-	for _, sum := range sums {
-		if d, ok := s.GetWith(sum.CallID, dialog.Options{NoMessages: true}); ok {
+	ids := s.CallIDs()
+	out := make([]DialogFacts, 0, len(ids))
+	for _, id := range ids {
+		if d, ok := s.Get(id); ok {
 			out = append(out, FactsFrom(d))
 		}
 	}
 	return out
+}
+
+// CaptureEnd is the end of a capture as diagnosis measures timers against
+// it: the latest SIP message the dialog store holds or RTP packet the
+// stream store saw. Zero when both are empty.
+func CaptureEnd(ds *dialog.Store, src MediaSource) time.Time {
+	end := ds.LastMessageAt()
+	if src != nil {
+		all := src.All()
+		for i := range all {
+			if all[i].LastSeen.After(end) {
+				end = all[i].LastSeen
+			}
+		}
+	}
+	return end
 }

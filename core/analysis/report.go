@@ -86,11 +86,28 @@ type Report struct {
 }
 
 // CaptureReport diagnoses every dialog and adds what the capture as a whole
-// shows: orphaned media and everything that was not read. Findings are
+// shows: orphaned media and everything that was not read. Signaling
+// detections become findings of their own kind (final_failure_<class>,
+// auth_loop, retransmissions, ack_missing, abandoned_cancelled,
+// abandoned_no_final_response, post_dial_delay, registration_failure,
+// registration_shortened_expiry). Findings are
 // ranked worst first (severity, then occurrences, then kind). Complete is
 // true only when the source was read whole and nothing was shed.
 func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts Options) Report {
 	opts = opts.withDefaults()
+	all := src.All()
+	if opts.CaptureEnd.IsZero() {
+		for i := range dialogs {
+			if dialogs[i].LastAt.After(opts.CaptureEnd) {
+				opts.CaptureEnd = dialogs[i].LastAt
+			}
+		}
+		for i := range all {
+			if all[i].LastSeen.After(opts.CaptureEnd) {
+				opts.CaptureEnd = all[i].LastSeen
+			}
+		}
+	}
 	byKind := map[string]*Finding{}
 	get := func(kind, sev, unit, summary string) *Finding {
 		f := byKind[kind]
@@ -109,22 +126,7 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			return &t
 		}
 		if s := dd.Signaling; s != nil {
-			if ff := s.FinalFailure; ff != nil && ff.Class != "challenge" {
-				sev := SeverityMedium
-				switch {
-				case ff.Code >= 500:
-					sev = SeverityHigh
-				case ff.Class == "canceled" || ff.Class == "declined":
-					sev = SeverityLow
-				}
-				kind := "final_failure_" + ff.Class
-				get(kind, sev, "dialogs", "dialogs that ended on a final "+ff.Class+" response").
-					add(Evidence{CallID: d.CallID, At: at(d.CreatedAt), Counts: map[string]int64{"code": int64(ff.Code)}, Note: ff.Reason})
-			}
-			if ss := s.SlowSetup; ss != nil {
-				get("slow_setup", SeverityMedium, "dialogs", "post-dial delay over the threshold").
-					add(Evidence{CallID: d.CallID, At: at(d.CreatedAt), Counts: map[string]int64{"pdd_ms": int64(ss.PDDMs)}})
-			}
+			addSignaling(get, &d, s, at(d.CreatedAt))
 		}
 		m := &dd.Media
 		ev := Evidence{CallID: d.CallID, At: at(d.CreatedAt)}
@@ -183,7 +185,6 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		}
 	}
 
-	all := src.All()
 	for i := range all {
 		s := &all[i]
 		if !s.Orphaned {
@@ -272,4 +273,85 @@ func evidenceLess(a, b *Evidence) bool {
 		return a.CallID < b.CallID
 	}
 	return a.Note < b.Note
+}
+
+// finder returns the finding of a kind, creating it on first use.
+type finder func(kind, sev, unit, summary string) *Finding
+
+// addSignaling adds one dialog's signaling detections to the findings.
+// Every evidence row names the message (index) it rests on.
+func addSignaling(get finder, d *DialogFacts, s *SignalingDiagnosis, at *time.Time) {
+	ev := func(counts map[string]int64, note string, idx []int) Evidence {
+		if len(idx) > 0 {
+			counts["message_index"] = int64(idx[0])
+		}
+		return Evidence{CallID: d.CallID, At: at, Counts: counts, Note: note}
+	}
+	if ff := s.FinalFailure; ff != nil {
+		sev := SeverityMedium
+		switch {
+		case ff.Code >= 500:
+			sev = SeverityHigh
+		case ff.Class == "canceled" || ff.Class == "declined" || ff.Class == "challenge":
+			sev = SeverityLow
+		}
+		get("final_failure_"+ff.Class, sev, "dialogs", "dialogs that ended on a final "+ff.Class+" response").
+			add(ev(map[string]int64{"code": int64(ff.Code)}, ff.Reason, ff.Evidence))
+	}
+	if a := s.AuthLoop; a != nil {
+		get("auth_loop", SeverityHigh, "dialogs", "requests challenged three times or more with no success").
+			add(ev(map[string]int64{"challenges": int64(a.Challenges), "code": int64(a.Code)}, a.Method+" "+a.Kind, a.Evidence))
+	}
+	if r := s.RegistrationFailure; r != nil {
+		// the row points at the decisive message: the refusal, the 2xx or
+		// the last challenge
+		last := r.Evidence
+		if len(last) > 1 {
+			last = last[len(last)-1:]
+		}
+		switch r.Kind {
+		case RegistrationShortenedExpiry:
+			c := map[string]int64{}
+			if r.RequestedExpirySec != nil {
+				c["requested_expiry_sec"] = *r.RequestedExpirySec
+			}
+			if r.GrantedExpirySec != nil {
+				c["granted_expiry_sec"] = *r.GrantedExpirySec
+			}
+			get("registration_shortened_expiry", SeverityLow, "dialogs", "registrations granted a shorter expiry than asked").
+				add(ev(c, "", last))
+		default:
+			get("registration_failure", SeverityHigh, "dialogs", "registrations refused or challenged in a loop").
+				add(ev(map[string]int64{"code": int64(r.Code)}, r.Kind, last))
+		}
+	}
+	for i := range s.Retransmissions {
+		r := &s.Retransmissions[i]
+		get("retransmissions", SeverityMedium, "requests", "requests retransmitted without any response").
+			add(ev(map[string]int64{"cseq": int64(r.CSeq), "copies": int64(r.Count), "span_ms": r.SpanMs}, r.Method, r.Evidence))
+	}
+	if a := s.AckMissing; a != nil {
+		get("ack_missing", SeverityMedium, "dialogs", "2xx to an INVITE never acknowledged within Timer H (32 s)").
+			add(ev(map[string]int64{"cseq": int64(a.CSeq), "answer_copies": int64(a.AnswerCopies), "waited_ms": a.WaitedMs}, "", a.Evidence))
+	}
+	if a := s.Abandoned; a != nil {
+		if a.Kind == AbandonedCancelled {
+			c := map[string]int64{"cseq": int64(a.CSeq)}
+			if a.FinalCode != 0 {
+				c["final_code"] = int64(a.FinalCode)
+			}
+			note := ""
+			if a.Answered {
+				note = "answered anyway: the CANCEL crossed a 2xx"
+			}
+			get("abandoned_cancelled", SeverityInfo, "dialogs", "calls the caller cancelled").add(ev(c, note, a.Evidence))
+		} else {
+			get("abandoned_no_final_response", SeverityMedium, "dialogs", "INVITEs with no final response within Timer C (180 s)").
+				add(ev(map[string]int64{"cseq": int64(a.CSeq), "waited_ms": a.WaitedMs}, "", a.Evidence))
+		}
+	}
+	if p := s.PostDialDelay; p != nil {
+		get("post_dial_delay", SeverityMedium, "dialogs", "post-dial delay over the threshold").
+			add(ev(map[string]int64{"pdd_ms": int64(p.PDDMs)}, "", p.Evidence))
+	}
 }

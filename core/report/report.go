@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
@@ -66,12 +67,14 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 }
 
 // WriteText writes a summary of a capture for a person: the run, a table
-// of dialogs, the streams, what could not be decoded, and an INCOMPLETE RUN
-// block when the source was not read whole.
+// of dialogs, the streams, the worst streams and the findings of the
+// capture analysis (worst first), what could not be decoded, and an
+// INCOMPLETE RUN block when the source was not read whole.
 func WriteText(w io.Writer, c *engine.Capture) error {
 	doc := Build(c)
+	rep, _ := Analyze(c, analysis.Options{})
 	ew := &errWriter{w: w}
-	writeText(ew, &doc)
+	writeText(ew, &doc, &rep)
 	if ew.err != nil {
 		return fmt.Errorf("writing report: %w", ew.err)
 	}
@@ -92,7 +95,9 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func writeText(w io.Writer, doc *Document) {
+// writeText renders the text summary; rep, when not nil, adds the WORST
+// STREAMS and FINDINGS blocks after the streams.
+func writeText(w io.Writer, doc *Document, rep *analysis.Report) {
 	r := &doc.Run
 	name := r.Name
 	if name == "" {
@@ -158,6 +163,10 @@ func writeText(w io.Writer, doc *Document) {
 				s.SSRC, s.Src, s.Dst, dash(clean(s.Codec, 20)), s.Packets, s.Lost, s.LossPct, jit, mos, call)
 		}
 		tw.Flush()
+	}
+
+	if rep != nil {
+		WriteMediaText(w, doc, *rep)
 	}
 
 	if r.UndecodableFrames > 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
@@ -100,7 +101,8 @@ func TestGolden(t *testing.T) {
 			}
 			golden(t, tc.name+".json", append(js, '\n'))
 			var b bytes.Buffer
-			writeText(&b, &doc)
+			rep, _ := Analyze(c, analysis.Options{})
+			writeText(&b, &doc, &rep)
 			golden(t, tc.name+".txt", b.Bytes())
 		})
 	}
