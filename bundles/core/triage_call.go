@@ -44,14 +44,32 @@ type Triage struct {
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
 }
 
-// TriageSignaling is the signaling half of a triage verdict.
+// TriageSignaling is the signaling half of a triage verdict. Each
+// detection is absent when it did not fire; evidence are message indexes
+// (get_dialog's).
 type TriageSignaling struct {
-	// Problem: a final failure or a slow setup.
-	Problem bool `json:"problem" desc:"a final failure or a slow setup"`
+	// Problem: any signaling detection fired.
+	Problem bool `json:"problem" desc:"any signaling detection fired"`
 	// FinalFailure is the 4xx/5xx/6xx the call ended on; absent otherwise.
-	FinalFailure *analysis.FinalFailure `json:"final_failure,omitempty" desc:"the failure response the call ended on"`
+	FinalFailure *analysis.FinalFailure `json:"final_failure,omitempty" desc:"the failure response the dialog ended on"`
 	// SlowSetup is a post-dial delay over the threshold; absent otherwise.
 	SlowSetup *analysis.SlowSetup `json:"slow_setup,omitempty" desc:"post-dial delay over the threshold"`
+	// AuthLoop: three or more 401/407 and no 2xx.
+	AuthLoop *analysis.AuthLoop `json:"auth_loop,omitempty" desc:"challenged three times or more with no success"`
+	// Retransmissions are requests retransmitted with no response.
+	Retransmissions []analysis.UnansweredRequest `json:"retransmissions,omitempty" desc:"requests retransmitted with no response"`
+	// AckMissing: a 2xx to an INVITE not acknowledged within Timer H.
+	AckMissing *analysis.AckMissing `json:"ack_missing,omitempty" desc:"2xx to INVITE with no ACK within Timer H (32 s)"`
+	// Abandoned: cancelled, or no final response within Timer C.
+	Abandoned *analysis.Abandoned `json:"abandoned,omitempty" desc:"cancelled, or no final response within Timer C (180 s)"`
+	// PostDialDelay: INVITE to the first 18x over the threshold.
+	PostDialDelay *analysis.PostDialDelay `json:"post_dial_delay,omitempty" desc:"INVITE to first 18x over the threshold"`
+	// RegistrationFailure: REGISTER rejected, in an auth loop, or granted
+	// a shorter expiry than asked.
+	RegistrationFailure *analysis.RegistrationFailure `json:"registration_failure,omitempty" desc:"REGISTER rejected, auth loop, or shortened expiry"`
+	// NotJudged lists detections the capture could not decide (a timer
+	// still running when it ended).
+	NotJudged []analysis.NotJudged `json:"not_judged,omitempty" desc:"detections the capture could not decide"`
 	// Hints say what to look at next ([] when nothing to say).
 	Hints []string `json:"hints" desc:"what to look at next"`
 }
@@ -106,11 +124,14 @@ func triageCall(capture *engine.Capture, c *sdk.Call, callID string) (Triage, er
 	// Status first, stores after: flags that say the source was read whole
 	// describe stores read after the load ended.
 	src := sourceState(capture.Status())
-	det, ok := capture.Dialogs().GetWith(callID, dialog.Options{NoMessages: true})
+	det, ok := capture.Dialogs().Get(callID)
 	if !ok {
 		return Triage{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", callID)
 	}
-	dd := analysis.Diagnose(analysis.FactsFrom(det), mediaOf(capture), analysis.Options{})
+	// Timers are judged against the end of the whole capture, as
+	// get_capture_report judges them.
+	ms := mediaOf(capture)
+	dd := analysis.Diagnose(analysis.FactsFrom(det), ms, analysis.Options{CaptureEnd: analysis.CaptureEnd(capture.Dialogs(), ms)})
 	out := Triage{
 		CallID:          det.CallID,
 		Verdict:         dd.Verdict,
@@ -121,18 +142,39 @@ func triageCall(capture *engine.Capture, c *sdk.Call, callID string) (Triage, er
 		CaptureIdentity: src.Identity,
 		SchemaVersion:   triageSchemaVersion,
 	}
+	out.Signaling.NotJudged = dd.NotJudged
 	if s := dd.Signaling; s != nil {
 		out.Signaling.FinalFailure = s.FinalFailure
 		out.Signaling.SlowSetup = s.SlowSetup
-		out.Signaling.Problem = s.FinalFailure != nil || s.SlowSetup != nil
+		out.Signaling.AuthLoop = s.AuthLoop
+		out.Signaling.Retransmissions = s.Retransmissions
+		out.Signaling.AckMissing = s.AckMissing
+		out.Signaling.Abandoned = s.Abandoned
+		out.Signaling.PostDialDelay = s.PostDialDelay
+		out.Signaling.RegistrationFailure = s.RegistrationFailure
+		out.Signaling.Problem = s.Problem()
 		if s.Hints != nil {
 			out.Signaling.Hints = s.Hints
 		}
-		if ff := out.Signaling.FinalFailure; ff != nil && ff.Reason != "" {
-			// The reason phrase is the sender's text.
+		if ff := out.Signaling.FinalFailure; ff != nil {
+			// The reason phrase, Reason and Warning are the sender's text.
 			f := *ff
-			f.Reason = c.Fence(f.Reason)
+			for _, p := range []*string{&f.Reason, &f.ReasonHeader, &f.Warning} {
+				if *p != "" {
+					*p = c.Fence(*p)
+				}
+			}
 			out.Signaling.FinalFailure = &f
+		}
+		if len(s.Retransmissions) > 0 {
+			// so is a Via branch
+			rs := append([]analysis.UnansweredRequest(nil), s.Retransmissions...)
+			for i := range rs {
+				if rs[i].Branch != "" {
+					rs[i].Branch = c.Fence(rs[i].Branch)
+				}
+			}
+			out.Signaling.Retransmissions = rs
 		}
 	}
 	m := &dd.Media

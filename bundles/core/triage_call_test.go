@@ -141,6 +141,34 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 			},
 		},
 		{
+			// REGISTER challenged, retried with credentials, refused 403
+			// (frames 1-4): the registration failed.
+			capture: "sip-auth-failure.pcapng", callID: "YzAwMDllYjUyNmVlZWFhZjE0NDViMWRkNDUyNzJmZDU.",
+			want: map[string]any{
+				"verdict": "signaling", "signaling.problem": true, "final_status_code": nil,
+				"signaling.final_failure.code": 403.0, "signaling.final_failure.method": "REGISTER",
+				"signaling.registration_failure.kind": "rejected", "signaling.registration_failure.code": 403.0,
+				"signaling.registration_failure.requested_expiry_sec": 3600.0, "signaling.auth_loop": nil,
+			},
+		},
+		{
+			// CANCEL (frame 6) for INVITE CSeq 2, whose 200 crossed it.
+			capture: "DTMFsipinfo.pcap", callID: "2091060b-146f-e011-809a-0019cb53db77@admind-desktop",
+			want: map[string]any{
+				"signaling.problem": true, "signaling.abandoned.kind": "cancelled", "signaling.abandoned.cseq": 2.0,
+				"signaling.abandoned.answered": true, "signaling.final_failure": nil,
+			},
+		},
+		{
+			// 200 at 25.299 s (frame 1747), no ACK, capture ends at
+			// 133.300 s: Timer H judged against the whole capture.
+			capture: "sipp-branch-scenario.pcapng", callID: "254-4461@127.0.1.1",
+			want: map[string]any{
+				"verdict": "signaling", "signaling.ack_missing.cseq": 1.0, "signaling.ack_missing.answer_copies": 1.0,
+				"signaling.ack_missing.waited_ms": 108001.0, "signaling.not_judged": nil,
+			},
+		},
+		{
 			// Declined with 603.
 			capture: "SIP_DTMF2.cap", callID: "5514@192.168.105.110",
 			want: map[string]any{

@@ -199,6 +199,18 @@ func (c *sigCtx) opening(leg int) []*dialog.TxFacts {
 
 func isChallenge(code int) bool { return code == 401 || code == 407 }
 
+// hintMethod names a method in a hint: hints are sipnab's own text and
+// carry nothing a sender wrote, so a method outside the registered set is
+// "a request".
+func hintMethod(m string) string {
+	switch m {
+	case "INVITE", "ACK", "BYE", "CANCEL", "REGISTER", "OPTIONS", "PRACK", "SUBSCRIBE", "NOTIFY",
+		"PUBLISH", "INFO", "REFER", "MESSAGE", "UPDATE":
+		return m
+	}
+	return "a request"
+}
+
 // outcome is how a leg's opening transactions ended: the last final
 // response that is not a challenge, else (only challenged) the last
 // challenge; nil when no final response arrived.
@@ -315,7 +327,7 @@ func (c *sigCtx) finalFailure() {
 		}
 	}
 	if method != "INVITE" {
-		c.s.Hints[len(c.s.Hints)-1] += fmt.Sprintf(" (%s)", method)
+		c.s.Hints[len(c.s.Hints)-1] += fmt.Sprintf(" (%s)", hintMethod(method))
 	}
 	if ff.Warning != "" {
 		c.hint("the failure carries a Warning header: it names the agent that refused and why")
@@ -370,9 +382,9 @@ func (c *sigCtx) authLoops() {
 		if a := c.authLoop(li); a != nil {
 			c.s.AuthLoop = a
 			if a.Kind == AuthCredentialFailure {
-				c.hint("%s challenged %d times with no success although credentials were sent: check the password, the realm and how the client handles the nonce", a.Method, a.Challenges)
+				c.hint("%s challenged %d times with no success although credentials were sent: check the password, the realm and how the client handles the nonce", hintMethod(a.Method), a.Challenges)
 			} else {
-				c.hint("%s challenged %d times and never answered with credentials: the client is not configured to authenticate", a.Method, a.Challenges)
+				c.hint("%s challenged %d times and never answered with credentials: the client is not configured to authenticate", hintMethod(a.Method), a.Challenges)
 			}
 			return
 		}
@@ -396,7 +408,7 @@ func (c *sigCtx) retransmissions() {
 	}
 	if n := len(c.s.Retransmissions); n > 0 {
 		r := c.s.Retransmissions[0]
-		c.hint("%s (CSeq %d) was sent %d times over %.1f s with no response at all: the far end is unreachable or its answers do not come back (firewall, NAT, wrong Via)", r.Method, r.CSeq, r.Count, float64(r.SpanMs)/1000)
+		c.hint("%s (CSeq %d) was sent %d times over %.1f s with no response at all: the far end is unreachable or its answers do not come back (firewall, NAT, wrong Via)", hintMethod(r.Method), r.CSeq, r.Count, float64(r.SpanMs)/1000)
 		if n > 1 {
 			c.hint("%d requests in all were retransmitted without a response", n)
 		}
@@ -563,7 +575,7 @@ func (c *sigCtx) registration() {
 			if only {
 				c.hint("the registration was only challenged (%d) and no retry with credentials followed in the capture: the phone is not registered", last.FinalCode)
 			} else {
-				c.hint("the registrar refused the registration (%d %s): the phone is not registered", last.FinalCode, last.FinalReason)
+				c.hint("the registrar refused the registration (%d): the phone is not registered", last.FinalCode)
 			}
 			return
 		case last.FinalCode >= 200 && last.FinalCode < 300 && !last.Unregister &&
