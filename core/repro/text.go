@@ -1,0 +1,65 @@
+package repro
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// strip removes control characters (Unicode Cc: C0, DEL, C1) and bidi
+// controls, and returns how many it removed. Bytes that are not UTF-8 are
+// kept.
+func strip(s string) (string, int) {
+	n := 0
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if (r != utf8.RuneError || w > 1) && (unicode.IsControl(r) || isBidi(r)) {
+			n++
+		} else {
+			b.WriteString(s[i : i+w])
+		}
+		i += w
+	}
+	return b.String(), n
+}
+
+// isBidi reports the bidirectional formatting controls (Unicode Cf) that
+// make text display in another order than it runs.
+func isBidi(r rune) bool {
+	switch {
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069,
+		r == 0x200E, r == 0x200F, r == 0x061C:
+		return true
+	}
+	return false
+}
+
+// sippText writes one captured value into a SIPp message: control and
+// bidi characters stripped (counted), then every character SIPp or XML
+// would read as syntax written as SIPp's \xHH escape, which SIPp decodes to
+// the byte itself: '[' (a keyword), '\' (an escape), the '>' of "]]>" (the
+// end of the CDATA), bytes that are not UTF-8, and, at the start of a body
+// line (lineStart), a blank SIPp would trim.
+func sippText(s string, lineStart bool) (string, int) {
+	s, n := strip(s)
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && w <= 1:
+			fmt.Fprintf(&b, `\x%02X`, s[i])
+		case r == '[' || r == '\\':
+			fmt.Fprintf(&b, `\x%02X`, r)
+		case r == '>' && strings.HasSuffix(b.String(), "]]"):
+			b.WriteString(`\x3E`)
+		case (r == ' ' || r == '\t') && ((i == 0 && lineStart) || i+w == len(s)):
+			fmt.Fprintf(&b, `\x%02X`, r)
+		default:
+			b.WriteString(s[i : i+w])
+		}
+		i += w
+	}
+	return b.String(), n
+}
