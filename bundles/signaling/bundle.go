@@ -26,7 +26,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
 		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
-		ByteBudget: sdk.Budget{Default: 12300, WithOutputSchemas: 68300},
+		ByteBudget: sdk.Budget{Default: 12300, WithOutputSchemas: 71000},
 	}
 }
 
