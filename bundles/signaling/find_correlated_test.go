@@ -408,12 +408,8 @@ func TestFindCorrelatedOnPublicCaptures(t *testing.T) {
 				}
 				oracle = append(oracle, s)
 			}
-			want := []string{}
-			for _, w := range tc.want {
-				want = append(want, w)
-			}
-			if strings.Join(oracle, "\n") != strings.Join(want, "\n") {
-				t.Errorf("tshark's reading gives\n%s\nwant\n%s", strings.Join(oracle, "\n"), strings.Join(want, "\n"))
+			if strings.Join(oracle, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("tshark's reading gives\n%s\nwant\n%s", strings.Join(oracle, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}
