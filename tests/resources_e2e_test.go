@@ -129,7 +129,9 @@ func (s *rawSession) complete(ref map[string]any, name, value string) completion
 	return r.Completion
 }
 
-func resourceRef(uri string) map[string]any { return map[string]any{"type": "ref/resource", "uri": uri} }
+func resourceRef(uri string) map[string]any {
+	return map[string]any{"type": "ref/resource", "uri": uri}
+}
 
 // TestResourcesE2EListed: resources/list and resources/templates/list name
 // what the loaded bundles serve: the live views with the core bundle, the
