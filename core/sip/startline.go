@@ -151,9 +151,6 @@ func findStartLine(b []byte) (startLine, bool) {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// sipVersion is what every start line holds.
-var sipVersion = []byte("SIP/2.0")
-
 // maxStartWindow is how far into the input a start line's SIP/2.0 can be.
 const maxStartWindow = MaxJunkBytes + MaxLineBytes
 
@@ -168,7 +165,7 @@ func findStartLineSlow(b []byte) (startLine, bool) {
 	if len(win) > maxStartWindow {
 		win = win[:maxStartWindow]
 	}
-	if !bytes.Contains(win, sipVersion) && !hasVersionFold(win) {
+	if !hasVersion(win) {
 		return startLine{}, false
 	}
 	// Another text protocol's start line first (HTTP, RTSP) means the SIP
@@ -253,20 +250,22 @@ func otherProtocolFirst(b []byte) bool {
 	return false
 }
 
-// hasVersionFold reports whether b holds "sip/2.0" in a case other than
-// "SIP/2.0" (rare; only checked when the exact spelling is absent).
-func hasVersionFold(b []byte) bool {
-	for i := 0; ; {
-		k := bytes.Index(b[i:], []byte("/2.0"))
+// hasVersion reports whether b holds "SIP/2.0" in any case. It is one pass
+// over b looking for the rare '/' (vectorized by bytes.IndexByte), so binary
+// payloads (RTP) that hold no SIP version are rejected in a few nanoseconds.
+func hasVersion(b []byte) bool {
+	for i := 3; i+4 <= len(b); {
+		k := bytes.IndexByte(b[i:len(b)-3], '/')
 		if k < 0 {
 			return false
 		}
 		j := i + k
-		if j >= 3 && sipVersionAt(b, j-3) {
+		if b[j+1] == '2' && b[j+2] == '.' && b[j+3] == '0' && sipVersionAt(b, j-3) {
 			return true
 		}
 		i = j + 1
 	}
+	return false
 }
 
 // Looks reports, cheaply and without allocating, whether b starts with a SIP
