@@ -146,7 +146,13 @@ type Decoder struct {
 
 	container *budgetContainer
 	parsers   map[gopacket.LayerType]*gopacket.DecodingLayerParser
-	decoded   []gopacket.LayerType
+	// parserAt indexes parsers by layer type for the small type numbers
+	// every common start layer has (a slice index instead of a map lookup
+	// per frame).
+	parserAt [maxIndexedLayer]*gopacket.DecodingLayerParser
+	decoded  []gopacket.LayerType
+	fast     fastFeedback
+	noFast   bool // tests: decode every frame with the parser
 
 	// Per-frame state.
 	frame       *packet.Frame
@@ -210,8 +216,22 @@ func New(cfg Config) *Decoder {
 		p := gopacket.NewDecodingLayerParser(t)
 		p.SetDecodingLayerContainer(c)
 		d.parsers[t] = p
+		if t >= 0 && t < maxIndexedLayer {
+			d.parserAt[t] = p
+		}
 	}
 	return d
+}
+
+// maxIndexedLayer bounds the layer types found by index rather than by map.
+const maxIndexedLayer = 512
+
+// parser returns the parser that starts at layer type t (nil when none).
+func (d *Decoder) parser(t gopacket.LayerType) *gopacket.DecodingLayerParser {
+	if t >= 0 && t < maxIndexedLayer {
+		return d.parserAt[t]
+	}
+	return d.parsers[t]
 }
 
 // budgetContainer hands gopacket's parser its layers and charges the
@@ -311,6 +331,9 @@ func (d *Decoder) link(f *packet.Frame) reason {
 	data := f.Data
 	switch f.LinkType {
 	case LinkEthernet:
+		if r, ok := d.fastEthernet(data); ok {
+			return r
+		}
 		return d.run(layers.LayerTypeEthernet, data)
 	case LinkLinuxSLL:
 		return d.run(layers.LayerTypeLinuxSLL, data)
@@ -346,6 +369,9 @@ func (d *Decoder) ipByVersion(data []byte, want int) reason {
 	}
 	switch v {
 	case 4:
+		if r, ok := d.fastIPv4(data); ok {
+			return r
+		}
 		return d.run(layers.LayerTypeIPv4, data)
 	case 6:
 		return d.run(layers.LayerTypeIPv6, data)
@@ -535,7 +561,7 @@ func (d *Decoder) run(start gopacket.LayerType, data []byte) reason {
 	if !d.spend(start) {
 		return reasonNesting
 	}
-	p := d.parsers[start]
+	p := d.parser(start)
 	if p == nil {
 		return reasonMalformed
 	}

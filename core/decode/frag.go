@@ -176,6 +176,9 @@ func (d *Decoder) makeRoom(entry bool, extra int) {
 
 // expire drops entries older than the TTL in capture time.
 func (d *Decoder) expire() {
+	if d.fragList.front() == nil && d.tcpList.front() == nil {
+		return
+	}
 	deadline := d.now.Add(-d.cfg.TTL)
 	for f := d.fragList.front(); f != nil; f = d.fragList.front() {
 		e := f.value.(*fragEntry)
