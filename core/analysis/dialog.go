@@ -81,12 +81,13 @@ type Options struct {
 	// SlowSetup is the post-dial delay above which setup is slow (11 s):
 	// the run's PDD threshold.
 	SlowSetup time.Duration
-	// CaptureEnd is the time the capture ends (its latest SIP message or
-	// RTP packet read so far). Timer H (ack_missing) and Timer C (abandoned
-	// no_final_response) are measured against it: a timer still running
+	// CaptureEnd is the time the capture ends (its latest SIP message read
+	// so far; see CaptureEnd). Timer H (ack_missing) and Timer C
+	// (abandoned no_final_response) are measured against it, or against
+	// the dialog's own latest RTP packet when later: a timer still running
 	// at the end of the capture is not judged. Zero: Diagnose uses the
-	// dialog's own latest message and RTP packet; CaptureReport the latest
-	// of every dialog and stream. CaptureEnd computes it for a capture.
+	// dialog's own latest message and RTP packet; CaptureReport computes
+	// CaptureEnd's value from the dialogs it judges.
 	CaptureEnd time.Time
 }
 

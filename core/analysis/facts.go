@@ -51,17 +51,28 @@ func FactsFromStore(s *dialog.Store) []DialogFacts {
 }
 
 // CaptureEnd is the end of a capture as diagnosis measures timers against
-// it: the latest SIP message the dialog store holds or RTP packet the
-// stream store saw. Zero when both are empty.
+// it: the latest SIP message the dialog store holds, or the latest packet
+// the stream store saw when it can say so cheaply (a LastPacketAt method);
+// Diagnose adds the dialog's own RTP. Zero when nothing was read.
+// CaptureReport computes the same end, so triage_call and
+// get_capture_report judge a timer alike.
 func CaptureEnd(ds *dialog.Store, src MediaSource) time.Time {
-	end := ds.LastMessageAt()
-	if src != nil {
-		all := src.All()
-		for i := range all {
-			if all[i].LastSeen.After(end) {
-				end = all[i].LastSeen
-			}
-		}
+	return later(ds.LastMessageAt(), lastPacket(src))
+}
+
+// lastPacketer is a stream store that tracks its latest packet.
+type lastPacketer interface{ LastPacketAt() time.Time }
+
+func lastPacket(src MediaSource) time.Time {
+	if lp, ok := src.(lastPacketer); ok {
+		return lp.LastPacketAt()
 	}
-	return end
+	return time.Time{}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

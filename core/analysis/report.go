@@ -97,15 +97,10 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 	opts = opts.withDefaults()
 	all := src.All()
 	if opts.CaptureEnd.IsZero() {
+		// as CaptureEnd computes it for triage_call
+		opts.CaptureEnd = lastPacket(src)
 		for i := range dialogs {
-			if dialogs[i].LastAt.After(opts.CaptureEnd) {
-				opts.CaptureEnd = dialogs[i].LastAt
-			}
-		}
-		for i := range all {
-			if all[i].LastSeen.After(opts.CaptureEnd) {
-				opts.CaptureEnd = all[i].LastSeen
-			}
+			opts.CaptureEnd = later(opts.CaptureEnd, dialogs[i].LastAt)
 		}
 	}
 	byKind := map[string]*Finding{}

@@ -177,6 +177,8 @@ type sigCtx struct {
 	opts Options
 	s    *SignalingDiagnosis
 	nj   []NotJudged
+	// open caches opening(leg), computed once per leg.
+	open [][]*dialog.TxFacts
 }
 
 // opening returns the transactions that open or retry a leg: its opening
@@ -185,8 +187,13 @@ func (c *sigCtx) opening(leg int) []*dialog.TxFacts {
 	if leg < 0 || leg >= len(c.d.Legs) {
 		return nil
 	}
+	if c.open == nil {
+		c.open = make([][]*dialog.TxFacts, len(c.d.Legs))
+	} else if c.open[leg] != nil {
+		return c.open[leg]
+	}
 	method := c.d.Legs[leg].Method
-	var out []*dialog.TxFacts
+	out := []*dialog.TxFacts{}
 	for i := range c.txs {
 		t := &c.txs[i]
 		if t.Leg != leg || t.Method != method || method == "ACK" || (method == "INVITE" && t.InDialog) {
@@ -194,6 +201,7 @@ func (c *sigCtx) opening(leg int) []*dialog.TxFacts {
 		}
 		out = append(out, t)
 	}
+	c.open[leg] = out
 	return out
 }
 
@@ -337,6 +345,16 @@ func (c *sigCtx) finalFailure() {
 // authLoop checks one leg: at least three challenges and no 2xx.
 func (c *sigCtx) authLoop(leg int) *AuthLoop {
 	txs := c.opening(leg)
+	n := 0
+	for _, t := range txs {
+		if t.FinalCode >= 200 && t.FinalCode < 300 {
+			return nil
+		}
+		n += t.Challenges
+	}
+	if n < AuthLoopMinChallenges {
+		return nil
+	}
 	var a AuthLoop
 	var evid [][]int
 	var last *dialog.TxFacts

@@ -131,22 +131,49 @@ func SignalingFactsOf(det *Detail) SignalingFacts {
 		cseq   uint32
 		method string
 	}
-	index := map[key]int{}
+	// A dialog holds a few transactions: they are searched linearly, and
+	// indexed in a map (bounded by the retained messages) past smallTxs.
+	var index map[key]int
+	find := func(k key) (int, bool) {
+		if index != nil {
+			i, ok := index[k]
+			return i, ok
+		}
+		for i := range sf.Transactions {
+			if t := &sf.Transactions[i]; t.CSeq == k.cseq && t.Method == k.method && t.Branch == k.branch {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	sf.Transactions = make([]TxFacts, 0, min(len(det.Messages)/2+1, smallTxs))
 	for i := range det.Messages {
 		msg := &det.Messages[i]
 		m := msg.Msg
 		if m == nil || !m.CSeq.Valid {
 			continue
 		}
-		k := key{branch: m.TopBranch(), cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method)}
-		ti, ok := index[k]
+		method := m.CSeq.Method
+		if !isUpper(method) {
+			method = strings.ToUpper(method)
+		}
+		k := key{branch: m.TopBranch(), cseq: m.CSeq.Number, method: method}
+		ti, ok := find(k)
 		if !ok {
 			ti = len(sf.Transactions)
-			index[k] = ti
 			sf.Transactions = append(sf.Transactions, TxFacts{
 				Leg: msg.Leg, Method: k.method, CSeq: k.cseq, Branch: k.branch,
 				RequestedExpiry: -1, GrantedExpiry: -1, RingingIndex: -1, FinalIndex: -1,
 			})
+			if index != nil {
+				index[k] = ti
+			} else if len(sf.Transactions) > smallTxs {
+				index = make(map[key]int, 2*smallTxs)
+				for j := range sf.Transactions {
+					t := &sf.Transactions[j]
+					index[key{branch: t.Branch, cseq: t.CSeq, method: t.Method}] = j
+				}
+			}
 		}
 		t := &sf.Transactions[ti]
 		if m.IsRequest {
@@ -163,11 +190,13 @@ func (t *TxFacts) request(msg *Message) {
 	if t.Requests == 0 {
 		t.FirstRequestAt = msg.TS
 		t.InDialog = m.To.Tag != ""
-		if t.Method == "REGISTER" {
-			t.Unregister = expiresZero(m)
-		}
 		if t.Method == "REGISTER" || t.Method == "SUBSCRIBE" {
 			t.RequestedExpiry, t.requestContact = requestedExpiry(m)
+		}
+		if t.Method == "REGISTER" {
+			// a first Contact or Expires asking for time cannot remove
+			// every binding, unless the Contact is "*"
+			t.Unregister = t.requestContact == "*" || t.RequestedExpiry <= 0 && expiresZero(m)
 		}
 	}
 	t.Requests++
@@ -226,6 +255,15 @@ func (t *TxFacts) response(msg *Message) {
 	}
 }
 
+func isUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'a' && c <= 'z' {
+			return false
+		}
+	}
+	return true
+}
+
 func addIndex(l []int, i int) []int {
 	if len(l) >= maxFactIndexes {
 		return l
@@ -276,11 +314,10 @@ func expiresValue(v string) int64 {
 // requestedExpiry is what a REGISTER or SUBSCRIBE asks for: its first
 // Contact's expires parameter, else its Expires header (-1: neither).
 func requestedExpiry(m *sip.Message) (int64, string) {
-	cs := contacts(m)
 	uri := ""
-	if len(cs) > 0 {
-		uri = cs[0][0]
-		if v, ok := sip.ParamValue(cs[0][1], "expires"); ok {
+	if c := m.Contact; c != nil {
+		uri = c.URI
+		if v, ok := sip.ParamValue(c.Params, "expires"); ok {
 			if n := expiresValue(v); n >= 0 {
 				return n, uri
 			}
@@ -297,6 +334,14 @@ func requestedExpiry(m *sip.Message) (int64, string) {
 // address-of-record), else of the only Contact, else the Expires header
 // (-1: none).
 func grantedExpiry(m *sip.Message, requestContact string) int64 {
+	if c := m.Contact; c != nil && requestContact != "" && strings.EqualFold(c.URI, requestContact) {
+		// the common case: the first binding listed is the one asked for
+		if v, ok := sip.ParamValue(c.Params, "expires"); ok {
+			if n := expiresValue(v); n >= 0 {
+				return n
+			}
+		}
+	}
 	cs := contacts(m)
 	pick := -1
 	for i, c := range cs {
