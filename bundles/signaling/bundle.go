@@ -26,7 +26,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
 		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
-		ByteBudget: sdk.Budget{Default: 12300, WithOutputSchemas: 71000},
+		ByteBudget: sdk.Budget{Default: 13400, WithOutputSchemas: 74700},
 	}
 }
 
@@ -82,6 +82,7 @@ func tools(d *deps) []sdk.Tool {
 		checkCodecNegotiationTool(d),
 		explainResponseCodeTool(d),
 		generateWiresharkFilterTool(d),
+		generateReproTool(d),
 	}
 }
 

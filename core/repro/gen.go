@@ -2,6 +2,7 @@ package repro
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,19 +75,23 @@ func (g *gen) render(o Options) (Result, error) {
 	challenges := []int{}
 	for i, at := range f.attempts {
 		g.sendRequest(at, i)
-		// Every observed provisional is optional (100 always is); before a
-		// CANCEL the last provisional is mandatory, since a CANCEL may only
-		// follow one.
+		// Every observed provisional is optional, and so are the common
+		// ones the capture did not show (100, 180-183): a provisional says
+		// nothing about the outcome under test. Before a CANCEL the last
+		// observed provisional is mandatory, since a CANCEL may only follow
+		// one.
 		cancelAfter := -1
 		if at.cancel != nil && len(at.prov) > 0 {
 			cancelAfter = len(at.prov) - 1
 		}
-		if cancelAfter != 0 || at.prov[0] != 100 {
-			g.recv("100", true, "")
-		}
 		for j, code := range at.prov {
-			if code != 100 || j == cancelAfter {
-				g.recv(strconv.Itoa(code), j != cancelAfter, "")
+			g.recv(strconv.Itoa(code), j != cancelAfter, "")
+		}
+		if cancelAfter < 0 {
+			for _, code := range []int{100, 180, 181, 182, 183} {
+				if !slices.Contains(at.prov, code) {
+					g.recv(strconv.Itoa(code), true, "")
+				}
 			}
 		}
 		if at.cancel != nil {
@@ -195,6 +200,7 @@ func (g *gen) render(o Options) (Result, error) {
 	if g.stripped > 0 {
 		g.caveat("%d control or bidi characters were stripped from captured values (never escaped: a SIP header has no escape for them)", g.stripped)
 	}
+	g.caveat("provisional responses are optional (the observed ones and 100, 180-183); only the final status is asserted, and any other response fails the run")
 	g.caveat("Via host and port, Contact and Content-Length are SIPp's own; a captured Route set is not replayed: the scenario goes straight to the target; body lines end in CRLF")
 	tr, flag := sippTransport(f.attempts[0].req.Transport)
 	if tr != "" {
