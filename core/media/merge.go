@@ -2,13 +2,20 @@ package media
 
 import "cmp"
 
-// Merge moves every stream, SDP endpoint and counter of the other stores
-// into st, for a multi-core run that sharded packets by host pair into
-// per-worker stores (each worker must have seen every SDP: the router hands
-// OnSDP to all of them). A stream key lives on one shard, so streams never
-// collide; if one does, the copy already in st wins and the other is
-// counted as evicted. Flows still in probation are dropped and counted.
-// The other stores must not be used afterwards.
+// Merge moves every stream, probation flow, SDP endpoint and counter of the
+// other stores into st, for a multi-core run that sharded packets by host
+// pair into per-worker stores (each worker must have seen every SDP, in
+// order: the router hands OnSDP to all of them). A stream or probation key
+// lives on one shard (its host pair's), so keys never collide; if one does,
+// the entry already in st wins and the other is counted as evicted. Every
+// shard saw the same SDP, so endpoints are taken once (from the first store
+// holding each address) and their eviction count is the largest any store
+// counted, not the sum. The other stores must not be used afterwards.
+//
+// Merged into an empty store, stores fed that way give the counters and
+// streams one store fed every packet would hold, as long as no store
+// reached its stream or probation cap (each shard applies the caps on its
+// own).
 func (st *Store) Merge(others ...*Store) {
 	st.mu.Lock()
 	for _, o := range others {
@@ -31,14 +38,14 @@ func (st *Store) Merge(others ...*Store) {
 			}
 		}
 		for _, s := range o.order[o.orderHd:] {
-			if s == nil || o.streams[s.key] != s {
+			if s == nil || o.get(s.key) != s {
 				continue
 			}
-			if st.streams[s.key] != nil {
+			if st.get(s.key) != nil {
 				st.stats.StreamsEvicted++
 				continue
 			}
-			if len(st.streams) >= st.cfg.MaxStreams {
+			if st.streams.len() >= st.cfg.MaxStreams {
 				st.evictStream()
 			}
 			st.ordinal++
@@ -49,7 +56,7 @@ func (st *Store) Merge(others ...*Store) {
 					s.ep = ep
 				}
 			}
-			st.streams[s.key] = s
+			st.streams.set(s.key, s)
 			st.order = append(st.order, s)
 			st.bySSRC[s.key.SSRC] = append(st.bySSRC[s.key.SSRC], s)
 			if s.key.Fax {
@@ -64,9 +71,27 @@ func (st *Store) Merge(others ...*Store) {
 				st.orphanEP[s.key.Dst] = append(st.orphanEP[s.key.Dst], s)
 			}
 		}
+		for _, k := range o.candQ[o.candHd:] {
+			c, ok := o.cands.get(k)
+			if !ok {
+				continue
+			}
+			if _, dup := st.cands.get(k); dup {
+				st.stats.CandidatesEvicted++
+				continue
+			}
+			if st.cands.len() >= st.cfg.MaxCandidates {
+				st.evictCandidate()
+			}
+			st.ordinal++
+			c.ordinal = st.ordinal
+			st.cands.set(k, c)
+			st.candQ = append(st.candQ, k)
+		}
 		os := o.stats
 		st.stats.StreamsEvicted += os.StreamsEvicted
-		st.stats.CandidatesEvicted += os.CandidatesEvicted + uint64(len(o.cands))
+		st.stats.CandidatesEvicted += os.CandidatesEvicted
+		st.stats.EndpointsEvicted = max(st.stats.EndpointsEvicted, os.EndpointsEvicted)
 		st.stats.RTPPackets += os.RTPPackets
 		st.stats.RTCPPackets += os.RTCPPackets
 		st.stats.RTCPMalformed += os.RTCPMalformed

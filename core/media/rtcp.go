@@ -147,7 +147,7 @@ func (st *Store) findReceived(ssrc uint32, reporter, to netip.Addr) *stream {
 func (st *Store) observeFax(p *packet.Packet, ep *endpoint) {
 	k := Key{Src: p.Src, Dst: p.Dst, Fax: true}
 	ns := p.TS.UnixNano()
-	s := st.streams[k]
+	s := st.get(k)
 	if s == nil {
 		s = st.newStream(k, ns, ep, packet.RefOf(p.Frame), p.Origin)
 	}

@@ -154,15 +154,17 @@ type Store struct {
 
 	mu       sync.RWMutex
 	rev      atomic.Uint64
+	dirty    bool // a packet was taken since LockWriter
+	hot      *[hotSlots]*stream
 	ordinal  uint64
-	streams  map[Key]*stream
+	streams  keyIndex[*stream]
 	order    []*stream // creation order; nil entries were evicted or removed
 	orderHd  int
 	byCall   map[string][]*stream
 	bySSRC   map[uint32][]*stream
 	orphanEP map[netip.AddrPort][]*stream
 
-	cands    map[Key]*candidate
+	cands    keyIndex[*candidate]
 	candQ    []Key
 	candHd   int
 	eps      map[netip.AddrPort]*endpoint
@@ -183,11 +185,12 @@ func NewStore(cfg Config) *Store {
 		cfg:        cfg,
 		intervalNs: iv,
 		ivCap:      int((int64(IntervalRetention) + iv - 1) / iv),
-		streams:    make(map[Key]*stream),
+		streams:    newKeyIndex[*stream](),
+		hot:        new([hotSlots]*stream),
 		byCall:     make(map[string][]*stream),
 		bySSRC:     make(map[uint32][]*stream),
 		orphanEP:   make(map[netip.AddrPort][]*stream),
-		cands:      make(map[Key]*candidate),
+		cands:      newKeyIndex[*candidate](),
 		eps:        make(map[netip.AddrPort]*endpoint),
 		epByCall:   make(map[string][]*endpoint),
 	}
@@ -223,7 +226,7 @@ func (st *Store) observe(p *packet.Packet) bool {
 	}
 	h, err := rtp.Parse(b)
 	if err == nil {
-		if s := st.streams[Key{Src: p.Src, Dst: p.Dst, SSRC: h.SSRC}]; s != nil {
+		if s := st.get(Key{Src: p.Src, Dst: p.Dst, SSRC: h.SSRC}); s != nil {
 			st.update(s, p.TS.UnixNano(), &h, b, p.DSCP, p.HasDSCP)
 			st.stats.RTPPackets++
 			return true
@@ -260,6 +263,47 @@ func (st *Store) observe(p *packet.Packet) bool {
 	return st.probation(k, p, ns, &h)
 }
 
+// hotSlots is the size of the store's direct-mapped cache of streams.
+const hotSlots = 1 << 12
+
+// hotSlot is where a key lives in the cache: a mix of the SSRC (random per
+// stream) and the ports.
+func hotSlot(k Key) uint32 {
+	h := k.SSRC ^ (uint32(k.Src.Port())<<16 | uint32(k.Dst.Port()))
+	return (h * 0x9E3779B1) >> (32 - 12)
+}
+
+// get returns the stream with key k (nil when none). A direct-mapped cache
+// in front of the map answers the packets of the streams in flight with one
+// key comparison (the lookup runs once per RTP packet).
+func (st *Store) get(k Key) *stream {
+	slot := &st.hot[hotSlot(k)]
+	if s := *slot; s != nil && s.key == k {
+		return s
+	}
+	// Zoned keys are never in the packed map, and the packed form of an
+	// unzoned key is unique: a hit whose key differs is the unzoned twin of
+	// a zoned k.
+	s := st.streams.m[k.packAddrs()]
+	if s != nil && s.key != k {
+		s = nil
+	}
+	if s == nil && st.streams.zoned != nil {
+		s = st.streams.zoned[k]
+	}
+	if s != nil {
+		*slot = s
+	}
+	return s
+}
+
+// forget removes a stream leaving the store from the cache.
+func (st *Store) forget(s *stream) {
+	if slot := &st.hot[hotSlot(s.key)]; *slot == s {
+		*slot = nil
+	}
+}
+
 func (st *Store) mediaEndpoint(a netip.AddrPort) *endpoint {
 	ep := st.eps[a]
 	if ep == nil || ep.fax || ep.rtcp {
@@ -287,7 +331,7 @@ func (st *Store) probation(k Key, p *packet.Packet, ns int64, h *rtp.Header) boo
 		st.stats.Rejected++
 		return false
 	}
-	c := st.cands[k]
+	c, _ := st.cands.get(k)
 	if c != nil && c.n > 0 {
 		last := &c.pkts[c.n-1].h
 		d := h.Seq - last.Seq
@@ -296,12 +340,12 @@ func (st *Store) probation(k Key, p *packet.Packet, ns int64, h *rtp.Header) boo
 		}
 	}
 	if c == nil {
-		if len(st.cands) >= st.cfg.MaxCandidates {
+		if st.cands.len() >= st.cfg.MaxCandidates {
 			st.evictCandidate()
 		}
 		st.ordinal++
 		c = &candidate{key: k, ordinal: st.ordinal}
-		st.cands[k] = c
+		st.cands.set(k, c)
 		st.candQ = append(st.candQ, k)
 	}
 	c.pkts[c.n] = candPkt{ns: ns, h: *h, dscp: p.DSCP, hasDSCP: p.HasDSCP, frame: packet.RefOf(p.Frame), origin: p.Origin}
@@ -309,7 +353,7 @@ func (st *Store) probation(k Key, p *packet.Packet, ns int64, h *rtp.Header) boo
 	if c.n < MinSequential {
 		return true
 	}
-	delete(st.cands, k)
+	st.cands.del(k)
 	s := st.newStream(k, c.pkts[0].ns, nil, c.pkts[0].frame, c.pkts[0].origin)
 	for i := 0; i < c.n; i++ {
 		cp := &c.pkts[i]
@@ -323,8 +367,8 @@ func (st *Store) evictCandidate() {
 	for st.candHd < len(st.candQ) {
 		k := st.candQ[st.candHd]
 		st.candHd++
-		if _, ok := st.cands[k]; ok {
-			delete(st.cands, k)
+		if _, ok := st.cands.get(k); ok {
+			st.cands.del(k)
 			st.stats.CandidatesEvicted++
 			break
 		}
@@ -342,12 +386,12 @@ func (st *Store) compactCandQ() {
 }
 
 func (st *Store) newStream(k Key, ns int64, ep *endpoint, ref packet.FrameRef, origin packet.Origin) *stream {
-	if len(st.streams) >= st.cfg.MaxStreams {
+	if st.streams.len() >= st.cfg.MaxStreams {
 		st.evictStream()
 	}
 	st.ordinal++
 	s := &stream{key: k, ordinal: st.ordinal, frame: ref, origin: origin, firstNs: ns, ivIdx: -1}
-	st.streams[k] = s
+	st.streams.set(k, s)
 	st.order = append(st.order, s)
 	st.bySSRC[k.SSRC] = append(st.bySSRC[k.SSRC], s)
 	if k.Fax {
@@ -403,10 +447,11 @@ func (st *Store) evictStream() {
 		s := st.order[st.orderHd]
 		st.order[st.orderHd] = nil
 		st.orderHd++
-		if s == nil || st.streams[s.key] != s {
+		if s == nil || st.get(s.key) != s {
 			continue
 		}
-		delete(st.streams, s.key)
+		st.streams.del(s.key)
+		st.forget(s)
 		st.unindexOrphan(s)
 		if s.key.Fax {
 			st.faxes--

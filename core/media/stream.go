@@ -134,11 +134,23 @@ func (s *stream) codecFor(pt uint8) (rtp.Codec, string) {
 			}
 		}
 	}
-	if c, ok := rtp.StaticCodec(pt); ok {
-		return c, "rfc3551"
+	if sc := &staticCodecs[pt]; sc.ok {
+		return sc.codec, "rfc3551"
 	}
 	return rtp.Codec{}, ""
 }
+
+// staticCodecs is rtp.StaticCodec for every payload type, looked up once
+// (codecFor runs once per RTP packet).
+var staticCodecs = func() (t [256]struct {
+	codec rtp.Codec
+	ok    bool
+}) {
+	for pt := range t {
+		t[pt].codec, t[pt].ok = rtp.StaticCodec(uint8(pt))
+	}
+	return t
+}()
 
 func (s *stream) countPT(pt uint8) {
 	for i := uint8(0); i < s.nPTs; i++ {

@@ -473,9 +473,9 @@ func (st *Store) StreamsFor(callID string) []StreamInfo {
 // destination and SSRC).
 func (st *Store) All() []StreamInfo {
 	st.mu.RLock()
-	ss := make([]*stream, 0, len(st.streams))
+	ss := make([]*stream, 0, st.streams.len())
 	for _, s := range st.order[st.orderHd:] {
-		if s != nil && st.streams[s.key] == s {
+		if s != nil && st.get(s.key) == s {
 			ss = append(ss, s)
 		}
 	}
@@ -499,10 +499,10 @@ func less(a, b *stream) bool {
 func (st *Store) Stats() Stats {
 	st.mu.RLock()
 	s := st.stats
-	s.Streams = len(st.streams)
+	s.Streams = st.streams.len()
 	s.OrphanedStreams = st.orphans
 	s.FaxStreams = st.faxes
-	s.Candidates = len(st.cands)
+	s.Candidates = st.cands.len()
 	s.Endpoints = len(st.eps)
 	st.mu.RUnlock()
 	return s
