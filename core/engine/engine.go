@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sipnab/sipnab/core/ami"
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/decode"
 	"github.com/sipnab/sipnab/core/dialog"
@@ -80,6 +81,7 @@ type Capture struct {
 	sinks    [sourceKinds]packet.Sink
 
 	ctr counters
+	ami ami.Tracker // cleartext AMI sightings (core/ami; read by AMISightings)
 
 	smu      sync.Mutex // sources
 	load     *capture.Load
@@ -376,6 +378,7 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 		c.ctr.media.Add(1)
 	default:
 		c.ctr.other.Add(1)
+		c.ami.Observe(p) // two prefix tests on TCP payloads that are not SIP
 	}
 }
 
