@@ -15,16 +15,19 @@ import (
 )
 
 // engineHandle is the running capture engine as the host holds it. Its
-// services are handed to every bundle (sdk.Service): the *engine.Capture.
+// services are handed to every bundle (sdk.Service): the *engine.Capture
+// and the running live captures ([]*live.Capture, for their kernel drop
+// counters).
 type engineHandle struct {
 	capture *engine.Capture
+	live    []*live.Capture
 }
 
 func (e *engineHandle) services() serviceList {
 	if e == nil || e.capture == nil {
 		return nil
 	}
-	return serviceList{e.capture}
+	return serviceList{e.capture, e.live}
 }
 
 func inputsOf(cfg *Config) []string { return nonEmpty(cfg.Strings("input")) }
@@ -56,6 +59,7 @@ func engineConfig(cfg *Config) engine.Config {
 // named source that cannot be opened is an error.
 func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles func() error) (*engineHandle, error) {
 	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
+	var lives []*live.Capture
 	for i, dev := range nonEmpty(cfg.Strings("interface")) {
 		lc, err := live.Start(ctx, live.Options{Device: dev, Name: dev, SourceID: uint16(100 + i)}, c)
 		if err != nil {
@@ -63,6 +67,7 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 			return nil, fmt.Errorf("starting live capture on %s: %w", dev, err)
 		}
 		c.AttachLive(dev, lc.Stop, lc.Done(), lc.Err)
+		lives = append(lives, lc)
 		log.Info("capturing live", "interface", dev)
 	}
 	if beforeFiles != nil {
@@ -87,7 +92,7 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 		}
 		log.Info("receiving HEP", "listener", l.Name())
 	}
-	return &engineHandle{capture: c}, nil
+	return &engineHandle{capture: c, live: lives}, nil
 }
 
 // runBatch is the batch CLI: -N -I FILE [-I FILE2|DIR] --json|--report. It

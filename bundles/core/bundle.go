@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -35,6 +36,9 @@ type Config struct{}
 type deps struct {
 	capture *engine.Capture
 	started time.Time
+	// live are the running live captures (their kernel drop counters), when
+	// the host provides them.
+	live []*live.Capture
 }
 
 // Provision reads [bundles.core], fetches the capture engine from the host
@@ -49,6 +53,9 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 		return nil, fmt.Errorf("core bundle needs the capture engine: %w", err)
 	}
 	d := &deps{capture: capture, started: time.Now()}
+	if l, err := sdk.Service[[]*live.Capture](env); err == nil {
+		d.live = l
+	}
 	tools := make([]sdk.Tool, 0, len(constructors))
 	for _, mk := range constructors {
 		tools = append(tools, mk(d))

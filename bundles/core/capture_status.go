@@ -5,7 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/core/ami"
 	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -44,9 +47,11 @@ type CaptureStatus struct {
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture identity"`
 	// Load describes the file load; absent without one.
 	Load *LoadStatus `json:"load,omitempty" desc:"the background file load"`
-	// AMICleartext lists Asterisk Manager Interface sightings in cleartext.
-	// [] means looked and found none; null means this build does not look.
-	AMICleartext *[]AMISighting `json:"ami_cleartext" desc:"cleartext AMI sightings; [] looked and none, null not looked"`
+	// AMICleartext lists Asterisk Manager Interface sightings in cleartext
+	// (banners and login actions on TCP payloads that are not SIP, any
+	// port). Always present: [] means looked and found none. Never carries
+	// a username or a secret.
+	AMICleartext []AMISighting `json:"ami_cleartext" desc:"cleartext AMI sightings (banner, login); [] means looked, none"`
 	// SchemaVersion of this answer.
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
 }
@@ -61,8 +66,8 @@ type CaptureQuality struct {
 	InvalidTimestamps uint64 `json:"invalid_timestamps" desc:"frames with an unusable timestamp"`
 	// UndecodableFrames counts frames that could not be decoded.
 	UndecodableFrames uint64 `json:"undecodable_frames" desc:"frames that could not be decoded"`
-	// Degraded: over 1% of frames undecodable, any invalid timestamp, or a source stopped early.
-	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, or a source stopped early"`
+	// Degraded: over 1% of frames undecodable, any invalid timestamp, a kernel drop, or a source stopped early.
+	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, kernel drops, or a source stopped early"`
 }
 
 // LoadStatus is the background file load.
@@ -81,15 +86,25 @@ type LoadStatus struct {
 	Error string `json:"error,omitempty" desc:"why reading stopped early"`
 }
 
-// AMISighting is one cleartext AMI observation.
+// AMISighting is one cleartext AMI observation, keyed by (src, dst,
+// dst_port, observation). src is the manager client and dst:dst_port the
+// AMI server, whichever way the payload travelled (a banner goes server to
+// client).
 type AMISighting struct {
-	Observation   string `json:"observation" enum:"banner|cleartext-login" desc:"what was seen"`
-	SecretPresent bool   `json:"secret_present" desc:"a secret was sent (never echoed)"`
-	Src           string `json:"src" desc:"source address"`
-	Dst           string `json:"dst" desc:"destination address"`
-	DstPort       int    `json:"dst_port" desc:"destination port"`
-	DefaultPort   int    `json:"default_port" desc:"AMI's default port, 5038"`
-	Count         int    `json:"count" desc:"sightings"`
+	// Observation is what was seen: the manager's banner or a login action.
+	Observation string `json:"observation" enum:"banner|cleartext-login" desc:"what was seen"`
+	// SecretPresent: a login carried a secret (its value is never read into the answer).
+	SecretPresent bool `json:"secret_present" desc:"a login sent a secret (never echoed)"`
+	// Src is the client's address.
+	Src string `json:"src" desc:"client address"`
+	// Dst is the AMI server's address.
+	Dst string `json:"dst" desc:"AMI server address"`
+	// DstPort is the port the server answered on (reported, never assumed).
+	DstPort int `json:"dst_port" desc:"AMI server port"`
+	// DefaultPort is AMI's registered port, 5038, beside the port seen.
+	DefaultPort int `json:"default_port" desc:"AMI's default port, 5038"`
+	// Count counts the payloads seen under this key.
+	Count uint64 `json:"count" desc:"payloads seen"`
 }
 
 var _ = addTool(captureStatusTool)
@@ -144,6 +159,10 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 		Degraded: st.InvalidTimestamps > 0 || st.SourceStoppedEarly ||
 			(st.FramesRead > 0 && st.UndecodableFrames*100 > st.FramesRead),
 	}
+	if drops, ok := kernelDrops(d.live); ok {
+		out.CaptureQuality.KernelDroppedPackets = &drops
+		out.CaptureQuality.Degraded = out.CaptureQuality.Degraded || drops > 0
+	}
 	// A live source writes nowhere in this build: stopping loses its packets.
 	out.Unsaved = strings.Contains(st.Source, "live") || strings.Contains(st.Source, "hep")
 	if len(st.Files) > 0 {
@@ -160,7 +179,32 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 			Error:      strings.Join(st.Errors, "; "),
 		}
 	}
-	// The engine does not look for AMI yet: null, never a made-up [].
-	out.AMICleartext = nil
+	out.AMICleartext = amiSightings(d.capture)
 	return out
+}
+
+// amiSightings converts the engine's AMI sightings (core/ami).
+func amiSightings(c *engine.Capture) []AMISighting {
+	seen, _ := c.AMISightings()
+	out := make([]AMISighting, 0, len(seen))
+	for _, s := range seen {
+		out = append(out, AMISighting{Observation: s.Kind.String(), SecretPresent: s.SecretPresent,
+			Src: s.Src.String(), Dst: s.Dst.String(), DstPort: int(s.DstPort), DefaultPort: ami.DefaultPort, Count: s.Count})
+	}
+	return out
+}
+
+// kernelDrops sums the kernel's drop counters of the live sources that
+// could read them; ok is false when none could (the count is then absent:
+// not measured is not zero). Interface drops are not measured.
+func kernelDrops(lives []*live.Capture) (uint64, bool) {
+	var sum uint64
+	ok := false
+	for _, l := range lives {
+		if st := l.Stats(); st.KernelStats {
+			sum += st.KernelDrops
+			ok = true
+		}
+	}
+	return sum, ok
 }

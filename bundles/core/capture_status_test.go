@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -93,8 +94,8 @@ func TestCaptureStatusAgreesWithTshark(t *testing.T) {
 					t.Errorf("%s: got %v, want %v", tc.field, tc.got, tc.want)
 				}
 			}
-			if v, ok := m["ami_cleartext"]; !ok || v != nil {
-				t.Errorf("ami_cleartext: got %v (present %v), want present and null (not looked)", v, ok)
+			if v, ok := m["ami_cleartext"].([]any); !ok || len(v) != 0 {
+				t.Errorf("ami_cleartext: got %#v, want [] (looked, none)", m["ami_cleartext"])
 			}
 			if m["active_call_count"].(float64) > m["active_dialog_count"].(float64) ||
 				m["active_dialog_count"].(float64) > m["dialog_count"].(float64) {
@@ -154,4 +155,81 @@ func TestCaptureStatusNeverClaimsAWholeReadMidLoad(t *testing.T) {
 		}
 	}
 	t.Fatal("load did not finish")
+}
+
+// TestCaptureStatusReportsAMICleartext loads core/ami's fixture (two AMI
+// sessions with a secret on 5038, one MD5 login on 15038, read by hand with
+// tshark): four sightings, no username, no secret.
+func TestCaptureStatusReportsAMICleartext(t *testing.T) {
+	c := engine.New(engine.Config{}, nil)
+	if err := c.LoadFiles(context.Background(), []string{"../../core/ami/testdata/ami-cleartext.pcap"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	m := callStatus(t, c)
+	b, err := json.Marshal(m["ami_cleartext"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"count":2,"default_port":5038,"dst":"198.51.100.5","dst_port":5038,"observation":"banner","secret_present":false,"src":"192.0.2.10"},` +
+		`{"count":1,"default_port":5038,"dst":"198.51.100.5","dst_port":15038,"observation":"banner","secret_present":false,"src":"192.0.2.10"},` +
+		`{"count":2,"default_port":5038,"dst":"198.51.100.5","dst_port":5038,"observation":"cleartext-login","secret_present":true,"src":"192.0.2.10"},` +
+		`{"count":1,"default_port":5038,"dst":"198.51.100.5","dst_port":15038,"observation":"cleartext-login","secret_present":false,"src":"192.0.2.10"}]`
+	if string(b) != want {
+		t.Errorf("ami_cleartext:\ngot  %s\nwant %s", b, want)
+	}
+	if s := string(b); strings.Contains(s, "admin") || strings.Contains(s, "hunter2") {
+		t.Errorf("ami_cleartext carries a username or secret: %s", s)
+	}
+	if _, ok := m["capture_quality"].(map[string]any)["kernel_dropped_packets"]; ok {
+		t.Errorf("kernel_dropped_packets present for a file: not measured is absent")
+	}
+}
+
+// TestCaptureStatusReportsKernelDrops captures live on the loopback device
+// (needs CAP_NET_RAW; skipped without): kernel_dropped_packets is the live
+// source's own kernel counter, present because it was measured.
+func TestCaptureStatusReportsKernelDrops(t *testing.T) {
+	c := engine.New(engine.Config{}, nil)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lc, err := live.Start(ctx, live.Options{Device: "lo"}, c)
+	if err != nil {
+		t.Skipf("no live capture here: %v", err)
+	}
+	defer lc.Stop()
+	env := sdk.NewEnv(sdk.EnvOptions{Services: []any{c, []*live.Capture{lc}}})
+	tools, err := Bundle{}.Provision(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools {
+		if tl.Name != "capture_status" {
+			continue
+		}
+		r, err := tl.Invoke(context.Background(), json.RawMessage(`{}`), sdk.DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Quality struct {
+				Kernel    *uint64 `json:"kernel_dropped_packets"`
+				Interface *uint64 `json:"interface_dropped_packets"`
+			} `json:"capture_quality"`
+		}
+		if err := json.Unmarshal([]byte(r.Blocks[0]), &m); err != nil {
+			t.Fatal(err)
+		}
+		st := lc.Stats()
+		if !st.KernelStats {
+			t.Skip("the kernel's counters are not readable here")
+		}
+		if m.Quality.Kernel == nil || *m.Quality.Kernel > st.KernelDrops {
+			t.Errorf("kernel_dropped_packets: got %v, want present and at most %d (read after)", m.Quality.Kernel, st.KernelDrops)
+		}
+		if m.Quality.Interface != nil {
+			t.Errorf("interface_dropped_packets: got %d, want absent (not measured)", *m.Quality.Interface)
+		}
+	}
 }
