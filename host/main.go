@@ -155,7 +155,7 @@ func mint(cfg *Config, sio IO) int {
 type serviceList []any
 
 // buildRegistry provisions every compiled-in bundle.
-func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root hclog.Logger, services serviceList, limits sdk.Limits) (*sdk.Registry, error) {
+func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root hclog.Logger, services serviceList, limits sdk.Limits, files sdk.FileRoot) (*sdk.Registry, error) {
 	opts := map[string]bool{}
 	for _, o := range options {
 		if strings.HasPrefix(o.flag, "mcp-allow-") {
@@ -169,6 +169,7 @@ func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root 
 			Services: services,
 			Limits:   limits,
 			Options:  opts,
+			FileRoot: files,
 		})
 	}
 	return sdk.Register(ctx, bundles, env, sdk.RegistryOptions{})
@@ -246,7 +247,12 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	if err != nil {
 		return 0, err
 	}
-	reg, err := buildRegistry(ctx, cfg, bundles, root, eng.services(), limits)
+	files, err := fileRootOf(cfg, eng)
+	if err != nil {
+		_ = eng.capture.Close()
+		return 0, err
+	}
+	reg, err := buildRegistry(ctx, cfg, bundles, root, eng.services(), limits, files)
 	// A bundle over its byte budget costs agents context, not correctness:
 	// the tests refuse it, startup only warns.
 	budget, err := sdk.SplitBudgetErrors(err)
@@ -265,7 +271,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	if err != nil {
 		return 0, err
 	}
-	h := newMCPHost(hostOptions{log: log, reg: reg, selected: sel, entries: entries, limits: limits,
+	h := newMCPHost(hostOptions{log: log, reg: reg, selected: sel, entries: entries, limits: limits, files: files,
 		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
 		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer")})
 

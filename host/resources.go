@@ -41,6 +41,9 @@ type resourceHost struct {
 	fixed     map[string]served
 	templates []templateEntry
 	maxValues int
+	// hostTemplates are the host's own templates (the file resource),
+	// served whatever the tool selection.
+	hostTemplates []sdk.ResourceTemplate
 
 	mu       sync.Mutex
 	sessions map[string]map[string]*watch // session id → uri → watch
@@ -71,6 +74,10 @@ func newResourceHost(log hclog.Logger, maxRows int) *resourceHost {
 
 // collect takes the resources of every bundle with a loaded tool.
 func (rh *resourceHost) collect(reg *sdk.Registry, selected map[string]bool) (subscribable, completes bool) {
+	for _, t := range rh.hostTemplates {
+		rh.templates = append(rh.templates, templateEntry{tpl: t,
+			compiled: mcp.NewResourceTemplate(t.URITemplate, t.Name, mcp.WithTemplateDescription(t.Description), mcp.WithTemplateMIMEType(t.MIMEType))})
+	}
 	for _, b := range reg.Bundles() {
 		loaded := false
 		for _, t := range b.Tools {
@@ -150,7 +157,7 @@ func (rh *resourceHost) readURI(ctx context.Context, uri string) ([]mcp.Resource
 	}
 	c, err := s.read(ctx, uri, vars)
 	if err != nil {
-		return nil, err
+		return nil, wireError(err)
 	}
 	mime := c.MIMEType
 	if mime == "" {

@@ -84,6 +84,8 @@ type hostOptions struct {
 	audit         *auditor
 	maxConcurrent int
 	ratePerPeer   int
+	// files is the file sandbox; with a root, sipnab:///{filename} is served.
+	files sdk.FileRoot
 }
 
 func newMCPHost(o hostOptions) *mcpHost {
@@ -132,6 +134,9 @@ func newMCPHost(o hostOptions) *mcpHost {
 	}
 
 	h.res = newResourceHost(o.log.Named("resources"), o.limits.MaxRows)
+	if o.files.Enabled() {
+		h.res.hostTemplates = append(h.res.hostTemplates, fileResourceTemplate(o.files))
+	}
 	subscribable, completes := h.res.collect(o.reg, o.selected)
 	h.subscribable = subscribable
 	hooks.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {

@@ -93,6 +93,7 @@ type Env struct {
 	limits   Limits
 	opts     map[string]bool
 	res      *resources
+	root     FileRoot
 }
 
 // EnvOptions builds an Env.
@@ -110,11 +111,14 @@ type EnvOptions struct {
 	// Options are the host's boolean opt-in flags by name (e.g.
 	// "mcp-allow-open-capture"), for tools that refuse when theirs is off.
 	Options map[string]bool
+	// FileRoot is the file sandbox (--mcp-file-root); the zero value
+	// disables file arguments.
+	FileRoot FileRoot
 }
 
 // NewEnv builds an Env.
 func NewEnv(o EnvOptions) Env {
-	e := Env{logger: o.Logger, decode: o.Decode, services: map[reflect.Type]any{}, limits: o.Limits, opts: o.Options, res: &resources{}}
+	e := Env{logger: o.Logger, decode: o.Decode, services: map[reflect.Type]any{}, limits: o.Limits, opts: o.Options, res: &resources{}, root: o.FileRoot}
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
 	}
@@ -162,6 +166,13 @@ func (e Env) Limits() Limits { return e.limits }
 
 // Option reports a host opt-in flag by name (e.g. "mcp-allow-open-capture").
 func (e Env) Option(name string) bool { return e.opts[name] }
+
+// FileRoot returns the server's file sandbox (--mcp-file-root), shared by
+// every tool and the file resources. A tool argument naming a file goes
+// through it: ResolveInRoot to read, ResolveInRootForWrite or WriteNew to
+// create. Without a root every call refuses with -32602 "file tools are
+// disabled…"; the tool stays listed (mcp-surface §1.3).
+func (e Env) FileRoot() FileRoot { return e.root }
 
 // Service returns the host-provided service of type T, e.g.
 //
