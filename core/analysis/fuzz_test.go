@@ -55,11 +55,12 @@ func FuzzDiagnoseSignaling(f *testing.F) {
 			}
 			// a registered method may be named; anything else a sender
 			// wrote may not
-			switch {
-			case !m.IsRequest:
-				texts = append(texts, m.Reason)
-			case !strings.Contains(" INVITE ACK BYE CANCEL REGISTER OPTIONS PRACK SUBSCRIBE NOTIFY PUBLISH INFO REFER MESSAGE UPDATE ", " "+m.Method+" "):
-				texts = append(texts, m.Method)
+			x := m.Method
+			if !m.IsRequest {
+				x = m.Reason
+			}
+			if !strings.Contains(" INVITE ACK BYE CANCEL REGISTER OPTIONS PRACK SUBSCRIBE NOTIFY PUBLISH INFO REFER MESSAGE UPDATE ", " "+x+" ") {
+				texts = append(texts, x)
 			}
 			ds.Apply(dialog.Observation{Msg: m, TS: s0.Add(time.Duration(i) * 7 * time.Second), Src: a, Dst: b})
 			a, b = b, a
