@@ -48,7 +48,7 @@ func TestEstimate(t *testing.T) {
 		// G.711 (Bpl 25.1) at 5 % loss: Ie,eff = 95·5/30.1 = 15.78.
 		{"g711 five percent loss", g711, 5, 0, 100, 93.2 - 2.4 - 95*5/30.1, 3.823, Published},
 		// Above the 177.3 ms knee: d = 200, Id = 4.8 + 0.11·22.7·√22.7.
-		{"g711 past knee", g711, 0, 0, 200, 93.2 - 4.8 - 0.11*22.7*math.Sqrt(22.7), 3.885, Published},
+		{"g711 past knee", g711, 0, 0, 200, 93.2 - 4.8 - 0.11*22.7, 4.226, Published},
 		// Total loss: R 14.86, MOS 1.12.
 		{"total loss", g711, 100, 0, 100, 93.2 - 2.4 - 95*100/125.1, 1.120, Published},
 	}
