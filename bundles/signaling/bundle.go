@@ -37,10 +37,10 @@ type Config struct{}
 // deps is what the bundle's tools read.
 type deps struct {
 	capture *engine.Capture
-	// fileRoot is the sandbox directory of file-naming arguments
-	// (--mcp-file-root); "" disables them. The host does not hand it to
-	// bundles yet, so in the binary it is always "" (tests set it).
-	fileRoot string
+	// root is the server's file sandbox (--mcp-file-root, sdk.FileRoot):
+	// every file-naming argument goes through it; the zero value refuses
+	// them ("file tools are disabled").
+	root sdk.FileRoot
 }
 
 // Provision reads [bundles.signaling], fetches the capture engine and builds
@@ -54,7 +54,7 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signaling bundle needs the capture engine: %w", err)
 	}
-	d := &deps{capture: capture}
+	d := &deps{capture: capture, root: env.FileRoot()}
 	addResources(env, d) // templates and completions (resources.go)
 	return tools(d), nil
 }

@@ -3,8 +3,6 @@ package signaling
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/sipnab/sipnab/core/repro"
@@ -80,10 +78,10 @@ func generateRepro(d *deps, c *sdk.Call, in generateReproIn) (Repro, error) {
 		return Repro{}, sdk.InvalidParams("format %q is not supported: the only format is sipp", clipArg(in.Format))
 	}
 	if in.Filename != "" {
-		if d.fileRoot == "" {
+		if !d.root.Enabled() {
 			return Repro{}, sdk.InvalidParams("file tools are disabled: filename needs the server started with --mcp-file-root (leave it out to get the scenario inline)")
 		}
-		if err := checkFileName(in.Filename); err != nil {
+		if err := sdk.CheckName(in.Filename); err != nil {
 			return Repro{}, err
 		}
 	}
@@ -120,61 +118,11 @@ func generateRepro(d *deps, c *sdk.Call, in generateReproIn) (Repro, error) {
 		c.MarkFenced() // pinned capture text, unmarked inside the XML
 	}
 	if in.Filename != "" {
-		n, err := writeNewFile(d.fileRoot, in.Filename, []byte(r.Scenario))
+		n, err := d.root.WriteNew(in.Filename, []byte(r.Scenario))
 		if err != nil {
 			return Repro{}, err
 		}
 		out.Written = &WrittenFile{File: in.Filename, Bytes: n}
 	}
 	return out, nil
-}
-
-// checkFileName refuses a name that is not one plain path component,
-// before any filesystem access.
-func checkFileName(name string) error {
-	switch {
-	case name == "." || name == "..",
-		strings.ContainsAny(name, `/\`),
-		filepath.IsAbs(name),
-		filepath.VolumeName(name) != "",
-		len(name) >= 2 && name[1] == ':':
-		return sdk.InvalidParams("filename %q: name one new file in the file root, without a directory", clipArg(name))
-	case len(name) > 255:
-		return sdk.InvalidParams("filename is longer than 255 bytes")
-	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			return sdk.InvalidParams("filename %q holds a control character", clipArg(name))
-		}
-	}
-	return nil
-}
-
-// writeNewFile creates name inside the fully resolved root and writes data,
-// refusing any name already taken (a dangling symlink included: with
-// O_CREATE, O_EXCL fails on any existing name and never follows a link).
-// A half-written file is removed.
-func writeNewFile(root, name string, data []byte) (int, error) {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return 0, sdk.Internal("resolving the file root: %v", err)
-	}
-	path := filepath.Join(realRoot, name)
-	if filepath.Dir(path) != realRoot {
-		return 0, sdk.InvalidParams("filename %q: resolves outside the file root", clipArg(name))
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return 0, sdk.InvalidParams("filename %q is taken in the file root: an existing name is never overwritten", clipArg(name))
-		}
-		return 0, sdk.Internal("creating %q in the file root: %v", clipArg(name), errors.Unwrap(err))
-	}
-	n, werr := f.Write(data)
-	cerr := f.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(path)
-		return 0, sdk.Internal("writing %q in the file root: %v", clipArg(name), errors.Join(werr, cerr))
-	}
-	return n, nil
 }

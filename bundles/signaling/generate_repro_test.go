@@ -152,7 +152,7 @@ func TestGenerateReproWithSIPp(t *testing.T) {
 			}
 			args += `"call_id":` + sxJSON(tc.callID) + `,"filename":"repro.xml"}`
 			var got Repro
-			sxCall(t, generateReproTool(&deps{capture: c, fileRoot: dir}), args, &got)
+			sxCall(t, generateReproTool(&deps{capture: c, root: sdk.NewFileRoot(dir, nil)}), args, &got)
 			if got.Asserted.Final == nil || *got.Asserted.Final != tc.final {
 				t.Fatalf("got asserted final %v, want %d", got.Asserted.Final, tc.final)
 			}
@@ -259,7 +259,7 @@ func TestGenerateReproRefusals(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "taken.xml"), []byte("x"), 0o644)
 	os.Symlink(filepath.Join(root, "nowhere"), filepath.Join(root, "dangling.xml"))
-	withRoot := generateReproTool(&deps{capture: c, fileRoot: root})
+	withRoot := generateReproTool(&deps{capture: c, root: sdk.NewFileRoot(root, nil)})
 	noRoot := generateReproTool(&deps{capture: c})
 	const id = `"call_id":"test-call-1@10.0.0.1"`
 	for _, tc := range []struct {

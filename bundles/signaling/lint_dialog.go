@@ -2,9 +2,6 @@ package signaling
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -188,10 +185,10 @@ func (d *deps) qualityInterval() time.Duration {
 // its project root (nil when none applies).
 func (d *deps) suppression(name string) (*lint.Suppression, error) {
 	if name != "" {
-		if d.fileRoot == "" {
+		if !d.root.Enabled() {
 			return nil, sdk.InvalidParams("file tools are disabled: suppression_file needs the server started with --mcp-file-root")
 		}
-		path, err := resolveInRoot(d.fileRoot, name)
+		path, err := d.root.ResolveInRoot(name)
 		if err != nil {
 			return nil, err
 		}
@@ -224,37 +221,6 @@ func (d *deps) suppression(name string) (*lint.Suppression, error) {
 // it, not the server's path.
 func errText(err error, path, name string) string {
 	return strings.ReplaceAll(err.Error(), path, name)
-}
-
-// resolveInRoot resolves a caller-named file inside the file root: the name
-// must be one path component (no separator, "..", root prefix or drive
-// letter), refused before any filesystem access; the fully resolved path
-// (symlinks followed) must stay inside the fully resolved root.
-func resolveInRoot(root, name string) (string, error) {
-	switch {
-	case name == "." || name == "..",
-		strings.ContainsAny(name, `/\`),
-		filepath.IsAbs(name),
-		filepath.VolumeName(name) != "",
-		len(name) >= 2 && name[1] == ':':
-		return "", sdk.InvalidParams("suppression_file %q: name one file in the file root, without a directory", clipArg(name))
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", sdk.Internal("resolving the file root: %v", err)
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(realRoot, name))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", sdk.InvalidParams("suppression_file %q: no such file in the file root", clipArg(name))
-		}
-		return "", sdk.InvalidParams("suppression_file %q: %v", clipArg(name), errText(err, filepath.Join(realRoot, name), name))
-	}
-	rel, err := filepath.Rel(realRoot, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", sdk.InvalidParams("suppression_file %q: resolves outside the file root", clipArg(name))
-	}
-	return real, nil
 }
 
 // lintAnswer renders an evaluation; observed text is fenced.

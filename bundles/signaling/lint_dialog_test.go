@@ -207,8 +207,7 @@ func TestLintDialogRefusals(t *testing.T) {
 }
 
 // TestLintDialogSuppressionFile names a suppression list inside the file
-// root (the host does not expose --mcp-file-root to bundles yet, so the
-// test sets the root the way the host will).
+// root (the sdk.FileRoot the host builds from --mcp-file-root).
 func TestLintDialogSuppressionFile(t *testing.T) {
 	c := lintLoadCapture(t, testcap.Public(dtmfCapture))
 	root := t.TempDir()
@@ -226,7 +225,7 @@ func TestLintDialogSuppressionFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tool sdk.Tool
-	for _, x := range tools(&deps{capture: c, fileRoot: root}) {
+	for _, x := range tools(&deps{capture: c, root: sdk.NewFileRoot(root, nil)}) {
 		if x.Name == "lint_dialog" {
 			tool = x
 		}
