@@ -275,6 +275,12 @@ func hasVersion(b []byte) bool {
 // other payloads on SIP ports are not SIP. Looks(b) is true exactly when
 // Parse(b) succeeds.
 func Looks(b []byte) bool {
+	// Every start line holds SIP/2.0 (a status line's first word, a request
+	// line's last), so bytes without it anywhere are rejected in one
+	// vectorized pass: the common case of an RTP payload.
+	if !hasVersion(b) {
+		return false
+	}
 	_, ok := findStartLine(b)
 	return ok
 }
