@@ -697,17 +697,16 @@ func (d *Decoder) emit(src, dst netip.AddrPort, tr packet.Transport, payload []b
 }
 
 func (d *Decoder) emitWith(src, dst netip.AddrPort, tr packet.Transport, payload []byte, reassembled bool, dscp uint8, hasDSCP bool) {
+	// Field by field: a whole-struct assignment of the reused packet costs
+	// a typed copy with write barriers on every frame.
 	p := &d.pkt
-	*p = packet.Packet{
-		Src:         src,
-		Dst:         dst,
-		Transport:   tr,
-		Payload:     payload,
-		Origin:      packet.OriginWire,
-		DSCP:        dscp,
-		HasDSCP:     hasDSCP,
-		Reassembled: reassembled || d.reassembled,
-	}
+	p.Src, p.Dst = src, dst
+	p.Transport = tr
+	p.Payload = payload
+	p.Origin = packet.OriginWire
+	p.DSCP, p.HasDSCP = dscp, hasDSCP
+	p.Reassembled = reassembled || d.reassembled
+	p.HEPAgentID = 0
 	if f := d.frame; f != nil {
 		p.TS = f.TS
 		p.Frame = f
@@ -715,6 +714,7 @@ func (d *Decoder) emitWith(src, dst netip.AddrPort, tr packet.Transport, payload
 	} else {
 		// Bytes left over from earlier frames (timeout, eviction, Flush).
 		p.TS = d.staleTS
+		p.Frame = nil
 		p.Reassembled = true
 	}
 	d.st.Packets++

@@ -163,3 +163,11 @@ func FuzzFastPath(f *testing.F) {
 		decodeBoth(t, []*packet.Frame{fr}, fuzzConfig())
 	})
 }
+
+// TestEmitSetsEveryPacketField: emitWith fills the decoder's reused packet
+// field by field, so a field added to packet.Packet must be set there too.
+func TestEmitSetsEveryPacketField(t *testing.T) {
+	if got, want := reflect.TypeOf(packet.Packet{}).NumField(), 11; got != want {
+		t.Fatalf("packet.Packet has %d fields, emitWith sets %d: set the new ones there and update this count", got, want)
+	}
+}
