@@ -3,9 +3,11 @@ package capture
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +31,11 @@ type LoadOptions struct {
 	// Now is the wall clock substituted for unusable timestamps; nil means
 	// time.Now.
 	Now func() time.Time
+	// Mmap reads plain pcap files of at least 1 MiB through a read-only
+	// memory mapping (Options.Mmap): no read calls, no copy into a buffer.
+	// A mapped file that shrinks while it is read stops early with
+	// ErrTruncated, as a truncated file does.
+	Mmap bool
 }
 
 // FileState says how far the loader got with one input.
@@ -133,6 +140,21 @@ type Load struct {
 	errs      []error
 }
 
+// BatchSink is a FrameSink that also hears when the loader ends a run of
+// frames: after at most BatchFrames frames, and after the last frame of each
+// input. A sink can hold a lock across a run (one acquisition per run
+// instead of per frame), so EndBatch must release whatever HandleFrame took.
+// Both are called on the loader's goroutine.
+type BatchSink interface {
+	packet.FrameSink
+	EndBatch()
+}
+
+// BatchFrames is the longest run of frames the loader hands a BatchSink
+// between two EndBatch calls. A BatchSink's frames are counted (FramesRead,
+// Bytes, the files' counts) at each EndBatch.
+const BatchFrames = 64
+
 // Start reads inputs in order on a new goroutine, handing every frame to
 // sink on that goroutine. It never blocks; use Wait or Done to learn the end.
 func Start(ctx context.Context, inputs []Input, sink packet.FrameSink) *Load {
@@ -189,12 +211,31 @@ func (l *Load) stopRemaining(i int) {
 
 // readFile reads input i to its end. It returns true when the load was
 // stopped on request.
-func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, opts LoadOptions) bool {
+func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, opts LoadOptions) (stop bool) {
 	fr := l.files[i]
-	r, err := OpenWith(fr.Path, Options{Name: fr.Name, SourceID: fr.SourceID, MaxInflate: opts.MaxInflate, Now: opts.Now})
+	r, err := OpenWith(fr.Path, Options{Name: fr.Name, SourceID: fr.SourceID, MaxInflate: opts.MaxInflate, Now: opts.Now, Mmap: opts.Mmap})
 	if err != nil {
 		l.finish(i, nil, FileStoppedEarly, err, opts.Logger)
 		return false
+	}
+	if r.Mapped() {
+		// A fault on the mapping (the file shrank under us) ends the file
+		// as a truncation instead of the program. The sink's run is ended
+		// by the deferred endRun below, which runs first.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			e := recover()
+			if e == nil {
+				return
+			}
+			if fe, ok := e.(interface{ Addr() uintptr }); ok && r.faultIn(fe.Addr()) {
+				err := fmt.Errorf("reading capture %s after frame %d: %w: the file shrank while it was read", r.Name(), r.Frames(), ErrTruncated)
+				l.finish(i, r, FileStoppedEarly, err, opts.Logger)
+				stop = false
+				return
+			}
+			panic(e)
+		}()
 	}
 	r.SetSourceID(fr.SourceID)
 	l.reader.Store(r)
@@ -208,11 +249,37 @@ func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, op
 		l.fileBytes.Add(r.FileBytes())
 		r.Close()
 	}()
+	// A BatchSink hears the end of every run of frames and of the file; the
+	// counters of its frames are published at the same points (one atomic
+	// operation per counter and run instead of per frame). Other sinks
+	// see the counters move frame by frame.
+	bs, _ := sink.(BatchSink)
+	var runFrames, runBytes, runInvalid uint64
+	endRun := func() {
+		if bs == nil {
+			return
+		}
+		bs.EndBatch()
+		if runFrames > 0 {
+			l.frames.Add(runFrames)
+			l.bytes.Add(runBytes)
+			if runInvalid > 0 {
+				l.invalidTS.Add(runInvalid)
+			}
+			runFrames, runBytes, runInvalid = 0, 0, 0
+		}
+	}
+	defer endRun()
+	total := l.frames.Load()
 	var n uint64
 	for {
-		if n&63 == 0 {
+		if n%BatchFrames == 0 {
+			if n > 0 {
+				endRun()
+			}
 			select {
 			case <-cancel:
+				endRun()
 				l.finish(i, r, FileStopped, nil, opts.Logger)
 				return true
 			default:
@@ -220,6 +287,7 @@ func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, op
 		}
 		f, err := r.Next()
 		if err != nil {
+			endRun()
 			if err == io.EOF {
 				l.finish(i, r, FileDone, nil, opts.Logger)
 				return false
@@ -229,12 +297,22 @@ func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, op
 		}
 		n++
 		sink.HandleFrame(f)
-		l.bytes.Add(uint64(len(f.Data)))
-		if f.InvalidTS {
-			l.invalidTS.Add(1)
+		total++
+		if bs != nil {
+			runFrames++
+			runBytes += uint64(len(f.Data))
+			if f.InvalidTS {
+				runInvalid++
+			}
+		} else {
+			l.bytes.Add(uint64(len(f.Data)))
+			if f.InvalidTS {
+				l.invalidTS.Add(1)
+			}
+			l.frames.Add(1)
 		}
-		total := l.frames.Add(1)
 		if opts.MaxFrames > 0 && total >= opts.MaxFrames {
+			endRun()
 			l.mu.Lock()
 			l.limit = true
 			l.mu.Unlock()

@@ -19,7 +19,8 @@ type pcapReader struct {
 	hdrLen   int    // record header length: 16, or 24 for the modified format
 	linkType uint16
 	snaplen  uint32
-	pending  int // bytes of the previous record still to discard
+	pending  int  // bytes of the previous record still to discard
+	bigEnd   bool // order is big-endian (read without the interface call)
 }
 
 func newPcapReader(br *bufio.Reader, k kind) (*pcapReader, error) {
@@ -32,7 +33,17 @@ func newPcapReader(br *bufio.Reader, k kind) (*pcapReader, error) {
 			return nil, classify(fmt.Errorf("pcap file header has %d of 24 bytes: %w", len(hdr), err))
 		}
 	}
-	p := &pcapReader{br: br, order: binary.LittleEndian, fracMax: 1000000, fracMul: 1000, hdrLen: 16}
+	p := &pcapReader{br: br}
+	if err := p.fileHeader(hdr, k); err != nil {
+		return nil, err
+	}
+	_, _ = br.Discard(24)
+	return p, nil
+}
+
+// fileHeader reads the 24-byte pcap file header.
+func (p *pcapReader) fileHeader(hdr []byte, k kind) error {
+	p.order, p.fracMax, p.fracMul, p.hdrLen = binary.LittleEndian, 1000000, 1000, 16
 	if k.bigEnd {
 		p.order = binary.BigEndian
 	}
@@ -43,13 +54,13 @@ func newPcapReader(br *bufio.Reader, k kind) (*pcapReader, error) {
 		p.hdrLen = 24
 	}
 	if major := p.order.Uint16(hdr[4:6]); major != 2 {
-		return nil, fmt.Errorf("%w: pcap version %d.%d is not 2.x", ErrMalformed, major, p.order.Uint16(hdr[6:8]))
+		return fmt.Errorf("%w: pcap version %d.%d is not 2.x", ErrMalformed, major, p.order.Uint16(hdr[6:8]))
 	}
 	p.snaplen = p.order.Uint32(hdr[16:20])
 	// the low 16 bits are the LINKTYPE; the upper bits carry FCS flags
 	p.linkType = uint16(p.order.Uint32(hdr[20:24]))
-	_, _ = br.Discard(24)
-	return p, nil
+	p.bigEnd = k.bigEnd
+	return nil
 }
 
 // next reads one record into f. f.Data points into the read buffer and is
@@ -69,23 +80,38 @@ func (p *pcapReader) next(f *packet.Frame) error {
 		}
 		return classify(fmt.Errorf("record header has %d of %d bytes: %w", len(hdr), p.hdrLen, err))
 	}
-	sec := p.order.Uint32(hdr[0:4])
-	frac := p.order.Uint32(hdr[4:8])
-	caplen := p.order.Uint32(hdr[8:12])
-	origlen := p.order.Uint32(hdr[12:16])
+	sec, frac, caplen, origlen := p.recordHeader(hdr)
 	if caplen > maxRecord {
 		return fmt.Errorf("%w: record of %d bytes exceeds the %d-byte maximum", ErrMalformed, caplen, maxRecord)
 	}
 	total := p.hdrLen + int(caplen)
-	rec, err := p.br.Peek(total)
-	if len(rec) < total {
+	var rec []byte
+	if p.br.Buffered() >= total {
+		rec = hdr[:total:total] // Peek returned a window into the buffer that already holds the record
+	} else if rec, err = p.br.Peek(total); len(rec) < total {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return classify(fmt.Errorf("record has %d of %d bytes: %w", len(rec)-p.hdrLen, caplen, err))
 	}
 	p.pending = total
-	f.Data = rec[p.hdrLen:total:total]
+	p.frame(f, rec[p.hdrLen:total:total], sec, frac, caplen, origlen)
+	return nil
+}
+
+// recordHeader reads a record header's fields.
+func (p *pcapReader) recordHeader(hdr []byte) (sec, frac, caplen, origlen uint32) {
+	if p.bigEnd {
+		b := binary.BigEndian
+		return b.Uint32(hdr[0:4]), b.Uint32(hdr[4:8]), b.Uint32(hdr[8:12]), b.Uint32(hdr[12:16])
+	}
+	l := binary.LittleEndian
+	return l.Uint32(hdr[0:4]), l.Uint32(hdr[4:8]), l.Uint32(hdr[8:12]), l.Uint32(hdr[12:16])
+}
+
+// frame fills f from a record.
+func (p *pcapReader) frame(f *packet.Frame, data []byte, sec, frac, caplen, origlen uint32) {
+	f.Data = data
 	f.LinkType = p.linkType
 	f.OrigLen = int(origlen)
 	if f.OrigLen < int(caplen) {
@@ -96,5 +122,4 @@ func (p *pcapReader) next(f *packet.Frame) error {
 	} else {
 		f.TS = time.Unix(int64(sec), int64(frac)*p.fracMul).UTC()
 	}
-	return nil
 }

@@ -54,6 +54,13 @@ type Options struct {
 	// Now returns the wall clock substituted for unusable timestamps; nil
 	// means time.Now.
 	Now func() time.Time
+	// Mmap reads a plain (uncompressed) pcap file of at least 1 MiB through
+	// a read-only memory mapping instead of read calls (other files are
+	// read as usual). The frames are the same. A mapped file that shrinks
+	// while it is read faults on the next access to the lost bytes, which
+	// crashes the program unless the reading goroutine runs with
+	// debug.SetPanicOnFault and recovers: Load does (LoadOptions.Mmap).
+	Mmap bool
 }
 
 // Reader reads the frames of one capture file.
@@ -63,6 +70,7 @@ type Reader struct {
 	closer  io.Closer
 	counter *countingReader
 	pcap    *pcapReader
+	mapped  *mappedPcap
 	ng      *ngReader
 	now     func() time.Time
 
@@ -87,6 +95,16 @@ func OpenWith(path string, o Options) (*Reader, error) {
 	}
 	if o.Name == "" {
 		o.Name = filepath.Base(path)
+	}
+	if o.Mmap {
+		r := &Reader{name: o.Name, now: o.Now, counter: &countingReader{}}
+		if r.now == nil {
+			r.now = time.Now
+		}
+		if mp, k := mapPcap(f, &r.counter.n); mp != nil {
+			r.mapped, r.kind, r.closer = mp, k, f
+			return r, nil
+		}
 	}
 	r, err := newReader(f, o)
 	if err != nil {
@@ -178,9 +196,12 @@ func (r *Reader) Next() (*packet.Frame, error) {
 	}
 	f := &r.frame
 	var err error
-	if r.pcap != nil {
+	switch {
+	case r.mapped != nil:
+		err = r.mapped.next(f)
+	case r.pcap != nil:
 		err = r.pcap.next(f)
-	} else {
+	default:
 		err = r.ng.next(f)
 	}
 	if err != nil {
@@ -231,14 +252,26 @@ func (r *Reader) FileBytes() int64 { return r.counter.n.Load() }
 // LinkType returns the file-wide link type of a pcap file. pcapng files have
 // one link type per interface (see Frame.LinkType) and report false.
 func (r *Reader) LinkType() (uint16, bool) {
-	if r.pcap != nil {
+	switch {
+	case r.mapped != nil:
+		return r.mapped.linkType, true
+	case r.pcap != nil:
 		return r.pcap.linkType, true
 	}
 	return 0, false
 }
 
+// Mapped reports whether the file is read through a memory mapping.
+func (r *Reader) Mapped() bool { return r.mapped != nil }
+
+// faultIn reports whether a faulting address lies in the reader's mapping.
+func (r *Reader) faultIn(addr uintptr) bool { return r.mapped != nil && r.mapped.contains(addr) }
+
 // Close closes the file opened by Open.
 func (r *Reader) Close() error {
+	if r.mapped != nil {
+		r.mapped.close()
+	}
 	if r.closer != nil {
 		c := r.closer
 		r.closer = nil
