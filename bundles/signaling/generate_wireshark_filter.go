@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/wsfilter"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -159,7 +160,37 @@ func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, er
 	if !src.Exhausted {
 		out.Notes = append(out.Notes, "the capture is still being read: messages and streams seen later are not counted here")
 	}
+	out.Notes = append(out.Notes, transportNotes(d, sum.CallID)...)
 	return out, nil
+}
+
+// transportNotes say which of the call's messages tshark cannot select
+// from the capture as plain SIP: encrypted ones, and ones sipnab read out
+// of HEP envelopes.
+func transportNotes(d *deps, callID string) []string {
+	det, ok := d.capture.Dialogs().Get(callID)
+	if !ok {
+		return nil
+	}
+	enc, hep := 0, 0
+	for i := range det.Messages {
+		m := &det.Messages[i]
+		switch {
+		case m.Transport == packet.TransportTLS, m.Transport == packet.TransportWSS, m.Origin == packet.OriginUprobe:
+			enc++
+		}
+		if m.Origin == packet.OriginHEP {
+			hep++
+		}
+	}
+	var notes []string
+	if enc > 0 {
+		notes = append(notes, sxPlural(enc, "message")+" travelled over TLS or secure WebSocket (or were read from a TLS library): tshark selects them only when given the session keys")
+	}
+	if hep > 0 {
+		notes = append(notes, sxPlural(hep, "message")+" reached sipnab inside HEP envelopes: tshark decodes them with its HEP dissector (port 9060 by default; set hep.udp.port otherwise)")
+	}
+	return notes
 }
 
 // filterStream converts a stream of the media store.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -223,5 +224,30 @@ func TestGenerateWiresharkFilterRefusals(t *testing.T) {
 				t.Errorf("got %d %q, want -32602 mentioning %q", e.Code, e.Message, tc.want)
 			}
 		})
+	}
+}
+
+// TestGenerateWiresharkFilterTransportNotes checks the notes on messages
+// tshark cannot select as plain SIP: over TLS, and out of HEP envelopes.
+func TestGenerateWiresharkFilterTransportNotes(t *testing.T) {
+	c := engine.New(engine.Config{}, nil)
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	inv := "INVITE sip:b@example.com SIP/2.0\nVia: SIP/2.0/TLS 192.0.2.1:5061;branch=z9hG4bK1\nFrom: <sip:a@example.com>;tag=a\n" +
+		"To: <sip:b@example.com>\nCall-ID: tls-call\nCSeq: 1 INVITE\nContent-Length: 0\n\n"
+	p := sxSIP(t0, "192.0.2.1:5061", "192.0.2.2:5061", inv)
+	p.Transport = packet.TransportTLS
+	c.HandlePacket(p)
+	var got WiresharkFilter
+	sxCall(t, generateWiresharkFilterTool(&deps{capture: c}), `{"call_id":"tls-call"}`, &got)
+	if notes := strings.Join(got.Notes, "|"); !strings.Contains(notes, "1 message travelled over TLS") {
+		t.Errorf("got notes %q, want the TLS message named", got.Notes)
+	}
+	var plain WiresharkFilter
+	sxCall(t, generateWiresharkFilterTool(&deps{capture: sxLoad(t, "sip_call.pcap")}), `{"call_id":"test-call-1@10.0.0.1"}`, &plain)
+	if notes := strings.Join(plain.Notes, "|"); strings.Contains(notes, "TLS") || strings.Contains(notes, "HEP") || strings.Contains(notes, "CAPTURE") {
+		t.Errorf("got notes %q on a plain UDP call read from a file", plain.Notes)
+	}
+	if !strings.HasPrefix(plain.Tshark, "tshark -r "+testcap.Public("sip_call.pcap")+" -Y ") {
+		t.Errorf("got %s, want the capture file named", plain.Tshark)
 	}
 }

@@ -79,8 +79,8 @@ type SDPExchangeOut struct {
 	// Events lists every change against the same party's previous SDP.
 	Events []string `json:"events,omitempty" desc:"every change against the same party's previous SDP"`
 	// Src and Dst are the carrying message's addresses.
-	Src string `json:"src" desc:"sender of the carrying message"`
-	Dst string `json:"dst" desc:"receiver of the carrying message"`
+	Src string `json:"src,omitempty" desc:"sender of the carrying message"`
+	Dst string `json:"dst,omitempty" desc:"receiver of the carrying message"`
 	// Frame points at the carrying frame; absent when unknown.
 	Frame string `json:"frame,omitempty" desc:"evidence pointer of the carrying message"`
 	// Streams are every m= line; the primary stream is the first audio one

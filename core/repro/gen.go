@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/sip"
@@ -66,6 +67,9 @@ func (g *gen) render(o Options) (Result, error) {
 	f := g.f
 	if len(f.attempts) == 0 {
 		return Result{}, inputErr("the call holds no %s sent by its UAC to replay", f.method)
+	}
+	if g.pinned[CallID] && !utf8.ValidString(f.attempts[0].req.Msg.CallID) {
+		return Result{}, inputErr("the Call-ID holds bytes that are not UTF-8, which SIPp's -cid_str cannot carry: vary call_id instead of pinning it")
 	}
 	g.b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE scenario SYSTEM \"sipp.dtd\">\n")
 	g.b.WriteString("<!-- Written by sipnab generate_repro: the UAC side of one captured call. -->\n")

@@ -86,6 +86,8 @@ func TestSippText(t *testing.T) {
 		{"NUL, tab, DEL, C1 stripped", "a\x00b\tc\x7fd\u0085e", false, "abcde", 4},
 		{"bidi stripped", "safe\u202eevil\u2066", false, "safeevil", 2},
 		{"invalid UTF-8 as bytes", "a\xffb\xc3", false, `a\xFFb\xC3`, 0},
+		{"stripping never joins bytes into a character", "\xd8\x16\x9c", false, `\xD8\x9C`, 1},
+		{"blank before a stripped tail is still last", "v \x00", false, `v\x20`, 1},
 		{"UTF-8 kept", "tést ü", false, "tést ü", 0},
 		{"trailing blank kept", "value ", false, `value\x20`, 0},
 		{"body line leading blank kept", " a=x", true, `\x20a=x`, 0},
@@ -370,5 +372,22 @@ func TestGenerateRefusesMidCall(t *testing.T) {
 	}
 	if _, err := Generate(&dialog.Detail{}, Options{}); !errors.Is(err, ErrInput) {
 		t.Errorf("got %v, want an input error for an empty dialog", err)
+	}
+}
+
+// TestGenerateRefusesNonUTF8PinnedCallID: -cid_str carries text, so a
+// pinned Call-ID with bytes that are not UTF-8 is refused (varying works).
+func TestGenerateRefusesNonUTF8PinnedCallID(t *testing.T) {
+	det := hostile(t)
+	for i := range det.Messages {
+		m := *det.Messages[i].Msg
+		m.CallID = "a\xd8\x16\x9cb"
+		det.Messages[i].Msg = &m
+	}
+	if _, err := Generate(&det, Options{Pin: []string{CallID}}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "not UTF-8") {
+		t.Errorf("got %v, want the pinned Call-ID refused", err)
+	}
+	if _, err := Generate(&det, Options{}); err != nil {
+		t.Errorf("got %v with call_id varied, want a scenario", err)
 	}
 }

@@ -43,23 +43,44 @@ func isBidi(r rune) bool {
 // end of the CDATA), bytes that are not UTF-8, and, at the start of a body
 // line (lineStart), a blank SIPp would trim.
 func sippText(s string, lineStart bool) (string, int) {
-	s, n := strip(s)
+	// One pass over the captured bytes: a byte that is not UTF-8 is written
+	// as an escape at once, so stripping a control character between two
+	// such bytes can never join them into a new character.
+	n := 0
 	var b strings.Builder
+	first := true
 	for i := 0; i < len(s); {
 		r, w := utf8.DecodeRuneInString(s[i:])
+		valid := r != utf8.RuneError || w > 1
 		switch {
-		case r == utf8.RuneError && w <= 1:
+		case !valid:
 			fmt.Fprintf(&b, `\x%02X`, s[i])
+		case unicode.IsControl(r) || isBidi(r):
+			n++
+			i += w
+			continue
 		case r == '[' || r == '\\':
 			fmt.Fprintf(&b, `\x%02X`, r)
 		case r == '>' && strings.HasSuffix(b.String(), "]]"):
 			b.WriteString(`\x3E`)
-		case (r == ' ' || r == '\t') && ((i == 0 && lineStart) || i+w == len(s)):
-			fmt.Fprintf(&b, `\x%02X`, r)
+		case r == ' ' && ((first && lineStart) || lastKept(s[i+w:])):
+			b.WriteString(`\x20`)
 		default:
 			b.WriteString(s[i : i+w])
 		}
+		first = false
 		i += w
 	}
 	return b.String(), n
+}
+
+// lastKept reports whether nothing but stripped characters follows: the
+// character before is the last one written.
+func lastKept(rest string) bool {
+	for _, r := range rest {
+		if !(unicode.IsControl(r) || isBidi(r)) || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
 }
