@@ -12,8 +12,16 @@
 //
 // One mutex serializes every producer, so the stores have a single writer
 // whatever the number of sources; readers use the stores' own read locks and
-// the engine's atomic counters, and are never blocked by a load for longer
-// than one message.
+// the engine's atomic counters. A file load holds the mutex (and the stream
+// store's write lock) across runs of at most capture.BatchFrames frames, so
+// a reader waits at most for one run (well under a millisecond), and the
+// counters readers see are published at the end of every run.
+//
+// With Config.Cores at 2 or more, a file load keeps classification,
+// signaling and the dialog store on the loader's goroutine and hands media
+// to Cores-1 workers, sharded by host pair, each with a stream store of its
+// own; they are merged into the capture's stream store when the load ends
+// (sharded.go).
 package engine
 
 import (
@@ -55,11 +63,22 @@ type Config struct {
 	// Expand controls how directory inputs are searched.
 	Expand capture.ExpandOptions
 	// Load tunes the background file load (frame limit, inflation
-	// ceiling). Its Logger defaults to the engine's logger.
+	// ceiling). Its Logger defaults to the engine's logger. The engine
+	// always reads plain pcap files through a memory mapping
+	// (capture.LoadOptions.Mmap).
 	Load capture.LoadOptions
 	// MaxHEPInflated bounds an inflated HEP payload (hep.DefaultMaxInflated
 	// when 0).
 	MaxHEPInflated int
+	// Cores is how many cores a file load uses (--cores). 0 or 1 routes
+	// every packet on the loader's goroutine. N >= 2 keeps the router and
+	// the dialog store on the loader's goroutine and hands RTP, RTCP and
+	// UDPTL to N-1 workers, sharded by host pair, each with its own stream
+	// store fed every SDP in packet order; the stores are merged when the
+	// load ends, into the same streams and counters one core gives. During
+	// such a load the capture's stream store stays empty. Ignored with a
+	// custom media sink.
+	Cores int
 }
 
 // Capture is one capture: its stores, its sources and its counters.
@@ -79,6 +98,14 @@ type Capture struct {
 	hepMsg   hep.Message
 	inner    packet.Packet
 	sinks    [sourceKinds]packet.Sink
+
+	// Under wmu: the router's tallies not yet published to ctr, the stream
+	// store's writer lock when held across a run, and the sharded media
+	// path of a multi-core file load.
+	pend    tally
+	batch   batchMedia // the media sink's run interface (nil when it has none)
+	batchOn bool       // batch's writer lock is held
+	shard   *sharder
 
 	ctr counters
 	ami ami.Tracker // cleartext AMI sightings (core/ami; read by AMISightings)
@@ -101,6 +128,14 @@ type MediaSink interface {
 	OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, src netip.AddrPort)
 }
 
+// batchMedia is a media sink that takes runs of packets under one writer
+// lock (core/media's Store does).
+type batchMedia interface {
+	LockWriter()
+	ObserveLocked(p *packet.Packet) bool
+	UnlockWriter()
+}
+
 type sourceKind int
 
 const (
@@ -118,7 +153,66 @@ type liveSource struct {
 	err  func() error
 }
 
-// counters are the router's tallies, readable at any time.
+// tally is the router's counts since they were last published (under
+// wmu, plain integers: the hot path pays no atomic operation per packet).
+type tally struct {
+	frames, bytes, invalidTS, packets                   uint64
+	sipMessages, sipMalformed, sipNoCallID, sipRetrans  uint64
+	sipRefused, sdpBodies, sdpBad, media, other         uint64
+	hepEnvelopes, hepMalformed, hepSIP, hepRTP, hepRTCP uint64
+	hepOther, hepNested, hepNotSIP, hepKeepalives       uint64
+}
+
+// publish adds the pending tallies to the counters readers see. Called with
+// wmu held at the end of every run.
+func (c *Capture) publish() {
+	t := &c.pend
+	add := func(a *atomic.Uint64, v *uint64) {
+		if *v != 0 {
+			a.Add(*v)
+			*v = 0
+		}
+	}
+	add(&c.ctr.frames, &t.frames)
+	add(&c.ctr.bytes, &t.bytes)
+	add(&c.ctr.invalidTS, &t.invalidTS)
+	add(&c.ctr.packets, &t.packets)
+	add(&c.ctr.sipMessages, &t.sipMessages)
+	add(&c.ctr.sipMalformed, &t.sipMalformed)
+	add(&c.ctr.sipNoCallID, &t.sipNoCallID)
+	add(&c.ctr.sipRetrans, &t.sipRetrans)
+	add(&c.ctr.sipRefused, &t.sipRefused)
+	add(&c.ctr.sdpBodies, &t.sdpBodies)
+	add(&c.ctr.sdpBad, &t.sdpBad)
+	add(&c.ctr.media, &t.media)
+	add(&c.ctr.other, &t.other)
+	add(&c.ctr.hepEnvelopes, &t.hepEnvelopes)
+	add(&c.ctr.hepMalformed, &t.hepMalformed)
+	add(&c.ctr.hepSIP, &t.hepSIP)
+	add(&c.ctr.hepRTP, &t.hepRTP)
+	add(&c.ctr.hepRTCP, &t.hepRTCP)
+	add(&c.ctr.hepOther, &t.hepOther)
+	add(&c.ctr.hepNested, &t.hepNested)
+	add(&c.ctr.hepNotSIP, &t.hepNotSIP)
+	add(&c.ctr.hepKeepalives, &t.hepKeepalives)
+}
+
+// endRun ends a run of routed packets (wmu held): the stream store's writer
+// lock is released and the tallies are published.
+func (c *Capture) endRun() {
+	c.releaseMedia()
+	c.publish()
+}
+
+// releaseMedia releases the stream store's writer lock if a run holds it.
+func (c *Capture) releaseMedia() {
+	if c.batchOn {
+		c.batchOn = false
+		c.batch.UnlockWriter()
+	}
+}
+
+// counters are the router's tallies as readers see them.
 type counters struct {
 	frames        atomic.Uint64 // frames handed to HandleFrame
 	bytes         atomic.Uint64
@@ -153,6 +247,7 @@ func New(cfg Config, log *slog.Logger) *Capture {
 	if cfg.Load.Logger == nil {
 		cfg.Load.Logger = log
 	}
+	cfg.Load.Mmap = true
 	c := &Capture{
 		cfg:      cfg,
 		log:      log,
@@ -160,7 +255,7 @@ func New(cfg Config, log *slog.Logger) *Capture {
 		started:  time.Now(),
 		dialogs:  dialog.New(cfg.Dialog),
 	}
-	c.media = media.NewStore(cfg.Media)
+	c.SetMediaSink(media.NewStore(cfg.Media))
 	c.hepDec.MaxInflated = cfg.MaxHEPInflated
 	for k := range c.decoders {
 		c.decoders[k] = decode.New(cfg.Decode)
@@ -188,7 +283,10 @@ func (c *Capture) Media() *media.Store {
 
 // SetMediaSink replaces the stream store the router feeds. Call it before
 // any source starts.
-func (c *Capture) SetMediaSink(m MediaSink) { c.media = m }
+func (c *Capture) SetMediaSink(m MediaSink) {
+	c.media = m
+	c.batch, _ = m.(batchMedia)
+}
 
 // Identity names the capture: node, an instance minted when the capture was
 // created (a new capture voids every cursor of an old one), and generations
@@ -240,14 +338,38 @@ func (c *Capture) LoadFiles(ctx context.Context, paths []string) error {
 	}
 	c.inputs, c.warnings = inputs, warns
 	c.loadDone = make(chan struct{})
-	fs := packet.FrameSinkFunc(func(f *packet.Frame) { c.handleFrame(kindFile, f) })
-	c.load = capture.StartWith(ctx, inputs, fs, c.cfg.Load)
+	c.startSharding()
+	c.load = capture.StartWith(ctx, inputs, &fileSink{c: c}, c.cfg.Load)
 	go func(l *capture.Load, done chan struct{}) {
 		<-l.Done()
 		c.flush(kindFile)
+		c.stopSharding()
 		close(done)
 	}(c.load, c.loadDone)
 	return nil
+}
+
+// fileSink feeds a file load's frames to the router, holding the writer
+// lock across each run of frames the loader hands it (capture.BatchSink).
+type fileSink struct {
+	c    *Capture
+	held bool
+}
+
+func (s *fileSink) HandleFrame(f *packet.Frame) {
+	if !s.held {
+		s.c.wmu.Lock()
+		s.held = true
+	}
+	s.c.frameLocked(kindFile, f)
+}
+
+func (s *fileSink) EndBatch() {
+	if s.held {
+		s.held = false
+		s.c.endRun()
+		s.c.wmu.Unlock()
+	}
 }
 
 // Wait blocks until the file load (if any) has finished and its last
@@ -328,14 +450,20 @@ func (c *Capture) Close() error {
 func (c *Capture) HandleFrame(f *packet.Frame) { c.handleFrame(kindLive, f) }
 
 func (c *Capture) handleFrame(k sourceKind, f *packet.Frame) {
-	c.ctr.frames.Add(1)
-	c.ctr.bytes.Add(uint64(len(f.Data)))
-	if f.InvalidTS {
-		c.ctr.invalidTS.Add(1)
-	}
 	c.wmu.Lock()
-	c.decoders[k].Decode(f, c.sinks[k])
+	c.frameLocked(k, f)
+	c.endRun()
 	c.wmu.Unlock()
+}
+
+// frameLocked decodes one frame and routes its packets (wmu held).
+func (c *Capture) frameLocked(k sourceKind, f *packet.Frame) {
+	c.pend.frames++
+	c.pend.bytes += uint64(len(f.Data))
+	if f.InvalidTS {
+		c.pend.invalidTS++
+	}
+	c.decoders[k].Decode(f, c.sinks[k])
 }
 
 // HandlePacket routes one transport packet (packet.Sink): a packet a
@@ -343,6 +471,7 @@ func (c *Capture) handleFrame(k sourceKind, f *packet.Frame) {
 func (c *Capture) HandlePacket(p *packet.Packet) {
 	c.wmu.Lock()
 	c.routeLocked(p)
+	c.endRun()
 	c.wmu.Unlock()
 }
 
@@ -352,34 +481,95 @@ func (c *Capture) flush(k sourceKind) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.decoders[k].Flush(c.sinks[k])
+	c.endRun()
+}
+
+// action is what the router decided to do with a packet.
+type action uint8
+
+const (
+	actOther     action = iota // counted as other
+	actHEP                     // unwrap the HEP envelope, route its payload
+	actHEPNested               // HEP inside HEP: counted, not unwrapped twice
+	actSIP                     // parse, apply to the dialog store, SDP to media
+	actMedia                   // offer to the stream store (RTP, RTCP, UDPTL)
+)
+
+// classify is the router's one decision, the same for every source and
+// for the single- and multi-core paths (only the appliers differ).
+func (c *Capture) classify(p *packet.Packet) action {
+	b := p.Payload
+	switch {
+	case len(b) == 0:
+		return actOther
+	case hep.Looks(b):
+		if p.Origin == packet.OriginHEP {
+			return actHEPNested
+		}
+		return actHEP
+	case sip.Looks(b):
+		return actSIP
+	case c.media != nil && p.Transport == packet.TransportUDP:
+		return actMedia
+	}
+	return actOther
 }
 
 // routeLocked is the router: every packet of every source passes here, with
 // wmu held.
 func (c *Capture) routeLocked(p *packet.Packet) {
-	c.ctr.packets.Add(1)
-	b := p.Payload
-	if len(b) == 0 {
-		c.ctr.other.Add(1)
-		return
-	}
-	switch {
-	case hep.Looks(b):
-		if p.Origin == packet.OriginHEP {
-			// HEP inside HEP is not unwrapped twice
-			c.ctr.hepNested.Add(1)
-			c.ctr.other.Add(1)
-			return
-		}
+	c.pend.packets++
+	switch c.classify(p) {
+	case actHEP:
 		c.routeHEP(p)
-	case sip.Looks(b):
-		c.routeSIP(p, b)
-	case c.media != nil && p.Transport == packet.TransportUDP && c.media.Observe(p):
-		c.ctr.media.Add(1)
+	case actHEPNested:
+		c.pend.hepNested++
+		c.pend.other++
+	case actSIP:
+		c.routeSIP(p, p.Payload)
+	case actMedia:
+		c.routeMedia(p)
 	default:
-		c.ctr.other.Add(1)
+		c.pend.other++
 		c.ami.Observe(p) // two prefix tests on TCP payloads that are not SIP
 	}
+}
+
+// routeMedia hands a UDP payload to the stream store: on a sharded load to
+// its host pair's worker (which counts it), else to the store under the
+// run's writer lock. A UDP payload the store does not take is counted as
+// other; the AMI check, which reads TCP only, has nothing to see in it.
+func (c *Capture) routeMedia(p *packet.Packet) {
+	if c.shard != nil {
+		c.shard.route(p)
+		return
+	}
+	var ok bool
+	if c.batch != nil {
+		if !c.batchOn {
+			c.batch.LockWriter()
+			c.batchOn = true
+		}
+		ok = c.batch.ObserveLocked(p)
+	} else {
+		ok = c.media.Observe(p)
+	}
+	if ok {
+		c.pend.media++
+	} else {
+		c.pend.other++
+	}
+}
+
+// onSDP hands an SDP offer or answer to the stream store (to every shard
+// on a sharded load, in packet order).
+func (c *Capture) onSDP(callID string, ts time.Time, s *sdp.Session, offer bool, src netip.AddrPort) {
+	if c.shard != nil {
+		c.shard.onSDP(callID, ts, s, offer, src)
+		return
+	}
+	c.releaseMedia()
+	c.media.OnSDP(callID, ts, s, offer, src)
 }
 
 // routeSIP parses, counts and applies every SIP message in b (a datagram
@@ -400,9 +590,9 @@ func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
 }
 
 func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
-	c.ctr.sipMessages.Add(1)
+	c.pend.sipMessages++
 	if len(m.Malformed) > 0 {
-		c.ctr.sipMalformed.Add(1)
+		c.pend.sipMalformed++
 	}
 	o := dialog.Observation{
 		Msg: m, TS: p.TS, Src: p.Src, Dst: p.Dst, Transport: p.Transport,
@@ -415,11 +605,11 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	r := c.dialogs.Apply(o)
 	switch {
 	case r.NoCallID:
-		c.ctr.sipNoCallID.Add(1)
+		c.pend.sipNoCallID++
 	case r.Refused:
-		c.ctr.sipRefused.Add(1)
+		c.pend.sipRefused++
 	case r.Retransmission:
-		c.ctr.sipRetrans.Add(1)
+		c.pend.sipRetrans++
 	}
 	if m.CallID == "" || r.Refused || r.Retransmission || c.media == nil {
 		return
@@ -428,28 +618,28 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	if !ok || len(body) == 0 {
 		return
 	}
-	c.ctr.sdpBodies.Add(1)
+	c.pend.sdpBodies++
 	s, err := sdp.Parse(body)
 	if err != nil {
-		c.ctr.sdpBad.Add(1)
+		c.pend.sdpBad++
 		return
 	}
 	offer := m.IsRequest && !strings.EqualFold(m.Method, "ACK")
-	c.media.OnSDP(m.CallID, p.TS, s, offer, p.Src)
+	c.onSDP(m.CallID, p.TS, s, offer, p.Src)
 }
 
 // routeHEP unwraps a HEP envelope and routes its payload again with the
 // envelope's addressing and timestamp.
 func (c *Capture) routeHEP(p *packet.Packet) {
-	c.ctr.hepEnvelopes.Add(1)
+	c.pend.hepEnvelopes++
 	m := &c.hepMsg
 	if err := c.hepDec.DecodeInto(p.Payload, m); err != nil {
-		c.ctr.hepMalformed.Add(1)
-		c.ctr.other.Add(1)
+		c.pend.hepMalformed++
+		c.pend.other++
 		return
 	}
 	if len(m.Payload) == 0 {
-		c.ctr.hepKeepalives.Add(1)
+		c.pend.hepKeepalives++
 		return
 	}
 	in := &c.inner
@@ -480,31 +670,31 @@ func (c *Capture) routeHEP(p *packet.Packet) {
 	}
 	switch proto {
 	case hep.ProtoSIP:
-		c.ctr.hepSIP.Add(1)
-		if hep.Looks(in.Payload) {
+		c.pend.hepSIP++
+		switch c.classify(in) {
+		case actHEPNested:
 			// HEP inside HEP is not unwrapped twice
-			c.ctr.hepNested.Add(1)
-			c.ctr.other.Add(1)
+			c.pend.hepNested++
+			c.pend.other++
 			return
-		}
-		if sip.Looks(in.Payload) {
-			c.ctr.packets.Add(1)
+		case actSIP:
+			c.pend.packets++
 			c.routeSIP(in, in.Payload)
 			return
 		}
-		c.ctr.hepNotSIP.Add(1)
-		c.ctr.other.Add(1)
+		c.pend.hepNotSIP++
+		c.pend.other++
 	case hep.ProtoRTP, hep.ProtoRTPAlt, hep.ProtoRTCP:
 		if proto == hep.ProtoRTCP {
-			c.ctr.hepRTCP.Add(1)
+			c.pend.hepRTCP++
 		} else {
-			c.ctr.hepRTP.Add(1)
+			c.pend.hepRTP++
 		}
 		in.Transport = packet.TransportUDP
 		c.routeLocked(in)
 	default:
-		c.ctr.hepOther.Add(1)
-		c.ctr.other.Add(1)
+		c.pend.hepOther++
+		c.pend.other++
 	}
 }
 

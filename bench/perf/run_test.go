@@ -1,0 +1,191 @@
+// Package perf benchmarks the whole batch path (read, decode, route,
+// stores, --json document) on a generated capture, for profiling and for the
+// numbers in bench/README.md. Every benchmark reads the capture named by
+// SIPNAB_BENCH_PCAP and skips without it:
+//
+//	go run ./bench/cmd/gencapture -preset carrier -o /tmp/carrier.pcap
+//	SIPNAB_BENCH_PCAP=/tmp/carrier.pcap go test -run='^$' -bench=. -benchmem ./bench/perf
+package perf
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+	"testing"
+
+	"github.com/sipnab/sipnab/core/capture"
+	"github.com/sipnab/sipnab/core/decode"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/report"
+)
+
+func capturePath(tb testing.TB) string {
+	path := os.Getenv("SIPNAB_BENCH_PCAP")
+	if path == "" {
+		tb.Skip("set SIPNAB_BENCH_PCAP to a capture")
+	}
+	return path
+}
+
+// cpuTime is the process's user plus system CPU time: on a shared machine
+// wall time per op mostly measures the wait for a core.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// frames counts the capture's frames.
+func frames(tb testing.TB, path string) int {
+	r, err := capture.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		if _, err := r.Next(); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+// measure runs f b.N times and reports CPU time per run and per frame.
+func measure(b *testing.B, path string, f func()) {
+	n := frames(b, path)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := cpuTime()
+	for i := 0; i < b.N; i++ {
+		f()
+	}
+	cpu := float64(cpuTime()-start) / float64(b.N)
+	b.ReportMetric(cpu/1e9, "cpu-s/op")
+	b.ReportMetric(cpu/float64(n), "cpu-ns/frame")
+	b.ReportMetric(float64(n)*1e9/cpu, "frames/cpu-s")
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "frames/s")
+}
+
+// BenchmarkRead reads every frame and does nothing with it.
+func BenchmarkRead(b *testing.B) {
+	path := capturePath(b)
+	measure(b, path, func() {
+		r, err := capture.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+		r.Close()
+	})
+}
+
+type nopSink struct{ n int }
+
+func (s *nopSink) HandlePacket(p *packet.Packet) { s.n += len(p.Payload) }
+
+// BenchmarkReadDecode reads and decodes every frame to its transport
+// payload.
+func BenchmarkReadDecode(b *testing.B) {
+	path := capturePath(b)
+	measure(b, path, func() {
+		r, err := capture.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := decode.New(decode.Config{})
+		s := &nopSink{}
+		for {
+			f, err := r.Next()
+			if err != nil {
+				break
+			}
+			d.Decode(f, s)
+		}
+		r.Close()
+	})
+}
+
+func load(b *testing.B, path string, cfg engine.Config) *engine.Capture {
+	c := engine.New(cfg, nil)
+	if err := c.LoadFiles(context.Background(), []string{path}); err != nil {
+		b.Fatal(err)
+	}
+	c.Wait()
+	return c
+}
+
+// BenchmarkLoad loads the capture into a new engine (read, decode, route,
+// stores) on one and on two cores.
+func BenchmarkLoad(b *testing.B) {
+	path := capturePath(b)
+	for _, cores := range []int{1, 2} {
+		b.Run(fmt.Sprintf("cores=%d", cores), func(b *testing.B) {
+			measure(b, path, func() { load(b, path, engine.Config{Cores: cores}) })
+		})
+	}
+}
+
+// BenchmarkBatchJSON is `sipnab -N -I FILE --json [--cores 2]` in process,
+// the document written to io.Discard.
+func BenchmarkBatchJSON(b *testing.B) {
+	path := capturePath(b)
+	for _, cores := range []int{1, 2} {
+		b.Run(fmt.Sprintf("cores=%d", cores), func(b *testing.B) {
+			measure(b, path, func() {
+				c := load(b, path, engine.Config{Cores: cores})
+				if err := report.WriteJSON(io.Discard, c); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// TestMemoryModel logs the live heap after the load (run with -v; with
+// SIPNAB_HEAP_PROFILE=FILE it also writes a heap profile there).
+func TestMemoryModel(t *testing.T) {
+	path := capturePath(t)
+	live := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	base := live()
+	c := engine.New(engine.Config{}, nil)
+	if err := c.LoadFiles(context.Background(), []string{path}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	loaded := live()
+	if f := os.Getenv("SIPNAB_HEAP_PROFILE"); f != "" {
+		w, err := os.Create(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(w); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	st := c.Status()
+	calls := st.Dialogs.Dialogs
+	t.Logf("%d dialogs, %d SIP messages, %d streams", calls, st.SIPMessages, st.Media.Streams)
+	t.Logf("live heap after the load: %.1f MiB, %.0f B per dialog", float64(loaded-base)/(1<<20), float64(loaded-base)/float64(calls))
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap sys %.1f MiB, total allocated %.1f MiB, %d GCs", float64(ms.HeapSys)/(1<<20), float64(ms.TotalAlloc)/(1<<20), ms.NumGC)
+	runtime.KeepAlive(c)
+}

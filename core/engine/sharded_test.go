@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+)
+
+// TestCopiesSetEveryField: the sharded path copies packets and frames field
+// by field, so every field must be listed (a new field must be added to
+// copyPacket or copyFrame).
+func TestCopiesSetEveryField(t *testing.T) {
+	f := packet.Frame{TS: time.Unix(1, 2), LinkType: 1, Data: []byte{1}, OrigLen: 3, Source: "s", SourceID: 4, Ordinal: 5, InvalidTS: true}
+	p := packet.Packet{TS: time.Unix(6, 7), Src: netip.MustParseAddrPort("192.0.2.1:1"), Dst: netip.MustParseAddrPort("192.0.2.2:2"),
+		Transport: packet.TransportUDP, Payload: []byte{2}, Origin: packet.OriginHEP, DSCP: 46, HasDSCP: true, Frame: &f,
+		Reassembled: true, HEPAgentID: 9}
+	for _, v := range []reflect.Value{reflect.ValueOf(f), reflect.ValueOf(p)} {
+		for i := 0; i < v.NumField(); i++ {
+			if v.Field(i).IsZero() {
+				t.Fatalf("%s.%s is zero in the test values: give it a value", v.Type().Name(), v.Type().Field(i).Name)
+			}
+		}
+	}
+	var gf packet.Frame
+	var gp packet.Packet
+	copyFrame(&gf, &f)
+	copyPacket(&gp, &p)
+	if !reflect.DeepEqual(gf, f) {
+		t.Fatalf("copyFrame: got %+v, want %+v", gf, f)
+	}
+	if !reflect.DeepEqual(gp, p) {
+		t.Fatalf("copyPacket: got %+v, want %+v", gp, p)
+	}
+}
+
+// TestHostPairHashIsSymmetric: both directions between two hosts, whatever
+// the ports, go to one shard.
+func TestHostPairHashIsSymmetric(t *testing.T) {
+	a, b := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("198.51.100.20")
+	if hostPairHash(a, b) != hostPairHash(b, a) {
+		t.Fatal("the hash depends on the direction")
+	}
+	seen := map[uint64]bool{}
+	for i := 0; i < 256; i++ {
+		x := netip.AddrFrom4([4]byte{10, 0, byte(i), 1})
+		seen[hostPairHash(x, b)%2] = true
+	}
+	if len(seen) != 2 {
+		t.Fatal("256 host pairs all hash to one of two shards")
+	}
+}
+
+// TestWithin finds a payload inside its frame and nowhere else.
+func TestWithin(t *testing.T) {
+	frame := make([]byte, 100)
+	other := make([]byte, 10)
+	if off, ok := within(frame, frame[42:50]); !ok || off != 42 {
+		t.Fatalf("got %d, %v, want 42, true", off, ok)
+	}
+	if _, ok := within(frame, other); ok {
+		t.Fatal("a separate buffer was found inside the frame")
+	}
+	if _, ok := within(frame[:40], frame[38:45]); ok {
+		t.Fatal("a payload running past the frame was found inside it")
+	}
+	if _, ok := within(nil, other); ok {
+		t.Fatal("found inside no frame")
+	}
+}
