@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
@@ -51,7 +52,9 @@ type GroupPopulation struct {
 // DialogGroup is one value of the dimension.
 type DialogGroup struct {
 	// Value is the dimension's value; "(none)" when the dialogs have none.
-	// to_domain, from.user, to.user and ua are fenced (sender-written).
+	// to_domain, from.user, to.user and ua are fenced (sender-written);
+	// the other dimensions' values are unfenced, stripped of control and
+	// bidi characters and cut to 256 bytes (unfencedValue).
 	Value string `json:"value" desc:"dimension value; (none) when absent; sender-written values fenced"`
 	// Count is the number of dialogs in the group.
 	Count int `json:"count" desc:"dialogs in the group"`
@@ -152,8 +155,12 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 	fence := groupFenced(by)
 	for i, gr := range g.Groups {
 		v := gr.Value
-		if fence && !gr.Absent {
+		switch {
+		case gr.Absent:
+		case fence:
 			v = c.Fence(v)
+		default:
+			v = unfencedValue(v)
 		}
 		dg := DialogGroup{
 			Value:       v,
@@ -205,6 +212,19 @@ func fitGroups(c *sdk.Call, out GroupDialogs) (GroupDialogs, error) {
 		out.TrimmedGroups++
 	}
 	return out, nil
+}
+
+// unfencedValue readies a value of a dimension that stays unfenced. Those
+// values are sipnab's derivation, but some carry sender bytes through it:
+// the codec is the SDP rtpmap encoding name and the method the request
+// line's token, neither bounded by any RFC. They keep the fence's hygiene
+// without its markers: fence code points rewritten to ASCII brackets,
+// control and bidi characters stripped, the value cut to sdk.MaxFieldBytes,
+// so an unfenced value can neither forge a marker, reorder a transcript nor
+// spend the context window. A clean value (a state, a code, an address, a
+// registered codec name) comes back unchanged.
+func unfencedValue(v string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(sdk.Fence(v), sdk.FenceOpen), sdk.FenceClose)
 }
 
 // groupFenced reports whether a dimension's values are sender-written and
