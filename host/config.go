@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/knadh/koanf/parsers/toml/v2"
@@ -33,6 +35,7 @@ const (
 	kInt
 	kString
 	kStrings
+	kFloat
 )
 
 // option is one setting: its flag, its config key, its default.
@@ -95,6 +98,25 @@ var options = []option{
 	{flag: "mcp-allow-tls-capture", key: "mcp.allow_tls_capture", kind: kBool, def: false, usage: "enable start_tls_capture"},
 	{flag: "mcp-allow-save-findings", key: "mcp.allow_save_findings", kind: kBool, def: false, usage: "enable save_findings"},
 	{flag: "mcp-allow-relay-query", key: "mcp.allow_relay_query", kind: kBool, def: false, usage: "enable relay queries"},
+
+	// The run's analysis thresholds (filter.Thresholds): the filter aliases
+	// (problems, slow-setup, short-calls), sipnab://filter/<alias>, the
+	// reference pages and the diagnosis all read them.
+	{flag: "pdd-threshold", key: "analysis.pdd_threshold", kind: kFloat, def: 11.0, usage: "post-dial delay over this many seconds is slow setup (slow-setup, problems, the diagnosis)"},
+	{flag: "short-call-threshold", key: "analysis.short_call_threshold", kind: kFloat, def: 3.0, usage: "completed calls shorter than this many seconds are short calls (short-calls)"},
+	{flag: "loss-threshold", key: "analysis.loss_threshold", kind: kFloat, def: 5.0, usage: "RTP loss over this percentage is a problem (problems)"},
+	{flag: "jitter-threshold", key: "analysis.jitter_threshold", kind: kFloat, def: 50.0, usage: "RTP jitter over this many milliseconds is a problem (problems)"},
+	{flag: "retransmit-threshold", key: "analysis.retransmit_threshold", kind: kInt, def: 3, usage: "more SIP retransmissions than this in a dialog is a problem (problems)"},
+
+	// Leg correlation (core/correlate): find_correlated, get_call_tree, the
+	// per-call reports, render_ladder and --call-report read them.
+	{flag: "leg-correlation-window", key: "correlation.window", kind: kFloat, def: 2.0, usage: "seconds between two legs' starts for the timing heuristic"},
+	{flag: "x-call-id-header", key: "correlation.x_call_id_headers", kind: kStrings, def: []string{"X-Call-ID"}, usage: "header naming another leg's Call-ID (repeatable; default X-Call-ID)"},
+
+	// Batch: one call's report and ladder.
+	{flag: "call-report", key: "call_report", kind: kString, def: "", usage: "print one call's report and ladder (text) and exit", noConfig: true},
+	{flag: "markdown", key: "markdown", kind: kBool, def: false, usage: "with --call-report: Markdown instead of text", noConfig: true},
+	{flag: "no-cli-print", key: "no_cli_print", kind: kBool, def: false, usage: "with --call-report: print only the document (no stderr summary)", noConfig: true},
 }
 
 // freeSections are config subtrees whose keys are not fixed: custom bundles
@@ -108,6 +130,7 @@ type Config struct {
 }
 
 func (c *Config) Bool(key string) bool        { return c.k.Bool(key) }
+func (c *Config) Float(key string) float64    { return c.k.Float64(key) }
 func (c *Config) Int(key string) int          { return c.k.Int(key) }
 func (c *Config) String(key string) string    { return c.k.String(key) }
 func (c *Config) Strings(key string) []string { return splitList(c.k.Strings(key)) }
@@ -207,6 +230,10 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 		case kString:
 			p := new(string)
 			fs.StringVar(p, o.flag, o.def.(string), o.usage)
+			vals[o.flag] = p
+		case kFloat:
+			p := new(float64)
+			fs.Float64Var(p, o.flag, o.def.(float64), o.usage)
 			vals[o.flag] = p
 		case kStrings:
 			p := new([]string)
@@ -316,6 +343,8 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 			flagMap[o.key] = *p
 		case *string:
 			flagMap[o.key] = *p
+		case *float64:
+			flagMap[o.key] = *p
 		case *[]string:
 			flagMap[o.key] = *p
 		}
@@ -342,10 +371,60 @@ func parseValue(o option, s string) (any, error) {
 			return nil, fmt.Errorf("want an integer, got %q", s)
 		}
 		return n, nil
+	case kFloat:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return nil, fmt.Errorf("want a number, got %q", s)
+		}
+		return f, nil
 	case kStrings:
 		return []string{s}, nil
 	}
 	return s, nil
+}
+
+// checkType refuses a config-file value of the wrong type: koanf would read
+// it as the zero value, silently.
+func checkType(o option, v any) error {
+	switch o.kind {
+	case kBool:
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("want true or false, got %v", v)
+		}
+	case kInt:
+		switch x := v.(type) {
+		case int, int64, uint64:
+		case float64:
+			if x != math.Trunc(x) {
+				return fmt.Errorf("want an integer, got %v", v)
+			}
+		default:
+			return fmt.Errorf("want an integer, got %v", v)
+		}
+	case kFloat:
+		switch v.(type) {
+		case int, int64, uint64, float64:
+		default:
+			return fmt.Errorf("want a number, got %v", v)
+		}
+	case kString:
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("want a string, got %v", v)
+		}
+	case kStrings:
+		switch x := v.(type) {
+		case string:
+		case []any:
+			for _, e := range x {
+				if _, ok := e.(string); !ok {
+					return fmt.Errorf("want a list of strings, got %v", v)
+				}
+			}
+		default:
+			return fmt.Errorf("want a list of strings, got %v", v)
+		}
+	}
+	return nil
 }
 
 // checkKnownKeys refuses any key of a config file that sipnab does not read.
@@ -361,8 +440,13 @@ func checkKnownKeys(fk *koanf.Koanf, path string) error {
 		if slices.ContainsFunc(freeSections, func(s string) bool { return key == s || strings.HasPrefix(key, s+".") }) {
 			continue
 		}
-		if _, ok := known[key]; !ok {
+		o, ok := known[key]
+		if !ok {
 			unknown = append(unknown, key)
+			continue
+		}
+		if err := checkType(o, fk.Get(key)); err != nil {
+			return usagef("config %s: %s: %v", path, key, err)
 		}
 	}
 	if len(unknown) > 0 {

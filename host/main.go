@@ -102,6 +102,9 @@ func checkStartup(cfg *Config) error {
 		}
 		return usagef("the terminal UI is not built; run with -N (batch: -N -I FILE --json|--report; MCP: -N --mcp)")
 	}
+	if err := checkAnalysis(cfg); err != nil {
+		return err
+	}
 	if mcpOn {
 		transport := cfg.String("mcp.transport")
 		switch transport {
@@ -252,7 +255,10 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		_ = eng.capture.Close()
 		return 0, err
 	}
-	reg, err := buildRegistry(ctx, cfg, bundles, root, eng.services(), limits, files)
+	th := thresholdsOf(cfg)
+	log.Debug("analysis thresholds", "thresholds", thresholdsLine(th))
+	services := append(eng.services(), th, correlationOf(cfg))
+	reg, err := buildRegistry(ctx, cfg, bundles, root, services, limits, files)
 	// A bundle over its byte budget costs agents context, not correctness:
 	// the tests refuse it, startup only warns.
 	budget, err := sdk.SplitBudgetErrors(err)

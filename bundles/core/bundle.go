@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -39,6 +40,10 @@ type deps struct {
 	// live are the running live captures (their kernel drop counters), when
 	// the host provides them.
 	live []*live.Capture
+	// th are the run's analysis thresholds (--pdd-threshold and its
+	// siblings): the host's filter.Thresholds service, filter's defaults
+	// when it provides none.
+	th filter.Thresholds
 }
 
 // Provision reads [bundles.core], fetches the capture engine from the host
@@ -55,6 +60,10 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	d := &deps{capture: capture, started: time.Now()}
 	if l, err := sdk.Service[[]*live.Capture](env); err == nil {
 		d.live = l
+	}
+	d.th = filter.DefaultThresholds()
+	if th, err := sdk.Service[filter.Thresholds](env); err == nil {
+		d.th = th
 	}
 	tools := make([]sdk.Tool, 0, len(constructors))
 	for _, mk := range constructors {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
@@ -32,12 +33,16 @@ func querier(d *deps) *query.Querier {
 	return query.For(d.capture.Dialogs(), src, runThresholds(d))
 }
 
-// runThresholds are the thresholds the filter aliases expand with. The
-// core bundle's config section and the engine config do not carry
-// --pdd-threshold and its siblings yet, so the run uses filter's defaults
-// (PDD 11 s, short call 3 s, loss 5 %, jitter 50 ms, 3 retransmits); the
-// query layer takes whatever is passed here.
-func runThresholds(*deps) filter.Thresholds { return filter.DefaultThresholds() }
+// runThresholds are the thresholds the filter aliases expand with: the
+// run's (--pdd-threshold, --short-call-threshold, --loss-threshold,
+// --jitter-threshold, --retransmit-threshold or [analysis]), which the host
+// validated at startup and provides as a filter.Thresholds service.
+func runThresholds(d *deps) filter.Thresholds { return d.th }
+
+// analysisOptions are the diagnosis options of the run: its PDD threshold.
+func analysisOptions(d *deps) analysis.Options {
+	return analysis.Options{SlowSetup: time.Duration(d.th.PDDSeconds * float64(time.Second))}
+}
 
 // compileFilter compiles a filter argument; a bad expression is an
 // invalid-params error carrying the compiler's message and position.

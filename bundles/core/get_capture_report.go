@@ -66,7 +66,7 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 		if format == "" {
 			format = formatJSON
 		}
-		rep, st := report.Analyze(d.capture, analysis.Options{})
+		rep, st := report.Analyze(d.capture, analysisOptions(d))
 		src := sourceState(st)
 		// Reports carry the provenance note but no markers: fencing a mixed
 		// document would tell the agent to distrust sipnab's own analysis.

@@ -76,7 +76,7 @@ func rtpStatsCall(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	if known {
 		facts = analysis.FactsFrom(det)
 	}
-	dd := analysis.Diagnose(facts, store, analysis.Options{})
+	dd := analysis.Diagnose(facts, store, analysisOptions(d))
 	diag := fenceDiagnosis(c, dd.Media)
 	for i := range streams {
 		fenceStream(c, &streams[i])

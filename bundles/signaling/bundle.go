@@ -8,8 +8,12 @@ package signaling
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -41,6 +45,26 @@ type deps struct {
 	// every file-naming argument goes through it; the zero value refuses
 	// them ("file tools are disabled").
 	root sdk.FileRoot
+	// th are the run's analysis thresholds (the host's filter.Thresholds
+	// service); nil means filter's defaults.
+	th *filter.Thresholds
+	// correlation are the run's leg-correlation settings (the host's
+	// correlate.Config service); the zero value is correlate's defaults
+	// (2 s window, X-Call-ID).
+	correlation correlate.Config
+}
+
+// thresholds returns the run's analysis thresholds.
+func (d *deps) thresholds() filter.Thresholds {
+	if d.th != nil {
+		return *d.th
+	}
+	return filter.DefaultThresholds()
+}
+
+// analysisOptions are the diagnosis options of the run: its PDD threshold.
+func (d *deps) analysisOptions() analysis.Options {
+	return analysis.Options{SlowSetup: time.Duration(d.thresholds().PDDSeconds * float64(time.Second))}
 }
 
 // Provision reads [bundles.signaling], fetches the capture engine and builds
@@ -55,6 +79,12 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 		return nil, fmt.Errorf("signaling bundle needs the capture engine: %w", err)
 	}
 	d := &deps{capture: capture, root: env.FileRoot()}
+	if th, err := sdk.Service[filter.Thresholds](env); err == nil {
+		d.th = &th
+	}
+	if cc, err := sdk.Service[correlate.Config](env); err == nil {
+		d.correlation = cc
+	}
 	addResources(env, d) // templates and completions (resources.go)
 	return tools(d), nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
-	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -69,7 +68,7 @@ func compareDialogsTool(d *deps) sdk.Tool {
 		Description: "Two calls side by side (state, final code, messages, methods, hints) and the fields that differ.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, in compareDialogsIn) (CompareDialogs, error) {
-		return compareDialogs(d.capture, in)
+		return compareDialogs(d, in)
 	})
 }
 
@@ -81,7 +80,8 @@ type compared struct {
 	n    int // RTP streams
 }
 
-func compareDialogs(capture *engine.Capture, in compareDialogsIn) (CompareDialogs, error) {
+func compareDialogs(d *deps, in compareDialogsIn) (CompareDialogs, error) {
+	capture := d.capture
 	if in.CallIDA == "" || in.CallIDB == "" {
 		return CompareDialogs{}, sdk.InvalidParams("call_id_a and call_id_b are required: give two Call-IDs from list_dialogs")
 	}
@@ -95,7 +95,7 @@ func compareDialogs(capture *engine.Capture, in compareDialogsIn) (CompareDialog
 		if !ok {
 			return compared{}, sdk.InvalidParams("unknown %s %q: no dialog with this Call-ID (list_dialogs lists them)", arg, id)
 		}
-		cp := compared{det: det, diag: analysis.Diagnose(analysis.FactsFrom(det), ms, analysis.Options{}), n: len(ms.StreamsFor(id))}
+		cp := compared{det: det, diag: analysis.Diagnose(analysis.FactsFrom(det), ms, d.analysisOptions()), n: len(ms.StreamsFor(id))}
 		cp.side = CompareSide{CallID: id, State: det.State, FinalStatusCode: det.FinalStatusCode, MsgCount: det.MsgCount,
 			Methods: []string{}, Hints: []string{}}
 		for i := range det.Messages {

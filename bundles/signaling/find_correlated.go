@@ -2,12 +2,12 @@ package signaling
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/dialog"
-	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -69,11 +69,12 @@ func findCorrelatedTool(d *deps) sdk.Tool {
 			"Empty legs: the hop stayed a proxy.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, error) {
-		return findCorrelated(d.capture, c, in)
+		return findCorrelated(d, c, in)
 	})
 }
 
-func findCorrelated(capture *engine.Capture, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, error) {
+func findCorrelated(d *deps, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, error) {
+	capture := d.capture
 	if in.CallID == "" {
 		return FindCorrelated{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
@@ -82,7 +83,7 @@ func findCorrelated(capture *engine.Capture, c *sdk.Call, in findCorrelatedIn) (
 	}
 	limit := c.Limit(in.Limit)
 	src := sourceState(capture.Status())
-	res, _ := legCorrelator(capture).Find(in.CallID)
+	res, _ := legCorrelator(d).Find(in.CallID)
 	out := FindCorrelated{
 		SourceCallID:    in.CallID,
 		Legs:            []CorrelatedLeg{},
@@ -124,42 +125,51 @@ func heuristicOnly(legs []CorrelatedLeg) bool {
 	return len(legs) > 0
 }
 
-// legCorrelators keeps one correlator per dialog store, so a query re-reads
-// only the dialogs that changed since the last one. Bounded: a process holds
-// one capture at a time (tests hold more).
+// legCorrelators keeps one correlator per dialog store and settings, so a
+// query re-reads only the dialogs that changed since the last one. Bounded:
+// a process holds one capture at a time (tests hold more).
 var legCorrelators struct {
 	sync.Mutex
-	m     map[*dialog.Store]*correlate.Correlator
-	order []*dialog.Store
+	m     map[correlatorKey]*correlate.Correlator
+	order []correlatorKey
+}
+
+// correlatorKey names a correlator: its store and its settings.
+type correlatorKey struct {
+	store    *dialog.Store
+	settings string
 }
 
 // maxCorrelators bounds legCorrelators.
 const maxCorrelators = 8
 
-// legCorrelator returns the correlator of a capture's dialog store, with the
-// default window and headers (the --call-report command line builds the
-// same, so render_ladder prints the same bytes).
-func legCorrelator(capture *engine.Capture) *correlate.Correlator {
-	store := capture.Dialogs()
+// legCorrelator returns the correlator of the capture's dialog store with
+// the run's settings (--leg-correlation-window, --x-call-id-header: the
+// host's correlate.Config service); the --call-report command line builds
+// the same, so render_ladder prints the same bytes.
+func legCorrelator(d *deps) *correlate.Correlator {
+	store := d.capture.Dialogs()
+	key := correlatorKey{store: store, settings: fmt.Sprintf("%d|%q", d.correlation.Window, d.correlation.XCallIDHeaders)}
 	legCorrelators.Lock()
 	defer legCorrelators.Unlock()
-	if cr := legCorrelators.m[store]; cr != nil {
+	if cr := legCorrelators.m[key]; cr != nil {
 		return cr
 	}
 	if legCorrelators.m == nil {
-		legCorrelators.m = map[*dialog.Store]*correlate.Correlator{}
+		legCorrelators.m = map[correlatorKey]*correlate.Correlator{}
 	}
 	if len(legCorrelators.order) >= maxCorrelators {
 		delete(legCorrelators.m, legCorrelators.order[0])
 		legCorrelators.order = legCorrelators.order[1:]
 	}
-	cr := correlate.New(store, correlate.Config{})
-	legCorrelators.m[store] = cr
-	legCorrelators.order = append(legCorrelators.order, store)
+	cr := correlate.New(store, d.correlation)
+	legCorrelators.m[key] = cr
+	legCorrelators.order = append(legCorrelators.order, key)
 	return cr
 }
 
-// callReportOptions are the options every per-call document is built with.
-func callReportOptions(capture *engine.Capture) callreport.Options {
-	return callreport.Options{Correlator: legCorrelator(capture)}
+// callReportOptions are the options every per-call document is built with:
+// the run's correlator and PDD threshold, as --call-report builds them.
+func callReportOptions(d *deps) callreport.Options {
+	return callreport.Options{Correlator: legCorrelator(d), Diagnosis: d.analysisOptions()}
 }

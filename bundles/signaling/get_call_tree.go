@@ -6,7 +6,6 @@ import (
 
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/dialog"
-	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -80,11 +79,12 @@ func getCallTreeTool(d *deps) sdk.Tool {
 			"guesses are leaves, never walked (heuristic_edges); followed false: not searched.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
-		return getCallTree(d.capture, c, in)
+		return getCallTree(d, c, in)
 	})
 }
 
-func getCallTree(capture *engine.Capture, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
+func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
+	capture := d.capture
 	if in.CallID == "" {
 		return CallTree{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
@@ -93,7 +93,7 @@ func getCallTree(capture *engine.Capture, c *sdk.Call, in getCallTreeIn) (CallTr
 	}
 	limit := c.Limit(in.Limit)
 	src := sourceState(capture.Status())
-	tree, ok := legCorrelator(capture).Tree(in.CallID, limit)
+	tree, ok := legCorrelator(d).Tree(in.CallID, limit)
 	if !ok {
 		return CallTree{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/sipnab/sipnab/core/callreport"
-	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -31,11 +30,12 @@ func getDialogReportTool(d *deps) sdk.Tool {
 			"markdown/text add transaction chains.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, in getDialogReportIn) (DialogReport, error) {
-		return getDialogReport(d.capture, c, in)
+		return getDialogReport(d, c, in)
 	})
 }
 
-func getDialogReport(capture *engine.Capture, c *sdk.Call, in getDialogReportIn) (DialogReport, error) {
+func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, error) {
+	capture := d.capture
 	if in.CallID == "" {
 		return DialogReport{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
@@ -50,7 +50,7 @@ func getDialogReport(capture *engine.Capture, c *sdk.Call, in getDialogReportIn)
 		return DialogReport{}, sdk.InvalidParams("unknown format %q: want json, markdown or text", in.Format)
 	}
 	src := sourceState(capture.Status())
-	call, ok := callreport.Build(capture, in.CallID, callReportOptions(capture))
+	call, ok := callreport.Build(capture, in.CallID, callReportOptions(d))
 	if !ok {
 		return DialogReport{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
 	}

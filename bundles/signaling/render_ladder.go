@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/sipnab/sipnab/core/callreport"
-	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -25,11 +24,11 @@ func renderLadderTool(d *deps) sdk.Tool {
 			"correlated legs. Same bytes as --call-report.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, in renderLadderIn) (Ladder, error) {
-		return Ladder{}, renderLadder(d.capture, c, in)
+		return Ladder{}, renderLadder(d, c, in)
 	})
 }
 
-func renderLadder(capture *engine.Capture, c *sdk.Call, in renderLadderIn) error {
+func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 	if in.CallID == "" {
 		return sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
@@ -41,7 +40,7 @@ func renderLadder(capture *engine.Capture, c *sdk.Call, in renderLadderIn) error
 	default:
 		return sdk.InvalidParams("unknown format %q: a ladder is a drawing, want markdown or text (get_dialog_report has json)", in.Format)
 	}
-	call, ok := callreport.Build(capture, in.CallID, callReportOptions(capture))
+	call, ok := callreport.Build(d.capture, in.CallID, callReportOptions(d))
 	if !ok {
 		return sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
 	}

@@ -113,8 +113,8 @@ func timeline(ctx context.Context, d *deps, c *sdk.Call, in timelineIn) (Timelin
 var storeQueriers sync.Map // weak.Pointer[deps] -> *query.Querier
 
 // storeQuerier returns the bundle's dialog query layer. Filters expand
-// their aliases with filter's default thresholds: the run's thresholds
-// (--pdd-threshold and its siblings) do not reach bundles yet.
+// their aliases with the run's thresholds (--pdd-threshold and its
+// siblings, the host's filter.Thresholds service).
 func storeQuerier(d *deps) *query.Querier {
 	key := weak.Make(d)
 	if q, ok := storeQueriers.Load(key); ok {
@@ -124,7 +124,7 @@ func storeQuerier(d *deps) *query.Querier {
 	if m := d.capture.Media(); m != nil {
 		src = m
 	}
-	q, loaded := storeQueriers.LoadOrStore(key, query.New(d.capture.Dialogs(), src, filter.DefaultThresholds()))
+	q, loaded := storeQueriers.LoadOrStore(key, query.New(d.capture.Dialogs(), src, d.thresholds()))
 	if !loaded {
 		runtime.AddCleanup(d, func(k weak.Pointer[deps]) { storeQueriers.Delete(k) }, key)
 	}

@@ -1,0 +1,75 @@
+package host
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/sipnab/sipnab/core/correlate"
+	"github.com/sipnab/sipnab/core/filter"
+)
+
+// thresholdsOf reads the run's analysis thresholds ([analysis] and the
+// --*-threshold flags). Bundles receive them as a filter.Thresholds service.
+func thresholdsOf(cfg *Config) filter.Thresholds {
+	return filter.Thresholds{
+		PDDSeconds:       cfg.Float("analysis.pdd_threshold"),
+		ShortCallSeconds: cfg.Float("analysis.short_call_threshold"),
+		LossPct:          cfg.Float("analysis.loss_threshold"),
+		JitterMs:         cfg.Float("analysis.jitter_threshold"),
+		Retransmits:      cfg.Int("analysis.retransmit_threshold"),
+	}
+}
+
+// correlationOf reads the leg-correlation settings ([correlation],
+// --leg-correlation-window, --x-call-id-header). Bundles receive them as a
+// correlate.Config service, and --call-report builds its correlator from
+// the same value, so render_ladder and --call-report print the same bytes.
+func correlationOf(cfg *Config) correlate.Config {
+	return correlate.Config{
+		Window:         time.Duration(cfg.Float("correlation.window") * float64(time.Second)),
+		XCallIDHeaders: nonEmpty(cfg.Strings("correlation.x_call_id_headers")),
+	}
+}
+
+// checkAnalysis validates the thresholds and the correlation settings at
+// startup (a usage error, exit 2).
+func checkAnalysis(cfg *Config) error {
+	if err := thresholdsOf(cfg).Validate(); err != nil {
+		return usagef("%v (--pdd-threshold, --short-call-threshold, --loss-threshold, --jitter-threshold, --retransmit-threshold or [analysis])", err)
+	}
+	if w := cfg.Float("correlation.window"); math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 || w > 3600 {
+		return usagef("--leg-correlation-window %v: want seconds above 0 and at most 3600", w)
+	}
+	hdrs := cfg.Strings("correlation.x_call_id_headers")
+	if len(nonEmpty(hdrs)) == 0 {
+		return usagef("--x-call-id-header: name at least one header (default X-Call-ID)")
+	}
+	for _, h := range hdrs {
+		if !isToken(h) {
+			return usagef("--x-call-id-header %q: not a header name (RFC 3261 token characters, at most 64)", h)
+		}
+	}
+	return nil
+}
+
+// isToken reports an RFC 3261 token of at most 64 characters.
+func isToken(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-.!%*_+`'~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// String describes the thresholds for the startup log.
+func thresholdsLine(th filter.Thresholds) string {
+	return fmt.Sprintf("pdd>%gs short<%gs loss>%g%% jitter>%gms retransmits>%d",
+		th.PDDSeconds, th.ShortCallSeconds, th.LossPct, th.JitterMs, th.Retransmits)
+}
