@@ -395,3 +395,60 @@ func TestEngineAcceptanceMOSGrounding(t *testing.T) {
 		}
 	})
 }
+
+// TestEngineAcceptanceSDPAssociation: streams tie to their dialog through
+// an SDP inside a multipart body, an a=rtcp port, and a re-INVITE that
+// moves the caller's media elsewhere.
+func TestEngineAcceptanceSDPAssociation(t *testing.T) {
+	const id = "assoc@a.example"
+	const aSig, bSig = "192.0.2.60:5060", "192.0.2.61:5060"
+	sdpA := accSDP("192.0.2.60", 16000, "0", "rtcp:16011")
+	mp := "--b1\r\nContent-Type: application/sdp\r\n\r\n" + sdpA + "\r\n--b1\r\nContent-Type: application/isup;version=itu-t92+\r\n\r\n\x01\x00\x49\x00\r\n--b1--\r\n"
+	var frames []accFrame
+	add := func(ms int, src, dst string, p []byte) {
+		frames = append(frames, accFrame{accAt(ms), accIPEth(accUDP(t, src, dst, p))})
+	}
+	add(0, aSig, bSig, accReq("INVITE", id, 1, "", mp, "Content-Type: multipart/mixed;boundary=b1"))
+	add(100, bSig, aSig, accResp(200, "OK", "INVITE", id, 1, accSDP("192.0.2.61", 20000, "0")))
+	add(110, aSig, bSig, accReq("ACK", id, 1, "bt1", ""))
+	for i := 0; i < 100; i++ {
+		add(200+20*i, "192.0.2.60:16000", "192.0.2.61:20000", accRTP(0, i == 0, uint16(i), uint32(160*i), 0xa0, make([]byte, 160)))
+		add(201+20*i, "192.0.2.61:20000", "192.0.2.60:16000", accRTP(0, i == 0, uint16(i), uint32(160*i), 0xb0, make([]byte, 160)))
+	}
+	add(1500, "192.0.2.60:16011", "192.0.2.61:20001", accRTCPSR(0xa0, 0xe1f0000000000000, 160*60, 60, 60*160))
+	// re-INVITE: the caller's media moves to 192.0.2.62:16500.
+	add(2500, aSig, bSig, accReq("INVITE", id, 2, "bt1", accSDP("192.0.2.62", 16500, "0")))
+	add(2600, bSig, aSig, accResp(200, "OK", "INVITE", id, 2, accSDP("192.0.2.61", 20000, "0")))
+	add(2610, aSig, bSig, accReq("ACK", id, 2, "bt1", ""))
+	for i := 0; i < 100; i++ {
+		add(2700+20*i, "192.0.2.62:16500", "192.0.2.61:20000", accRTP(0, i == 0, uint16(i), uint32(160*i), 0xa2, make([]byte, 160)))
+		add(2701+20*i, "192.0.2.61:20000", "192.0.2.62:16500", accRTP(0, false, uint16(100+i), uint32(160*(100+i)), 0xb0, make([]byte, 160)))
+	}
+	add(5000, aSig, bSig, accReq("BYE", id, 3, "bt1", ""))
+	add(5010, bSig, aSig, accResp(200, "OK", "BYE", id, 3, ""))
+	sortFrames(frames)
+	p := accWrite(t, t.TempDir(), "assoc.pcap", layers.LinkTypeEthernet, frames)
+	_, doc := accLoad(t, p)
+	if doc.Run.SDPBodies != 4 {
+		t.Errorf("got %d SDP bodies, want 4 (the multipart one included)", doc.Run.SDPBodies)
+	}
+	want := map[string]uint64{
+		"0x000000a0 192.0.2.60:16000 > 192.0.2.61:20000": 100,
+		"0x000000b0 192.0.2.61:20000 > 192.0.2.60:16000": 100,
+		"0x000000a2 192.0.2.62:16500 > 192.0.2.61:20000": 100,
+		"0x000000b0 192.0.2.61:20000 > 192.0.2.62:16500": 100,
+	}
+	if len(doc.Streams) != len(want) {
+		t.Errorf("got %d streams, want %d", len(doc.Streams), len(want))
+	}
+	for _, s := range doc.Streams {
+		k := accKey(s.SSRC, s.Src, s.Dst)
+		n, ok := want[k]
+		if !ok || s.Packets != n || s.AssociatedDialog != id {
+			t.Errorf("stream %s: packets %d dialog %q; want one of the call's", k, s.Packets, s.AssociatedDialog)
+		}
+		if s.SSRC == "0x000000a0" && (s.EndpointReported == nil || s.EndpointReported.SenderReports != 1) {
+			t.Errorf("stream %s: the SR from the a=rtcp port not kept: %+v", k, s.EndpointReported)
+		}
+	}
+}
