@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/correlate"
+	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -144,5 +145,25 @@ func TestBundlesReceiveTheRunsSettings(t *testing.T) {
 	}
 	if got := <-b.corr; got.Window != 1500*time.Millisecond || strings.Join(got.XCallIDHeaders, ",") != "X-Call-ID" {
 		t.Errorf("correlation: got %+v", got)
+	}
+}
+
+func TestReadExit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   engine.Status
+		want int
+	}{
+		{"whole", engine.Status{SourceExhausted: true, Complete: true}, exitOK},
+		{"stopped on request", engine.Status{StoppedOnRequest: true}, exitOK},
+		{"stopped early", engine.Status{SourceStoppedEarly: true}, exitFailure},
+		{"stopped early and on request", engine.Status{SourceStoppedEarly: true, StoppedOnRequest: true}, exitFailure},
+		{"not read to the end", engine.Status{}, exitFailure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := readExit(tc.st); got != tc.want {
+				t.Errorf("got %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -105,6 +105,15 @@ func checkStartup(cfg *Config) error {
 	if err := checkAnalysis(cfg); err != nil {
 		return err
 	}
+	if cfg.String("call_report") == "" {
+		for _, f := range []string{"markdown", "no_cli_print"} {
+			if cfg.Bool(f) {
+				return usagef("--%s goes with --call-report <Call-ID>", strings.ReplaceAll(f, "_", "-"))
+			}
+		}
+	} else if mcpOn {
+		return usagef("--call-report is a batch output; it does not combine with --mcp (render_ladder answers the same document)")
+	}
 	if mcpOn {
 		transport := cfg.String("mcp.transport")
 		switch transport {
