@@ -90,3 +90,31 @@ func TestStoreGetThroughTheCache(t *testing.T) {
 		t.Fatalf("got %d streams evicted, want %d", got, want)
 	}
 }
+
+// TestReadersLeaveTheCacheAlone: readers hold only the read lock, so All
+// and Each must not write the writer's cache (go test -race would see two
+// readers write it at once).
+func TestReadersLeaveTheCacheAlone(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	st := NewStore(Config{})
+	for i := 0; i < 64; i++ {
+		st.newStream(Key{Src: ap("192.0.2.1:1"), Dst: ap("192.0.2.2:2"), SSRC: uint32(i)}, int64(i), nil, packet.FrameRef{}, packet.OriginWire)
+	}
+	*st.hot = [hotSlots]*stream{}
+	done := make(chan struct{})
+	for r := 0; r < 4; r++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			_ = st.All()
+			_ = st.Each(func(*StreamInfo) error { return nil })
+		}()
+	}
+	for r := 0; r < 4; r++ {
+		<-done
+	}
+	for i, s := range st.hot {
+		if s != nil {
+			t.Fatalf("slot %d was filled by a reader", i)
+		}
+	}
+}

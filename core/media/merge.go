@@ -38,7 +38,7 @@ func (st *Store) Merge(others ...*Store) {
 			}
 		}
 		for _, s := range o.order[o.orderHd:] {
-			if s == nil || o.get(s.key) != s {
+			if s == nil || o.lookup(s.key) != s {
 				continue
 			}
 			if st.get(s.key) != nil {

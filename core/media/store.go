@@ -281,20 +281,27 @@ func (st *Store) get(k Key) *stream {
 	if s := *slot; s != nil && s.key == k {
 		return s
 	}
-	// Zoned keys are never in the packed map, and the packed form of an
-	// unzoned key is unique: a hit whose key differs is the unzoned twin of
-	// a zoned k.
-	s := st.streams.m[k.packAddrs()]
-	if s != nil && s.key != k {
-		s = nil
-	}
-	if s == nil && st.streams.zoned != nil {
-		s = st.streams.zoned[k]
-	}
+	s := st.lookup(k)
 	if s != nil {
 		*slot = s
 	}
 	return s
+}
+
+// lookup returns the stream with key k (nil when none) from the maps
+// alone. Readers, which hold only the read lock, use it: the cache is the
+// writer's.
+func (st *Store) lookup(k Key) *stream {
+	// Zoned keys are never in the packed map, and the packed form of an
+	// unzoned key is unique: a hit whose key differs is the unzoned twin of
+	// a zoned k.
+	if s := st.streams.m[k.packAddrs()]; s != nil && s.key == k {
+		return s
+	}
+	if st.streams.zoned == nil {
+		return nil
+	}
+	return st.streams.zoned[k]
 }
 
 // forget removes a stream leaving the store from the cache.

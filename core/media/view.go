@@ -475,7 +475,7 @@ func (st *Store) All() []StreamInfo {
 	st.mu.RLock()
 	ss := make([]*stream, 0, st.streams.len())
 	for _, s := range st.order[st.orderHd:] {
-		if s != nil && st.get(s.key) == s {
+		if s != nil && st.lookup(s.key) == s {
 			ss = append(ss, s)
 		}
 	}
@@ -486,6 +486,41 @@ func (st *Store) All() []StreamInfo {
 	}
 	st.mu.RUnlock()
 	return out
+}
+
+// Each calls fn with the streams of All, in the same order, one at a time,
+// without building the whole list: views are made a chunk at a time under
+// the read lock, and fn runs with the lock released. It stops at fn's first
+// error and returns it. A stream evicted during the walk is skipped.
+func (st *Store) Each(fn func(*StreamInfo) error) error {
+	st.mu.RLock()
+	ss := make([]*stream, 0, st.streams.len())
+	for _, s := range st.order[st.orderHd:] {
+		if s != nil && st.lookup(s.key) == s {
+			ss = append(ss, s)
+		}
+	}
+	st.mu.RUnlock()
+	sort.Slice(ss, func(i, j int) bool { return less(ss[i], ss[j]) })
+	const chunk = 256
+	views := make([]StreamInfo, 0, min(chunk, len(ss)))
+	for i := 0; i < len(ss); i += chunk {
+		views = views[:0]
+		st.mu.RLock()
+		for _, s := range ss[i:min(i+chunk, len(ss))] {
+			if st.lookup(s.key) == s {
+				views = append(views, st.view(s))
+			}
+		}
+		st.mu.RUnlock()
+		for j := range views {
+			if err := fn(&views[j]); err != nil {
+				return err
+			}
+			views[j] = StreamInfo{} // let the view's values go
+		}
+	}
+	return nil
 }
 
 func less(a, b *stream) bool {
