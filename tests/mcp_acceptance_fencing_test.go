@@ -158,6 +158,17 @@ func mcpaccHostileCapture(t *testing.T) string {
 	add(10*time.Second, a+":5060", b+":5060", mcpaccSIP([]string{mcpaccMethod + " sip:bob@victim.example SIP/2.0", mvia,
 		"Max-Forwards: 70", "From: <sip:m@evil.example>;tag=m1", "To: <sip:bob@victim.example>", "Call-ID: method@evil",
 		"CSeq: 1 " + mcpaccMethod}, ""))
+	// Five REGISTER dialogs opened in the same microsecond, written in
+	// descending Call-ID order: only the compound cursor pages them once.
+	for _, n := range "edcba" {
+		rvia := fmt.Sprintf("Via: SIP/2.0/UDP %s:5060;branch=z9hG4bK-reg%c", a, n)
+		rfrom := fmt.Sprintf("From: <sip:user%c@evil.example>;tag=r%c", n, n)
+		add(20*time.Second, a+":5060", b+":5060", mcpaccSIP([]string{"REGISTER sip:evil.example SIP/2.0", rvia, "Max-Forwards: 70",
+			rfrom, fmt.Sprintf("To: <sip:user%c@evil.example>", n), fmt.Sprintf("Call-ID: tie-%c@evil", n), "CSeq: 1 REGISTER",
+			"Contact: <sip:u@" + a + ">", "Expires: 60"}, ""))
+		add(20500*time.Millisecond, b+":5060", a+":5060", mcpaccSIP([]string{"SIP/2.0 200 OK", rvia, rfrom,
+			fmt.Sprintf("To: <sip:user%c@evil.example>;tag=x%c", n, n), fmt.Sprintf("Call-ID: tie-%c@evil", n), "CSeq: 1 REGISTER"}, ""))
+	}
 	path := filepath.Join(t.TempDir(), "hostile.pcap")
 	mcpaccWritePcap(t, path, time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC), pkts)
 	return path
@@ -419,6 +430,77 @@ func TestMCPAcceptanceHostileCaptureFencing(t *testing.T) {
 		}
 	})
 
+	// Compound cursors (mcp-surface §2.3): rows sharing a created_at page
+	// exactly once at limit 1, search hits carry a zero-padded message
+	// index, and a bare timestamp pages strictly after that instant.
+	t.Run("compound cursors page tied rows exactly once", func(t *testing.T) {
+		s := s.on(t)
+		dialogCursor := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z\|.+$`)
+		messageCursor := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z\|.+#\d{10}$`)
+		for _, tc := range []struct {
+			tool   string
+			args   map[string]any
+			rows   string
+			key    func(map[string]any) string
+			cursor *regexp.Regexp
+		}{
+			{"list_dialogs", map[string]any{"limit": 1, "fields": []string{"created_at"}}, "dialogs",
+				func(r map[string]any) string { return r["call_id"].(string) }, dialogCursor},
+			{"search_messages", map[string]any{"query": "evil.example", "limit": 1}, "hits",
+				func(r map[string]any) string { return fmt.Sprintf("%s#%v", r["call_id"], r["message_index"]) }, messageCursor},
+		} {
+			seen := map[string]int{}
+			var cursor string
+			total := -1
+			for page := 0; page < 100; page++ {
+				args := map[string]any{}
+				for k, v := range tc.args {
+					args[k] = v
+				}
+				if cursor != "" {
+					args["cursor"] = cursor
+				}
+				m, _ := s.ok(tc.tool, args)
+				total = int(m["total_matched"].(float64))
+				for _, r := range m[tc.rows].([]any) {
+					seen[tc.key(r.(map[string]any))]++
+				}
+				next, _ := m["next_cursor"].(string)
+				if next == "" {
+					if m["truncated"] != false {
+						t.Errorf("%s: last page truncated = %v, want false on a whole read", tc.tool, m["truncated"])
+					}
+					break
+				}
+				if !tc.cursor.MatchString(next) {
+					t.Errorf("%s: next_cursor %q, want the compound form", tc.tool, next)
+				}
+				cursor = next
+			}
+			if total < 2 {
+				t.Errorf("%s: total_matched %d, want several rows to page", tc.tool, total)
+			}
+			dup := 0
+			for _, n := range seen {
+				dup += n - 1
+			}
+			if len(seen) != total || dup != 0 {
+				t.Errorf("%s: paged %d distinct rows (%d repeated), want total_matched %d once each", tc.tool, len(seen), dup, total)
+			}
+		}
+		for _, id := range []string{"tie-a@evil", "tie-e@evil"} {
+			if _, ok := mcpaccListed(s, t, map[string]any{"limit": 1000})[id]; !ok {
+				t.Errorf("%s missing from the listing", id)
+			}
+		}
+		// A bare timestamp starts strictly after the instant: the five tied
+		// REGISTERs sit exactly on it and every other dialog before it.
+		after := mcpaccListed(s, t, map[string]any{"cursor": "2023-11-14T22:13:40Z", "limit": 1000})
+		if len(after) != 0 {
+			t.Errorf("bare timestamp cursor at the tied instant: got %d rows, want 0", len(after))
+		}
+	})
+
 	t.Run("an answer with no sender text carries no note", func(t *testing.T) {
 		s := s.on(t)
 		for _, tc := range []struct {
@@ -440,4 +522,15 @@ func TestMCPAcceptanceHostileCaptureFencing(t *testing.T) {
 			}
 		}
 	})
+}
+
+// mcpaccListed returns the Call-IDs of one list_dialogs page.
+func mcpaccListed(s *rawSession, t *testing.T, args map[string]any) map[string]bool {
+	t.Helper()
+	m, _ := s.on(t).ok("list_dialogs", args)
+	out := map[string]bool{}
+	for _, r := range m["dialogs"].([]any) {
+		out[r.(map[string]any)["call_id"].(string)] = true
+	}
+	return out
 }
