@@ -303,6 +303,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 
 	front := &httpFront{log: log, sessions: newSessionManager(), verify: verify, allowedHosts: cfg.Strings("mcp.allowed_host")}
 	front.sessions.onEnd = h.res.forget
+	front.rewrite = h.res.rewriteRequest
 	if len(front.allowedHosts) == 1 && front.allowedHosts[0] == "" {
 		front.allowedHosts = nil
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -30,6 +31,7 @@ const (
 type served struct {
 	read     func(ctx context.Context, uri string, vars map[string]string) (sdk.ResourceContent, error)
 	revision func() uint64
+	instance func() string
 	mime     string
 }
 
@@ -47,21 +49,35 @@ type resourceHost struct {
 
 	mu       sync.Mutex
 	sessions map[string]map[string]*watch // session id → uri → watch
+
+	// notify sends notifications/resources/updated to one session (the
+	// server's, replaced in tests).
+	notify func(session, uri string) error
 }
 
 type templateEntry struct {
 	tpl      sdk.ResourceTemplate
 	compiled mcp.ResourceTemplate
+	// prefix and variable describe a template of the form <prefix>{var}
+	// (one trailing simple expansion), which also resolves a raw,
+	// unencoded value; prefix is "" for any other shape.
+	prefix, variable string
 }
 
+// watch is one subscription. Changes are detected cheaply (revision and
+// instance reads) on every poll, but the content is rendered at most once
+// per debounce window: a change inside the window marks the watch dirty and
+// is rendered when the window opens (held, never dropped).
 type watch struct {
-	s        served
-	uri      string
-	vars     map[string]string
-	rev      uint64
-	digest   [32]byte
-	lastSent time.Time
-	pending  bool
+	s          served
+	uri        string
+	vars       map[string]string
+	rev        uint64
+	instance   string
+	digest     [32]byte
+	dirty      bool // the revision or instance moved since the last render
+	forced     bool // the instance moved: notify even on an identical rendering
+	lastRender time.Time
 }
 
 func newResourceHost(log hclog.Logger, maxRows int) *resourceHost {
@@ -75,8 +91,7 @@ func newResourceHost(log hclog.Logger, maxRows int) *resourceHost {
 // collect takes the resources of every bundle with a loaded tool.
 func (rh *resourceHost) collect(reg *sdk.Registry, selected map[string]bool) (subscribable, completes bool) {
 	for _, t := range rh.hostTemplates {
-		rh.templates = append(rh.templates, templateEntry{tpl: t,
-			compiled: mcp.NewResourceTemplate(t.URITemplate, t.Name, mcp.WithTemplateDescription(t.Description), mcp.WithTemplateMIMEType(t.MIMEType))})
+		rh.templates = append(rh.templates, newTemplateEntry(t))
 	}
 	for _, b := range reg.Bundles() {
 		loaded := false
@@ -88,20 +103,33 @@ func (rh *resourceHost) collect(reg *sdk.Registry, selected map[string]bool) (su
 		}
 		for _, r := range b.Resources {
 			r := r
-			rh.fixed[r.URI] = served{mime: r.MIMEType, revision: r.Revision,
+			rh.fixed[r.URI] = served{mime: r.MIMEType, revision: r.Revision, instance: r.Instance,
 				read: func(ctx context.Context, _ string, _ map[string]string) (sdk.ResourceContent, error) {
 					return r.Read(ctx)
 				}}
 			subscribable = subscribable || r.Revision != nil
 		}
 		for _, t := range b.Templates {
-			rh.templates = append(rh.templates, templateEntry{tpl: t,
-				compiled: mcp.NewResourceTemplate(t.URITemplate, t.Name, mcp.WithTemplateDescription(t.Description), mcp.WithTemplateMIMEType(t.MIMEType))})
+			rh.templates = append(rh.templates, newTemplateEntry(t))
 			subscribable = subscribable || t.Revision != nil
 			completes = completes || t.Complete != nil
 		}
 	}
 	return subscribable, completes
+}
+
+func newTemplateEntry(t sdk.ResourceTemplate) templateEntry {
+	te := templateEntry{tpl: t,
+		compiled: mcp.NewResourceTemplate(t.URITemplate, t.Name, mcp.WithTemplateDescription(t.Description), mcp.WithTemplateMIMEType(t.MIMEType))}
+	if i := strings.IndexByte(t.URITemplate, '{'); i >= 0 && strings.Count(t.URITemplate, "{") == 1 && strings.HasSuffix(t.URITemplate, "}") {
+		name := t.URITemplate[i+1 : len(t.URITemplate)-1]
+		if name != "" && strings.IndexFunc(name, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
+		}) < 0 {
+			te.prefix, te.variable = t.URITemplate[:i], name
+		}
+	}
+	return te
 }
 
 func (rh *resourceHost) empty() bool { return len(rh.fixed) == 0 && len(rh.templates) == 0 }
@@ -111,14 +139,32 @@ func (rh *resourceHost) register(reg *sdk.Registry, selected map[string]bool) {
 	rh.fixedResources(reg, selected, func(r sdk.Resource) {
 		res := mcp.NewResource(r.URI, r.Name, mcp.WithResourceDescription(r.Description), mcp.WithMIMEType(r.MIMEType))
 		rh.srv.AddResource(res, func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			return rh.readURI(ctx, req.Params.URI)
+			return rh.readURI(ctx, req.Params.URI, requestedURI(req))
 		})
 	})
 	for _, te := range rh.templates {
 		rh.srv.AddResourceTemplate(te.compiled, func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			return rh.readURI(ctx, req.Params.URI)
+			return rh.readURI(ctx, req.Params.URI, requestedURI(req))
 		})
 	}
+	if rh.notify == nil {
+		rh.notify = func(session, uri string) error {
+			return rh.srv.SendNotificationToSpecificClient(session, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
+		}
+	}
+}
+
+// requestedMetaKey carries, in a rewritten resources/read, the URI the
+// client sent (see rewriteRequest).
+const requestedMetaKey = "sipnab.dev/requested-uri"
+
+func requestedURI(req mcp.ReadResourceRequest) string {
+	if m := req.Params.Meta; m != nil {
+		if s, ok := m.AdditionalFields[requestedMetaKey].(string); ok {
+			return s
+		}
+	}
+	return ""
 }
 
 func (rh *resourceHost) fixedResources(reg *sdk.Registry, selected map[string]bool, fn func(sdk.Resource)) {
@@ -132,10 +178,20 @@ func (rh *resourceHost) fixedResources(reg *sdk.Registry, selected map[string]bo
 }
 
 // lookup finds what serves a URI: a fixed resource first, then the first
-// matching template.
+// template the URI is an RFC 6570 expansion of, then (for a raw value that
+// was not percent-encoded, such as a Call-ID holding @ or /) the
+// <prefix>{var} template with the longest matching prefix, the rest of the
+// URI taken verbatim as the value.
 func (rh *resourceHost) lookup(uri string) (served, map[string]string, bool) {
+	s, vars, _, ok := rh.resolve(uri)
+	return s, vars, ok
+}
+
+// resolve is lookup that also returns the URI's canonical form (itself
+// unless it resolved as a raw value: then the encoded URI).
+func (rh *resourceHost) resolve(uri string) (served, map[string]string, string, bool) {
 	if s, ok := rh.fixed[uri]; ok {
-		return s, nil, true
+		return s, nil, uri, true
 	}
 	for _, te := range rh.templates {
 		if vals := te.compiled.URITemplate.Match(uri); vals != nil {
@@ -143,17 +199,102 @@ func (rh *resourceHost) lookup(uri string) (served, map[string]string, bool) {
 			for k, v := range vals {
 				vars[k] = strings.Join(v.V, ",")
 			}
-			t := te.tpl
-			return served{mime: t.MIMEType, revision: t.Revision, read: t.Read}, vars, true
+			return te.served(), vars, uri, true
 		}
 	}
-	return served{}, nil, false
+	var best *templateEntry
+	for i := range rh.templates {
+		te := &rh.templates[i]
+		if te.prefix != "" && len(uri) > len(te.prefix) && strings.HasPrefix(uri, te.prefix) && (best == nil || len(te.prefix) > len(best.prefix)) {
+			best = te
+		}
+	}
+	if best == nil {
+		return served{}, nil, "", false
+	}
+	raw := uri[len(best.prefix):]
+	return best.served(), map[string]string{best.variable: raw}, best.prefix + pctEncode(raw), true
 }
 
-func (rh *resourceHost) readURI(ctx context.Context, uri string) ([]mcp.ResourceContents, error) {
+func (te *templateEntry) served() served {
+	t := te.tpl
+	return served{mime: t.MIMEType, revision: t.Revision, instance: t.Instance, read: t.Read}
+}
+
+// pctEncode percent-encodes every byte but RFC 3986's unreserved ones, as
+// an RFC 6570 simple expansion does.
+func pctEncode(v string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// rewriteRequest lets a resources/read name a raw value: mcp-go routes a
+// read by RFC 6570 matching only, so a URI that matches no template but
+// resolves as a raw value (sipnab://live/dialogs/abc@host) is rewritten to
+// its encoded form before mcp-go sees it, the client's URI kept in _meta so
+// the answer names the URI the client asked for. Any other message passes
+// unchanged.
+func (rh *resourceHost) rewriteRequest(msg []byte) []byte {
+	if !bytes.Contains(msg, []byte(`resources/read`)) {
+		return msg
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil {
+		return msg
+	}
+	var method string
+	if json.Unmarshal(m["method"], &method) != nil || method != string(mcp.MethodResourcesRead) {
+		return msg
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m["params"], &params) != nil {
+		return msg
+	}
+	var uri string
+	if json.Unmarshal(params["uri"], &uri) != nil {
+		return msg
+	}
+	_, _, canon, ok := rh.resolve(uri)
+	if !ok || canon == uri {
+		return msg
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return msg
+	}
+	meta[requestedMetaKey], _ = json.Marshal(uri)
+	params["uri"], _ = json.Marshal(canon)
+	params["_meta"], _ = json.Marshal(meta)
+	m["params"], _ = json.Marshal(params)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return msg
+	}
+	return out
+}
+
+func (rh *resourceHost) readURI(ctx context.Context, uri, requested string) ([]mcp.ResourceContents, error) {
 	s, vars, ok := rh.lookup(uri)
 	if !ok {
 		return nil, fmt.Errorf("no resource %q", uri)
+	}
+	// A rewritten read answers under the URI the client sent, when that
+	// URI resolves to this one.
+	if requested != "" {
+		if _, _, canon, ok := rh.resolve(requested); ok && canon == uri {
+			uri = requested
+		}
 	}
 	c, err := s.read(ctx, uri, vars)
 	if err != nil {
@@ -222,7 +363,10 @@ func (rh *resourceHost) subscribe(ctx context.Context, uri string) {
 	if sess == nil || !ok || s.revision == nil {
 		return
 	}
-	w := &watch{s: s, uri: uri, vars: vars, rev: s.revision(), lastSent: time.Time{}}
+	w := &watch{s: s, uri: uri, vars: vars, rev: s.revision()}
+	if s.instance != nil {
+		w.instance = s.instance()
+	}
 	if c, err := s.read(ctx, uri, vars); err == nil {
 		w.digest = digest(c)
 	}
@@ -266,9 +410,11 @@ func digest(c sdk.ResourceContent) [32]byte {
 }
 
 // run watches subscribed URIs until ctx ends: an unchanged revision costs
-// one counter read; a new revision renders and compares digests; a changed
-// rendering notifies, at most once per debounce window per URI and
-// connection (a change inside the window is held, not dropped).
+// one counter read; a moved revision (or instance) marks the watch dirty;
+// a dirty watch renders once its debounce window is open (at most one
+// rendering per window per URI and connection, never one per poll) and
+// notifies when the digest changed, or always after a capture swap. A
+// change inside the window is held, not dropped.
 func (rh *resourceHost) run(ctx context.Context) {
 	t := time.NewTicker(subscribePoll)
 	defer t.Stop()
@@ -300,19 +446,31 @@ func (rh *resourceHost) tick(ctx context.Context, now time.Time) {
 	for _, sw := range all {
 		w := sw.w
 		if rev := w.s.revision(); rev != w.rev {
-			w.rev = rev
-			if c, err := w.s.read(ctx, w.uri, w.vars); err == nil {
-				if d := digest(c); d != w.digest {
-					w.digest, w.pending = d, true
-				}
+			w.rev, w.dirty = rev, true
+		}
+		if w.s.instance != nil {
+			if inst := w.s.instance(); inst != w.instance {
+				w.instance, w.dirty, w.forced = inst, true, true
 			}
 		}
-		if w.pending && now.Sub(w.lastSent) >= subscribeDebounce {
-			w.pending, w.lastSent = false, now
-			err := rh.srv.SendNotificationToSpecificClient(sw.session, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": w.uri})
-			if err != nil {
-				rh.log.Debug("resource update not delivered", "uri", w.uri, "error", err)
+		if !w.dirty || now.Sub(w.lastRender) < subscribeDebounce {
+			continue
+		}
+		w.dirty, w.lastRender = false, now
+		changed := w.forced
+		if c, err := w.s.read(ctx, w.uri, w.vars); err == nil {
+			if d := digest(c); d != w.digest {
+				w.digest, changed = d, true
 			}
+		} else {
+			rh.log.Debug("resource not rendered for its subscriber", "uri", w.uri, "error", err)
+		}
+		if !changed {
+			continue
+		}
+		w.forced = false
+		if err := rh.notify(sw.session, w.uri); err != nil {
+			rh.log.Debug("resource update not delivered", "uri", w.uri, "error", err)
 		}
 	}
 }

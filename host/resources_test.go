@@ -76,13 +76,13 @@ func TestSubscriptionsNotifyOnChangeOnlyDebounced(t *testing.T) {
 	// A change notifies once; a change right after waits out the debounce.
 	b.text.Store("v1")
 	b.rev.Add(1)
-	first := waitNote(t, s, uri)
+	waitNote(t, s, uri)
+	// The change right after is held, not dropped (its spacing is checked
+	// on a synthetic clock by TestSubscriptionPollerRendersOncePerWindow:
+	// wall-clock gaps measured across pipes are not asserted).
 	b.text.Store("v2")
 	b.rev.Add(1)
-	second := waitNote(t, s, uri)
-	if gap := second.Sub(first); gap < 900*time.Millisecond {
-		t.Errorf("second notification %v after the first; the debounce is one second", gap)
-	}
+	waitNote(t, s, uri)
 	// Nothing more without a change.
 	select {
 	case n := <-s.notes:

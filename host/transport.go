@@ -1,6 +1,8 @@
 package host
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -39,12 +41,42 @@ func (r *rewriteWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// lineRewriter applies fn to each newline-delimited message read (the
+// request rewriting of raw resource URIs, resourceHost.rewriteRequest).
+type lineRewriter struct {
+	r   *bufio.Reader
+	fn  func([]byte) []byte
+	buf []byte
+	err error
+}
+
+func (l *lineRewriter) Read(p []byte) (int, error) {
+	for len(l.buf) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		line, err := l.r.ReadBytes('\n')
+		l.err = err
+		if len(line) == 0 {
+			continue
+		}
+		body, nl := bytes.CutSuffix(line, []byte("\n"))
+		l.buf = l.fn(body)
+		if nl {
+			l.buf = append(l.buf[:len(l.buf):len(l.buf)], '\n')
+		}
+	}
+	n := copy(p, l.buf)
+	l.buf = l.buf[n:]
+	return n, nil
+}
+
 // serveStdio runs the MCP server on stdin/stdout: stdout carries JSON-RPC
 // only, every log line goes to stderr.
 func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, logw io.Writer) error {
 	s := server.NewStdioServer(h.srv)
 	s.SetErrorLogger(log.New(logw, "sipnab.stdio: ", log.LstdFlags))
-	err := s.Listen(ctx, in, &rewriteWriter{w: out})
+	err := s.Listen(ctx, &lineRewriter{r: bufio.NewReader(in), fn: h.res.rewriteRequest}, &rewriteWriter{w: out})
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
 		return nil
 	}
@@ -138,6 +170,9 @@ type httpFront struct {
 	resourceURL  *url.URL
 	metadataPath string
 	metadataURL  string
+	// rewrite is applied to every POSTed message (raw resource URIs,
+	// resourceHost.rewriteRequest).
+	rewrite func([]byte) []byte
 }
 
 const maxBodyBytes = 4 << 20
@@ -213,6 +248,9 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !modern && msg.Method != string(mcp.MethodInitialize) && r.Header.Get(server.HeaderKeySessionID) == "" {
 			http.Error(w, "Unexpected message, expect initialize request", http.StatusUnprocessableEntity)
 			return
+		}
+		if f.rewrite != nil {
+			body = f.rewrite(body)
 		}
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		r.ContentLength = int64(len(body))

@@ -23,6 +23,10 @@ type Resource struct {
 	// notifications/resources/updated only when the content changed, at most
 	// once a second per subscriber. Nil: subscriptions are refused.
 	Revision func() uint64
+	// Instance, when set, names what the rendering comes from (the capture
+	// instance). When it changes (a capture swap), subscribers are notified
+	// even if the new rendering is byte-identical to the old one.
+	Instance func() string
 }
 
 // ResourceTemplate serves every URI matching an RFC 6570 template
@@ -37,6 +41,8 @@ type ResourceTemplate struct {
 	Read func(ctx context.Context, uri string, vars map[string]string) (ResourceContent, error)
 	// Revision makes the template's URIs subscribable, as for Resource.
 	Revision func() uint64
+	// Instance, as for Resource: a swap always notifies.
+	Instance func() string
 	// Complete, when set, offers values for a template variable
 	// (completion/complete): live values, never cached. The host caps the
 	// answer at 100 values (lowered by --mcp-max-rows) and reports the total.

@@ -39,6 +39,9 @@ func addResources(env sdk.Env, d *deps) {
 	}
 	list, get := listDialogsTool(d), getDialogTool(d)
 	rev := newLiveRevision(d.capture)
+	// A capture swap always notifies, even a subscriber whose rendering
+	// stays the same (an empty page before and after).
+	instance := func() string { return d.capture.Identity().Instance }
 	env.AddResource(sdk.Resource{
 		URI:      liveDialogsURI,
 		Name:     "live dialogs",
@@ -49,17 +52,19 @@ func addResources(env sdk.Env, d *deps) {
 			return render(ctx, list, json.RawMessage(`{}`), limits)
 		},
 		Revision: rev.revision,
+		Instance: instance,
 	})
 	env.AddResourceTemplate(sdk.ResourceTemplate{
 		URITemplate: liveDialogTemplate,
 		Name:        "live dialog",
 		MIMEType:    "application/json",
-		Description: "One dialog now, rendered as get_dialog's first page; the Call-ID percent-encoded (RFC 6570). " +
+		Description: "One dialog now, rendered as get_dialog's first page; the Call-ID percent-encoded (RFC 6570) or raw. " +
 			"A Call-ID the store does not hold is an empty page (no dialog, no messages), not an error. Subscribable.",
 		Read: func(ctx context.Context, _ string, vars map[string]string) (sdk.ResourceContent, error) {
 			return liveDialog(ctx, d, get, vars[liveDialogTemplateName], limits)
 		},
 		Revision: rev.revision,
+		Instance: instance,
 		Complete: func(_ context.Context, variable, prefix string) []string {
 			if variable != liveDialogTemplateName {
 				return nil
