@@ -202,3 +202,18 @@ func TestRawURIReadOverStdio(t *testing.T) {
 	}
 	_ = mcp.MethodResourcesRead
 }
+
+// TestRawURIReadOverHTTP: the HTTP front applies the same rewrite.
+func TestRawURIReadOverHTTP(t *testing.T) {
+	url, _ := startHTTPInProcess(t, []sdk.Bundle{&testBundle{id: "t"}}, nil)
+	_, sid := post(t, url, "", "", initMsg)
+	m, _ := post(t, url, "", sid, `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"test://t/item/abc@host"}}`)
+	r, ok := m["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("read: %v", m)
+	}
+	c := r["contents"].([]any)[0].(map[string]any)
+	if c["uri"] != "test://t/item/abc@host" || c["text"] != `{"id":"abc@host"}` {
+		t.Errorf("got %v", c)
+	}
+}
