@@ -306,7 +306,7 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 		if reply.Fenced {
 			res.Content = append(res.Content, mcp.NewTextContent(sdk.ProvenanceNote))
 		}
-		if sc, ok := structured(reply.Blocks[0]); ok && !reply.IsError {
+		if sc, ok := structured(reply.Blocks[0]); ok && !reply.IsError && !reply.Document {
 			res.StructuredContent = sc
 		}
 		outcome := outcomeOK
@@ -318,8 +318,10 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 }
 
 // structured parses the first text block: structuredContent is attached only
-// when it is a JSON object (never for documents, arrays or error results),
-// and is that very text (no second serialization).
+// when it is a JSON object, and is that very text (no second
+// serialization). The caller attaches none to a document (Reply.Document:
+// markdown, text, yang-json, whose JSON follows another schema than the
+// tool's output schema) or an error result.
 func structured(text string) (json.RawMessage, bool) {
 	b := bytes.TrimSpace([]byte(text))
 	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {

@@ -202,6 +202,13 @@ type Reply struct {
 	Fenced bool
 	// IsError marks a tool-level error result (isError: true).
 	IsError bool
+	// Document: Blocks[0] is a rendered document (Call.ReplyText: markdown,
+	// text, or a JSON document in another schema such as yang-json), not
+	// the tool's answer type. The host attaches no structuredContent to
+	// it, even when it parses as a JSON object: structuredContent must
+	// match the output schema, and only the answer type does (mcp-surface
+	// §2.9).
+	Document bool
 }
 
 // Invoke validates args against the input schema, decodes them, runs the
@@ -236,7 +243,7 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 		}
 		first = string(b)
 	}
-	return Reply{Blocks: append([]string{first}, c.extra...), Fenced: c.fenced, IsError: c.isError}, nil
+	return Reply{Blocks: append([]string{first}, c.extra...), Fenced: c.fenced, IsError: c.isError, Document: c.text != nil}, nil
 }
 
 // Call is the per-call context a handler uses to shape its answer.
@@ -291,9 +298,13 @@ func (c *Call) MarkFenced() { c.fenced = true }
 // document, a flags block). The provenance note still comes last.
 func (c *Call) AddBlock(text string) { c.extra = append(c.extra, text) }
 
-// ReplyText makes the first block a rendered document (markdown, text)
-// instead of the serialized answer; the handler's returned value is then
-// ignored. No structuredContent is attached to a document.
+// ReplyText makes the first block a rendered document (markdown, text, or
+// a JSON document in a schema other than the tool's output type, such as
+// RFC 7951 yang-json) instead of the serialized answer; the handler's
+// returned value is then ignored. The reply is marked as a document
+// (Reply.Document) and the host attaches no structuredContent to it, even
+// when the document is a JSON object: structuredContent would not match the
+// tool's output schema.
 func (c *Call) ReplyText(doc string) { c.text = &doc }
 
 // MarkToolError makes the result a tool-level error (isError: true) whose

@@ -21,7 +21,7 @@ const (
 )
 
 // yangModule is the YANG module the yang-json format instantiates
-// (bundles/core/testdata/sipnab-diagnosis.yang).
+// (docs/yang/sipnab-diagnosis.yang).
 const yangModule = "sipnab-diagnosis"
 
 type captureReportIn struct {

@@ -403,10 +403,10 @@ func checkLeaf(t *testing.T, path string, v any, typ string) {
 }
 
 // TestCaptureReportYANG: the yang-json format instantiates the
-// sipnab-diagnosis module (testdata/sipnab-diagnosis.yang) in RFC 7951
+// sipnab-diagnosis module (docs/yang/sipnab-diagnosis.yang) in RFC 7951
 // JSON, with the source flags in a second block and the note last.
 func TestCaptureReportYANG(t *testing.T) {
-	module := parseYANG(t, filepath.Join("testdata", "sipnab-diagnosis.yang"))
+	module := parseYANG(t, filepath.Join("..", "..", "docs", "yang", "sipnab-diagnosis.yang"))
 	if module["report"] == nil || module["source"] == nil || module["report"].children["finding"] == nil {
 		t.Fatalf("module not parsed: %v", module)
 	}
