@@ -7,10 +7,14 @@ type CaptureIdentity struct {
 	Node string `json:"node" desc:"server node name"`
 	// Instance changes whenever a different capture is loaded.
 	Instance string `json:"instance" desc:"capture instance; a new one voids old cursors"`
-	// DialogGeneration counts dialog-store mutations.
-	DialogGeneration uint64 `json:"dialog_generation" desc:"dialog store revision"`
-	// StreamGeneration counts stream-store mutations.
-	StreamGeneration uint64 `json:"stream_generation" desc:"stream store revision"`
+	// DialogGeneration moves when dialogs leave the store (an eviction
+	// round) or the capture is swapped; it does not move on every mutation
+	// (the store's revision does). A row read under one generation may be
+	// gone under the next.
+	DialogGeneration uint64 `json:"dialog_generation" desc:"moves on eviction"`
+	// StreamGeneration moves when streams leave the stream store (eviction)
+	// or the capture is swapped.
+	StreamGeneration uint64 `json:"stream_generation" desc:"moves on eviction"`
 }
 
 // SourceState is what every capture-derived answer says about the read.
