@@ -11,7 +11,8 @@ import (
 // FuzzParse feeds arbitrary bytes to Looks, Parse and MessageLen. Beyond not
 // panicking, it checks: Looks agrees with Parse; the message accounts for
 // every input byte (junk + Raw + trailing); header ranges lie in Raw, start
-// with the header's name and unfold to its value; the limits hold.
+// with the header's name and unfold to its value; the limits hold (method
+// tokens included).
 // Seeds: testdata/fuzz/FuzzParse (real messages from the public captures)
 // and the hand-written messages below.
 func FuzzParse(f *testing.F) {
@@ -55,6 +56,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if m.IsRequest == (m.Method == "") {
 			t.Fatalf("IsRequest %v, Method %q", m.IsRequest, m.Method)
+		}
+		if len(m.Method) > MaxMethodBytes || len(m.CSeq.Method) > MaxMethodBytes {
+			t.Fatalf("method %d bytes, CSeq method %d bytes: cap %d", len(m.Method), len(m.CSeq.Method), MaxMethodBytes)
 		}
 		for i, h := range m.Headers {
 			if h.Start < 0 || h.End < h.Start || h.End > len(m.Raw) {

@@ -13,6 +13,12 @@ const (
 	MaxHeaders    = 200      // headers per message; past it the message is flagged
 	MaxLineBytes  = 8 * 1024 // an unfolded header line; longer is truncated and flagged
 	MaxCauseChars = 200      // termination cause text
+	// MaxMethodBytes caps a method token (request line and CSeq). RFC 3261
+	// bounds no token, but every registered method is short (the longest
+	// is 9 bytes); a longer token is cut here and the message flagged
+	// MalMethodLimit, so a sender cannot spend an answer's room, a map key
+	// or a report line on one method name.
+	MaxMethodBytes = 32
 )
 
 // HeaderID is the canonical identity of a header name. Compact forms map to
@@ -122,7 +128,7 @@ type Message struct {
 	Raw []byte
 
 	IsRequest  bool
-	Method     string // request method as on the wire, upper-cased; "" for responses
+	Method     string // request method as on the wire, upper-cased, cut to MaxMethodBytes; "" for responses
 	RequestURI string
 	StatusCode int // responses only
 	Reason     string

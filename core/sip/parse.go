@@ -31,6 +31,7 @@ const (
 	MalOrphanContinuation = "continuation line without a header"
 	MalNoEndOfHeaders     = "no empty line after headers"
 	MalBadStatusCode      = "status code out of range"
+	MalMethodLimit        = "method token too long" // longer than MaxMethodBytes, cut
 )
 
 // ErrNotSIP is returned by Parse when the bytes hold no SIP start line.
@@ -123,7 +124,12 @@ func (p *parser) startLine(sl startLine, shift int) {
 	m.StartLine = p.str(0, lineEndAt)
 	if sl.isRequest {
 		m.IsRequest = true
-		m.Method = upperASCII(p.str(sl.m0-shift, sl.m1-shift))
+		m0, m1 := sl.m0-shift, sl.m1-shift
+		if m1-m0 > MaxMethodBytes {
+			m1 = m0 + MaxMethodBytes
+			p.flag(MalMethodLimit)
+		}
+		m.Method = upperASCII(p.str(m0, m1))
 		u1 := sl.u1 - shift
 		if u1 > lineEndAt {
 			u1 = lineEndAt
@@ -358,10 +364,13 @@ func (p *parser) interpret() {
 		case HdrCSeq:
 			if !haveCSeq {
 				haveCSeq = true
-				cs, err := ParseCSeq(h.Value)
+				cs, capped, err := parseCSeq(h.Value)
 				m.CSeq = cs
 				if err != nil {
 					p.flag(MalBadCSeq)
+				}
+				if capped {
+					p.flag(MalMethodLimit)
 				}
 			}
 		case HdrVia:

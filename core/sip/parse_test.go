@@ -3,6 +3,7 @@ package sip
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -531,5 +532,47 @@ func TestParseAllocations(t *testing.T) {
 	n := testing.AllocsPerRun(100, func() { _, _ = Parse(b) })
 	if n > 6 {
 		t.Errorf("Parse: %v allocations per message, want at most 6", n)
+	}
+}
+
+// TestMethodTokenCap: RFC 3261 bounds no token, but every registered method
+// is short (the longest, SUBSCRIBE and the like, are 9 bytes). A method
+// token longer than MaxMethodBytes, in the request line or the CSeq, is cut
+// to MaxMethodBytes and the message flagged MalMethodLimit, never dropped;
+// request line and CSeq are cut alike, so they still agree.
+func TestMethodTokenCap(t *testing.T) {
+	long := strings.Repeat("X", 2048)
+	cases := []struct {
+		name       string
+		reqMethod  string
+		cseqMethod string
+		wantMethod string
+		wantCSeq   string
+		wantFlag   bool
+	}{
+		{"registered method", "SUBSCRIBE", "SUBSCRIBE", "SUBSCRIBE", "SUBSCRIBE", false},
+		{"at the cap", strings.Repeat("A", MaxMethodBytes), strings.Repeat("A", MaxMethodBytes),
+			strings.Repeat("A", MaxMethodBytes), strings.Repeat("A", MaxMethodBytes), false},
+		{"one past the cap", strings.Repeat("A", MaxMethodBytes+1), strings.Repeat("A", MaxMethodBytes+1),
+			strings.Repeat("A", MaxMethodBytes), strings.Repeat("A", MaxMethodBytes), true},
+		{"2 KB extension method", long, long, long[:MaxMethodBytes], long[:MaxMethodBytes], true},
+		{"long CSeq method only", "INVITE", long, "INVITE", long[:MaxMethodBytes], true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustParse(t, crlf(tc.reqMethod+" sip:x@y SIP/2.0\nVia: SIP/2.0/UDP h;branch=z9hG4bKa\nFrom: <sip:a@x>;tag=1\nTo: <sip:b@y>\nCall-ID: id1\nCSeq: 7 "+tc.cseqMethod+"\n\n"))
+			if m.Method != tc.wantMethod {
+				t.Errorf("method: got %d bytes %.40q, want %d bytes %.40q", len(m.Method), m.Method, len(tc.wantMethod), tc.wantMethod)
+			}
+			if !m.CSeq.Valid || m.CSeq.Number != 7 || m.CSeq.Method != tc.wantCSeq {
+				t.Errorf("CSeq: got %d %.40q (valid %v), want 7 %.40q", m.CSeq.Number, m.CSeq.Method, m.CSeq.Valid, tc.wantCSeq)
+			}
+			if got := slices.Contains(m.Malformed, MalMethodLimit); got != tc.wantFlag {
+				t.Errorf("flagged %q: got %v, want %v (malformed %v)", MalMethodLimit, got, tc.wantFlag, m.Malformed)
+			}
+			if !strings.HasPrefix(m.StartLine, tc.reqMethod+" ") {
+				t.Errorf("start line no longer holds the method as sent: %.60q", m.StartLine)
+			}
+		})
 	}
 }

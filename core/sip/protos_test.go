@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,7 +27,7 @@ func TestPROTOSMessages(t *testing.T) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	callIDs := map[string]bool{}
-	n := 0
+	n, capped := 0, 0
 	for sc.Scan() {
 		b, err := hex.DecodeString(strings.TrimSpace(sc.Text()))
 		if err != nil {
@@ -45,10 +46,21 @@ func TestPROTOSMessages(t *testing.T) {
 		if !m.IsRequest || strings.Trim(strings.ToLower(m.Method), "a") != "" && m.Method != "INVITE" {
 			t.Errorf("payload %d: method %q", n, m.Method)
 		}
+		if len(m.Method) > MaxMethodBytes {
+			t.Errorf("payload %d: method of %d bytes, cap %d", n, len(m.Method), MaxMethodBytes)
+		}
+		if slices.Contains(m.Malformed, MalMethodLimit) {
+			capped++
+		}
 		checkRanges(t, m)
 	}
 	if n != 12 {
 		t.Errorf("messages: got %d, want 12", n)
+	}
+	// tshark's method column: tokens of 6 (INVITE), 9, 17, 33, 65, 127, 128,
+	// 255, 513, 1270, 2049 and 4099 bytes; nine pass MaxMethodBytes.
+	if capped != 9 {
+		t.Errorf("messages flagged %q: got %d, want 9", MalMethodLimit, capped)
 	}
 	for _, id := range []string{"0@localhost", "2@localhost", "3@localhost", "4@localhost", "5@localhost", "6@localhost",
 		"7@localhost", "8@localhost", "9@localhost", "10@localhost", "11@localhost", "12@localhost"} {

@@ -74,8 +74,15 @@ func ParseVia(s string) (Via, error) {
 }
 
 // ParseCSeq parses "number method". Valid is set when both are present and
-// the number fits 32 bits.
+// the number fits 32 bits. A method token longer than MaxMethodBytes is cut
+// to it, as the request line's is.
 func ParseCSeq(s string) (CSeq, error) {
+	cs, _, err := parseCSeq(s)
+	return cs, err
+}
+
+// parseCSeq is ParseCSeq also reporting whether the method was cut.
+func parseCSeq(s string) (cs CSeq, capped bool, err error) {
 	s = strings.TrimSpace(s)
 	i := 0
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
@@ -83,18 +90,21 @@ func ParseCSeq(s string) (CSeq, error) {
 	}
 	n, ok := atoiBounded(s[:i], 1<<32-1)
 	if !ok || i == len(s) || !isWS(s[i]) {
-		return CSeq{}, errBadCSeq
+		return CSeq{}, false, errBadCSeq
 	}
 	m := strings.TrimSpace(s[i:])
 	if m == "" {
-		return CSeq{}, errBadCSeq
+		return CSeq{}, false, errBadCSeq
 	}
 	for j := 0; j < len(m); j++ {
 		if !isTokenChar[m[j]] {
-			return CSeq{}, errBadCSeq
+			return CSeq{}, false, errBadCSeq
 		}
 	}
-	return CSeq{Number: uint32(n), Method: upperASCII(m), Valid: true}, nil
+	if len(m) > MaxMethodBytes {
+		m, capped = m[:MaxMethodBytes], true
+	}
+	return CSeq{Number: uint32(n), Method: upperASCII(m), Valid: true}, capped, nil
 }
 
 // upperASCII upper-cases ASCII letters, allocating only when needed.
