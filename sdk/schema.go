@@ -32,6 +32,11 @@ type Schema struct {
 	Defs []Property
 	// OneOf, AnyOf and AllOf are schema combinators.
 	OneOf, AnyOf, AllOf []*Schema
+	// Default is the value an absent optional input takes, from the field's
+	// default tag. Documentation only (the per-bundle pages in docs/bundles):
+	// it is not sent in tools/list, where it would cost every agent context
+	// on every connection; the description says it where it matters.
+	Default string
 }
 
 // Property is one named member of Properties or Defs.
@@ -167,8 +172,9 @@ func (s *Schema) Names() []string {
 }
 
 // SchemaFor generates the JSON schema of a Go type. Struct fields take their
-// names from the json tag, their description from the desc tag and their
-// allowed values from the enum tag (values separated by "|"). A field
+// names from the json tag, their description from the desc tag, their
+// allowed values from the enum tag (values separated by "|") and their
+// documented default from the default tag (not sent, see Schema.Default). A field
 // without omitempty or omitzero is required. A pointer field without
 // omitempty is nullable: its type is a union with "null" (input schemas
 // collapse the union of an optional field, see [CollapseOptionalUnions]); a
@@ -302,6 +308,7 @@ func (g *schemaGen) fields(t reflect.Type, path string, s *Schema) error {
 			ps.Type = ps.Type[:1]
 		}
 		ps.Description = f.Tag.Get("desc")
+		ps.Default = f.Tag.Get("default")
 		if e := f.Tag.Get("enum"); e != "" {
 			ps.Enum = strings.Split(e, "|")
 		}

@@ -103,6 +103,20 @@ type Descriptor struct {
 	Annotations Annotations
 	// StrictArgs refuses arguments the input struct does not name (file tools).
 	StrictArgs bool
+	// Refusals document when the tool refuses a call, beyond arguments that
+	// fail its input schema (which every tool refuses with -32602).
+	// Documentation only: the per-bundle pages in docs/bundles list them;
+	// they are not sent.
+	Refusals []Refusal
+}
+
+// Refusal is one documented way a tool refuses a call.
+type Refusal struct {
+	// Code is the JSON-RPC error code (CodeInvalidParams, CodeInternal,
+	// CodeUnavailable).
+	Code int
+	// When says what the caller did, e.g. "unknown call_id".
+	When string
 }
 
 // Handler is a typed tool handler. It returns the answer (serialized as the

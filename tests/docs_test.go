@@ -51,7 +51,7 @@ func bundleTable(reg *sdk.Registry) string {
 	b.WriteString("|---|---|---|---|---|---|\n")
 	tools, def, out := 0, 0, 0
 	for _, r := range reg.Bundles() {
-		fmt.Fprintf(&b, "| `%s` | %d | %d | %d | %d / %d | %s |\n", r.Info.ID, len(r.Tools), r.Bytes(false), r.Bytes(true),
+		fmt.Fprintf(&b, "| [`%s`](bundles/%s.md) | %d | %d | %d | %d / %d | %s |\n", r.Info.ID, r.Info.ID, len(r.Tools), r.Bytes(false), r.Bytes(true),
 			r.Info.ByteBudget.Default, r.Info.ByteBudget.WithOutputSchemas, r.Info.Summary)
 		tools += len(r.Tools)
 		def += r.Bytes(false)

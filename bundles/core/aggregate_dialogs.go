@@ -16,7 +16,7 @@ const aggregateDefaultTopN = 50
 type aggregateDialogsIn struct {
 	GroupBy string `json:"group_by" enum:"state|response_code|method|from.user|to.user|ua|src.ip|dst.ip|rtp.codec" desc:"the one dimension to count by"`
 	Filter  string `json:"filter,omitempty" desc:"filter expression or alias; absent: all dialogs"`
-	TopN    int    `json:"top_n,omitempty" desc:"buckets kept (default 50); the rest count in other_count"`
+	TopN    int    `json:"top_n,omitempty" default:"50" desc:"buckets kept (default 50); the rest count in other_count"`
 }
 
 // AggregateBucket is one value of the dimension and its dialogs.
@@ -58,6 +58,10 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 		Description: "Counts the dialogs matching an optional filter by one dimension, in the store. Use it instead of " +
 			"tallying list pages: buckets + other_count = total_matched; absent values count as (none).",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
+			{Code: sdk.CodeInvalidParams, When: "a negative top_n"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in aggregateDialogsIn) (AggregateDialogs, error) {
 		dim, err := query.ParseDimension(in.GroupBy)
 		if err != nil {

@@ -25,7 +25,7 @@ const (
 const yangModule = "sipnab-diagnosis"
 
 type captureReportIn struct {
-	Format string `json:"format,omitempty" enum:"json|yang-json|markdown|text" desc:"json (default), yang-json (RFC 7951), markdown or text"`
+	Format string `json:"format,omitempty" default:"json" enum:"json|yang-json|markdown|text" desc:"json (default), yang-json (RFC 7951), markdown or text"`
 }
 
 // CaptureReport is get_capture_report's json answer: the whole-capture

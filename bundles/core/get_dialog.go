@@ -28,7 +28,7 @@ const (
 
 type getDialogIn struct {
 	CallID      string `json:"call_id" desc:"Call-ID, verbatim"`
-	MaxMessages int    `json:"max_messages,omitempty" desc:"messages per page (default 100, max --mcp-max-rows)"`
+	MaxMessages int    `json:"max_messages,omitempty" default:"100" desc:"messages per page (default 100, max --mcp-max-rows)"`
 	Cursor      string `json:"cursor,omitempty" desc:"next_cursor of the previous page (a string)"`
 }
 
@@ -84,6 +84,13 @@ func getDialogTool(d *deps) sdk.Tool {
 		Description: "One dialog with its SIP messages (addresses, CSeq, fenced headers, SDP), paged by max_messages " +
 			"and a string cursor. total_messages counts every message; complete says nothing is missing.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			{Code: sdk.CodeInvalidParams, When: "a negative max_messages"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, an integer, or from another call_id"},
+			{Code: sdk.CodeInvalidParams, When: "one message larger than --mcp-max-response-bytes"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 		return getDialog(d, c, in)
 	})

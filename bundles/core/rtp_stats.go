@@ -20,7 +20,7 @@ type rtpStatsIn struct {
 	MinMOS   *float64 `json:"min_mos,omitempty" desc:"sweep: grounded MOS at least this (ungrounded skipped, counted)"`
 	MaxMOS   *float64 `json:"max_mos,omitempty" desc:"sweep: grounded MOS at most this (ungrounded skipped, counted)"`
 	Orphaned *bool    `json:"orphaned,omitempty" desc:"sweep: true only orphans, false only streams of a dialog"`
-	Limit    int      `json:"limit,omitempty" desc:"sweep: rows per page (default 50)"`
+	Limit    int      `json:"limit,omitempty" default:"50" desc:"sweep: rows per page (default 50)"`
 	Cursor   string   `json:"cursor,omitempty" desc:"sweep: next_cursor of the previous page"`
 }
 
@@ -50,6 +50,13 @@ func rtpStatsTool(d *deps) sdk.Tool {
 		Description: "RTP quality (loss, jitter, MOS, intervals) of one call, or a paged sweep of every stream " +
 			"filtered by min_mos/max_mos and orphaned.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "min_mos or max_mos with call_id (the bounds filter a sweep)"},
+			{Code: sdk.CodeInvalidParams, When: "orphaned, limit or cursor with call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (no dialog and no stream)"},
+			{Code: sdk.CodeInvalidParams, When: "min_mos above max_mos"},
+			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 		if in.CallID != "" {
 			return rtpStatsCall(d, c, in)

@@ -14,9 +14,9 @@ const searchSchemaVersion = 1
 
 type searchMessagesIn struct {
 	Query            string `json:"query" desc:"text to find, case-insensitive"`
-	Limit            int    `json:"limit,omitempty" desc:"hits per page (default 50, max --mcp-max-rows)"`
+	Limit            int    `json:"limit,omitempty" default:"50" desc:"hits per page (default 50, max --mcp-max-rows)"`
 	Cursor           string `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
-	MaxResponseBytes int    `json:"max_response_bytes,omitempty" desc:"answer byte cap; hits past it wait for next_cursor"`
+	MaxResponseBytes int    `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" desc:"answer byte cap; hits past it wait for next_cursor"`
 }
 
 // SearchHit is one message containing the query.
@@ -52,6 +52,11 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		Description: "Finds a substring (case-insensitive) in the method, From, To, User-Agent and body of every " +
 			"retained SIP message; one hit per message with a fenced snippet. Page with next_cursor.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty query or one over the query size limit"},
+			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a max_response_bytes too small for one hit"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in searchMessagesIn) (SearchMessages, error) {
 		var after *query.Cursor
 		if in.Cursor != "" {

@@ -28,8 +28,8 @@ const (
 
 type awaitConditionIn struct {
 	Filter         string `json:"filter" desc:"filter expression or alias to wait for; values may be bare or quoted"`
-	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" desc:"seconds to wait (default 30, at most --mcp-max-wait-seconds); 0 looks once"`
-	PollIntervalMS *int   `json:"poll_interval_ms,omitempty" desc:"milliseconds between looks (default 500, at least 100)"`
+	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"30" desc:"seconds to wait (default 30, at most --mcp-max-wait-seconds); 0 looks once"`
+	PollIntervalMS *int   `json:"poll_interval_ms,omitempty" default:"500" desc:"milliseconds between looks (default 500, at least 100)"`
 }
 
 // AwaitCondition is await_condition's answer. A passed deadline is a
@@ -79,6 +79,12 @@ func awaitConditionTool(d *deps) sdk.Tool {
 		Description: "Block until a dialog matches the filter, the source is read whole, or timeout_seconds passes " +
 			"(a deadline is a successful answer). Returns the matches and why it stopped.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty filter"},
+			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
+			{Code: sdk.CodeInvalidParams, When: "a negative timeout_seconds"},
+			{Code: sdk.CodeInvalidParams, When: "poll_interval_ms under 100"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in awaitConditionIn) (AwaitCondition, error) {
 		return awaitCondition(ctx, d, c, in)
 	})

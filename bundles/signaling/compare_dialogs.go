@@ -67,6 +67,10 @@ func compareDialogsTool(d *deps) sdk.Tool {
 		Title:       "Compare two calls",
 		Description: "Two calls side by side (state, final code, messages, methods, hints) and the fields that differ.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id_a or call_id_b"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id_a or call_id_b"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in compareDialogsIn) (CompareDialogs, error) {
 		return compareDialogs(d, in)
 	})

@@ -61,6 +61,9 @@ func explainRuleTool(*deps) sdk.Tool {
 		Title:       "Explain a lint rule",
 		Description: "One lint rule: what it checks, its severity and basis, the RFC and section it cites, and a link. An unknown id lists all 41.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an unknown rule_id (the message lists all 41)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in explainRuleIn) (RuleExplanation, error) {
 		return ExplainRule(in.RuleID)
 	})

@@ -16,7 +16,7 @@ const findCorrelatedSchemaVersion = 1
 
 type findCorrelatedIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Limit  int    `json:"limit,omitempty" desc:"legs returned (default 50)"`
+	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned (default 50)"`
 }
 
 // CorrelatedLeg is one other leg of the call.
@@ -68,6 +68,10 @@ func findCorrelatedTool(d *deps) sdk.Tool {
 			"related-icid 95, sdp_origin 90, icid 85, via_branch 80, timing_heuristic 50 (a guess; timing_clock). " +
 			"Empty legs: the hop stayed a proxy.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, error) {
 		return findCorrelated(d, c, in)
 	})

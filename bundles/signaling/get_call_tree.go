@@ -14,7 +14,7 @@ const getCallTreeSchemaVersion = 1
 
 type getCallTreeIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Limit  int    `json:"limit,omitempty" desc:"legs returned, root included (default 50)"`
+	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned, root included (default 50)"`
 }
 
 // CallTreeLeg is one leg of a call tree.
@@ -78,6 +78,11 @@ func getCallTreeTool(d *deps) sdk.Tool {
 		Description: "All legs reachable from a Call-ID over identifier matches, breadth first, with dialog rows. Timing " +
 			"guesses are leaves, never walked (heuristic_edges); followed false: not searched.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 		return getCallTree(d, c, in)
 	})

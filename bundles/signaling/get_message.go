@@ -88,6 +88,12 @@ func getMessageTool(d *deps) sdk.Tool {
 		Description: "One message by index: get_dialog's row plus every other header line (extension_headers), " +
 			"fenced, in wire order.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			{Code: sdk.CodeInvalidParams, When: "an index out of range (the message gives the count)"},
+			{Code: sdk.CodeInvalidParams, When: "an index past the per-dialog retention cap (the message gives how many are kept)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in getMessageIn) (Message, error) {
 		return getMessage(d.capture, c, in)
 	})

@@ -18,9 +18,9 @@ const lintSchemaVersion = 1
 
 type lintDialogIn struct {
 	CallID          string   `json:"call_id" desc:"Call-ID of the dialog, verbatim"`
-	Rulesets        []string `json:"rulesets,omitempty" desc:"union of: all (default), must, rfc, interop, observation (alias observed), syntax, rfc3261, rfc3262, rfc3264, rfc3551, rfc4028, rfc4566, rfc5761, rfc7989"`
-	SeverityMin     string   `json:"severity_min,omitempty" enum:"info|notice|warning|error" desc:"lowest severity reported (default info)"`
-	SuppressionFile string   `json:"suppression_file,omitempty" desc:"suppression list in the file root (needs --mcp-file-root); default: .sipnablint beside the capture, up to the project root"`
+	Rulesets        []string `json:"rulesets,omitempty" default:"[\"all\"]" desc:"union of: all (default), must, rfc, interop, observation (alias observed), syntax, rfc3261, rfc3262, rfc3264, rfc3551, rfc4028, rfc4566, rfc5761, rfc7989"`
+	SeverityMin     string   `json:"severity_min,omitempty" default:"info" enum:"info|notice|warning|error" desc:"lowest severity reported (default info)"`
+	SuppressionFile string   `json:"suppression_file,omitempty" default:".sipnablint beside the capture" desc:"suppression list in the file root (needs --mcp-file-root); default: .sipnablint beside the capture, up to the project root"`
 }
 
 // LintAnswer is lint_dialog's answer (and validate_message's, with
@@ -107,6 +107,12 @@ func lintDialogTool(d *deps) sdk.Tool {
 			"the SDP against the RTP actually observed. Quote rfc and section from the findings. rules_not_evaluated lists " +
 			"selected rules that could not run (no RTP, single message): a rule that found nothing is not there.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown ruleset"},
+			{Code: sdk.CodeInvalidParams, When: "suppression_file without --mcp-file-root (\"file tools are disabled\")"},
+			{Code: sdk.CodeInvalidParams, When: "a suppression_file that is not one file name, does not exist, resolves outside the file root, or does not parse"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in lintDialogIn) (LintAnswer, error) {
 		sel, sev, err := lintOptions(in.Rulesets, in.SeverityMin)
 		if err != nil {

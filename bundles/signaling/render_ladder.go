@@ -9,7 +9,7 @@ import (
 
 type renderLadderIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Format string `json:"format,omitempty" enum:"markdown|text" desc:"markdown (default) or text"`
+	Format string `json:"format,omitempty" default:"markdown" enum:"markdown|text" desc:"markdown (default) or text"`
 }
 
 // Ladder is render_ladder's answer shape for schemas only: the answer is a
@@ -23,6 +23,10 @@ func renderLadderTool(d *deps) sdk.Tool {
 		Description: "Call report, then the ladder: participants by address, arrows, relative times, SDP, RTP, " +
 			"correlated legs. Same bytes as --call-report.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in renderLadderIn) (Ladder, error) {
 		return Ladder{}, renderLadder(d, c, in)
 	})

@@ -14,9 +14,9 @@ const searchByTimeSchemaVersion = 1
 
 type searchByTimeIn struct {
 	Start  string   `json:"start" desc:"window start, RFC 3339, inclusive"`
-	End    string   `json:"end,omitempty" desc:"window end, RFC 3339, exclusive, after start (default: no end)"`
+	End    string   `json:"end,omitempty" default:"no end" desc:"window end, RFC 3339, exclusive, after start (default: no end)"`
 	Filter string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
-	Limit  int      `json:"limit,omitempty" desc:"rows per page (default 50)"`
+	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50)"`
 	Cursor string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
 }
@@ -49,6 +49,14 @@ func searchByTimeTool(d *deps) sdk.Tool {
 		Description: "Page of the dialogs created in [start, end) that match an optional filter, in created_at order, " +
 			"with total_matched and a cursor.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "start or end not an RFC 3339 time"},
+			{Code: sdk.CodeInvalidParams, When: "end not after start"},
+			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
+			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
+			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in searchByTimeIn) (SearchByTime, error) {
 		return searchByTime(ctx, d, c, in)
 	})

@@ -12,8 +12,8 @@ import (
 const tailDialogsSchemaVersion = 1
 
 type tailDialogsIn struct {
-	Cursor string   `json:"cursor,omitempty" desc:"next_cursor of the previous call; absent: from the oldest change"`
-	Limit  int      `json:"limit,omitempty" desc:"rows per page (default 50)"`
+	Cursor string   `json:"cursor,omitempty" default:"the oldest change" desc:"next_cursor of the previous call; absent: from the oldest change"`
+	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50)"`
 	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
 }
 
@@ -47,6 +47,11 @@ func tailDialogsTool(d *deps) sdk.Tool {
 		Description: "Dialogs whose latest message came after the cursor, in updated_at order. Poll with next_cursor " +
 			"(always set) to follow a live capture.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
+			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in tailDialogsIn) (TailDialogs, error) {
 		return tailDialogs(ctx, d, c, in)
 	})

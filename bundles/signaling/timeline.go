@@ -21,7 +21,7 @@ const timelineSchemaVersion = 1
 const defaultBucketSeconds = 60
 
 type timelineIn struct {
-	BucketSeconds *int64 `json:"bucket_seconds,omitempty" desc:"bucket width in seconds, 1 to 31622400 (default 60)"`
+	BucketSeconds *int64 `json:"bucket_seconds,omitempty" default:"60" desc:"bucket width in seconds, 1 to 31622400 (default 60)"`
 }
 
 // TimelineBucket is one bucket of the histogram.
@@ -65,6 +65,9 @@ func timelineTool(d *deps) sdk.Tool {
 		Description: "Dialogs created per time bucket, aligned to the Unix epoch, empty buckets kept (a gap is a finding). " +
 			"At most --mcp-max-rows buckets: a wider span widens bucket_seconds and says so.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "bucket_seconds outside 1 to 31622400"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in timelineIn) (Timeline, error) {
 		return timeline(ctx, d, c, in)
 	})

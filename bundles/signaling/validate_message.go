@@ -10,7 +10,7 @@ import (
 type validateMessageIn struct {
 	CallID          string `json:"call_id" desc:"Call-ID of the dialog, verbatim"`
 	Index           int    `json:"index" desc:"index of the message within the Call-ID (as get_dialog numbers them)"`
-	SuppressionFile string `json:"suppression_file,omitempty" desc:"suppression list in the file root (needs --mcp-file-root); default: .sipnablint beside the capture"`
+	SuppressionFile string `json:"suppression_file,omitempty" default:".sipnablint beside the capture" desc:"suppression list in the file root (needs --mcp-file-root); default: .sipnablint beside the capture"`
 }
 
 // ValidateAnswer is validate_message's answer: lint_dialog's shape for one
@@ -29,6 +29,12 @@ func validateMessageTool(d *deps) sdk.Tool {
 		Description: "The lint_dialog answer for one message of a call: only the rules that read a message alone run; " +
 			"the dialog and media rules are listed in rules_not_evaluated.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			{Code: sdk.CodeInvalidParams, When: "an index out of range or past the retention cap"},
+			{Code: sdk.CodeInvalidParams, When: "suppression_file without --mcp-file-root (\"file tools are disabled\")"},
+			{Code: sdk.CodeInvalidParams, When: "a suppression_file that is not one file name, does not exist, resolves outside the file root, or does not parse"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in validateMessageIn) (ValidateAnswer, error) {
 		supp, err := d.suppression(in.SuppressionFile)
 		if err != nil {
