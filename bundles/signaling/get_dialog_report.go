@@ -3,7 +3,9 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/callreport"
+	"github.com/sipnab/sipnab/core/sdptimeline"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -13,8 +15,10 @@ type getDialogReportIn struct {
 }
 
 // DialogReport is get_dialog_report's json answer: the structured per-call
-// report (the generator --call-report uses) with the read's flags. From and
-// To are the sender's text, unfenced; the provenance note says so.
+// report (the generator --call-report uses) with the read's flags. From,
+// To and the other sender-written values are unfenced (the provenance note
+// says so) but keep the fence's hygiene: no fence code point, control or
+// bidi character, at most 256 bytes (cleanReport).
 type DialogReport struct {
 	callreport.Report
 	sdk.SourceFlags
@@ -61,5 +65,77 @@ func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, 
 		c.ReplyText(call.Report(f))
 		return DialogReport{}, nil
 	}
-	return DialogReport{Report: call.JSON(), SourceFlags: src.Flags(), CaptureIdentity: src.Identity}, nil
+	return DialogReport{Report: cleanReport(call.JSON()), SourceFlags: src.Flags(), CaptureIdentity: src.Identity}, nil
+}
+
+// cleanReport gives every sender-written value of the JSON report the
+// fence's hygiene without its markers (unfencedValue): the report stays
+// unfenced (it carries the provenance note, mcp-surface §2.5), but no value
+// can forge a marker, reorder a transcript with a bidi control or spend the
+// context window. Sender-written: the From/To URIs and display names, the
+// reason phrases, the failure's Reason and Warning texts, the cause text,
+// method tokens, Via branches, SDP codec names, media types and transport
+// protocols, and the codec names of the streams and of a codec asymmetry.
+// Identifiers (Call-ID, frame pointers, addresses) stay verbatim, and
+// sipnab's own text (hints, states, kinds) is left alone. Every list and
+// pointer that changes is copied: the model's values are not written.
+func cleanReport(r callreport.Report) callreport.Report {
+	u := unfencedValue
+	r.Method, r.FinalStatusReason = u(r.Method), u(r.FinalStatusReason)
+	r.From, r.FromDisplay, r.To, r.ToDisplay = u(r.From), u(r.FromDisplay), u(r.To), u(r.ToDisplay)
+	if s := r.Diagnosis.Signaling; s != nil {
+		sd := *s
+		if ff := sd.FinalFailure; ff != nil {
+			f := *ff
+			f.Reason, f.ReasonHeader, f.Warning, f.Method = u(f.Reason), u(f.ReasonHeader), u(f.Warning), u(f.Method)
+			sd.FinalFailure = &f
+		}
+		if al := sd.AuthLoop; al != nil {
+			a := *al
+			a.Method = u(a.Method)
+			sd.AuthLoop = &a
+		}
+		if sd.Retransmissions != nil {
+			rs := make([]analysis.UnansweredRequest, len(sd.Retransmissions))
+			for i, x := range sd.Retransmissions {
+				x.Method, x.Branch = u(x.Method), u(x.Branch)
+				rs[i] = x
+			}
+			sd.Retransmissions = rs
+		}
+		r.Diagnosis.Signaling = &sd
+	}
+	if a := r.Diagnosis.Media.CodecAsymmetry; a != nil {
+		r.Diagnosis.Media.CodecAsymmetry = &analysis.Asymmetry{Forward: u(a.Forward), Reverse: u(a.Reverse)}
+	}
+	if t := r.Termination; t != nil {
+		tc := *t
+		tc.Text = u(tc.Text)
+		r.Termination = &tc
+	}
+	if r.SDPTimeline != nil {
+		xs := make([]sdptimeline.Exchange, len(r.SDPTimeline))
+		for i, x := range r.SDPTimeline {
+			x.Method, x.Transaction, x.Codecs = u(x.Method), u(x.Transaction), unfencedValues(x.Codecs)
+			if x.Streams != nil {
+				ss := make([]sdptimeline.Stream, len(x.Streams))
+				for j, st := range x.Streams {
+					st.Type, st.Proto, st.Codecs = u(st.Type), u(st.Proto), unfencedValues(st.Codecs)
+					ss[j] = st
+				}
+				x.Streams = ss
+			}
+			xs[i] = x
+		}
+		r.SDPTimeline = xs
+	}
+	if r.Streams != nil {
+		ss := make([]callreport.ReportStream, len(r.Streams))
+		for i, st := range r.Streams {
+			st.Codec = u(st.Codec)
+			ss[i] = st
+		}
+		r.Streams = ss
+	}
+	return r
 }

@@ -3,7 +3,6 @@ package signaling
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
@@ -212,19 +211,6 @@ func fitGroups(c *sdk.Call, out GroupDialogs) (GroupDialogs, error) {
 		out.TrimmedGroups++
 	}
 	return out, nil
-}
-
-// unfencedValue readies a value of a dimension that stays unfenced. Those
-// values are sipnab's derivation, but some carry sender bytes through it:
-// the codec is the SDP rtpmap encoding name and the method the request
-// line's token, neither bounded by any RFC. They keep the fence's hygiene
-// without its markers: fence code points rewritten to ASCII brackets,
-// control and bidi characters stripped, the value cut to sdk.MaxFieldBytes,
-// so an unfenced value can neither forge a marker, reorder a transcript nor
-// spend the context window. A clean value (a state, a code, an address, a
-// registered codec name) comes back unchanged.
-func unfencedValue(v string) string {
-	return strings.TrimSuffix(strings.TrimPrefix(sdk.Fence(v), sdk.FenceOpen), sdk.FenceClose)
 }
 
 // groupFenced reports whether a dimension's values are sender-written and

@@ -14,8 +14,11 @@ import (
 const ReportSchemaVersion = 1
 
 // Report is the structured per-call report (get_dialog_report json). From
-// and To values are the sender's text, unfenced: a caller that hands the
-// report to an agent adds the provenance note.
+// and To values, reason phrases, cause text and codec names are the
+// sender's text as sent, unfenced: a caller that hands the report to an
+// agent adds the provenance note and gives those values the fence's hygiene
+// without markers (get_dialog_report does: fence code points to [ ],
+// control and bidi characters stripped, at most 256 bytes).
 type Report struct {
 	// SchemaVersion of this shape.
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
@@ -28,14 +31,14 @@ type Report struct {
 	// FinalStatusCode and FinalStatusReason are the final response to the
 	// call's INVITE; absent when there was none.
 	FinalStatusCode   int    `json:"final_status_code,omitempty" desc:"final response code of the call's INVITE"`
-	FinalStatusReason string `json:"final_status_reason,omitempty" desc:"its reason phrase, as sent (unfenced)"`
+	FinalStatusReason string `json:"final_status_reason,omitempty" desc:"its reason phrase (unfenced, sanitized)"`
 	// From and To are the URIs of the first message's From and To;
 	// FromDisplay and ToDisplay their display names. Sender-written,
 	// unfenced.
-	From        string `json:"from,omitempty" desc:"From URI, as sent (unfenced)"`
-	FromDisplay string `json:"from_display,omitempty" desc:"From display name, as sent (unfenced)"`
-	To          string `json:"to,omitempty" desc:"To URI, as sent (unfenced)"`
-	ToDisplay   string `json:"to_display,omitempty" desc:"To display name, as sent (unfenced)"`
+	From        string `json:"from,omitempty" desc:"From URI (unfenced, sanitized)"`
+	FromDisplay string `json:"from_display,omitempty" desc:"From display name (unfenced, sanitized)"`
+	To          string `json:"to,omitempty" desc:"To URI (unfenced, sanitized)"`
+	ToDisplay   string `json:"to_display,omitempty" desc:"To display name (unfenced, sanitized)"`
 	// MsgCount counts every message of the Call-ID, retransmissions
 	// included.
 	MsgCount int `json:"msg_count" desc:"SIP messages of the Call-ID, retransmissions included"`
