@@ -64,6 +64,8 @@ func (f docFiles) argsOf(line string) []string {
 			a = sampleCapture()
 		case a == "token.txt" || a == "signing.key" || a == "audit.jsonl":
 			a = filepath.Join(f.dir, a)
+		case a == "./work":
+			a = f.dir
 		case strings.HasPrefix(a, "configs/"):
 			a = filepath.Join(testcap.Root(), a)
 		case strings.HasSuffix(a, ":8731"):
@@ -162,6 +164,11 @@ func TestDocumentedCommandLinesRun(t *testing.T) {
 			args := f.argsOf(strings.TrimPrefix(line, "sipnab "))
 			joined := " " + strings.Join(args, " ") + " "
 			switch {
+			case strings.Contains(joined, " --call-report "):
+				out := runOut(t, args)
+				if !strings.HasPrefix(out, "sipnab call report: 1-1966@10.0.2.20") || !strings.Contains(out, "LADDER") {
+					t.Errorf("--call-report printed %q", out)
+				}
 			case strings.Contains(joined, " --mint-token "):
 				out := runOut(t, args)
 				if !strings.HasPrefix(out, "s2.") {
