@@ -159,6 +159,10 @@ type Message struct {
 	// "unparseable CSeq", "Content-Length larger than body",
 	// "control byte in header". Empty when well formed.
 	Malformed []string
+
+	// lim is the limits Parse used (nil for a Message Parse did not make):
+	// with Raw they rebuild the Message (Retain).
+	lim *Limits
 }
 
 // HeaderValues returns the values of every header with the given id, in wire

@@ -77,6 +77,7 @@ func ParseLimits(b []byte, lim Limits) (*Message, error) {
 		JunkPrefixBytes: sl.off,
 		MaxForwards:     -1,
 		ContentLength:   -1,
+		lim:             limitsRef(lim),
 	}
 	p := parser{m: m, raw: raw, lim: lim}
 	p.startLine(sl, sl.off)

@@ -1,0 +1,77 @@
+package sip
+
+import "unsafe"
+
+// Retained is a parsed message reduced to what rebuilds it: its bytes
+// (Message.Raw, shared, not copied), the parser limits and the two counts
+// of bytes around it that are not in Raw. A store that keeps many messages
+// keeps these (about 40 bytes besides the message's own bytes) and parses
+// again when a reader asks, instead of holding the parser's whole structure
+// (headers, Vias, name-addrs: about four times the message's size).
+type Retained struct {
+	raw      []byte
+	lim      *Limits
+	junk     int32
+	trailing int32
+}
+
+// Retain returns the compact form of m, and false when m was not produced
+// by Parse or ParseLimits (a Message built by hand cannot be rebuilt: keep
+// it as it is). Retain(m).Message() equals m field for field
+// (TestRetainedMessageEqualsParsed, FuzzRetain).
+//
+// A caller that changed a parsed Message (rather than treating it as
+// read-only, as its documentation asks) would get the parser's version back;
+// as a cheap guard, a Message whose start line or Call-ID no longer lies in
+// Raw is not retained.
+func (m *Message) Retain() (Retained, bool) {
+	if m == nil || m.lim == nil || m.JunkPrefixBytes > 1<<30 || m.TrailingBytes > 1<<30 ||
+		!inRaw(m.Raw, m.StartLine) || (m.CallID != "" && !inRaw(m.Raw, m.CallID)) {
+		return Retained{}, false
+	}
+	return Retained{raw: m.Raw, lim: m.lim, junk: int32(m.JunkPrefixBytes), trailing: int32(m.TrailingBytes)}, true
+}
+
+// inRaw reports whether s is a view into raw (an empty s is).
+func inRaw(raw []byte, s string) bool {
+	if s == "" {
+		return true
+	}
+	if len(raw) == 0 {
+		return false
+	}
+	r := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return p >= r && p+uintptr(len(s)) <= r+uintptr(len(raw))
+}
+
+// Raw returns the message's bytes (start line through body). Read-only.
+func (r Retained) Raw() []byte { return r.raw }
+
+// Message parses the bytes again and returns the Message Parse gave the
+// first time. Each call returns a new Message.
+func (r Retained) Message() *Message {
+	if r.lim == nil {
+		return nil
+	}
+	m, err := ParseLimits(r.raw, *r.lim)
+	if err != nil {
+		return nil // cannot happen: these bytes parsed before
+	}
+	m.lim = r.lim
+	m.JunkPrefixBytes = int(r.junk)
+	m.TrailingBytes = int(r.trailing)
+	return m
+}
+
+// limitsRef returns a shared pointer for the default limits (the common
+// case) and a private copy for any other.
+func limitsRef(lim Limits) *Limits {
+	if lim == defaultLimits {
+		return &defaultLimits
+	}
+	return &lim
+}
+
+// defaultLimits is the limits every default Parse shares.
+var defaultLimits = DefaultLimits

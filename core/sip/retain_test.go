@@ -1,0 +1,103 @@
+package sip
+
+import (
+	"encoding/hex"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+// checkRetained rebuilds m from its compact form and wants every field
+// equal.
+func checkRetained(t *testing.T, m *Message) {
+	t.Helper()
+	r, ok := m.Retain()
+	if !ok {
+		t.Fatalf("a parsed message cannot be retained")
+	}
+	got := r.Message()
+	if got == nil {
+		t.Fatalf("the retained bytes do not parse: %q", r.Raw())
+	}
+	if !reflect.DeepEqual(got, m) {
+		t.Fatalf("rebuilt message differs:\n got %+v\nwant %+v", got, m)
+	}
+	if &got.Raw[0] == &m.Raw[0] {
+		t.Fatal("the rebuilt message shares the retained bytes (it must own a copy)")
+	}
+}
+
+// TestRetainedMessageEqualsParsed rebuilds every SIP message of every
+// public capture, with junk before it and trailing bytes after it, and
+// with other limits.
+func TestRetainedMessageEqualsParsed(t *testing.T) {
+	names, err := testcap.PublicNames()
+	if err != nil {
+		t.Skip(err)
+	}
+	n := 0
+	for _, name := range names {
+		msgs, err := CaptureMessages(t, testcap.Public(name))
+		if errors.Is(err, ErrNotPcap) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			checkRetained(t, m)
+			n++
+			framed := append([]byte("\r\n\x00junk "), m.Raw...)
+			framed = append(framed, "trailing bytes"...)
+			for _, lim := range []Limits{DefaultLimits, {MaxHeaders: 3, MaxLineBytes: 40}} {
+				w, err := ParseLimits(framed, lim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkRetained(t, w)
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d messages checked", n)
+	}
+	if _, ok := (&Message{CallID: "hand made"}).Retain(); ok {
+		t.Fatal("a hand-built message was retained")
+	}
+	m, err := Parse([]byte(crlf(inviteText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := *m
+	changed.CallID = "changed after parsing"
+	if _, ok := changed.Retain(); ok {
+		t.Fatal("a message whose Call-ID was replaced was retained")
+	}
+}
+
+// FuzzRetain checks that any parsed message is rebuilt equal.
+func FuzzRetain(f *testing.F) {
+	f.Add([]byte(crlf(inviteText)))
+	f.Add([]byte("\r\n\r\nSIP/2.0 200 OK\r\nl: 3\r\n\r\nabcdef"))
+	f.Add([]byte("\x00\x00xx INVITE sip:a SIP/2.0\nSubject: a\n b\n\n"))
+	if hexes, err := os.ReadFile("testdata/c07-sip-r2.sip.hex"); err == nil {
+		for _, line := range strings.Fields(string(hexes)) {
+			if b, err := hex.DecodeString(line); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, lim := range []Limits{DefaultLimits, {MaxHeaders: 2, MaxLineBytes: 16}} {
+			m, err := ParseLimits(b, lim)
+			if err != nil {
+				return
+			}
+			checkRetained(t, m)
+		}
+	})
+}
