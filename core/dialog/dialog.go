@@ -13,8 +13,10 @@ import (
 )
 
 // Observation is one SIP message handed to the store, with where and when it
-// was seen. Msg must not be modified after it is handed over: the store keeps
-// it and readers share it.
+// was seen. Msg is a message as sip.Parse returned it, unmodified: the store
+// keeps its bytes and parses them again for readers (a Message the parser
+// did not make, or one whose Call-ID was replaced, is kept whole and shared
+// with readers instead; it must not be modified after it is handed over).
 type Observation struct {
 	Msg       *sip.Message
 	TS        time.Time
@@ -130,7 +132,7 @@ type leg struct {
 	forks        []Fork
 	forksDropped int
 
-	transitions        []Transition
+	transitions        []transition
 	transitionsDropped int
 
 	// INVITE-family timing milestones; zero when not seen. Responses count
@@ -146,6 +148,24 @@ type leg struct {
 	finalAt    time.Time // first non-challenge final response to an opening INVITE
 	byeAt      time.Time
 	byeOKAt    time.Time
+}
+
+// transition is a Transition as a leg keeps it (40 bytes instead of 96:
+// states and arrival as their codes, the time as seconds and nanoseconds).
+type transition struct {
+	sec      int64
+	reason   string // a Cell's reason: a constant of the table
+	message  int
+	nsec     int32
+	from, to State
+	arrival  Arrival
+}
+
+func (t *transition) view() Transition {
+	return Transition{
+		At: time.Unix(t.sec, int64(t.nsec)).UTC(), From: t.from.String(), To: t.to.String(),
+		Arrival: t.arrival.String(), Reason: t.reason, Message: t.message,
+	}
 }
 
 // Fork is one remote tag that answered a leg's requests (several for a
@@ -191,7 +211,11 @@ type dialog struct {
 	legs        []*leg
 	legsDropped int // messages that joined no leg because the leg cap was reached
 
-	msgs        []Message
+	msgs        []retained
+	addrs       []netip.AddrPort          // the retained messages' addresses
+	addrIdx     map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
+	far         map[int][2]netip.AddrPort // addresses past addrs' cap, by message
+	whole       map[int]*sip.Message      // messages the parser did not make, by message
 	msgCount    int
 	msgsDropped int
 	malformed   int
@@ -266,11 +290,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	t := d.transaction(m, o.TS, li, retrans)
 
 	if len(d.msgs) < cfg.MaxMessages {
-		d.msgs = append(d.msgs, Message{
-			Msg: m, TS: o.TS, Src: o.Src, Dst: o.Dst, Transport: o.Transport,
-			Origin: o.Origin, Frame: o.Frame, DSCP: o.DSCP, HasDSCP: o.HasDSCP,
-			Index: index, Leg: li, Retransmission: retrans,
-		})
+		d.retain(o, index, li, retrans)
 	} else {
 		d.msgsDropped++
 	}
@@ -609,9 +629,9 @@ func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) 
 	if c.Change {
 		l.state = c.Next
 		if len(l.transitions) < maxTransitions {
-			l.transitions = append(l.transitions, Transition{
-				At: ts, From: prev.String(), To: c.Next.String(),
-				Arrival: a.String(), Reason: c.Reason, Message: index,
+			l.transitions = append(l.transitions, transition{
+				sec: ts.Unix(), nsec: int32(ts.Nanosecond()), from: prev, to: c.Next,
+				arrival: a, reason: c.Reason, message: index,
 			})
 		} else {
 			l.transitionsDropped++

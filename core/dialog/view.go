@@ -123,8 +123,10 @@ type Bounds struct {
 	DTMFDropped           int `json:"dtmf_dropped,omitempty" desc:"INFO DTMF digits past the cap"`
 }
 
-// Detail is everything the store knows about one Call-ID. Messages share the
-// stored *sip.Message values, which are immutable.
+// Detail is everything the store knows about one Call-ID. Messages are
+// rebuilt from the stored bytes on every call (each Detail has its own
+// *sip.Message values, equal to what the parser returned); ask with
+// Options.NoMessages when they are not needed.
 type Detail struct {
 	Summary
 	// FinalReason is the reason phrase of the final status; absent with it.
@@ -278,7 +280,7 @@ func (d *dialog) detail(opt Options) Detail {
 			FromUser: l.fromUser, ToUser: l.toUser,
 			Forks:        append([]Fork{}, l.forks...),
 			ForksDropped: l.forksDropped,
-			Transitions:  append([]Transition{}, l.transitions...), TransitionsDropped: l.transitionsDropped,
+			Transitions:  transitionViews(l.transitions), TransitionsDropped: l.transitionsDropped,
 		})
 	}
 	if d.cause != nil {
@@ -316,7 +318,10 @@ func (d *dialog) detail(opt Options) Detail {
 		DTMFDropped: d.dtmfDropped,
 	}
 	if !opt.NoMessages {
-		det.Messages = append([]Message(nil), d.msgs...)
+		det.Messages = make([]Message, len(d.msgs))
+		for i := range d.msgs {
+			det.Messages[i] = d.message(i)
+		}
 	}
 	return det
 }
@@ -403,6 +408,41 @@ func (s *Store) keys(o Order) []rowKey {
 }
 
 // Summaries returns every row, sorted.
+// EachSummary calls fn with the rows of Summaries(o), one at a time, without
+// building the whole list: rows are made a chunk at a time under the read
+// lock, and fn runs with the lock released. It stops at fn's first error
+// and returns it. A dialog evicted during the walk is skipped.
+func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
+	if o == ByUpdated {
+		// rows may move while they are read: Summaries sorts them again
+		rows := s.Summaries(o)
+		for i := range rows {
+			if err := fn(&rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	keys := s.keys(o)
+	rows := make([]Summary, 0, min(chunk, len(keys)))
+	for i := 0; i < len(keys); i += chunk {
+		rows = rows[:0]
+		s.mu.RLock()
+		for _, k := range keys[i:min(i+chunk, len(keys))] {
+			if s.byID[k.id] == k.d {
+				rows = append(rows, k.d.summary())
+			}
+		}
+		s.mu.RUnlock()
+		for j := range rows {
+			if err := fn(&rows[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (s *Store) Summaries(o Order) []Summary {
 	keys := s.keys(o)
 	rows := make([]Summary, 0, len(keys))
@@ -610,4 +650,12 @@ func (s *Store) List(q Query) Page {
 		p.Next = Cursor{At: q.Order.key(last), CallID: last.CallID, HasID: true}
 	}
 	return p
+}
+
+func transitionViews(ts []transition) []Transition {
+	out := make([]Transition, len(ts))
+	for i := range ts {
+		out[i] = ts[i].view()
+	}
+	return out
 }

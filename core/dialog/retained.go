@@ -1,0 +1,131 @@
+package dialog
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/sip"
+)
+
+// retained is one retained message as the store keeps it, in about 100
+// bytes besides the message's own bytes: the bytes (sip.Retained, shared
+// with the strings the dialog keeps, never copied), when it was seen, its
+// frame, and its addresses as indexes into the dialog's address table (a
+// dialog's messages travel between a handful of addresses). The parsed form
+// (headers, Vias, name-addrs, the Message itself: three to four times the
+// message's size) is not kept; a reader asking for the messages
+// (Detail.Messages) gets them parsed again, equal to what the parser first
+// returned (sip.Retained). A message that cannot be rebuilt that way (not
+// made by the parser) is kept whole, in the dialog's whole map.
+type retained struct {
+	msg       sip.Retained
+	sec       int64 // TS, UTC
+	frame     packet.FrameRef
+	nsec      int32
+	index     uint32
+	src, dst  uint16 // indexes into dialog.addrs; farAddr when it was full
+	leg       int16
+	transport packet.Transport
+	origin    packet.Origin
+	dscp      uint8
+	flags     uint8
+}
+
+const (
+	retHasDSCP uint8 = 1 << iota
+	retRetrans
+	retWhole // the Message is in dialog.whole
+)
+
+// farAddr marks an address past the address table's cap (kept in
+// dialog.far by message position).
+const farAddr = 0xFFFF
+
+// maxAddrs caps a dialog's address table (attacker-chosen addresses); a
+// test lowers it.
+var maxAddrs = farAddr
+
+// addrIndex returns the index of a in the dialog's address table, adding it
+// (farAddr once the table holds farAddr addresses).
+func (d *dialog) addrIndex(a netip.AddrPort) uint16 {
+	if d.addrIdx != nil {
+		if i, ok := d.addrIdx[a]; ok {
+			return i
+		}
+	} else {
+		for i, x := range d.addrs {
+			if x == a {
+				return uint16(i)
+			}
+		}
+	}
+	if len(d.addrs) >= maxAddrs {
+		return farAddr
+	}
+	i := uint16(len(d.addrs))
+	d.addrs = append(d.addrs, a)
+	if d.addrIdx == nil && len(d.addrs) > 16 {
+		d.addrIdx = make(map[netip.AddrPort]uint16, len(d.addrs))
+		for j, x := range d.addrs {
+			d.addrIdx[x] = uint16(j)
+		}
+	} else if d.addrIdx != nil {
+		d.addrIdx[a] = i
+	}
+	return i
+}
+
+// retain appends a message to the dialog's retained messages.
+func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
+	pos := len(d.msgs)
+	r := retained{
+		sec: o.TS.Unix(), nsec: int32(o.TS.Nanosecond()), leg: int16(leg), index: uint32(index),
+		src: d.addrIndex(o.Src), dst: d.addrIndex(o.Dst),
+		frame: o.Frame, transport: o.Transport, origin: o.Origin, dscp: o.DSCP,
+	}
+	if r.src == farAddr || r.dst == farAddr {
+		if d.far == nil {
+			d.far = map[int][2]netip.AddrPort{}
+		}
+		d.far[pos] = [2]netip.AddrPort{o.Src, o.Dst}
+	}
+	if o.HasDSCP {
+		r.flags |= retHasDSCP
+	}
+	if retrans {
+		r.flags |= retRetrans
+	}
+	if c, ok := o.Msg.Retain(); ok {
+		r.msg = c
+	} else {
+		r.flags |= retWhole
+		if d.whole == nil {
+			d.whole = map[int]*sip.Message{}
+		}
+		d.whole[pos] = o.Msg
+	}
+	d.msgs = append(d.msgs, r)
+}
+
+// message rebuilds retained message i as readers see it.
+func (d *dialog) message(i int) Message {
+	r := &d.msgs[i]
+	m := Message{
+		TS: time.Unix(r.sec, int64(r.nsec)).UTC(), Transport: r.transport,
+		Origin: r.origin, Frame: r.frame, DSCP: r.dscp, HasDSCP: r.flags&retHasDSCP != 0,
+		Index: int(r.index), Leg: int(r.leg), Retransmission: r.flags&retRetrans != 0,
+	}
+	if r.src == farAddr || r.dst == farAddr {
+		a := d.far[i]
+		m.Src, m.Dst = a[0], a[1]
+	} else {
+		m.Src, m.Dst = d.addrs[r.src], d.addrs[r.dst]
+	}
+	if r.flags&retWhole != 0 {
+		m.Msg = d.whole[i]
+	} else {
+		m.Msg = r.msg.Message()
+	}
+	return m
+}
