@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/sipnab/sipnab/core/rtp"
 	"github.com/sipnab/sipnab/core/sdp"
@@ -53,15 +54,17 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			st.eps[ap] = ep
 			st.epByCall[callID] = append(st.epByCall[callID], ep)
 		}
-		ep.mediaType = m.Type
+		// Strings kept past this call are interned or copied: a view into the
+		// SDP text would keep the whole body alive for the endpoint's life.
+		ep.mediaType = internMediaType(m.Type)
 		ep.fax = strings.EqualFold(m.Proto, "udptl") || strings.EqualFold(m.Proto, "udp/udptl")
 		ep.offer = offer
-		ep.direction = m.Direction
+		ep.direction = internDirection(m.Direction)
 		ep.hold = m.Direction == sdp.SendOnly || m.Direction == sdp.Inactive
 		ep.ptime = m.Ptime
 		ep.at = ts
 		ep.signaler = src
-		ep.formats = ep.formats[:0:0]
+		ep.formats = make([]format, 0, len(m.Formats))
 		for _, f := range m.Formats {
 			if f.PayloadType < 0 || f.PayloadType > 127 {
 				continue
@@ -71,6 +74,9 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			fromMap := f.Encoding != ""
 			if fromMap {
 				c = rtp.NamedCodec(f.Encoding, uint32(max(f.ClockRate, 0)), m.Type)
+				if c.Name != "" && unsafe.StringData(c.Name) == unsafe.StringData(f.Encoding) {
+					c.Name = strings.Clone(c.Name) // a name the codec table does not hold
+				}
 			} else if sc, ok := rtp.StaticCodec(pt); ok {
 				c = sc
 			} else {
@@ -172,4 +178,40 @@ func (ep *endpoint) view() Endpoint {
 		e.Codecs = append(e.Codecs, f.codec.Name)
 	}
 	return e
+}
+
+// internMediaType returns the media type as a constant string when it is a
+// common one, a copy otherwise.
+func internMediaType(t string) string {
+	switch t {
+	case "audio":
+		return "audio"
+	case "video":
+		return "video"
+	case "image":
+		return "image"
+	case "application":
+		return "application"
+	case "text":
+		return "text"
+	case "message":
+		return "message"
+	}
+	return strings.Clone(t)
+}
+
+// internDirection returns the direction as one of sdp's constants when it
+// is one, a copy otherwise.
+func internDirection(d sdp.Direction) sdp.Direction {
+	switch d {
+	case sdp.SendRecv:
+		return sdp.SendRecv
+	case sdp.SendOnly:
+		return sdp.SendOnly
+	case sdp.RecvOnly:
+		return sdp.RecvOnly
+	case sdp.Inactive:
+		return sdp.Inactive
+	}
+	return sdp.Direction(strings.Clone(string(d)))
 }
