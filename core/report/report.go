@@ -9,6 +9,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,16 +56,113 @@ func Build(c *engine.Capture) Document {
 	return doc
 }
 
-// WriteJSON writes the batch JSON document of a capture.
+// WriteJSON writes the batch JSON document of a capture: Build's Document,
+// byte for byte as encoding/json writes it (two-space indent, HTML
+// characters unescaped, a final newline), but streamed: the run first, then
+// one dialog row and one stream at a time, so the document never exists in
+// memory whole (it is 4 KB a call with two streams).
 func WriteJSON(w io.Writer, c *engine.Capture) error {
-	doc := Build(c)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	st := c.Status()
+	jw := newJSONWriter(w)
+	jw.raw("{\n  \"schema_version\": ")
+	jw.value(SchemaVersion, "  ")
+	jw.raw(",\n  \"run\": ")
+	jw.value(&st, "  ")
+	jw.raw(",\n  \"dialogs\": ")
+	jw.open()
+	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
+		jw.elem(s)
+		return jw.err
+	}); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	jw.close()
+	jw.raw(",\n  \"streams\": ")
+	jw.open()
+	if m := c.Media(); m != nil {
+		if err := m.Each(func(s *media.StreamInfo) error {
+			jw.elem(s)
+			return jw.err
+		}); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+	}
+	jw.close()
+	jw.raw("\n}\n")
+	if err := jw.flush(); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	return nil
+}
+
+// jsonWriter writes a two-level indented JSON document piece by piece, as
+// json.Encoder with SetIndent("", "  ") writes it whole: each value is
+// encoded on its own with the prefix of its depth.
+type jsonWriter struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc map[string]*json.Encoder // by prefix
+	n   int                      // elements in the open array
+	err error
+}
+
+func newJSONWriter(w io.Writer) *jsonWriter {
+	return &jsonWriter{w: bufio.NewWriterSize(w, 64<<10), enc: map[string]*json.Encoder{}}
+}
+
+func (j *jsonWriter) raw(s string) {
+	if j.err == nil {
+		_, j.err = j.w.WriteString(s)
+	}
+}
+
+// value writes v as it appears after a key or in an array at prefix.
+func (j *jsonWriter) value(v any, prefix string) {
+	if j.err != nil {
+		return
+	}
+	e := j.enc[prefix]
+	if e == nil {
+		e = json.NewEncoder(&j.buf)
+		e.SetEscapeHTML(false)
+		e.SetIndent(prefix, "  ")
+		j.enc[prefix] = e
+	}
+	j.buf.Reset()
+	if j.err = e.Encode(v); j.err != nil {
+		return
+	}
+	b := j.buf.Bytes()
+	_, j.err = j.w.Write(b[:len(b)-1]) // Encode ends with a newline
+}
+
+// open starts an array (written "[]" when no element follows).
+func (j *jsonWriter) open() {
+	j.n = 0
+	j.raw("[")
+}
+
+func (j *jsonWriter) elem(v any) {
+	if j.n > 0 {
+		j.raw(",")
+	}
+	j.n++
+	j.raw("\n    ")
+	j.value(v, "    ")
+}
+
+func (j *jsonWriter) close() {
+	if j.n > 0 {
+		j.raw("\n  ")
+	}
+	j.raw("]")
+}
+
+func (j *jsonWriter) flush() error {
+	if j.err != nil {
+		return j.err
+	}
+	return j.w.Flush()
 }
 
 // WriteText writes a summary of a capture for a person: the run, a table
