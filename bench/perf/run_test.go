@@ -163,6 +163,9 @@ func TestMemoryModel(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
+	if os.Getenv("SIPNAB_HEAP_PROFILE") != "" {
+		runtime.MemProfileRate = 1 // every allocation, for exact sizes
+	}
 	base := live()
 	c := engine.New(engine.Config{}, nil)
 	if err := c.LoadFiles(context.Background(), []string{path}); err != nil {
