@@ -99,8 +99,13 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 		}
 		for _, b := range a.Buckets {
 			v := b.Value
-			if !b.Absent && dim.SenderWritten() {
+			switch {
+			case b.Absent:
+			case dim.SenderWritten():
 				v = c.Fence(v)
+			case dim == query.DimMethod:
+				// a method token is sender-written but shown unfenced
+				v = unfencedValue(v)
 			}
 			out.Buckets = append(out.Buckets, AggregateBucket{Value: v, Count: b.Count})
 		}

@@ -138,9 +138,12 @@ func fitRows(sizes []int, limit int, envelope func(k int) (int, error)) (int, er
 }
 
 // fencedRow returns a copy of a dialog row with its sender-written values
-// (from_user, to_user) fenced. Everything else in the row is sipnab's own
-// derivation or an identifier, shown verbatim.
+// (from_user, to_user) fenced and its method token, sender-written too but
+// shown unfenced, given the fence's hygiene (unfencedValue). Everything
+// else in the row is sipnab's own derivation or an identifier, shown
+// verbatim.
 func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
+	r.Method = unfencedValue(r.Method)
 	if r.FromUser != "" {
 		r.FromUser = c.Fence(r.FromUser)
 	}
@@ -148,6 +151,16 @@ func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
 		r.ToUser = c.Fence(r.ToUser)
 	}
 	return r
+}
+
+// cleanByMethod copies a by_method tally with each method given the
+// fence's hygiene (unfencedValue); never nil.
+func cleanByMethod(in []query.MethodCount) []query.MethodCount {
+	out := make([]query.MethodCount, len(in))
+	for i, m := range in {
+		out[i] = query.MethodCount{Method: unfencedValue(m.Method), Count: m.Count}
+	}
+	return out
 }
 
 // DialogPage is the answer of list_dialogs and find_problems.
@@ -221,8 +234,6 @@ func dialogPage(ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs) (Di
 	}
 	out := page(k)
 	out.Dialogs = append(out.Dialogs, rows[:k]...)
-	if out.ByMethod == nil {
-		out.ByMethod = []query.MethodCount{}
-	}
+	out.ByMethod = cleanByMethod(out.ByMethod)
 	return out, nil
 }

@@ -192,14 +192,25 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 }
 
 // fenceDetail fences a dialog detail's sender-written values: the users of
-// the row and of each leg, the final reason phrase and the cause text.
+// the row and of each leg, the final reason phrase and the cause text; the
+// method tokens (of the row, each leg and each unanswered request), shown
+// unfenced, get the fence's hygiene (unfencedValue).
 func fenceDetail(c *sdk.Call, det dialog.Detail) dialog.Detail {
 	det.Summary = fencedRow(c, det.Summary)
 	if det.FinalReason != "" {
 		det.FinalReason = c.Fence(det.FinalReason)
 	}
+	if det.RetransmittedNoResponse != nil {
+		rs := make([]dialog.Unanswered, len(det.RetransmittedNoResponse))
+		for i, r := range det.RetransmittedNoResponse {
+			r.Method = unfencedValue(r.Method)
+			rs[i] = r
+		}
+		det.RetransmittedNoResponse = rs
+	}
 	legs := make([]dialog.LegView, len(det.Legs))
 	for i, l := range det.Legs {
+		l.Method = unfencedValue(l.Method)
 		if l.FromUser != "" {
 			l.FromUser = c.Fence(l.FromUser)
 		}
@@ -235,10 +246,17 @@ func messageView(c *sdk.Call, m *dialog.Message) GetDialogMessage {
 	if v.SDP != "" {
 		v.SDP = c.FenceBody(lfOnly(v.SDP))
 	}
+	// Method tokens are sender-written, shown unfenced.
+	v.Method = unfencedValue(v.Method)
+	if v.CSeq != nil {
+		cs := *v.CSeq
+		cs.Method = unfencedValue(cs.Method)
+		v.CSeq = &cs
+	}
 	if msg := m.Msg; msg != nil && !msg.IsRequest {
 		v.ResponseContext = sip.StatusClass(msg.StatusCode)
 		if msg.CSeq.Valid {
-			v.ResponseContext += " to " + msg.CSeq.Method
+			v.ResponseContext += " to " + unfencedValue(msg.CSeq.Method)
 		}
 	}
 	return v

@@ -103,8 +103,9 @@ func compareDialogs(d *deps, in compareDialogsIn) (CompareDialogs, error) {
 		cp.side = CompareSide{CallID: id, State: det.State, FinalStatusCode: det.FinalStatusCode, MsgCount: det.MsgCount,
 			Methods: []string{}, Hints: []string{}}
 		for i := range det.Messages {
-			if m := det.Messages[i].Msg; m != nil && m.IsRequest && !slices.Contains(cp.side.Methods, m.Method) {
-				cp.side.Methods = append(cp.side.Methods, m.Method)
+			// method tokens are sender-written, shown unfenced
+			if m := det.Messages[i].Msg; m != nil && m.IsRequest && !slices.Contains(cp.side.Methods, unfencedValue(m.Method)) {
+				cp.side.Methods = append(cp.side.Methods, unfencedValue(m.Method))
 			}
 		}
 		if s := cp.diag.Signaling; s != nil {
@@ -153,7 +154,7 @@ func differences(a, b *compared) []Difference {
 		}
 		return ""
 	}
-	diff("method", a.det.Method, b.det.Method)
+	diff("method", unfencedValue(a.det.Method), unfencedValue(b.det.Method))
 	diff("state", a.det.State, b.det.State)
 	diff("final_status_code", num(a.det.FinalStatusCode), num(b.det.FinalStatusCode))
 	diff("verdict", a.diag.Verdict, b.diag.Verdict)

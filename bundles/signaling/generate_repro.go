@@ -107,7 +107,7 @@ func generateRepro(d *deps, c *sdk.Call, in generateReproIn) (Repro, error) {
 		r.Caveats = append(r.Caveats, "the capture is still being read: responses seen later are not asserted")
 	}
 	out := Repro{
-		CallID: det.CallID, Format: "sipp", Method: r.Method, Hypothesis: r.Hypothesis, Asserted: r.Asserted,
+		CallID: det.CallID, Format: "sipp", Method: unfencedValue(r.Method), Hypothesis: r.Hypothesis, Asserted: r.Asserted,
 		Scenario: r.Scenario, Run: r.Run, Caveats: r.Caveats,
 		SourceFlags: src.Flags(), CaptureIdentity: src.Identity, SchemaVersion: reproSchemaVersion,
 	}

@@ -131,6 +131,7 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 			if row.UpdatedAt.After(out.LastActivity) {
 				out.LastActivity = row.UpdatedAt
 			}
+			row.Method = unfencedValue(row.Method)
 			if row.FromUser != "" {
 				row.FromUser = c.Fence(row.FromUser)
 			}

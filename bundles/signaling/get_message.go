@@ -152,7 +152,7 @@ func messageRow(c *sdk.Call, m *dialog.Message) Message {
 	v.CallID = msg.CallID
 	v.IsRequest = msg.IsRequest
 	if msg.CSeq.Valid {
-		v.CSeq = &MessageCSeq{Method: msg.CSeq.Method, Number: msg.CSeq.Number}
+		v.CSeq = &MessageCSeq{Method: unfencedValue(msg.CSeq.Method), Number: msg.CSeq.Number}
 	}
 	if h, ok := msg.Header(sip.HdrFrom); ok {
 		v.From = c.Fence(h)
@@ -178,7 +178,7 @@ func messageRow(c *sdk.Call, m *dialog.Message) Message {
 		v.ExtensionHeaders = append(v.ExtensionHeaders, c.Fence(h.Name+": "+h.Value))
 	}
 	if msg.IsRequest {
-		v.Method = msg.Method
+		v.Method = unfencedValue(msg.Method) // sender-written, shown unfenced
 		return v
 	}
 	v.StatusCode = msg.StatusCode
@@ -186,7 +186,7 @@ func messageRow(c *sdk.Call, m *dialog.Message) Message {
 		v.Reason = c.Fence(msg.Reason)
 	}
 	if msg.CSeq.Valid {
-		v.ResponseContext = sip.StatusClass(msg.StatusCode) + " to " + msg.CSeq.Method
+		v.ResponseContext = sip.StatusClass(msg.StatusCode) + " to " + unfencedValue(msg.CSeq.Method)
 	} else {
 		v.ResponseContext = sip.StatusClass(msg.StatusCode)
 	}

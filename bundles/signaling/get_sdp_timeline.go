@@ -153,7 +153,7 @@ func getSDPTimeline(d *deps, c *sdk.Call, callID string) (SDPTimeline, error) {
 		}
 		x := SDPExchangeOut{
 			MessageIndex: e.MessageIndex, Direction: e.Direction, Transaction: e.Transaction,
-			Message: e.Method, Codecs: fenceCodecs(c, e.Codecs), MediaAddr: e.MediaAddr, MediaPort: e.MediaPort,
+			Message: unfencedValue(e.Method), Codecs: fenceCodecs(c, e.Codecs), MediaAddr: e.MediaAddr, MediaPort: e.MediaPort,
 			Ptime: e.Ptime, Mode: e.Mode, Timestamp: e.Timestamp, Events: e.Events,
 			Src: addrText(e.Src.String(), e.Src.IsValid()), Dst: addrText(e.Dst.String(), e.Dst.IsValid()),
 			Frame: e.Frame, Streams: make([]SDPStreamOut, 0, len(e.Streams)), SDPProblems: e.Problems,

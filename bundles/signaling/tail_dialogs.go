@@ -99,11 +99,13 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 	return out, nil
 }
 
-// fenceRows returns the rows with their sender-written users fenced
-// (from_user, to_user), as every dialog row tool does.
+// fenceSummaries returns the rows with their sender-written users fenced
+// (from_user, to_user) and the method token, shown unfenced, given the
+// fence's hygiene (unfencedValue), as every dialog row tool does.
 func fenceSummaries(c *sdk.Call, rows []dialog.Summary) []dialog.Summary {
 	out := make([]dialog.Summary, len(rows))
 	for i, r := range rows {
+		r.Method = unfencedValue(r.Method)
 		if r.FromUser != "" {
 			r.FromUser = c.Fence(r.FromUser)
 		}
