@@ -53,7 +53,7 @@ func engineConfig(cfg *Config) engine.Config {
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	ec := engine.Config{Node: node}
+	ec := engine.Config{Node: node, Cores: cfg.Int("cores")}
 	ec.Dialog = dialog.Config{MaxDialogs: cfg.Int("limit")}
 	return ec
 }

@@ -105,6 +105,9 @@ func checkStartup(cfg *Config) error {
 	if err := checkAnalysis(cfg); err != nil {
 		return err
 	}
+	if n := cfg.Int("cores"); n < 1 || n > 256 {
+		return usagef("--cores %d: want 1 to 256", n)
+	}
 	if cfg.String("call_report") == "" {
 		for _, f := range []string{"markdown", "no_cli_print"} {
 			if cfg.Bool(f) {

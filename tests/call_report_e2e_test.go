@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -116,5 +117,24 @@ func TestCallReportExitCodesE2E(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCoresGiveTheSameBatchOutputE2E: --cores changes how a file load is
+// spread over cores, never the answer: --json is byte-identical with 1 and 2
+// cores on a capture with RTP (but for the load's duration and the capture
+// instance, which differ between any two runs), and a bad value stops
+// startup.
+func TestCoresGiveTheSameBatchOutputE2E(t *testing.T) {
+	path := testcap.Public("sip-rtp-g711.pcap")
+	perRun := regexp.MustCompile(`"(elapsed_sec|instance)":\s*("[0-9a-f]+"|[0-9.e-]+)`)
+	one, _, code1 := runCLI(t, "-N", "-I", path, "--json", "--cores", "1")
+	two, _, code2 := runCLI(t, "-N", "-I", path, "--json", "--cores", "2")
+	one, two = perRun.ReplaceAllString(one, `"$1":-`), perRun.ReplaceAllString(two, `"$1":-`)
+	if code1 != 0 || code2 != 0 || one == "" || one != two {
+		t.Errorf("--cores 1 and 2: exit %d and %d, same output %v", code1, code2, one == two)
+	}
+	if _, stderr, code := runCLI(t, "-N", "-I", path, "--json", "--cores", "0"); code != 2 || !strings.Contains(stderr, "--cores 0") {
+		t.Errorf("--cores 0: exit %d, stderr %q", code, stderr)
 	}
 }
