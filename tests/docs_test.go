@@ -85,11 +85,15 @@ func replaceBetween(doc, begin, end, body string) (string, error) {
 	return doc[:i+len(begin)] + "\n" + body + doc[j:], nil
 }
 
-// TestMCPToolsDocIsCurrent regenerates the bundle byte table and the tool
-// table of docs/mcp-tools.md from the registry and fails on drift; run with
-// -update to rewrite them.
+// TestMCPToolsDocIsCurrent regenerates every generated doc from the
+// registry and fails on drift: the bundle byte table and the tool table of
+// docs/mcp-tools.md, each bundle page's tool reference and resources
+// (docs/bundles/<id>.md) and the resource and prompt tables of
+// docs/mcp-protocol.md. Run with -update to rewrite them all.
 func TestMCPToolsDocIsCurrent(t *testing.T) {
 	reg := registry(t)
+	t.Run("bundle pages", func(t *testing.T) { checkBundlePages(t, reg) })
+	t.Run("mcp-protocol.md", func(t *testing.T) { checkProtocolDoc(t, reg) })
 	path := filepath.Join(testcap.Root(), "docs", "mcp-tools.md")
 	raw, err := os.ReadFile(path)
 	if err != nil {
