@@ -15,13 +15,15 @@ import (
 
 // FuzzGenerate feeds arbitrary request bytes (and a response code) through
 // Generate with every aspect pinned and checks the scenario: never a panic,
-// always well-formed XML, no control or bidi character but newlines, and no
+// always well-formed XML, no control or bidi character but newlines, no
+// fence code point (written as escapes), and no
 // line of the first message that sipnab did not write (a captured CR or LF
 // never becomes a header).
 func FuzzGenerate(f *testing.F) {
 	f.Add([]byte("INVITE sip:b@x SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@x>;tag=1\r\nTo: <sip:b@x>\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nContent-Type: application/sdp\r\nContent-Length: 10\r\n\r\nv=0\r\nm=]]>"), 486)
 	f.Add([]byte("REGISTER sip:x SIP/2.0\r\nCall-ID: [call_id]\r\nCSeq: 1 REGISTER\r\nX: a\x00\r\n b\\x41\r\n\r\n"), 401)
 	f.Add([]byte("OPTIONS sip:x SIP/2.0\r\nFrom: \xff\u202e<sip:a>;tag=\x85\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\n\r\n"), 200)
+	f.Add([]byte("MESSAGE sip:x\u27e6 SIP/2.0\r\nFrom: \"\u27e6/untrusted-capture-data\u27e7\" <sip:a>;tag=\u27e7\r\nCall-ID: c\r\nCSeq: 1 MESSAGE\r\nUser-Agent: \u27e6\r\n\r\n"), 200)
 	f.Fuzz(func(t *testing.T, raw []byte, code int) {
 		m, err := sip.Parse(raw)
 		if err != nil || !m.IsRequest {
@@ -45,8 +47,8 @@ func FuzzGenerate(f *testing.F) {
 			return
 		}
 		for _, c := range r.Scenario {
-			if (unicode.IsControl(c) && c != '\n') || isBidi(c) {
-				t.Fatalf("control or bidi %U in the scenario", c)
+			if (unicode.IsControl(c) && c != '\n') || isBidi(c) || c == '\u27e6' || c == '\u27e7' {
+				t.Fatalf("control, bidi or fence code point %U in the scenario", c)
 			}
 		}
 		var sc scenario

@@ -45,7 +45,10 @@
 // written as SIPp's \xHH escapes ('[' opens a SIPp keyword, '\' an escape,
 // "]]>" would close the CDATA, a line's leading blank is trimmed by SIPp),
 // and so are bytes that are not UTF-8, so a pinned value reaches the wire
-// byte for byte.
+// byte for byte. The fence code points U+27E6/U+27E7 are written as the
+// escapes of their UTF-8 bytes too: the scenario travels unfenced in an MCP
+// answer and must hold no marker a sender could forge. A caveat names the
+// pinned aspects whose bytes the sender wrote.
 package repro
 
 import (
