@@ -203,7 +203,7 @@ var accSSRCRE = regexp.MustCompile(`^0x[0-9a-f]{8}$`)
 // streams tshark finds only heuristically are found as orphans; nothing
 // else is reported as a stream; NetMon files are refused with exit 1 and
 // the format named. Each capture is also read gzip-compressed, with the
-// same answers.
+// same answers, and with --cores 2, with the same dialogs and streams.
 func TestEngineAcceptancePublicJSON(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil || len(names) == 0 {
@@ -223,6 +223,20 @@ func TestEngineAcceptancePublicJSON(t *testing.T) {
 			}
 			doc := accJSON(t, 0, path)
 			accCheckAgainstTruth(t, name, tr, doc)
+
+			// Two cores (shards by host pair) give the same dialogs and
+			// streams, byte for byte.
+			one, _, code1 := accRun(t, "-N", "-I", path, "--json", "--cores", "1")
+			two, _, code2 := accRun(t, "-N", "-I", path, "--json", "--cores", "2")
+			var d1, d2 map[string]json.RawMessage
+			if code1 != 0 || code2 != 0 || json.Unmarshal([]byte(one), &d1) != nil || json.Unmarshal([]byte(two), &d2) != nil {
+				t.Fatalf("--cores 1/2: exit %d/%d", code1, code2)
+			}
+			for _, k := range []string{"dialogs", "streams"} {
+				if !bytes.Equal(d1[k], d2[k]) {
+					t.Errorf("--cores 2: %s differ from --cores 1", k)
+				}
+			}
 
 			// The same capture gzip-compressed (recognized by its magic,
 			// not its name: the copy is named .pcap).
