@@ -29,7 +29,9 @@ type captureReportIn struct {
 }
 
 // CaptureReport is get_capture_report's json answer: the whole-capture
-// verdict, findings ranked worst first.
+// verdict, findings ranked worst first. An evidence note may carry
+// sender-written text (a reason phrase): unfenced, as in every format of a
+// report, but cleaned (cleanNotes).
 type CaptureReport struct {
 	// SchemaVersion of the report shape.
 	SchemaVersion int `json:"schema_version" desc:"report schema version"`
@@ -67,6 +69,7 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 			format = formatJSON
 		}
 		rep, st := report.Analyze(d.capture, analysisOptions(d))
+		rep = cleanNotes(rep)
 		src := sourceState(st)
 		// Reports carry the provenance note but no markers: fencing a mixed
 		// document would tell the agent to distrust sipnab's own analysis.
@@ -104,6 +107,38 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 		}
 		return CaptureReport{}, nil
 	})
+}
+
+// cleanNotes gives every evidence note the fence's hygiene without its
+// markers (unfencedValue), before any format is written. A note can carry
+// text the sender wrote: a final failure's reason phrase, method tokens,
+// the codec names of an asymmetry. A report carries the provenance note and
+// no markers (mcp-surface §2.5: fencing a mixed document would tell the
+// agent to distrust sipnab's own analysis), so in all four formats the note
+// is unfenced, with the fence code points rewritten to [ ], control and
+// bidi characters stripped and at most 256 bytes; the rendered formats then
+// apply their own escaping. sipnab's own notes (an SSRC, a port, a decoder
+// reason) come back unchanged; Call-IDs and endpoints are identifiers and
+// stay verbatim. The findings and their evidence are copied, never written
+// in place.
+func cleanNotes(r analysis.Report) analysis.Report {
+	if r.Findings == nil {
+		return r
+	}
+	fs := make([]analysis.Finding, len(r.Findings))
+	for i, f := range r.Findings {
+		if f.Evidence != nil {
+			ev := make([]analysis.Evidence, len(f.Evidence))
+			for j, e := range f.Evidence {
+				e.Note = unfencedValue(e.Note)
+				ev[j] = e
+			}
+			f.Evidence = ev
+		}
+		fs[i] = f
+	}
+	r.Findings = fs
+	return r
 }
 
 // RFC 7951 encoding of the sipnab-diagnosis module. 64-bit integers are
