@@ -103,6 +103,10 @@ func triageCallTool(d *deps) sdk.Tool {
 		Description: "One call's verdict: problem in signaling, media, both or none, with hints and the " +
 			"termination cause.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in triageIn) (Triage, error) {
 		return triageCall(d.capture, c, in.CallID)
 	})

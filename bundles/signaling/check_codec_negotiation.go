@@ -74,6 +74,10 @@ func checkCodecNegotiationTool(d *deps) sdk.Tool {
 		Description: "Compares the call's SDP offer with its answer: offered, answered and common codecs and a result " +
 			"(ok, no_common_codec, no_answer, sdp_present_but_no_codecs, no_sdp_in_capture), every re-offer too.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in codecNegotiationIn) (CodecNegotiation, error) {
 		return checkCodecNegotiation(d, c, in.CallID)
 	})

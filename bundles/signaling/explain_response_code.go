@@ -150,6 +150,9 @@ func explainResponseCodeTool(*deps) sdk.Tool {
 		Title:       "Explain a SIP response code",
 		Description: "What a SIP status code (100-699) means, its class and registry phrase, and what to check next.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "a code outside 100 to 699"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in explainResponseCodeIn) (ResponseCodeExplanation, error) {
 		return ExplainResponseCode(in.Code)
 	})

@@ -14,9 +14,9 @@ const reproSchemaVersion = 1
 
 type generateReproIn struct {
 	CallID   string    `json:"call_id" desc:"Call-ID, verbatim"`
-	Format   string    `json:"format,omitempty" enum:"sipp" desc:"scenario format (sipp, the default and only one)"`
+	Format   string    `json:"format,omitempty" default:"sipp" enum:"sipp" desc:"scenario format (sipp, the default and only one)"`
 	Pin      []string  `json:"pin,omitempty" desc:"aspects suspected of causing the outcome, kept as captured: branch, call_id, cseq, headers, request_uri, sdp, tags, user_agent"`
-	Vary     *[]string `json:"vary,omitempty" desc:"identity aspects SIPp regenerates per call: branch, call_id, tags (default: those not pinned)"`
+	Vary     *[]string `json:"vary,omitempty" default:"the identity aspects not pinned" desc:"identity aspects SIPp regenerates per call: branch, call_id, tags (default: those not pinned)"`
 	Filename string    `json:"filename,omitempty" desc:"also write the scenario to this new file in the file root (needs --mcp-file-root)"`
 }
 
@@ -67,7 +67,14 @@ func generateReproTool(d *deps) sdk.Tool {
 		Description: "A SIPp scenario replaying one call's UAC side to test a hypothesis: pin the aspects you suspect " +
 			"(kept as captured), vary identity ones (new per call). Asserts the captured responses; run is the sipp command.",
 		Annotations: sdk.Annotations{Effect: sdk.Writes, Idempotency: sdk.Idempotent, World: sdk.ClosedWorld},
-		StrictArgs:  true,
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown aspect in pin or vary, an aspect both pinned and varied, or one that cannot vary"},
+			{Code: sdk.CodeInvalidParams, When: "filename without --mcp-file-root (\"file tools are disabled\")"},
+			{Code: sdk.CodeInvalidParams, When: "a filename that is not one file name, or a name already taken in the file root (a dangling symlink included) or a capture the server reads"},
+		},
+		StrictArgs: true,
 	}, func(ctx context.Context, c *sdk.Call, in generateReproIn) (Repro, error) {
 		return generateRepro(d, c, in)
 	})

@@ -19,7 +19,7 @@ const wiresharkFilterSchemaVersion = 1
 
 type wiresharkFilterIn struct {
 	CallID       string `json:"call_id" desc:"Call-ID, verbatim"`
-	IncludeMedia *bool  `json:"include_media,omitempty" desc:"also select the call's RTP (by SSRC and 5-tuple) and its RTCP (default true)"`
+	IncludeMedia *bool  `json:"include_media,omitempty" default:"true" desc:"also select the call's RTP (by SSRC and 5-tuple) and its RTCP (default true)"`
 }
 
 // WiresharkFilter is generate_wireshark_filter's answer: a display filter
@@ -69,6 +69,11 @@ func generateWiresharkFilterTool(d *deps) sdk.Tool {
 		Description: "A Wireshark display filter selecting one call (SIP by Call-ID; with include_media, RTP by SSRC and " +
 			"5-tuple and its RTCP) and the tshark command line applying it. Refuses Call-IDs with control characters.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			{Code: sdk.CodeInvalidParams, When: "a Call-ID holding a control character (no display filter can select it exactly)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in wiresharkFilterIn) (WiresharkFilter, error) {
 		return generateWiresharkFilter(d, in)
 	})

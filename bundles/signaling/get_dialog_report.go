@@ -11,7 +11,7 @@ import (
 
 type getDialogReportIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Format string `json:"format,omitempty" enum:"json|markdown|text" desc:"json (default), markdown or text"`
+	Format string `json:"format,omitempty" default:"json" enum:"json|markdown|text" desc:"json (default), markdown or text"`
 }
 
 // DialogReport is get_dialog_report's json answer: the structured per-call
@@ -33,6 +33,10 @@ func getDialogReportTool(d *deps) sdk.Tool {
 		Description: "One call's report: result, parties, timing, diagnosis, SDP timeline, termination, streams. " +
 			"markdown/text add transaction chains.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in getDialogReportIn) (DialogReport, error) {
 		return getDialogReport(d, c, in)
 	})

@@ -109,6 +109,10 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 		Description: "Every SDP offer and answer of one call in order: codecs, media address and port, ptime, direction, " +
 			"and what changed (Hold, Resume, T38Switch, T38End, MediaAnchorChange, CodecChange).",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in sdpTimelineIn) (SDPTimeline, error) {
 		return getSDPTimeline(d, c, in.CallID)
 	})

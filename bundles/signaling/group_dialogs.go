@@ -16,9 +16,9 @@ const defaultTopN = 50
 
 type groupDialogsIn struct {
 	By      string   `json:"by" desc:"state, response_code, method, from.user, to.user, ua, src.ip, dst.ip, rtp.codec, to_domain, hour (UTC), next_hop (ip:port the opening request was last sent to)"`
-	Metrics []string `json:"metrics,omitempty" desc:"subset of count, asr, ner, acd, pdd_p50, pdd_p95, mos_p10, retransmit_rate (default all)"`
+	Metrics []string `json:"metrics,omitempty" default:"all eight" desc:"subset of count, asr, ner, acd, pdd_p50, pdd_p95, mos_p10, retransmit_rate (default all)"`
 	Filter  string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
-	TopN    int      `json:"top_n,omitempty" desc:"largest groups kept (default 50)"`
+	TopN    int      `json:"top_n,omitempty" default:"50" desc:"largest groups kept (default 50)"`
 }
 
 // GroupPopulation is what a group's metrics were computed over.
@@ -103,6 +103,11 @@ func groupDialogsTool(d *deps) sdk.Tool {
 			"ACD (s of conversation), PDD p50/p95 (ms, nearest rank), MOS p10, retransmits per dialog. " +
 			"Not computable: null and a not_grounded reason, never 0.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Refusals: []sdk.Refusal{
+			{Code: sdk.CodeInvalidParams, When: "an unknown dimension in by or metric in metrics"},
+			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
+			{Code: sdk.CodeInvalidParams, When: "a negative top_n"},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in groupDialogsIn) (GroupDialogs, error) {
 		return groupDialogs(ctx, d, c, in)
 	})
