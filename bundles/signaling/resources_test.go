@@ -272,3 +272,26 @@ func TestPrompts(t *testing.T) {
 		t.Error("codec-interop-audit does not point at the mos-and-codecs reference")
 	}
 }
+
+// TestUnknownTemplateValuesAreInvalidParams: a URI of a known template
+// whose value names nothing (sipnab://lint/NOPE, sipnab://filter/nope, an
+// unknown field or reference topic) is bad input: -32602 listing what
+// exists (mcp-surface §2.6; MCP SEP-2164 settles resource-not-found on
+// -32602), never -32603, which reads as "server broken". A URI no template
+// matches is the host's (-32002, mcp-go's resource-not-found).
+func TestUnknownTemplateValuesAreInvalidParams(t *testing.T) {
+	b := resRegistered(t)
+	for _, tc := range []struct{ template, name, value, lists string }{
+		{lintTemplate, varRuleID, "NOPE", "SIP-3261-8.1.1.7-BRANCH-COOKIE"},
+		{filterTemplate, varAlias, "nope", "slow-setup"},
+		{fieldTemplate, varField, "nope", "rtp.loss"},
+		{referenceTemplate, varTopic, "nope", "mos-and-codecs"},
+	} {
+		t.Run(tc.template, func(t *testing.T) {
+			_, err := resRead(t, resTemplate(t, b, tc.template), tc.name, tc.value)
+			if e := sdk.AsError(err); err == nil || e.Code != sdk.CodeInvalidParams || !strings.Contains(e.Message, tc.lists) {
+				t.Errorf("got %v, want -32602 listing %s", err, tc.lists)
+			}
+		})
+	}
+}
