@@ -884,6 +884,16 @@ func (d *Decoder) afterSCTP() reason {
 	return reasonNone
 }
 
+// Tick advances the decoder's capture clock to f's time and expires the
+// reassembly entries past their TTL, handing what they held to sink, as
+// Decode does before it decodes f, without decoding f. A multi-core router
+// that hands f to another decoder calls it, so entries expire at the same
+// frames as on one core.
+func (d *Decoder) Tick(f *packet.Frame, sink packet.Sink) {
+	d.tick(f, sink)
+	d.sink = nil
+}
+
 // tick advances the capture clock and expires reassembly entries past their
 // TTL. A substituted (wall-clock) timestamp does not move the clock.
 func (d *Decoder) tick(f *packet.Frame, sink packet.Sink) {

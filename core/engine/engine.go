@@ -204,11 +204,15 @@ func (c *Capture) endRun() {
 	c.publish()
 }
 
-// releaseMedia releases the stream store's writer lock if a run holds it.
+// releaseMedia releases the stream store's writer lock if a run holds it
+// (the router's own shard's on a sharded load).
 func (c *Capture) releaseMedia() {
 	if c.batchOn {
 		c.batchOn = false
 		c.batch.UnlockWriter()
+	}
+	if c.shard != nil {
+		c.shard.release()
 	}
 }
 
@@ -462,6 +466,9 @@ func (c *Capture) frameLocked(k sourceKind, f *packet.Frame) {
 	c.pend.bytes += uint64(len(f.Data))
 	if f.InvalidTS {
 		c.pend.invalidTS++
+	}
+	if c.shard != nil && c.shard.takeFrame(k, f) {
+		return
 	}
 	c.decoders[k].Decode(f, c.sinks[k])
 }

@@ -2,32 +2,43 @@ package engine
 
 // The multi-core file load (Config.Cores >= 2).
 //
-// Design: the loader's goroutine reads, decodes and classifies every frame
-// (one router, the same classify as on one core) and keeps everything that
-// needs one order across the whole capture: HEP unwrapping, SIP parsing, the
-// dialog store (a dialog's messages cross host pairs: proxy hops, B2BUA
-// legs) and the SDP parse. Media, 99 % of the packets of a carrier capture
-// and most of the work past the decoder, goes to Cores-1 workers, sharded by
-// host pair (the unordered pair of IP addresses, ports ignored): a stream,
-// its reverse direction and the RTCP between the same hosts always land on
-// one worker, and the stream store matches RTCP to streams on the report's
-// host pair only. Every worker owns a media.Store; every SDP offer or answer
-// is sent to every worker in the same queue as the packets, so each worker
-// sees the endpoints exactly when one store would. When the load ends the
-// workers drain and their stores are merged (media.Store.Merge) into the
-// capture's stream store, which is empty until then.
+// Design: the loader's goroutine reads every frame and keeps everything that
+// needs one order across the whole capture: decoding with reassembly (IP
+// fragments, TCP), HEP, SIP parsing, the dialog store (a dialog's messages
+// cross host pairs: proxy hops, B2BUA legs) and the SDP parse. Media, 99 %
+// of the frames of a carrier capture and most of the work, goes to Cores-1
+// workers, sharded by host pair (the unordered pair of IP addresses, ports
+// ignored): a stream, its reverse direction and the RTCP between the same
+// hosts always land on one worker, and the stream store matches RTCP to
+// streams on the report's host pair only. Every worker owns a decoder and a
+// media.Store; every SDP offer or answer is sent to every worker in the same
+// queue as the media, so each worker sees the endpoints exactly when one
+// store would. When the load ends the workers drain and their stores are
+// merged (media.Store.Merge) into the capture's stream store, which is empty
+// until then.
 //
-// Packets cross to a worker by copy: the frame's bytes and the payload (when
-// it is not inside the frame, e.g. a reassembled datagram) go into the
-// batch's arena, so nothing borrowed outlives the decoder's callback. A
-// batch holds up to shardOps packets or shardArena bytes; each worker has a
-// queue of shardQueue batches, which gives backpressure, and batches are
-// recycled, so the steady state allocates nothing.
+// What crosses to a worker:
+//   - A plain frame, undecoded: Ethernet/IPv4 without options, unfragmented,
+//     not snapped, UDP whose lengths agree with the frame, not the VXLAN
+//     port, with a payload that is neither HEP nor SIP (mediaFrame). The
+//     router reads its addresses and payload at fixed offsets, classifies the
+//     payload as classify would (media), advances its own decoder's clock
+//     (Decoder.Tick: reassembly entries expire at the same frames as on one
+//     core) and hands the frame over; the worker's decoder decodes it to the
+//     packet the router's would have made (the frame needs no decoder state).
+//   - Any other media packet, decoded by the router (VLAN, IPv6, tunnels,
+//     reassembled datagrams, HEP payloads).
+//   - SDP events, to every worker.
+// Frames and packets cross by copy into the batch's arena (frame bytes, and
+// a payload that is not inside its frame), so nothing borrowed outlives the
+// decoder's callback. A batch holds up to shardOps items or shardArena
+// bytes; each worker has a queue of shardQueue batches (backpressure), and
+// batches are recycled, so the steady state allocates nothing.
 //
 // Results equal one core's: same streams, same counters, byte for byte in
-// the --json document (TestCoresGiveTheSameDocument), as long as no worker's
-// store reaches its stream or probation cap (each shard applies the caps on
-// its own).
+// the --json document (bench TestCoresGiveTheSameDocument), as long as no
+// worker's store reaches its stream or probation cap (each shard applies
+// the caps on its own).
 
 import (
 	"encoding/binary"
@@ -36,14 +47,18 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/sipnab/sipnab/core/decode"
+	"github.com/sipnab/sipnab/core/hep"
 	"github.com/sipnab/sipnab/core/media"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/sdp"
+	"github.com/sipnab/sipnab/core/sip"
 )
 
 const (
-	shardOps   = 512       // packets per batch
-	shardArena = 192 << 10 // bytes per batch
+	maxShards  = 63        // workers at most, whatever Cores says
+	shardOps   = 1024      // items per batch
+	shardArena = 384 << 10 // bytes per batch
 	shardQueue = 4         // batches queued per worker
 )
 
@@ -54,12 +69,28 @@ type sharder struct {
 	workers []*shardWorker
 	free    chan *shardBatch
 	wg      sync.WaitGroup
+
+	// On two cores the router, which would finish its own work first,
+	// keeps the host pairs of inlineBuckets of every 64 hash buckets itself,
+	// in a store of its own, so the two goroutines have about the same work.
+	inline        *media.Store
+	inlineBuckets uint64
+	inlineHeld    bool // the router holds inline's writer lock (a run)
 }
+
+// inlineShare is the router's share of the host pairs on two cores, in
+// 64ths: measured on the bench carrier capture, where the router's own work
+// (read, decode what it must, classify, SIP, hand frames over) is about two
+// thirds of a worker's, 6/64 leaves the two goroutines equal CPU.
+const inlineShare = 6
 
 type shardWorker struct {
 	store *media.Store
+	dec   *decode.Decoder
 	in    chan *shardBatch
 	cur   *shardBatch // being filled by the router
+	// counts of the batch being applied (worker goroutine only)
+	taken, other, packets uint64
 }
 
 type shardBatch struct {
@@ -67,13 +98,21 @@ type shardBatch struct {
 	arena []byte
 }
 
-// shardOp is a packet (frame and payload copied into the arena) or an SDP
-// event.
+type opKind uint8
+
+const (
+	opPacket opKind = iota // pkt (and frame when hasFrame), decoded by the router
+	opFrame                // frame, to decode
+	opSDP                  // sdp
+)
+
+// shardOp is one item of a batch.
 type shardOp struct {
+	kind     opKind
+	hasFrame bool
 	sdp      *sdpEvent
 	pkt      packet.Packet
 	frame    packet.Frame
-	hasFrame bool
 }
 
 type sdpEvent struct {
@@ -88,7 +127,7 @@ type sdpEvent struct {
 // configuration asks for one and the stream store is the engine's own and
 // still untouched.
 func (c *Capture) startSharding() {
-	n := c.cfg.Cores - 1
+	n := min(c.cfg.Cores-1, maxShards)
 	if n < 1 {
 		return
 	}
@@ -100,8 +139,15 @@ func (c *Capture) startSharding() {
 	}
 	c.releaseMedia()
 	s := &sharder{c: c, free: make(chan *shardBatch, n*(shardQueue+2))}
+	if n == 1 {
+		s.inline, s.inlineBuckets = media.NewStore(st.Config()), inlineShare
+	}
 	for i := 0; i < n; i++ {
-		w := &shardWorker{store: media.NewStore(st.Config()), in: make(chan *shardBatch, shardQueue)}
+		w := &shardWorker{
+			store: media.NewStore(st.Config()),
+			dec:   decode.New(c.cfg.Decode),
+			in:    make(chan *shardBatch, shardQueue),
+		}
 		s.workers = append(s.workers, w)
 		s.wg.Add(1)
 		go s.run(w)
@@ -119,7 +165,11 @@ func (c *Capture) stopSharding() {
 		return
 	}
 	c.shard = nil
-	stores := make([]*media.Store, 0, len(s.workers))
+	s.release()
+	stores := make([]*media.Store, 0, len(s.workers)+1)
+	if s.inline != nil {
+		stores = append(stores, s.inline)
+	}
 	for _, w := range s.workers {
 		if w.cur != nil && len(w.cur.ops) > 0 {
 			w.in <- w.cur
@@ -132,42 +182,60 @@ func (c *Capture) stopSharding() {
 	c.media.(*media.Store).Merge(stores...)
 }
 
+// HandlePacket is the worker decoder's sink: a packet of a frame the router
+// handed over (classified media by the router already).
+func (w *shardWorker) HandlePacket(p *packet.Packet) {
+	w.packets++
+	w.observe(p)
+}
+
+func (w *shardWorker) observe(p *packet.Packet) {
+	if w.store.ObserveLocked(p) {
+		w.taken++
+	} else {
+		w.other++
+	}
+}
+
 // run is a worker: it applies its batches to its store and counts what the
 // store took, as the router does on one core.
 func (s *sharder) run(w *shardWorker) {
 	defer s.wg.Done()
 	for b := range w.in {
-		var taken, other uint64
 		held := false
 		for i := range b.ops {
 			op := &b.ops[i]
-			if ev := op.sdp; ev != nil {
+			if op.kind == opSDP {
 				if held {
 					w.store.UnlockWriter()
 					held = false
 				}
+				ev := op.sdp
 				w.store.OnSDP(ev.callID, ev.ts, ev.s, ev.offer, ev.src)
 				op.sdp = nil
 				continue
-			}
-			if op.hasFrame {
-				op.pkt.Frame = &op.frame
 			}
 			if !held {
 				w.store.LockWriter()
 				held = true
 			}
-			if w.store.ObserveLocked(&op.pkt) {
-				taken++
-			} else {
-				other++
+			if op.kind == opFrame {
+				w.dec.Decode(&op.frame, w)
+				continue
 			}
+			if op.hasFrame {
+				op.pkt.Frame = &op.frame
+			}
+			w.observe(&op.pkt)
 		}
 		if held {
 			w.store.UnlockWriter()
 		}
-		s.c.ctr.media.Add(taken)
-		s.c.ctr.other.Add(other)
+		c := &s.c.ctr
+		c.media.Add(w.taken)
+		c.other.Add(w.other)
+		c.packets.Add(w.packets)
+		w.taken, w.other, w.packets = 0, 0, 0
 		b.ops = b.ops[:0]
 		b.arena = b.arena[:0]
 		select {
@@ -196,11 +264,111 @@ func (s *sharder) batch(w *shardWorker, need int) *shardBatch {
 	return b
 }
 
-// route copies a media packet into its host pair's worker's batch.
+// worker picks the worker of a host pair; nil when the router keeps it.
+func (s *sharder) worker(a, b netip.Addr) *shardWorker {
+	if len(s.workers) == 1 && s.inline == nil {
+		return s.workers[0]
+	}
+	h := hostPairHash(a, b)
+	if h%64 < s.inlineBuckets {
+		return nil
+	}
+	return s.workers[(h/64)%uint64(len(s.workers))]
+}
+
+// release ends the router's run on its inline store.
+func (s *sharder) release() {
+	if s.inlineHeld {
+		s.inlineHeld = false
+		s.inline.UnlockWriter()
+	}
+}
+
+// observeInline folds a media packet of a host pair the router keeps.
+func (s *sharder) observeInline(p *packet.Packet) {
+	if !s.inlineHeld {
+		s.inline.LockWriter()
+		s.inlineHeld = true
+	}
+	if s.inline.ObserveLocked(p) {
+		s.c.pend.media++
+	} else {
+		s.c.pend.other++
+	}
+}
+
+// next appends an op to w's batch, with room for need arena bytes, and
+// returns it with the arena room (nil when it would not fit in a batch).
+func (s *sharder) next(w *shardWorker, need int, kind opKind) (*shardOp, []byte) {
+	b := s.batch(w, need)
+	b.ops = b.ops[:len(b.ops)+1] // the op is overwritten field by field
+	op := &b.ops[len(b.ops)-1]
+	op.kind = kind
+	op.sdp = nil
+	if need > cap(b.arena)-len(b.arena) {
+		return op, nil
+	}
+	start := len(b.arena)
+	b.arena = b.arena[:start+need]
+	return op, b.arena[start : start+need : start+need]
+}
+
+// takeFrame hands a plain media frame to its host pair's worker undecoded
+// (see the package notes); false when the frame is of another kind (the
+// router decodes it).
+func (s *sharder) takeFrame(k sourceKind, f *packet.Frame) bool {
+	a, b, ok := mediaFrame(f)
+	if !ok {
+		return false
+	}
+	w := s.worker(netip.AddrFrom4(a), netip.AddrFrom4(b))
+	if w == nil {
+		return false // the router's own host pair: decoded and kept here
+	}
+	s.c.decoders[k].Tick(f, s.c.sinks[k])
+	op, buf := s.next(w, len(f.Data), opFrame)
+	if buf == nil {
+		buf = make([]byte, len(f.Data))
+	}
+	copy(buf, f.Data)
+	copyFrame(&op.frame, f)
+	op.frame.Data = buf
+	op.hasFrame = true
+	return true
+}
+
+// mediaFrame reports whether f is an Ethernet/IPv4/UDP frame a worker can
+// decode on its own, carrying a payload the router classifies as media: no
+// IP options, not a fragment, the IP and UDP lengths exactly those of the
+// frame (no padding, no trailer, not snapped), not the VXLAN port, and a
+// non-empty payload that is neither HEP nor SIP. It returns the IPv4
+// addresses.
+func mediaFrame(f *packet.Frame) (src, dst [4]byte, ok bool) {
+	d := f.Data
+	if f.LinkType != decode.LinkEthernet || len(d) <= 42 || f.OrigLen != len(d) {
+		return src, dst, false
+	}
+	if d[12] != 0x08 || d[13] != 0x00 || d[14] != 0x45 || d[23] != 17 || d[20]&0x3f != 0 || d[21] != 0 {
+		return src, dst, false
+	}
+	if int(binary.BigEndian.Uint16(d[16:18])) != len(d)-14 || int(binary.BigEndian.Uint16(d[38:40])) != len(d)-34 ||
+		binary.BigEndian.Uint16(d[36:38]) == 4789 {
+		return src, dst, false
+	}
+	payload := d[42:]
+	if hep.Looks(payload) || sip.Looks(payload) {
+		return src, dst, false
+	}
+	return [4]byte(d[26:30]), [4]byte(d[30:34]), true
+}
+
+// route copies a media packet the router decoded into its host pair's
+// worker's batch.
 func (s *sharder) route(p *packet.Packet) {
-	w := s.workers[0]
-	if len(s.workers) > 1 {
-		w = s.workers[hostPairHash(p.Src.Addr(), p.Dst.Addr())%uint64(len(s.workers))]
+	w := s.worker(p.Src.Addr(), p.Dst.Addr())
+	if w == nil {
+		s.observeInline(p)
+		return
 	}
 	var data []byte
 	if p.Frame != nil {
@@ -211,26 +379,16 @@ func (s *sharder) route(p *packet.Packet) {
 	if !inside {
 		need += len(p.Payload)
 	}
-	b := s.batch(w, need)
-	b.ops = b.ops[:len(b.ops)+1] // the op is overwritten field by field
-	op := &b.ops[len(b.ops)-1]
-	op.sdp = nil
-	copyPacket(&op.pkt, p)
-	var buf []byte
-	if need <= cap(b.arena)-len(b.arena) {
-		start := len(b.arena)
-		b.arena = append(b.arena, data...)
-		if !inside {
-			b.arena = append(b.arena, p.Payload...)
-		}
-		buf = b.arena[start:len(b.arena):len(b.arena)]
-	} else {
+	op, buf := s.next(w, need, opPacket)
+	if buf == nil {
 		// larger than a whole arena (a maximal frame): a buffer of its own
-		buf = append(make([]byte, 0, need), data...)
-		if !inside {
-			buf = append(buf, p.Payload...)
-		}
+		buf = make([]byte, need)
 	}
+	copy(buf, data)
+	if !inside {
+		copy(buf[len(data):], p.Payload)
+	}
+	copyPacket(&op.pkt, p)
 	fd := buf[:len(data):len(data)]
 	if inside {
 		op.pkt.Payload = fd[off : off+len(p.Payload) : off+len(p.Payload)]
@@ -272,13 +430,16 @@ func copyFrame(d, s *packet.Frame) {
 	d.InvalidTS = s.InvalidTS
 }
 
-// onSDP queues an SDP event to every worker, in order with the packets.
+// onSDP queues an SDP event to every worker, in order with the media.
 func (s *sharder) onSDP(callID string, ts time.Time, sess *sdp.Session, offer bool, src netip.AddrPort) {
+	if s.inline != nil {
+		s.release()
+		s.inline.OnSDP(callID, ts, sess, offer, src)
+	}
 	ev := &sdpEvent{callID: callID, ts: ts, s: sess, offer: offer, src: src}
 	for _, w := range s.workers {
-		b := s.batch(w, 0)
-		b.ops = b.ops[:len(b.ops)+1]
-		b.ops[len(b.ops)-1].sdp = ev
+		op, _ := s.next(w, 0, opSDP)
+		op.sdp = ev
 	}
 }
 
@@ -296,7 +457,9 @@ func within(outer, inner []byte) (int, bool) {
 }
 
 // hostPairHash hashes the unordered pair of two addresses: both directions
-// of a flow, and every flow between the same two hosts, hash alike.
+// of a flow, and every flow between the same two hosts, hash alike. An IPv4
+// address hashes as its IPv4-mapped IPv6 form, whichever way it was
+// written.
 func hostPairHash(a, b netip.Addr) uint64 {
 	return mix(addrKey(a)) ^ mix(addrKey(b))
 }

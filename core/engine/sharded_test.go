@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -133,4 +134,66 @@ func rtpFrames(t *testing.T) []*packet.Frame {
 		out = append(out, &cp)
 	}
 	return out
+}
+
+// ethIPv4UDP builds an Ethernet/IPv4/UDP frame with correct lengths.
+func ethIPv4UDP(payload []byte) []byte {
+	b := make([]byte, 42+len(payload))
+	b[12], b[13] = 0x08, 0x00
+	b[14] = 0x45
+	binary.BigEndian.PutUint16(b[16:], uint16(20+8+len(payload)))
+	b[22], b[23] = 64, 17
+	copy(b[26:], []byte{192, 0, 2, 1, 198, 51, 100, 2})
+	binary.BigEndian.PutUint16(b[34:], 16384)
+	binary.BigEndian.PutUint16(b[36:], 20000)
+	binary.BigEndian.PutUint16(b[38:], uint16(8+len(payload)))
+	copy(b[42:], payload)
+	return b
+}
+
+// TestMediaFrame: only plain frames whose payload the router would route
+// as media go to a worker undecoded.
+func TestMediaFrame(t *testing.T) {
+	rtpPayload := append([]byte{0x80, 0, 0, 1, 0, 0, 0, 160, 1, 2, 3, 4}, make([]byte, 160)...)
+	plain := ethIPv4UDP(rtpPayload)
+	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), plain...)) }
+	cases := []struct {
+		name string
+		data []byte
+		lt   uint16
+		orig int
+		want bool
+	}{
+		{"plain RTP", plain, 1, 0, true},
+		{"don't fragment set", mod(func(b []byte) []byte { b[20] = 0x40; return b }), 1, 0, true},
+		{"raw IP link", plain[14:], 12, 0, false},
+		{"more fragments", mod(func(b []byte) []byte { b[20] = 0x20; return b }), 1, 0, false},
+		{"fragment offset", mod(func(b []byte) []byte { b[21] = 1; return b }), 1, 0, false},
+		{"IP options", mod(func(b []byte) []byte { b[14] = 0x46; return b }), 1, 0, false},
+		{"TCP", mod(func(b []byte) []byte { b[23] = 6; return b }), 1, 0, false},
+		{"VLAN", mod(func(b []byte) []byte { b[12], b[13] = 0x81, 0; return b }), 1, 0, false},
+		{"trailer after the datagram", append(append([]byte(nil), plain...), 0, 0, 0, 0), 1, 0, false},
+		{"IP length short", mod(func(b []byte) []byte { b[17]--; return b }), 1, 0, false},
+		{"UDP length short", mod(func(b []byte) []byte { b[39]--; return b }), 1, 0, false},
+		{"snapped", plain, 1, len(plain) + 100, false},
+		{"VXLAN port", mod(func(b []byte) []byte { b[36], b[37] = 0x12, 0xb5; return b }), 1, 0, false},
+		{"SIP", ethIPv4UDP([]byte("OPTIONS sip:a@b SIP/2.0\r\nCall-ID: x\r\n\r\n")), 1, 0, false},
+		{"HEP", ethIPv4UDP([]byte("HEP3\x00\x06")), 1, 0, false},
+		{"empty payload", ethIPv4UDP(nil), 1, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &packet.Frame{LinkType: tc.lt, Data: tc.data, OrigLen: len(tc.data)}
+			if tc.orig > 0 {
+				f.OrigLen = tc.orig
+			}
+			src, dst, ok := mediaFrame(f)
+			if ok != tc.want {
+				t.Fatalf("got %v, want %v", ok, tc.want)
+			}
+			if ok && (src != [4]byte{192, 0, 2, 1} || dst != [4]byte{198, 51, 100, 2}) {
+				t.Fatalf("got %v -> %v", src, dst)
+			}
+		})
+	}
 }
