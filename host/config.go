@@ -63,7 +63,6 @@ var options = []option{
 	{flag: "json", key: "json", kind: kBool, def: false, usage: "write the analysis as one JSON document to stdout", noConfig: true},
 	{flag: "report", key: "report", kind: kBool, def: false, usage: "write a readable report to stdout", noConfig: true},
 	{flag: "limit", key: "limit", kind: kInt, def: 100000, usage: "dialog cap (evicts oldest past it)"},
-	{flag: "cores", key: "cores", kind: kInt, def: 1, usage: "cores a file load uses: 1, or N to shard media by host pair over N-1 workers (same results)"},
 	{flag: "cores", key: "cores", kind: kInt, def: 1, usage: "cores a file load uses: 1 routes every packet on one goroutine; N >= 2 hands RTP/RTCP/UDPTL to N-1 workers (same answers)"},
 	{flag: "node-name", key: "node_name", kind: kString, def: "", usage: "node name in capture_identity (default: host name)"},
 	{flag: "quiet", key: "quiet", kind: kBool, def: false, usage: "log warnings and errors only"},
