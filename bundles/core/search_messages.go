@@ -54,7 +54,7 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty query or one over the query size limit"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a malformed cursor, or a message index not zero-padded to 10 digits"},
 			{Code: sdk.CodeInvalidParams, When: "a max_response_bytes too small for one hit"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in searchMessagesIn) (SearchMessages, error) {

@@ -200,6 +200,11 @@ func TestSearchMessagesRefusals(t *testing.T) {
 		{"empty query", map[string]any{"query": ""}, "query must be 1 to 1024 bytes"},
 		{"long query", map[string]any{"query": strings.Repeat("x", 1025)}, "got 1025"},
 		{"bad cursor", map[string]any{"query": "x", "cursor": "later"}, "invalid cursor"},
+		// A hand-built index that is not zero-padded would compare as text
+		// after "#10" and skip the rest of the dialog: refused, as
+		// get_dialog refuses it.
+		{"unpadded index", map[string]any{"query": "x", "cursor": "2023-11-14T22:13:20Z|1-1966@10.0.2.20#2"}, "zero-padded to 10 digits"},
+		{"index over the width", map[string]any{"query": "x", "cursor": "2023-11-14T22:13:20Z|1-1966@10.0.2.20#00000000002"}, "zero-padded to 10 digits"},
 		{"negative cap", map[string]any{"query": "x", "max_response_bytes": -5}, "max_response_bytes"},
 	}
 	for _, tc := range cases {
@@ -209,6 +214,10 @@ func TestSearchMessagesRefusals(t *testing.T) {
 				t.Errorf("got %v, want -32602 with %q", err, tc.want)
 			}
 		})
+	}
+	_, err := lqInvoke(t, tools, "get_dialog", map[string]any{"call_id": "1-1966@10.0.2.20", "cursor": "2023-11-14T22:13:20Z|1-1966@10.0.2.20#2"}, sdk.DefaultLimits())
+	if lqCode(err) != sdk.CodeInvalidParams || !strings.Contains(err.Error(), "zero-padded to 10 digits") {
+		t.Errorf("get_dialog, unpadded index: got %v, want the same -32602", err)
 	}
 	var p lqSearch
 	r := lqCall(t, tools, "search_messages", map[string]any{"query": "no such text anywhere"}, &p)

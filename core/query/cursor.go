@@ -62,15 +62,19 @@ func ParseDialogCursor(s string) (Cursor, error) {
 }
 
 // ParseMessageCursor reads "<RFC 3339>|<Call-ID>#<index>" with an index of
-// exactly IndexWidth digits. A cursor without a well-formed index suffix is
-// read as a dialog cursor: the position after every message of that dialog.
+// exactly IndexWidth digits. A cursor whose Call-ID part does not end in
+// "#" and digits is read as a dialog cursor: the position after every
+// message of that dialog. One ending in "#" and a run of digits of another
+// width is refused (ErrCursor, saying so): the index is compared as text,
+// so a hand-built "#2" would sort after "#10" and silently skip the rest of
+// the dialog's messages.
 func ParseMessageCursor(s string) (Cursor, error) {
 	c, err := ParseDialogCursor(s)
 	if err != nil || !c.HasCallID {
 		return c, err
 	}
 	i := strings.LastIndexByte(c.CallID, '#')
-	if i < 0 || len(c.CallID)-i-1 != IndexWidth {
+	if i < 0 || i == len(c.CallID)-1 {
 		return c, nil
 	}
 	digits := c.CallID[i+1:]
@@ -79,9 +83,12 @@ func ParseMessageCursor(s string) (Cursor, error) {
 			return c, nil
 		}
 	}
+	if len(digits) != IndexWidth {
+		return Cursor{}, fmt.Errorf("%w: the message index after '#' must be zero-padded to %d digits (got %q): pass next_cursor unchanged", ErrCursor, IndexWidth, clip("#"+digits))
+	}
 	n, err := strconv.Atoi(digits)
 	if err != nil {
-		return c, nil
+		return Cursor{}, fmt.Errorf("%w (got %q)", ErrCursor, clip(s))
 	}
 	c.CallID, c.Index, c.HasIndex = c.CallID[:i], n, true
 	return c, nil
