@@ -145,6 +145,16 @@ for i in "${!names[@]}"; do
   fi
 done
 
+# The baseline for RSS per call: the first sipnab row on a one-call capture.
+baseline=""
+base_cmd=""
+for i in "${!names[@]}"; do case ${names[$i]} in sipnab*) base_cmd=${cmds[$i]}; break ;; esac; done
+if [ -n "$base_cmd" ] && [ -n "$calls" ] && [ -x "$tmp/gencapture" ] && [ -x /usr/bin/time ]; then
+  "$tmp/gencapture" -preset small -calls 1 -duration 1s -registers 0 -seed "$seed" -o "$tmp/one.pcap" >/dev/null 2>&1 &&
+    /usr/bin/time -v -o "$tmp/rss.one" bash -c "exec ${base_cmd//$(q "$capture")/$(q "$tmp/one.pcap")} </dev/null >/dev/null 2>&1" &&
+    baseline=$(awk -F': ' '/Maximum resident set size/{print $2}' "$tmp/rss.one")
+fi
+
 # --- report ------------------------------------------------------------------
 base=""
 for n in "${names[@]}"; do case $n in sipnab*) base=$n; break ;; esac; done
@@ -170,6 +180,9 @@ for n in "${names[@]}"; do case $n in sipnab*) base=$n; break ;; esac; done
   if [ -n "$base" ] && [ -n "$calls" ] && [ -n "${rss[$base]}" ]; then
     echo
     awk -v k="${rss[$base]}" -v c="$calls" -v n="$base" 'BEGIN{ printf "%s peak RSS per INVITE dialog: %.1f KiB (%d calls)\n", n, k/c, c }'
+    if [ -n "$baseline" ]; then
+      awk -v k="${rss[$base]}" -v b="$baseline" -v c="$calls" -v n="$base" 'BEGIN{ printf "%s peak RSS per INVITE dialog above the %.1f MiB of a one-call capture: %.1f KiB\n", n, b/1024, (k-b)/c }'
+    fi
   fi
   if [ -z "$base" ]; then
     echo
