@@ -15,6 +15,11 @@
 // analysis too); the text is printed without control or bidi characters,
 // with the fence code points rewritten to ASCII brackets, cut to a bounded
 // length and, in Markdown, escaped so it cannot format the document.
+// Call-IDs are identifiers, not sender text to neutralize: a document shows
+// them whole, with invisible characters (controls, bidi and other format
+// characters, the fence code points) written as visible \uXXXX escapes
+// rather than dropped, so the shown text, put in a JSON string, is the
+// Call-ID again (DisplayID; in Markdown inside a code span).
 // Surfaces that hand a document to an agent add the provenance note.
 package callreport
 

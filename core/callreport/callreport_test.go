@@ -1,12 +1,14 @@
 package callreport
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
@@ -262,5 +264,67 @@ func TestBounds(t *testing.T) {
 	}
 	if !strings.Contains(doc, "3 more timing guesses (find_correlated lists them)") {
 		t.Errorf("want the guesses counted:\n%s", doc)
+	}
+}
+
+// TestDisplayID: an identifier in a rendered document is written so it
+// can be copied back: invisible characters (controls, bidi and other
+// format characters, blanks other than the space, the fence code points)
+// as \uXXXX escapes, a backslash and a double quote escaped, so the shown
+// text is the body of a JSON string holding the identifier verbatim.
+func TestDisplayID(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"plain", "1-1966@10.0.2.20", "1-1966@10.0.2.20"},
+		{"bidi", "busy-\u202ebidi@evil", `busy-\u202ebidi@evil`},
+		{"control", "ctl\x01id@evil", `ctl\u0001id@evil`},
+		{"spaces kept", "hostile call with spaces@evil", "hostile call with spaces@evil"},
+		{"zero width and no-break space", "a\u200bb\u00a0c\ufeff", `a\u200bb\u00a0c\ufeff`},
+		{"fence code points", "\u27e6x\u27e7", `\u27e6x\u27e7`},
+		{"backslash and quote", `a\u202e"b`, `a\\u202e\"b`},
+		{"astral format character", "a\U000e0001b", `a\udb40\udc01b`},
+		{"not UTF-8", "a\xffb", `a\xffb`},
+		{"UTF-8 kept", "tést", "tést"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DisplayID(tc.in, 200)
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			if !strings.ContainsRune(tc.in, utf8.RuneError) && utf8.ValidString(tc.in) {
+				var back string
+				if err := json.Unmarshal([]byte(`"`+got+`"`), &back); err != nil || back != tc.in {
+					t.Errorf("as a JSON string body: got %q, %v; want %q back", back, err, tc.in)
+				}
+			}
+		})
+	}
+	if got := DisplayID(strings.Repeat("x", 300), 200); got != strings.Repeat("x", 200)+"…" {
+		t.Errorf("a long identifier: got %d bytes, want 200 characters and …", len(got))
+	}
+}
+
+// TestRenderedCallIDRoundTrips: render_ladder's title, the ladder legend
+// and the report show a Call-ID holding U+202E with the character escaped
+// visibly (\u202e), not dropped, in text and Markdown (in a code span, so
+// the backslash is not doubled by Markdown escaping).
+func TestRenderedCallIDRoundTrips(t *testing.T) {
+	const a, b = "192.0.2.1:5060", "192.0.2.2:5060"
+	const id = "busy-\u202ebidi@evil"
+	c := feed(t, engine.Config{},
+		wire{0, a, b, msg("INVITE sip:bob@example.com SIP/2.0", id, "z9hG4bK-b1", "", "", 1, "INVITE")},
+		wire{time.Second, b, a, msg("SIP/2.0 486 Busy Here", id, "z9hG4bK-b1", "", "b1", 1, "INVITE")},
+	)
+	call := build(t, c, id)
+	for _, tc := range []struct{ name, doc, title, legend string }{
+		{"text", call.CallReport(Text), `sipnab call report: busy-\u202ebidi@evil`, `A: busy-\u202ebidi@evil (this call)`},
+		{"markdown", call.CallReport(Markdown), "# sipnab call report: `busy-\\u202ebidi@evil`", "- A: `busy-\\u202ebidi@evil` (this call)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noHostileRunes(t, tc.name, tc.doc)
+			if !strings.Contains(tc.doc, tc.title+"\n") || !strings.Contains(tc.doc, tc.legend) {
+				t.Errorf("want title %q and legend %q in:\n%s", tc.title, tc.legend, tc.doc)
+			}
+		})
 	}
 }

@@ -269,21 +269,31 @@ func (c *Call) writeLadder(b *strings.Builder, f Format) {
 	}
 	drawing := strings.Join(lines, "\n") + "\n"
 
-	legend := []string{fmt.Sprintf("%s: %s (this call)", c.Legs[0].Label, clean(c.Detail.CallID, 200))}
+	// Legend lines are written escaped for Markdown when md; Call-IDs are
+	// shown with showID (invisible characters escaped, never dropped).
+	md := f == Markdown
+	esc := func(s string) string {
+		if md {
+			return mdEscape(s)
+		}
+		return s
+	}
+	legend := []string{esc(c.Legs[0].Label+": ") + showID(c.Detail.CallID, 200, md) + esc(" (this call)")}
 	for _, lg := range c.Legs[1:] {
-		legend = append(legend, fmt.Sprintf("%s: %s (%s, score %d, from %s)", lg.Label, clean(lg.Detail.CallID, 200), lg.Strategy, lg.Score, clean(lg.Parent, 200)))
+		legend = append(legend, esc(lg.Label+": ")+showID(lg.Detail.CallID, 200, md)+
+			esc(fmt.Sprintf(" (%s, score %d, from ", lg.Strategy, lg.Score))+showID(lg.Parent, 200, md)+esc(")"))
 	}
 	t0 := "no messages"
 	if !l.t0.IsZero() {
 		t0 = "times in seconds from " + stamp(l.t0)
 	}
 	if l.shared {
-		legend = append(legend, fmt.Sprintf("more than %d participants: the rest are drawn on the last column", maxColumns))
+		legend = append(legend, esc(fmt.Sprintf("more than %d participants: the rest are drawn on the last column", maxColumns)))
 	}
 	if f == Markdown {
 		fmt.Fprintf(b, "\n## Ladder\n\n%s; %s.\n\n", plural(len(c.Legs), "leg"), t0)
 		for _, s := range legend {
-			fmt.Fprintf(b, "- %s\n", mdEscape(s))
+			fmt.Fprintf(b, "- %s\n", s)
 		}
 		fence := strings.Repeat("`", max(3, longestRun(drawing, '`')+1))
 		fmt.Fprintf(b, "\n%stext\n%s%s\n", fence, drawing, fence)

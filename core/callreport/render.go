@@ -34,11 +34,12 @@ func (c *Call) CallReport(f Format) string {
 func (c *Call) writeReport(b *strings.Builder, f Format) {
 	md := f == Markdown
 	d := &c.Detail
-	id := clean(d.CallID, 200)
+	// The Call-ID is an identifier: shown with invisible characters
+	// escaped, never dropped, so it can be copied back (DisplayID).
 	if md {
-		fmt.Fprintf(b, "# sipnab call report: %s\n\n| Field | Value |\n|---|---|\n", mdCode(id))
+		fmt.Fprintf(b, "# sipnab call report: %s\n\n| Field | Value |\n|---|---|\n", showID(d.CallID, 200, true))
 	} else {
-		fmt.Fprintf(b, "sipnab call report: %s\n\n", id)
+		fmt.Fprintf(b, "sipnab call report: %s\n\n", showID(d.CallID, 200, false))
 	}
 	field := func(name, value string) {
 		if md {
@@ -73,7 +74,7 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	field("Verdict", c.Diagnosis.Verdict)
 	field("Timing", c.timingLine())
 	if len(c.Legs) > 1 || len(c.Guesses) > 0 || c.LegsTruncated {
-		field("Legs", esc(c.legsLine()))
+		field("Legs", c.legsLine(md))
 	}
 
 	// Transactions.
@@ -231,21 +232,30 @@ func (c *Call) timingLine() string {
 	return line
 }
 
-func (c *Call) legsLine() string {
+// legsLine names the call's other legs; Call-IDs are shown with showID,
+// the rest escaped for Markdown when md.
+func (c *Call) legsLine(md bool) string {
+	esc := func(s string) string {
+		if md {
+			return mdEscape(s)
+		}
+		return s
+	}
+	id := func(s string) string { return showID(s, 120, md) }
 	var parts []string
 	for _, l := range c.Legs[1:] {
-		parts = append(parts, fmt.Sprintf("%s %s (%s, score %d, from %s)", l.Label, clean(l.Detail.CallID, 120), l.Strategy, l.Score, clean(l.Parent, 120)))
+		parts = append(parts, esc(l.Label+" ")+id(l.Detail.CallID)+esc(fmt.Sprintf(" (%s, score %d, from ", l.Strategy, l.Score))+id(l.Parent)+esc(")"))
 	}
 	if c.LegsTruncated {
-		parts = append(parts, "more legs were found than are drawn")
+		parts = append(parts, esc("more legs were found than are drawn"))
 	}
 	for _, g := range c.Guesses {
-		parts = append(parts, fmt.Sprintf("timing guess only, not drawn: %s (started %d ms apart)", clean(g.CallID, 120), g.GapMs))
+		parts = append(parts, esc("timing guess only, not drawn: ")+id(g.CallID)+esc(fmt.Sprintf(" (started %d ms apart)", g.GapMs)))
 	}
 	if c.GuessesMore > 0 {
-		parts = append(parts, fmt.Sprintf("%d more timing guesses (find_correlated lists them)", c.GuessesMore))
+		parts = append(parts, esc(fmt.Sprintf("%d more timing guesses (find_correlated lists them)", c.GuessesMore)))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, esc("; "))
 }
 
 // chain renders a transaction: `INVITE → 100 (25ms) → 180 (96ms) → 200 (708ms)`.
