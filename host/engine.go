@@ -111,7 +111,7 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 	}
 	wantJSON, wantReport := cfg.Bool("json"), cfg.Bool("report")
 	if wantJSON == wantReport {
-		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json, --report or --call-report <Call-ID> (or --mcp)")
+		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json or --report (or --call-report <Call-ID>, or --mcp)")
 		return exitUsage
 	}
 	if len(inputsOf(cfg)) == 0 {
