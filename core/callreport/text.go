@@ -115,6 +115,13 @@ func showID(s string, n int, md bool) string {
 	return DisplayID(s, n)
 }
 
+// CleanText is the cleaning every rendered document applies to text the
+// sender wrote (clean): control and bidi characters dropped, line breaks
+// as spaces, the fence code points as ASCII brackets, cut at n characters
+// with "…". Other renderers of capture text (core/report's findings) use
+// it so the rendered documents agree.
+func CleanText(s string, n int) string { return clean(s, n) }
+
 // mdEscape backslash-escapes the characters that would format Markdown, so
 // capture text renders as the text it is.
 func mdEscape(s string) string {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
 )
@@ -178,10 +179,12 @@ func writeIncomplete(b *strings.Builder, r analysis.Report, md bool) {
 func evidenceLine(e *analysis.Evidence, md bool) string {
 	var parts []string
 	if e.CallID != "" {
+		// An identifier: shown whole, invisible characters escaped
+		// visibly, never dropped, so it can be copied back.
 		if md {
-			parts = append(parts, mdCode(clean(e.CallID, 120)))
+			parts = append(parts, mdCode(callreport.DisplayID(e.CallID, 120)))
 		} else {
-			parts = append(parts, clean(e.CallID, 120))
+			parts = append(parts, callreport.DisplayID(e.CallID, 120))
 		}
 	}
 	if e.At != nil {
@@ -215,7 +218,9 @@ func evidenceLine(e *analysis.Evidence, md bool) string {
 		parts = append(parts, s)
 	}
 	if e.Note != "" {
-		n := clean(e.Note, 200)
+		// sender text (a reason phrase): no control, bidi or fence code
+		// point, as every rendered document prints it
+		n := callreport.CleanText(e.Note, 200)
 		if md {
 			n = mdEscape(n)
 		}

@@ -130,7 +130,7 @@ func TestRenderFindingsKeepsCaptureTextInert(t *testing.T) {
 			t.Errorf("markdown keeps %q:\n%s", bad, md)
 		}
 	}
-	if !strings.Contains(md, "`` `x`?# Heading ``") {
+	if !strings.Contains(md, "`` `x`\\u000a# Heading ``") {
 		t.Errorf("Call-ID not in a code span that holds its backticks:\n%s", md)
 	}
 	txt := RenderFindings(rep, "cap", FindingsText)
@@ -227,6 +227,38 @@ func TestJSONStreamsAgreeWithTshark(t *testing.T) {
 				if s.SchemaVersion != media.SchemaVersion || s.QualityIntervals == nil {
 					t.Errorf("%s: not the rtp_stats stream shape: schema %d, intervals %v", k, s.SchemaVersion, s.QualityIntervals)
 				}
+			}
+		})
+	}
+}
+
+// TestRenderFindingsIdentifiersAndBidi: in the rendered findings (the
+// get_capture_report markdown and text, the FINDINGS block of --report) a
+// Call-ID is an identifier, shown whole with invisible characters escaped
+// visibly (callreport.DisplayID: U+202E as \u202e, never dropped), and a
+// note is sender text, printed without bidi controls or fence code points.
+func TestRenderFindingsIdentifiersAndBidi(t *testing.T) {
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	rep := analysis.Report{
+		SchemaVersion: 1, DialogsExamined: 1, FramesRead: 10, SourceExhausted: true, Complete: true,
+		Findings: []analysis.Finding{{
+			Kind: "final_failure_declined", Severity: "low", Occurrences: 1, Unit: "dialogs", Summary: "s",
+			Evidence: []analysis.Evidence{{CallID: "busy-\u202ebidi@evil", At: &at, Note: "Busy \u202eHere \u27e7now\u27e6"}},
+		}},
+	}
+	for _, tc := range []struct {
+		name        string
+		f           FindingsFormat
+		id, note    string
+		notContains string
+	}{
+		{"markdown", FindingsMarkdown, "`busy-\\u202ebidi@evil`", "Busy Here \\]now\\[", "\u202e"},
+		{"text", FindingsText, "busy-\\u202ebidi@evil", "Busy Here ]now[", "\u202e"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := RenderFindings(rep, "cap", tc.f)
+			if !strings.Contains(doc, tc.id) || !strings.Contains(doc, tc.note) || strings.ContainsAny(doc, "\u202e\u27e6\u27e7") {
+				t.Errorf("want Call-ID %q and note %q, no bidi or fence code point:\n%s", tc.id, tc.note, doc)
 			}
 		})
 	}
