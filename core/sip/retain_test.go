@@ -17,7 +17,13 @@ func checkRetained(t *testing.T, m *Message) {
 	t.Helper()
 	r, ok := m.Retain()
 	if !ok {
-		t.Fatalf("a parsed message cannot be retained")
+		// Only a Call-ID that is not a view into Raw (a folded header,
+		// unfolded into a copy) keeps a parsed message from being
+		// retained; the store keeps such a message whole.
+		if inRaw(m.Raw, m.CallID) && inRaw(m.Raw, m.StartLine) {
+			t.Fatalf("a parsed message cannot be retained")
+		}
+		return
 	}
 	got := r.Message()
 	if got == nil {
