@@ -116,9 +116,13 @@ type HEPCounts struct {
 	Nested uint64 `json:"nested"`
 }
 
-// Status returns the capture's state now. During a load it waits at most
-// for the message being routed (the decoders' counters are read under the
-// writer lock).
+// Status returns the capture's state now. During a file load it waits at
+// most for the run of frames being routed (capture.BatchFrames, well under a
+// millisecond: the decoders' counters are read under the writer lock), and
+// its counters are those published at the end of the last run. During a
+// multi-core load (Config.Cores) the stream store is filled when the load
+// ends, and media_packets and other_packets move as the workers finish
+// their batches.
 func (c *Capture) Status() Status {
 	st := Status{
 		FramesRead:         c.ctr.frames.Load(),
