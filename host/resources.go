@@ -53,6 +53,9 @@ type resourceHost struct {
 	// notify sends notifications/resources/updated to one session (the
 	// server's, replaced in tests).
 	notify func(session, uri string) error
+	// now is the clock a notification's send time is read from (time.Now;
+	// replaced in tests).
+	now func() time.Time
 }
 
 type templateEntry struct {
@@ -78,6 +81,10 @@ type watch struct {
 	dirty      bool // the revision or instance moved since the last render
 	forced     bool // the instance moved: notify even on an identical rendering
 	lastRender time.Time
+	// lastSent is when the last notification left (read after rendering,
+	// which can take a while during a big load): the next one waits a full
+	// window from it, not from the poll that started the rendering.
+	lastSent time.Time
 }
 
 func newResourceHost(log hclog.Logger, maxRows int) *resourceHost {
@@ -85,7 +92,7 @@ func newResourceHost(log hclog.Logger, maxRows int) *resourceHost {
 	if maxRows > 0 && maxRows < maxValues {
 		maxValues = maxRows
 	}
-	return &resourceHost{log: log, fixed: map[string]served{}, maxValues: maxValues, sessions: map[string]map[string]*watch{}}
+	return &resourceHost{log: log, fixed: map[string]served{}, maxValues: maxValues, sessions: map[string]map[string]*watch{}, now: time.Now}
 }
 
 // collect takes the resources of every bundle with a loaded tool.
@@ -453,7 +460,7 @@ func (rh *resourceHost) tick(ctx context.Context, now time.Time) {
 				w.instance, w.dirty, w.forced = inst, true, true
 			}
 		}
-		if !w.dirty || now.Sub(w.lastRender) < subscribeDebounce {
+		if !w.dirty || now.Sub(w.lastRender) < subscribeDebounce || now.Sub(w.lastSent) < subscribeDebounce {
 			continue
 		}
 		w.dirty, w.lastRender = false, now
@@ -468,7 +475,7 @@ func (rh *resourceHost) tick(ctx context.Context, now time.Time) {
 		if !changed {
 			continue
 		}
-		w.forced = false
+		w.forced, w.lastSent = false, rh.now()
 		if err := rh.notify(sw.session, w.uri); err != nil {
 			rh.log.Debug("resource update not delivered", "uri", w.uri, "error", err)
 		}

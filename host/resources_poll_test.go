@@ -22,18 +22,24 @@ type pollFixture struct {
 	content  string
 	renders  int
 	notes    []time.Time
+	clock    time.Time     // the synthetic now
+	render   time.Duration // how long one rendering takes on it
 }
 
 func newPollFixture() *pollFixture {
 	f := &pollFixture{instance: "capture-1", content: "v0"}
 	f.rh = newResourceHost(newTestLogger(), 0)
 	f.rh.notify = func(session, uri string) error {
-		f.notes = append(f.notes, time.Time{})
+		f.notes = append(f.notes, f.clock)
 		return nil
 	}
+	f.rh.now = func() time.Time { return f.clock }
 	s := served{
 		read: func(context.Context, string, map[string]string) (sdk.ResourceContent, error) {
 			f.renders++
+			if f.renders%2 == 1 {
+				f.clock = f.clock.Add(f.render) // every other rendering is slow
+			}
 			return sdk.ResourceContent{Text: f.content}, nil
 		},
 		revision: func() uint64 { return f.rev },
@@ -54,6 +60,7 @@ func TestSubscriptionPollerRendersOncePerWindow(t *testing.T) {
 	var notedAt []time.Duration
 	for i := 1; i <= 50; i++ {
 		now := t0.Add(time.Duration(i) * subscribePoll)
+		f.clock = now
 		f.rev++
 		f.content = fmt.Sprintf("v%d", i)
 		before := len(f.notes)
@@ -71,7 +78,8 @@ func TestSubscriptionPollerRendersOncePerWindow(t *testing.T) {
 	}
 	// The last change (v50 at 5.0 s) is held, not dropped: it goes out when
 	// the window opens, without any further change.
-	f.rh.tick(context.Background(), t0.Add(5100*time.Millisecond))
+	f.clock = t0.Add(5100 * time.Millisecond)
+	f.rh.tick(context.Background(), f.clock)
 	if len(f.notes) != 6 {
 		t.Errorf("held change: got %d notifications, want 6", len(f.notes))
 	}
@@ -82,6 +90,36 @@ func TestSubscriptionPollerRendersOncePerWindow(t *testing.T) {
 	}
 	if f.renders != r || len(f.notes) != 6 {
 		t.Errorf("quiet store: %d renderings and %d notifications, want none", f.renders-r, len(f.notes)-6)
+	}
+}
+
+// TestSubscriptionPollerWindowStartsAtTheSend: a rendering that takes
+// 600 ms (a big list mid-load) delays its notification; the next, quick one
+// still waits a full second from when that one left, not from the poll that
+// started the slow rendering.
+func TestSubscriptionPollerWindowStartsAtTheSend(t *testing.T) {
+	f := newPollFixture()
+	f.render = 600 * time.Millisecond
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	next := t0
+	for i := 1; i <= 60; i++ {
+		// The poller ticks every 100 ms; a tick that rendered ran late.
+		if next.Before(f.clock) {
+			next = f.clock
+		}
+		next = next.Add(subscribePoll)
+		f.clock = next
+		f.rev++
+		f.content = fmt.Sprintf("v%d", i)
+		f.rh.tick(context.Background(), next)
+	}
+	if len(f.notes) < 3 {
+		t.Fatalf("got %d notifications over 6 s of changes, want several", len(f.notes))
+	}
+	for i := 1; i < len(f.notes); i++ {
+		if gap := f.notes[i].Sub(f.notes[i-1]); gap < subscribeDebounce {
+			t.Errorf("notifications %d and %d sent %v apart, want at least %v", i-1, i, gap, subscribeDebounce)
+		}
 	}
 }
 
