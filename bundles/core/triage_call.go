@@ -108,7 +108,7 @@ func triageCallTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in triageIn) (Triage, error) {
-		return triageCall(d.capture, c, in.CallID)
+		return triageCall(d.capture, analysisOptions(d), c, in.CallID)
 	})
 }
 
@@ -121,7 +121,7 @@ func mediaOf(c *engine.Capture) *media.Store {
 	return media.NewStore(media.Config{})
 }
 
-func triageCall(capture *engine.Capture, c *sdk.Call, callID string) (Triage, error) {
+func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, callID string) (Triage, error) {
 	if callID == "" {
 		return Triage{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
@@ -135,7 +135,10 @@ func triageCall(capture *engine.Capture, c *sdk.Call, callID string) (Triage, er
 	// Timers are judged against the end of the whole capture, as
 	// get_capture_report judges them.
 	ms := mediaOf(capture)
-	dd := analysis.Diagnose(analysis.FactsFrom(det), ms, analysis.Options{CaptureEnd: analysis.CaptureEnd(capture.Dialogs(), ms)})
+	// The run's thresholds (--pdd-threshold) decide as they do for
+	// find_problems and get_capture_report.
+	opts.CaptureEnd = analysis.CaptureEnd(capture.Dialogs(), ms)
+	dd := analysis.Diagnose(analysis.FactsFrom(det), ms, opts)
 	out := Triage{
 		CallID:          det.CallID,
 		Verdict:         dd.Verdict,

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
@@ -351,6 +352,50 @@ func TestTriageCallSelectsTheLastCause(t *testing.T) {
 			}
 			if got := rptPath(m, "termination.protocol"); got != tc.protocol {
 				t.Errorf("protocol: got %v, want %v", got, tc.protocol)
+			}
+		})
+	}
+}
+
+// TestTriageCallFollowsTheRunsPDDThreshold: triage_call judges post-dial
+// delay against the run's --pdd-threshold, as find_problems and
+// get_capture_report do. On b2bua-asterisk.pcapng the two call legs ring
+// after 744 ms and 740 ms; a threshold of 0.742 s makes exactly the first
+// one slow.
+func TestTriageCallFollowsTheRunsPDDThreshold(t *testing.T) {
+	c := rptLoad(t, testcap.Public("b2bua-asterisk.pcapng"))
+	th := filter.DefaultThresholds()
+	th.PDDSeconds = 0.742
+	tools, err := Bundle{}.Provision(context.Background(), sdk.NewEnv(sdk.EnvOptions{Services: []any{c, th}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tool sdk.Tool
+	for _, tl := range tools {
+		if tl.Name == "triage_call" {
+			tool = tl
+		}
+	}
+	for _, tc := range []struct {
+		callID string
+		slow   bool
+	}{
+		{"M2Q0ZDc1ZGM1NzIyMTlhZTA3NDU3NTgzMzA5YmJmZWQ.", true},
+		{"37686afc57ce24ac655742b3644a7bb8@172.16.98.101:5060", false},
+	} {
+		t.Run(tc.callID, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]string{"call_id": tc.callID})
+			rep, err := tool.Invoke(context.Background(), args, sdk.DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(rep.Blocks[0]), &m); err != nil {
+				t.Fatal(err)
+			}
+			_, got := rptPath(m, "signaling").(map[string]any)["post_dial_delay"]
+			if got != tc.slow {
+				t.Errorf("post_dial_delay present: got %v, want %v (signaling %v)", got, tc.slow, m["signaling"])
 			}
 		})
 	}
