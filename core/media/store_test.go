@@ -2,6 +2,7 @@ package media
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -97,6 +98,48 @@ func TestSequenceAccounting(t *testing.T) {
 			}
 			if got.Orphaned || got.AssociatedDialog != "call-1" {
 				t.Errorf("got orphaned %v dialog %q, want bound to call-1", got.Orphaned, got.AssociatedDialog)
+			}
+		})
+	}
+}
+
+func TestLostSequences(t *testing.T) {
+	// Sequence numbers are offsets from 100; steps move the sender as in
+	// TestSequenceAccounting. ring is the lost-sequence ring's capacity.
+	tests := []struct {
+		name          string
+		ring          int
+		steps         []int
+		want          []uint16
+		wantTruncated bool
+	}{
+		{"in order", 0, []int{1, 1, 1}, nil, false},
+		{"one gap of two", 0, []int{1, 3, 1}, []uint16{102, 103}, false},
+		{"swap: the late packet is not lost", 0, []int{1, 2, -1, 2}, []uint16{}, false},
+		{"gap of three, middle one late", 0, []int{4, -2, 2}, []uint16{101, 103}, false},
+		{"late packet then its duplicate", 0, []int{2, -1, 0, 2}, []uint16{}, false},
+		// ring of 3: gaps 101-102 and 104-105 keep the newest three
+		// (102, 104, 105); 104 arrives late and frees a slot; the next gap
+		// (107) takes it without dropping 102.
+		{"full ring keeps its order and its bound", 3, []int{3, 3, -2, 4}, []uint16{102, 105, 107}, true},
+		{"full ring refills, then drops the oldest", 3, []int{3, 3, -2, 4, 2}, []uint16{105, 107, 109}, true},
+		{"full ring, oldest entry late", 3, []int{3, 3, -4}, []uint16{104, 105}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := NewStore(Config{LostSeqRing: tc.ring})
+			st.OnSDP("call-1", t0, &sdp.Session{Media: []sdp.Media{{Type: "audio", Port: 5000, Conn: "10.0.0.2", Formats: []sdp.Format{{PayloadType: 0}}}}}, true, epA)
+			s := &sender{st: st, src: epA, dst: epB, ssrc: 7, seq: 100, ts: 1000}
+			s.send(t, 0, 0)
+			for _, step := range tc.steps {
+				s.send(t, step, 0)
+			}
+			got := onlyStream(t, st)
+			if fmt.Sprint(got.LostSequences) != fmt.Sprint(tc.want) || got.LostSequencesTruncated != tc.wantTruncated {
+				t.Errorf("got lost_sequences %v truncated %v, want %v truncated %v", got.LostSequences, got.LostSequencesTruncated, tc.want, tc.wantTruncated)
+			}
+			if tc.ring > 0 && len(got.LostSequences) > tc.ring {
+				t.Errorf("got %d lost sequences, want at most the ring's %d", len(got.LostSequences), tc.ring)
 			}
 		})
 	}

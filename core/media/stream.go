@@ -48,6 +48,38 @@ func (r *lossRing) add(seq uint16, capacity int) {
 	r.next = (r.next + 1) % capacity
 }
 
+// remove takes seq out of the ring when a packet the gap skipped arrives
+// late: the newest entry holding it goes (a 16-bit number recurs once the
+// sequence wraps, and the late packet belongs to the latest gap). The ring
+// keeps its order and never grows: removing from a full ring frees a slot.
+// It allocates nothing.
+func (r *lossRing) remove(seq uint16) bool {
+	n := len(r.seqs)
+	for k := n - 1; k >= 0; k-- { // logical order, newest first
+		i := (r.next + k) % n
+		if r.seqs[i] != seq {
+			continue
+		}
+		if r.next != 0 {
+			// Linearize the full ring (oldest first) in place.
+			reverse(r.seqs[:r.next])
+			reverse(r.seqs[r.next:])
+			reverse(r.seqs)
+			r.next = 0
+		}
+		copy(r.seqs[k:], r.seqs[k+1:])
+		r.seqs = r.seqs[:n-1]
+		return true
+	}
+	return false
+}
+
+func reverse(s []uint16) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
 // stream is the mutable per-stream state. Only the store's writer touches it.
 type stream struct {
 	key     Key
@@ -227,6 +259,9 @@ func (s *stream) seq(seq uint16, lostCap int) {
 			s.window[w] |= 1 << bit
 		}
 		s.ooo++
+		if s.lost != nil {
+			s.lost.remove(seq) // it was listed lost when the gap opened
+		}
 		if ext < s.baseExt {
 			if s.ivStartExt == s.baseExt-1 {
 				s.ivStartExt = ext - 1
