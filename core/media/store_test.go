@@ -73,12 +73,14 @@ func TestSequenceAccounting(t *testing.T) {
 		wantPackets                 uint64
 		wantExpected, wantLost      int64
 		wantDup, wantOOO, wantJumps uint64
+		wantLossPct                 float64 // clamped at 0 when lost is negative
 	}{
-		{"in order", []int{1, 1, 1, 1}, 5, 5, 0, 0, 0, 0},
-		{"one gap of two", []int{1, 3, 1}, 4, 6, 2, 0, 0, 1},
-		{"duplicate makes loss negative", []int{1, 0, 1}, 4, 3, -1, 1, 0, 0},
-		{"reorder then recover", []int{1, 2, -1, 2}, 5, 5, 0, 0, 1, 1},
-		{"late duplicate of a reordered packet", []int{1, 2, -1, 0, 2}, 6, 5, -1, 1, 1, 1},
+		{"in order", []int{1, 1, 1, 1}, 5, 5, 0, 0, 0, 0, 0},
+		{"one gap of two", []int{1, 3, 1}, 4, 6, 2, 0, 0, 1, 33.333},
+		{"duplicate makes loss negative", []int{1, 0, 1}, 4, 3, -1, 1, 0, 0, 0},
+		{"reorder then recover", []int{1, 2, -1, 2}, 5, 5, 0, 0, 1, 1, 0},
+		{"late duplicate of a reordered packet", []int{1, 2, -1, 0, 2}, 6, 5, -1, 1, 1, 1, 0},
+		{"two duplicates, one loss", []int{1, 0, 0, 2}, 5, 4, -1, 2, 0, 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,6 +94,9 @@ func TestSequenceAccounting(t *testing.T) {
 			got := onlyStream(t, st)
 			if got.Packets != tc.wantPackets || got.Expected != tc.wantExpected || got.Lost != tc.wantLost {
 				t.Errorf("got packets %d expected %d lost %d, want %d %d %d", got.Packets, got.Expected, got.Lost, tc.wantPackets, tc.wantExpected, tc.wantLost)
+			}
+			if got.LossPct != tc.wantLossPct {
+				t.Errorf("got loss_pct %v, want %v", got.LossPct, tc.wantLossPct)
 			}
 			if got.Duplicates != tc.wantDup || got.OutOfOrder != tc.wantOOO || got.SequenceJumps != tc.wantJumps {
 				t.Errorf("got dup %d ooo %d jumps %d, want %d %d %d", got.Duplicates, got.OutOfOrder, got.SequenceJumps, tc.wantDup, tc.wantOOO, tc.wantJumps)

@@ -42,7 +42,9 @@ type Interval struct {
 	Packets   uint32    `json:"packets"`
 	Expected  int32     `json:"expected"`
 	Lost      int32     `json:"lost"`
-	LossPct   float64   `json:"loss_pct"`
+	// LossPct is the interval's lost / expected in percent, never below 0
+	// (duplicates do not make a negative loss).
+	LossPct float64 `json:"loss_pct"`
 	// JitterMs is the mean RFC 3550 jitter over the interval; absent when
 	// the clock rate is unknown.
 	JitterMs    *float64 `json:"jitter_ms,omitempty"`
@@ -145,8 +147,11 @@ type StreamInfo struct {
 	// Expected and Lost follow RFC 3550 A.1: expected from the extended
 	// highest and first sequence numbers, lost = expected − received
 	// (negative with duplicates).
-	Expected      int64   `json:"expected"`
-	Lost          int64   `json:"lost"`
+	Expected int64 `json:"expected"`
+	Lost     int64 `json:"lost"`
+	// LossPct is lost / expected in percent, never below 0: when duplicates
+	// outnumber the losses (lost negative) it reads 0, as RFC 3550's
+	// fraction lost does (§6.4.1: a negative fraction is reported as 0).
 	LossPct       float64 `json:"loss_pct"`
 	Duplicates    uint64  `json:"duplicates"`
 	OutOfOrder    uint64  `json:"out_of_order"`
@@ -249,7 +254,7 @@ func (st *Store) view(s *stream) StreamInfo {
 	}
 	v.Expected = s.expected()
 	v.Lost = v.Expected - int64(s.packets)
-	v.LossPct = lossPct(v.Lost, v.Expected)
+	v.LossPct = math.Max(0, lossPct(v.Lost, v.Expected)) // RFC 3550 clamps fraction lost at 0
 	v.Duplicates, v.OutOfOrder, v.SequenceJumps = s.dups, s.ooo, s.jumps
 	if s.lost != nil {
 		n := len(s.lost.seqs)
@@ -321,7 +326,7 @@ func (st *Store) view(s *stream) StreamInfo {
 	scorable := codec.Kind == rtp.KindAudio && s.jitterSeen
 	imp := mos.ImpairmentFor(codec.Name, st.cfg.CodecIe)
 	if scorable {
-		sc := mos.Estimate(imp, math.Max(0, v.LossPct), s.jitter, d.OneWayMs)
+		sc := mos.Estimate(imp, v.LossPct, s.jitter, d.OneWayMs)
 		v.MOS = f64(round3(sc.MOS))
 		v.RFactor = f64(round3(sc.R))
 		v.MOSGrounded = sc.Grounded()
