@@ -409,7 +409,7 @@ func (c *Capture) StartHEP(ctx context.Context, cfg heplisten.Config) (*hepliste
 	})
 	l, err := heplisten.Listen(ctx, cfg, sink)
 	if err != nil {
-		return nil, fmt.Errorf("starting HEP listener: %w", err)
+		return nil, err // heplisten's errors already say "starting HEP listener: ..."
 	}
 	c.smu.Lock()
 	c.hepL = append(c.hepL, l)

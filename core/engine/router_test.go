@@ -185,6 +185,40 @@ func TestHEPListener(t *testing.T) {
 	}
 }
 
+// TestHEPListenerErrors: a listener that cannot start says so once
+// ("starting HEP listener: " was repeated).
+func TestHEPListenerErrors(t *testing.T) {
+	busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	tests := []struct {
+		name string
+		cfg  heplisten.Config
+		want string
+	}{
+		{"no address", heplisten.Config{}, "no UDP or TCP address"},
+		{"open to anyone", heplisten.Config{UDP: "0.0.0.0:0"}, "without a source allowlist"},
+		{"address in use", heplisten.Config{UDP: busy.LocalAddr().String()}, "address already in use"},
+		{"bad allowlist", heplisten.Config{UDP: "127.0.0.1:0", Allow: []string{"10.0.0.0/99"}}, "bad allowlist entry"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, nil)
+			defer c.Close()
+			_, err := c.StartHEP(context.Background(), tc.cfg)
+			if err == nil {
+				t.Fatal("got no error")
+			}
+			msg := err.Error()
+			if n := strings.Count(msg, "starting HEP listener"); n != 1 || !strings.HasPrefix(msg, "starting HEP listener: ") || !strings.Contains(msg, tc.want) {
+				t.Errorf("got %q (%d times \"starting HEP listener\"), want it once, first, and %q", msg, n, tc.want)
+			}
+		})
+	}
+}
+
 // TestConcurrentProducers: several sources feeding one capture at once
 // (a HEP listener and a live interface, say) serialize on the router.
 func TestConcurrentProducers(t *testing.T) {
