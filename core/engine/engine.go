@@ -106,6 +106,7 @@ type Capture struct {
 	batch   batchMedia // the media sink's run interface (nil when it has none)
 	batchOn bool       // batch's writer lock is held
 	shard   *sharder
+	self    []selfAddr // where this capture's HEP listeners receive (self.go)
 
 	ctr counters
 	ami ami.Tracker // cleartext AMI sightings (core/ami; read by AMISightings)
@@ -161,6 +162,7 @@ type tally struct {
 	sipRefused, sdpBodies, sdpBad, media, other         uint64
 	hepEnvelopes, hepMalformed, hepSIP, hepRTP, hepRTCP uint64
 	hepOther, hepNested, hepNotSIP, hepKeepalives       uint64
+	ownListener                                         uint64
 }
 
 // publish adds the pending tallies to the counters readers see. Called with
@@ -195,6 +197,7 @@ func (c *Capture) publish() {
 	add(&c.ctr.hepNested, &t.hepNested)
 	add(&c.ctr.hepNotSIP, &t.hepNotSIP)
 	add(&c.ctr.hepKeepalives, &t.hepKeepalives)
+	add(&c.ctr.ownListener, &t.ownListener)
 }
 
 // endRun ends a run of routed packets (wmu held): the stream store's writer
@@ -241,6 +244,7 @@ type counters struct {
 	hepNested     atomic.Uint64
 	hepNotSIP     atomic.Uint64
 	hepKeepalives atomic.Uint64
+	ownListener   atomic.Uint64 // live packets to our own HEP listener, skipped
 }
 
 // New returns an empty capture. log may be nil.
@@ -265,6 +269,7 @@ func New(cfg Config, log *slog.Logger) *Capture {
 		c.decoders[k] = decode.New(cfg.Decode)
 		c.sinks[k] = packet.SinkFunc(c.routeLocked)
 	}
+	c.sinks[kindLive] = packet.SinkFunc(c.routeLive)
 	return c
 }
 
@@ -411,6 +416,9 @@ func (c *Capture) StartHEP(ctx context.Context, cfg heplisten.Config) (*hepliste
 	if err != nil {
 		return nil, err // heplisten's errors already say "starting HEP listener: ..."
 	}
+	c.wmu.Lock()
+	c.watchListener(l)
+	c.wmu.Unlock()
 	c.smu.Lock()
 	c.hepL = append(c.hepL, l)
 	c.smu.Unlock()

@@ -114,6 +114,12 @@ type HEPCounts struct {
 	// Nested counts HEP envelopes found inside a HEP payload (not
 	// unwrapped twice).
 	Nested uint64 `json:"nested"`
+	// OwnListenerSkipped counts live-capture packets addressed to one of
+	// this capture's running HEP listeners. They are skipped, not routed:
+	// the listener receives the same datagrams itself, and routing both
+	// copies would count every HEP message twice (the second as a
+	// retransmission) on a host that captures live and receives HEP.
+	OwnListenerSkipped uint64 `json:"own_listener_skipped"`
 }
 
 // Status returns the capture's state now. During a file load it waits at
@@ -143,6 +149,7 @@ func (c *Capture) Status() Status {
 			Malformed: c.ctr.hepMalformed.Load(), KeepAlives: c.ctr.hepKeepalives.Load(),
 			SIP: c.ctr.hepSIP.Load(), RTP: c.ctr.hepRTP.Load(), RTCP: c.ctr.hepRTCP.Load(),
 			Other: c.ctr.hepOther.Load(), NotSIP: c.ctr.hepNotSIP.Load(), Nested: c.ctr.hepNested.Load(),
+			OwnListenerSkipped: c.ctr.ownListener.Load(),
 		},
 		Undecodable: map[string]uint64{},
 		Dialogs:     c.dialogs.Stats(),
