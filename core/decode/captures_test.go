@@ -91,7 +91,7 @@ func readTruth(t *testing.T, name string) truth {
 }
 
 // publicWant pins what is known about a public capture beyond tshark's SIP
-// count (hand-checked with tshark: SIP_CALL_RTP_G711 holds 162 802.3/LLC
+// count (hand-checked with tshark: SIP_CALL_RTP_G711 holds 162 802.3/LLC (153 STP, 9 CDP)
 // frames and 2 ARP; http-example.cap's 19 TCP segments with payload include
 // one retransmission, plus 2 DNS datagrams).
 var publicWant = map[string]struct {
@@ -99,7 +99,7 @@ var publicWant = map[string]struct {
 	packets     int // -1: not pinned
 	icmpErrors  uint64
 }{
-	"SIP_CALL_RTP_G711":                {map[string]uint64{"not_ip_ethertype_0x0000": 162, "not_ip_ethertype_0x0806": 2}, 3781, 0},
+	"SIP_CALL_RTP_G711":                {map[string]uint64{"llc_stp": 153, "llc_cdp": 9, "not_ip_ethertype_0x0806": 2}, 3781, 0},
 	"http-example.cap":                 {nil, 20, 0},
 	"h263-over-rtp.pcap":               {nil, 49, 0},
 	"speech_8k_ulaw.pcap":              {nil, 835, 0},

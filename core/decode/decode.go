@@ -598,12 +598,24 @@ func (d *Decoder) run(start gopacket.LayerType, data []byte) reason {
 	}
 	switch d.decoded[len(d.decoded)-1] {
 	case layers.LayerTypeEthernet:
+		if d.eth.EthernetType == layers.EthernetTypeLLC { // 802.3: a length, then LLC
+			return d.llc(d.eth.Payload)
+		}
 		return d.afterLink(uint16(d.eth.EthernetType), d.eth.Payload)
 	case layers.LayerTypeDot1Q:
+		if d.dot1q.Type < 0x0600 { // a tagged 802.3 frame: a length, then LLC
+			return d.llc(d.dot1q.Payload)
+		}
 		return d.afterLink(uint16(d.dot1q.Type), d.dot1q.Payload)
 	case layers.LayerTypeLinuxSLL:
+		if d.sll.Protocol == sllProtoLLC {
+			return d.llc(d.sll.Payload)
+		}
 		return d.afterLink(d.sll.Protocol, d.sll.Payload)
 	case layers.LayerTypeLinuxSLL2:
+		if d.sll2.Protocol == sllProtoLLC {
+			return d.llc(d.sll2.Payload)
+		}
 		return d.afterLink(d.sll2.Protocol, d.sll2.Payload)
 	case layers.LayerTypeIPv4:
 		return d.afterIPv4()
@@ -630,6 +642,37 @@ func (d *Decoder) run(start gopacket.LayerType, data []byte) reason {
 		return d.afterGRE()
 	}
 	return reasonMalformed
+}
+
+// sllProtoLLC is the Linux cooked header's protocol for an 802.2 LLC frame
+// (ETH_P_802_2).
+const sllProtoLLC = 0x0004
+
+// llc reads the IEEE 802.2 LLC header of an 802.3 frame. SNAP with an
+// EtherType-carrying OUI (RFC 1042's 000000, 802.1H's 0000f8) continues with
+// that EtherType, so IP over SNAP is decoded; everything else is named by
+// kind (spanning tree, CDP, other LLC) and yields nothing.
+func (d *Decoder) llc(p []byte) reason {
+	if len(p) < 3 {
+		return reasonLLC(llcOther)
+	}
+	dsap, ssap := p[0], p[1]
+	switch {
+	case dsap == 0x42 && ssap == 0x42:
+		return reasonLLC(llcSTP)
+	case dsap == 0xAA && ssap == 0xAA && p[2] == 0x03 && len(p) >= 8:
+		oui := uint32(p[3])<<16 | uint32(p[4])<<8 | uint32(p[5])
+		pid := binary.BigEndian.Uint16(p[6:8])
+		switch {
+		case oui == 0x000000 || oui == 0x0000f8:
+			return d.etherType(pid, p[8:])
+		case oui == 0x00000c && pid == 0x2000:
+			return reasonLLC(llcCDP)
+		case oui == 0x00000c && pid == 0x010b:
+			return reasonLLC(llcSTP) // Cisco PVST+
+		}
+	}
+	return reasonLLC(llcOther)
 }
 
 // afterLink continues after a link or VLAN header the parser stopped at.

@@ -8,7 +8,7 @@ import (
 // Reason codes of undecodable frames.
 const (
 	CodeNoLinkDecoder   = 1 // no decoder for the link type
-	CodeNotIPEtherType  = 2 // the frame carries a non-IP EtherType
+	CodeNotIPEtherType  = 2 // the frame carries a non-IP EtherType, or is an 802.3/LLC frame
 	CodeNoTransport     = 3 // the IP protocol is not one the decoder reads
 	CodeTruncated       = 4 // the frame ends inside a header
 	CodeDecoderRejected = 5 // a header is malformed, or the nesting budget ran out
@@ -36,10 +36,22 @@ var (
 
 func reasonLinkType(dlt uint16) reason { return reason{code: CodeNoLinkDecoder, num: uint32(dlt)} }
 func reasonEtherType(et uint16) reason { return reason{code: CodeNotIPEtherType, num: uint32(et)} }
-func reasonIPProtocol(p uint8) reason  { return reason{code: CodeNoTransport, num: uint32(p)} }
-func (r reason) isZero() bool          { return r.code == 0 }
-func (r reason) key() uint64           { return uint64(r.code)<<32 | uint64(r.num) }
-func reasonFromKey(k uint64) reason    { return reason{code: uint8(k >> 32), num: uint32(k)} }
+
+// IEEE 802.3 frames carry a length where Ethernet II carries an EtherType,
+// then an 802.2 LLC header: they are named by what the LLC header says
+// (llc_stp, llc_cdp, llc_frame), under CodeNotIPEtherType, never as an
+// EtherType (a length is not EtherType 0x0000).
+const (
+	llcOther = 0x10000 + iota // an LLC or SNAP frame of another kind
+	llcSTP                    // spanning tree BPDU (DSAP 0x42, or Cisco PVST+ over SNAP)
+	llcCDP                    // Cisco Discovery Protocol (SNAP 00000c/2000)
+)
+
+func reasonLLC(kind uint32) reason    { return reason{code: CodeNotIPEtherType, num: kind} }
+func reasonIPProtocol(p uint8) reason { return reason{code: CodeNoTransport, num: uint32(p)} }
+func (r reason) isZero() bool         { return r.code == 0 }
+func (r reason) key() uint64          { return uint64(r.code)<<32 | uint64(r.num) }
+func reasonFromKey(k uint64) reason   { return reason{code: uint8(k >> 32), num: uint32(k)} }
 
 // name renders the reason as the engine names it.
 func (r reason) name() string {
@@ -47,6 +59,14 @@ func (r reason) name() string {
 	case CodeNoLinkDecoder:
 		return fmt.Sprintf("unsupported_link_type_%d", r.num)
 	case CodeNotIPEtherType:
+		switch r.num {
+		case llcOther:
+			return "llc_frame"
+		case llcSTP:
+			return "llc_stp"
+		case llcCDP:
+			return "llc_cdp"
+		}
 		return fmt.Sprintf("not_ip_ethertype_0x%04x", r.num)
 	case CodeNoTransport:
 		return fmt.Sprintf("no_transport_ip_protocol_%d", r.num)
@@ -94,8 +114,8 @@ type ReasonCount struct {
 	// Name is the reason as reported, e.g. "not_ip_ethertype_0x0806".
 	Name string `json:"name"`
 	// Code is the reason class: 1 no decoder for the link type, 2 non-IP
-	// EtherType, 3 unsupported IP protocol, 4 truncated frame, 5 decoder
-	// rejected.
+	// EtherType or an IEEE 802.3/LLC frame (llc_stp, llc_cdp, llc_frame),
+	// 3 unsupported IP protocol, 4 truncated frame, 5 decoder rejected.
 	Code int `json:"code"`
 	// Count is the number of frames.
 	Count uint64 `json:"count"`
