@@ -1,0 +1,201 @@
+package tests
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/sipnab/sipnab/bench/gen"
+)
+
+// TestAudit56ListDialogsDuringLoadE2E calls list_dialogs again and again
+// through the built binary while the bench generator's carrier capture
+// (written gzip-compressed, so the load takes a few seconds) loads, and
+// checks the honesty rules at every step: an answer taken before the
+// source is exhausted says source_exhausted false, never truncated false
+// and never complete true; its rows are the generator's Call-IDs, each
+// once; by_method and aggregate_dialogs' buckets add up to total_matched;
+// total_matched never shrinks. A cursor walk started at the first step is
+// continued one page per step across the load and finished afterwards: it
+// yields every one of the generator's dialogs exactly once. The Call-ID
+// completion is read at every step too: never cached, its total follows the
+// store and ends at the generator's count.
+func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and loads a large capture")
+	}
+	cfg := gen.Carrier(5)
+	cfg.Calls, cfg.Registers = 600, 60
+	path := filepath.Join(sharedDir(t), "carrier-load.pcap.gz")
+	ans := writeGzipCapture(t, cfg, path)
+	want := map[string]bool{}
+	for _, d := range ans.Dialogs {
+		want[d.CallID] = true
+	}
+
+	s := startRaw(t, "-N", "--mcp", "-I", path)
+	ref := resourceRef("sipnab://live/dialogs/{call_id}")
+	walk := map[string]int{} // Call-ID -> times the cursor walk returned it
+	cursor := ""
+	walkDone := false
+	step := func(t *testing.T, args map[string]any) (page map[string]any, exhausted bool) {
+		t.Helper()
+		m, _ := s.on(t).ok("list_dialogs", args)
+		ex, ok := m["source_exhausted"].(bool)
+		if !ok {
+			t.Fatalf("no source_exhausted in %v", m)
+		}
+		if !ex {
+			if m["truncated"] == false {
+				t.Fatalf("truncated false while the source is not exhausted: %v", m)
+			}
+			if m["complete"] == true {
+				t.Fatalf("complete true while the source is not exhausted")
+			}
+		}
+		return m, ex
+	}
+	checkPage := func(t *testing.T, m map[string]any) []string {
+		t.Helper()
+		rows, _ := m["dialogs"].([]any)
+		var ids []string
+		inPage := map[string]bool{}
+		for _, r := range rows {
+			id, _ := r.(map[string]any)["call_id"].(string)
+			if !want[id] {
+				t.Errorf("row %q: not a generated Call-ID", id)
+			}
+			if inPage[id] {
+				t.Errorf("row %q twice in one page", id)
+			}
+			inPage[id] = true
+			ids = append(ids, id)
+		}
+		total, _ := m["total_matched"].(float64)
+		if ret, _ := m["returned"].(float64); int(ret) != len(rows) || len(rows) > int(total) {
+			t.Errorf("returned %v, %d rows, total_matched %v", m["returned"], len(rows), total)
+		}
+		sum := 0
+		bm, _ := m["by_method"].([]any)
+		for _, b := range bm {
+			n, _ := b.(map[string]any)["count"].(float64)
+			sum += int(n)
+		}
+		if sum != int(total) {
+			t.Errorf("by_method adds up to %d, total_matched %v", sum, total)
+		}
+		return ids
+	}
+
+	lastTotal, lastCompletion := 0, 0
+	midLoad, midLoadCompletions := 0, 0
+	for steps := 0; ; steps++ {
+		if steps > 100000 {
+			t.Fatal("the load does not end")
+		}
+		m, exhausted := step(t, map[string]any{"limit": 50})
+		checkPage(t, m)
+		total := int(m["total_matched"].(float64))
+		if total < lastTotal {
+			t.Errorf("step %d: total_matched %d after %d", steps, total, lastTotal)
+		}
+		lastTotal = total
+
+		agg, _ := s.ok("aggregate_dialogs", map[string]any{"group_by": "method"})
+		if agg["source_exhausted"] == false && (agg["truncated"] == false || agg["complete"] == true) {
+			t.Errorf("step %d: aggregate_dialogs claims a whole answer mid-load: %v", steps, agg)
+		}
+		sum := 0
+		buckets, _ := agg["buckets"].([]any)
+		for _, b := range buckets {
+			sum += int(b.(map[string]any)["count"].(float64))
+		}
+		if other, _ := agg["other_count"].(float64); sum+int(other) != int(agg["total_matched"].(float64)) {
+			t.Errorf("step %d: aggregate buckets %d + other %v != total_matched %v", steps, sum, other, agg["total_matched"])
+		}
+
+		c := s.complete(ref, "call_id", "")
+		if c.Total < lastCompletion {
+			t.Errorf("step %d: completion total %d after %d", steps, c.Total, lastCompletion)
+		}
+		lastCompletion = c.Total
+		if len(c.Values) > 100 {
+			t.Errorf("step %d: %d completion values, want at most 100", steps, len(c.Values))
+		}
+
+		// One page of the cursor walk per step.
+		if !walkDone {
+			args := map[string]any{"limit": 7}
+			if cursor != "" {
+				args["cursor"] = cursor
+			}
+			wm, wex := step(t, args)
+			for _, id := range checkPage(t, wm) {
+				walk[id]++
+			}
+			next, _ := wm["next_cursor"].(string)
+			switch {
+			case next != "":
+				cursor = next
+			case wex:
+				walkDone = true
+			default:
+				t.Fatalf("step %d: mid-load page without a next_cursor: the walk cannot go on (%v)", steps, wm)
+			}
+		}
+
+		if !exhausted {
+			midLoad++
+			if c.Total < len(ans.Dialogs) {
+				midLoadCompletions++
+			}
+			continue
+		}
+		if m["truncated"] != true || total != len(ans.Dialogs) {
+			t.Errorf("after the load: truncated %v total_matched %d, want true (50 of %d) and %d", m["truncated"], total, len(ans.Dialogs), len(ans.Dialogs))
+		}
+		break
+	}
+	t.Logf("%d steps mid-load (%d completions below the final count)", midLoad, midLoadCompletions)
+	if midLoad < 3 {
+		t.Fatalf("only %d answers were taken mid-load: the test proved too little; load a bigger capture", midLoad)
+	}
+	if midLoadCompletions == 0 {
+		t.Error("no completion taken mid-load was short of the final count: cannot tell never-cached from cached")
+	}
+	if c := s.complete(ref, "call_id", ""); c.Total != len(ans.Dialogs) {
+		t.Errorf("completion after the load: total %d, want the generator's %d (cached?)", c.Total, len(ans.Dialogs))
+	}
+
+	// Finish the walk now that the source is read whole.
+	for pages := 0; !walkDone; pages++ {
+		if pages > 10000 {
+			t.Fatal("the walk does not end")
+		}
+		wm, _ := step(t, map[string]any{"limit": 7, "cursor": cursor})
+		for _, id := range checkPage(t, wm) {
+			walk[id]++
+		}
+		next, _ := wm["next_cursor"].(string)
+		if next == "" {
+			if wm["truncated"] != false {
+				t.Errorf("last page of the walk: truncated %v, want false", wm["truncated"])
+			}
+			walkDone = true
+		}
+		cursor = next
+	}
+	var missing, twice []string
+	for id := range want {
+		switch walk[id] {
+		case 0:
+			missing = append(missing, id)
+		case 1:
+		default:
+			twice = append(twice, fmt.Sprintf("%s x%d", id, walk[id]))
+		}
+	}
+	if len(missing) > 0 || len(twice) > 0 || len(walk) != len(want) {
+		t.Errorf("cursor walk across the load: %d distinct of %d; missing %d (%.5q), repeated %d (%.5q)", len(walk), len(want), len(missing), missing, len(twice), twice)
+	}
+}
