@@ -116,6 +116,10 @@ var options = []option{
 
 	// Batch: one call's report and ladder.
 	{flag: "call-report", key: "call_report", kind: kString, def: "", usage: "print one call's report and ladder (text) and exit", noConfig: true},
+	// Batch: when a live or HEP run stops (a signal stops it too). Each is
+	// a stop on request: the run exits 0 unless a source failed.
+	{flag: "duration", key: "duration", kind: kFloat, def: 0.0, usage: "batch: stop reading after this many seconds, then write the document (0 = until SIGINT/SIGTERM, or the end of the files)", noConfig: true},
+	{flag: "count", key: "count", kind: kInt, def: 0, usage: "batch: stop reading after this many frames, then write the document (0 = no limit; a live or HEP run may read a few more while it stops)", noConfig: true},
 	{flag: "markdown", key: "markdown", kind: kBool, def: false, usage: "with --call-report: Markdown instead of text", noConfig: true},
 	{flag: "no-cli-print", key: "no_cli_print", kind: kBool, def: false, usage: "with --call-report: print only the document (no stderr summary)", noConfig: true},
 }

@@ -3,21 +3,14 @@ package host
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sipnab/sipnab/core/analysis"
-	"github.com/sipnab/sipnab/core/callreport"
-	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/live"
-	"github.com/sipnab/sipnab/core/report"
 )
 
 // engineHandle is the running capture engine as the host holds it. Its
@@ -55,6 +48,9 @@ func engineConfig(cfg *Config) engine.Config {
 	}
 	ec := engine.Config{Node: node, Cores: cfg.Int("cores")}
 	ec.Dialog = dialog.Config{MaxDialogs: cfg.Int("limit")}
+	if n := cfg.Int("count"); n > 0 {
+		ec.Load.MaxFrames = uint64(n) // batch --count: a file load stops itself, on request
+	}
 	return ec
 }
 
@@ -99,109 +95,4 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 		log.Info("receiving HEP", "listener", l.Name())
 	}
 	return &engineHandle{capture: c, live: lives}, nil
-}
-
-// runBatch is the batch CLI: -N -I FILE [-I FILE2|DIR] --json|--report, or
-// --call-report <Call-ID>. It waits for the load, writes the document, and
-// exits 1 on a partial read (a source that stopped early), 0 on a read
-// stopped on request.
-func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
-	if cfg.String("call_report") != "" {
-		return runCallReport(ctx, cfg, sio, log)
-	}
-	wantJSON, wantReport := cfg.Bool("json"), cfg.Bool("report")
-	if wantJSON == wantReport {
-		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json or --report (or --call-report <Call-ID>, or --mcp)")
-		return exitUsage
-	}
-	if len(inputsOf(cfg)) == 0 {
-		fmt.Fprintln(sio.Stderr, "sipnab: no input: give -I FILE (repeatable) or -I DIR")
-		return exitUsage
-	}
-	e, err := startEngine(ctx, cfg, log, nil)
-	if err != nil {
-		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
-		return exitFailure
-	}
-	e.capture.Wait()
-	if wantJSON {
-		err = report.WriteJSON(sio.Stdout, e.capture)
-	} else {
-		err = report.WriteText(sio.Stdout, e.capture)
-	}
-	if err != nil {
-		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
-		return exitFailure
-	}
-	return readExit(e.capture.Status())
-}
-
-// readExit is a batch run's exit code: 1 when a source stopped early
-// (a truncated or unreadable file: the output describes a partial read),
-// 0 when the read was whole or stopped on request.
-func readExit(st engine.Status) int {
-	if st.Complete || (st.StoppedOnRequest && !st.SourceStoppedEarly) {
-		return exitOK
-	}
-	return exitFailure
-}
-
-// runCallReport prints one call's report and ladder: the document
-// render_ladder answers, byte for byte, built with the same correlation
-// settings and PDD threshold (text; --markdown for Markdown). Unless
-// --no-cli-print, a one-line summary goes to stderr; stdout carries only
-// the document.
-func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
-	if cfg.Bool("json") || cfg.Bool("report") {
-		fmt.Fprintln(sio.Stderr, "sipnab: --call-report does not combine with --json or --report")
-		return exitUsage
-	}
-	if len(inputsOf(cfg)) == 0 {
-		fmt.Fprintln(sio.Stderr, "sipnab: no input: give -I FILE (repeatable) or -I DIR")
-		return exitUsage
-	}
-	e, err := startEngine(ctx, cfg, log, nil)
-	if err != nil {
-		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
-		return exitFailure
-	}
-	defer e.capture.Close()
-	e.capture.Wait()
-	id := cfg.String("call_report")
-	call, ok := callreport.Build(e.capture, id, callReportOptions(cfg, e.capture))
-	if !ok {
-		fmt.Fprintf(sio.Stderr, "sipnab: no dialog with Call-ID %q in the capture\n", id)
-		return exitFailure
-	}
-	f := callreport.Text
-	if cfg.Bool("markdown") {
-		f = callreport.Markdown
-	}
-	if _, err := io.WriteString(sio.Stdout, call.CallReport(f)); err != nil {
-		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
-		return exitFailure
-	}
-	st := e.capture.Status()
-	if !cfg.Bool("no_cli_print") {
-		read := "read whole"
-		switch {
-		case st.SourceStoppedEarly:
-			read = "read partially: " + strings.Join(st.Errors, "; ")
-		case st.StoppedOnRequest:
-			read = "read stopped on request"
-		}
-		fmt.Fprintf(sio.Stderr, "sipnab: call %s: %d messages, %d legs drawn; capture %s\n", id, call.Detail.MsgCount, len(call.Legs), read)
-	}
-	return readExit(st)
-}
-
-// callReportOptions are the per-call document options of the run: a leg
-// correlator with the run's settings ([correlation]) and its PDD threshold,
-// as the signaling bundle builds them for render_ladder.
-func callReportOptions(cfg *Config, c *engine.Capture) callreport.Options {
-	th := thresholdsOf(cfg)
-	return callreport.Options{
-		Correlator: correlate.New(c.Dialogs(), correlationOf(cfg)),
-		Diagnosis:  analysis.Options{SlowSetup: time.Duration(th.PDDSeconds * float64(time.Second))},
-	}
 }

@@ -100,9 +100,12 @@ func checkStartup(cfg *Config) error {
 		if mcpOn {
 			return usagef("--mcp needs -N/--no-tui")
 		}
-		return usagef("the terminal UI is not built; run with -N (batch: -N -I FILE --json|--report; MCP: -N --mcp)")
+		return usagef("the terminal UI is not built; run with -N (batch: -N -I FILE|-i IFACE|-L ADDR --json|--report; MCP: -N --mcp)")
 	}
 	if err := checkAnalysis(cfg); err != nil {
+		return err
+	}
+	if err := checkBatch(cfg); err != nil {
 		return err
 	}
 	if n := cfg.Int("cores"); n < 1 || n > 256 {

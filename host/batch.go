@@ -1,0 +1,271 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/callreport"
+	"github.com/sipnab/sipnab/core/correlate"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/report"
+)
+
+// countPoll is how often a live or HEP batch run reads the frame counter
+// against --count.
+const countPoll = 20 * time.Millisecond
+
+// batchSources are the sources a batch run reads.
+type batchSources struct {
+	files, interfaces, listeners []string
+}
+
+func batchSourcesOf(cfg *Config) batchSources {
+	return batchSources{files: inputsOf(cfg), interfaces: nonEmpty(cfg.Strings("interface")), listeners: nonEmpty(cfg.Strings("hep.listen"))}
+}
+
+func (s batchSources) none() bool {
+	return len(s.files) == 0 && len(s.interfaces) == 0 && len(s.listeners) == 0
+}
+
+// streaming reports a source with no end of its own: a live interface or a
+// HEP listener. Such a run reads until it is stopped.
+func (s batchSources) streaming() bool { return len(s.interfaces) > 0 || len(s.listeners) > 0 }
+
+const noInput = "sipnab: no input: give -I FILE (repeatable) or -I DIR, -i IFACE (live) or -L ADDR (HEP)"
+
+// checkBatch validates the batch stop conditions (--duration, --count) at
+// startup: a usage error, exit 2.
+func checkBatch(cfg *Config) error {
+	d, n := cfg.Float("duration"), cfg.Int("count")
+	if math.IsNaN(d) || math.IsInf(d, 0) || d < 0 || d > 366*24*3600 {
+		return usagef("--duration %v: want seconds, 0 (no limit) or more, at most a year", d)
+	}
+	if n < 0 {
+		return usagef("--count %d: want a number of frames, 0 (no limit) or more", n)
+	}
+	if cfg.Bool("mcp.enabled") && (d > 0 || n > 0) {
+		return usagef("--duration and --count stop a batch run; they do not combine with --mcp")
+	}
+	return nil
+}
+
+// runBatch is the batch CLI: -N with sources (-I FILE|DIR, -i IFACE,
+// -L ADDR) and --json|--report, or --call-report <Call-ID>. It reads until
+// the files are read and, with a live interface or a HEP listener, until a
+// stop is requested (SIGINT or SIGTERM, --duration, --count), then writes
+// the document. Exit 0 when the read was whole or stopped on request, 1 when
+// a source stopped early (a truncated file, a live source fault).
+func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
+	if cfg.String("call_report") != "" {
+		return runCallReport(ctx, cfg, sio, log)
+	}
+	wantJSON, wantReport := cfg.Bool("json"), cfg.Bool("report")
+	if wantJSON == wantReport {
+		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json or --report (or --call-report <Call-ID>, or --mcp)")
+		return exitUsage
+	}
+	if batchSourcesOf(cfg).none() {
+		fmt.Fprintln(sio.Stderr, noInput)
+		return exitUsage
+	}
+	e, onRequest, err := collect(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		return exitFailure
+	}
+	if wantJSON {
+		err = report.WriteJSON(sio.Stdout, e.capture)
+	} else {
+		err = report.WriteText(sio.Stdout, e.capture)
+	}
+	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
+		return exitFailure
+	}
+	return batchExit(e.capture.Status(), onRequest)
+}
+
+// collect starts the run's sources and reads until they are done. Files
+// alone: until the load ends (a stop request cancels it, and the load says
+// so). With a live interface or a HEP listener: until SIGINT or SIGTERM
+// (ctx), --duration or --count, or until a live source fails. Every source
+// is stopped and drained before collect returns, so the stores are whole
+// for what was read. onRequest reports a run that was stopped on request.
+func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandle, onRequest bool, err error) {
+	src := batchSourcesOf(cfg)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var timedOut <-chan time.Time
+	if d := cfg.Float("duration"); d > 0 {
+		t := time.NewTimer(time.Duration(d * float64(time.Second)))
+		defer t.Stop()
+		timedOut = t.C
+	}
+	count := uint64(cfg.Int("count"))
+
+	e, err = startEngine(runCtx, cfg, log, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if !src.streaming() {
+		// The file load stops itself at --count (LoadOptions.MaxFrames)
+		// and on a cancelled context; its snapshot says stopped on request.
+		select {
+		case <-e.capture.Done():
+		case <-timedOut:
+			cancel()
+		case <-runCtx.Done():
+		}
+		e.capture.Wait()
+		return e, false, nil
+	}
+
+	var limits []string
+	if d := cfg.Float("duration"); d > 0 {
+		limits = append(limits, fmt.Sprintf("for %gs", d))
+	}
+	if count > 0 {
+		limits = append(limits, fmt.Sprintf("up to %d frames", count))
+	}
+	if len(limits) > 0 {
+		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the document", "limits", strings.Join(limits, ", "))
+	} else {
+		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the document")
+	}
+
+	var tick <-chan time.Time
+	if count > 0 {
+		t := time.NewTicker(countPoll)
+		defer t.Stop()
+		tick = t.C
+	}
+	ended := liveEnded(e)
+	why := ""
+	for why == "" {
+		select {
+		case <-runCtx.Done():
+			why = "interrupted (SIGINT or SIGTERM)"
+		case <-timedOut:
+			why = "--duration reached"
+		case <-tick:
+			if e.capture.Status().FramesRead >= count {
+				why = "--count reached"
+			}
+		case name := <-ended:
+			why = "live capture on " + name + " ended"
+			if runCtx.Err() != nil {
+				// A signal closes the live sockets too: the stop was
+				// requested, whichever of the two was seen first.
+				why = "interrupted (SIGINT or SIGTERM)"
+			}
+		}
+	}
+	onRequest = !strings.HasPrefix(why, "live capture")
+	log.Info("stopping", "reason", why)
+	cancel()
+	if err := e.capture.Close(); err != nil {
+		log.Warn("stopping the sources", "error", err)
+	}
+	e.capture.Wait()
+	return e, onRequest, nil
+}
+
+// liveEnded returns a channel that receives the name of the first live
+// capture that ends on its own (a fault: a requested stop comes first).
+func liveEnded(e *engineHandle) <-chan string {
+	out := make(chan string, len(e.live))
+	for _, lc := range e.live {
+		go func() {
+			<-lc.Done()
+			out <- lc.Handle().Device()
+		}()
+	}
+	return out
+}
+
+// readExit is a batch run's exit code from the capture's status alone: 1
+// when a source stopped early (a truncated or unreadable file: the output
+// describes a partial read), 0 when the read was whole or stopped on
+// request.
+func readExit(st engine.Status) int { return batchExit(st, false) }
+
+// batchExit is a batch run's exit code: 1 when a source stopped early (a
+// truncated or unreadable file, a live source fault), whatever else
+// happened; 0 when the read was whole, or stopped on request (the status
+// says so for a file load; onRequest says so for a live or HEP run stopped
+// by a signal, --duration or --count); 1 otherwise.
+func batchExit(st engine.Status, onRequest bool) int {
+	switch {
+	case st.SourceStoppedEarly:
+		return exitFailure
+	case st.Complete, st.StoppedOnRequest, onRequest:
+		return exitOK
+	}
+	return exitFailure
+}
+
+// runCallReport prints one call's report and ladder: the document
+// render_ladder answers, byte for byte, built with the same correlation
+// settings and PDD threshold (text; --markdown for Markdown). Unless
+// --no-cli-print, a one-line summary goes to stderr; stdout carries only
+// the document. With a live interface or a HEP listener it reads until a
+// stop is requested, as runBatch does.
+func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
+	if cfg.Bool("json") || cfg.Bool("report") {
+		fmt.Fprintln(sio.Stderr, "sipnab: --call-report does not combine with --json or --report")
+		return exitUsage
+	}
+	if batchSourcesOf(cfg).none() {
+		fmt.Fprintln(sio.Stderr, noInput)
+		return exitUsage
+	}
+	e, onRequest, err := collect(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		return exitFailure
+	}
+	id := cfg.String("call_report")
+	call, ok := callreport.Build(e.capture, id, callReportOptions(cfg, e.capture))
+	if !ok {
+		fmt.Fprintf(sio.Stderr, "sipnab: no dialog with Call-ID %q in the capture\n", id)
+		return exitFailure
+	}
+	f := callreport.Text
+	if cfg.Bool("markdown") {
+		f = callreport.Markdown
+	}
+	if _, err := io.WriteString(sio.Stdout, call.CallReport(f)); err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
+		return exitFailure
+	}
+	st := e.capture.Status()
+	if !cfg.Bool("no_cli_print") {
+		read := "read whole"
+		switch {
+		case st.SourceStoppedEarly:
+			read = "read partially: " + strings.Join(st.Errors, "; ")
+		case st.StoppedOnRequest || onRequest:
+			read = "read stopped on request"
+		}
+		fmt.Fprintf(sio.Stderr, "sipnab: call %s: %d messages, %d legs drawn; capture %s\n", id, call.Detail.MsgCount, len(call.Legs), read)
+	}
+	return batchExit(st, onRequest)
+}
+
+// callReportOptions are the per-call document options of the run: a leg
+// correlator with the run's settings ([correlation]) and its PDD threshold,
+// as the signaling bundle builds them for render_ladder.
+func callReportOptions(cfg *Config, c *engine.Capture) callreport.Options {
+	th := thresholdsOf(cfg)
+	return callreport.Options{
+		Correlator: correlate.New(c.Dialogs(), correlationOf(cfg)),
+		Diagnosis:  analysis.Options{SlowSetup: time.Duration(th.PDDSeconds * float64(time.Second))},
+	}
+}
