@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -82,6 +83,14 @@ func TestDiagnosePublicCaptures(t *testing.T) {
 				t.Errorf("got high loss %+v", d.Media.HighLoss)
 			}
 		}},
+		// Asterisk hands both legs direct media (frames 35/37/38/41: each
+		// leg's re-INVITE and 200 name 172.16.98.1:8000 and
+		// 172.16.98.145:8000): the two streams (355 packets 145→1, 1 packet
+		// 1→145, tshark -z rtp,streams) belong to both legs. Before, both
+		// were bound to the last announcer's leg and the other read a
+		// false no_media (and then a false NAT mismatch).
+		{"b2bua-asterisk.pcapng", "M2Q0ZDc1ZGM1NzIyMTlhZTA3NDU3NTgzMzA5YmJmZWQ.", b2buaLeg},
+		{"b2bua-asterisk.pcapng", "37686afc57ce24ac655742b3644a7bb8@172.16.98.101:5060", b2buaLeg},
 		{"codec-negotiation.pcap", "1-3685341@127.0.0.1", func(t *testing.T, d analysis.DialogDiagnosis) {
 			// G722 both ways then G.711u after the re-INVITE: the G722 MOS
 			// is a placeholder.
@@ -94,6 +103,18 @@ func TestDiagnosePublicCaptures(t *testing.T) {
 		t.Run(tc.capture, func(t *testing.T) {
 			tc.check(t, diagnose(t, tc.capture, tc.callID))
 		})
+	}
+}
+
+// b2buaLeg checks one leg of b2bua-asterisk.pcapng's direct-media call.
+func b2buaLeg(t *testing.T, d analysis.DialogDiagnosis) {
+	m := d.Media
+	if m.NoMedia || m.NATMismatch || !m.Applicable || m.StreamCount != 2 {
+		t.Errorf("got no_media %v nat_mismatch %v applicable %v streams %d, want false false true 2", m.NoMedia, m.NATMismatch, m.Applicable, m.StreamCount)
+	}
+	want := []string{"172.16.98.1:8000→172.16.98.145:8000", "172.16.98.145:8000→172.16.98.1:8000"}
+	if fmt.Sprint(m.ActualMedia) != fmt.Sprint(want) {
+		t.Errorf("got actual media %v, want %v", m.ActualMedia, want)
 	}
 }
 

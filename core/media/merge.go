@@ -35,6 +35,9 @@ func (st *Store) Merge(others ...*Store) {
 				st.eps[a] = ep
 				st.epQ = append(st.epQ, a)
 				st.epByCall[ep.callID] = append(st.epByCall[ep.callID], ep)
+				for _, x := range ep.sharers {
+					st.epByCall[x.callID] = append(st.epByCall[x.callID], x.ep)
+				}
 			}
 		}
 		for _, s := range o.order[o.orderHd:] {
@@ -64,6 +67,9 @@ func (st *Store) Merge(others ...*Store) {
 			}
 			if s.callID != "" {
 				st.byCall[s.callID] = append(st.byCall[s.callID], s)
+				for _, c := range s.shared {
+					st.byCall[c] = append(st.byCall[c], s)
+				}
 			} else {
 				st.orphans++
 				s.orphanIdx = true

@@ -39,6 +39,7 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 		}
 		ap := netip.AddrPortFrom(addr.Unmap(), uint16(m.Port))
 		ep := st.eps[ap]
+		var took *endpoint // the endpoint another dialog announced before
 		if ep == nil || ep.callID != callID {
 			if ep == nil && len(st.eps) >= st.cfg.MaxEndpoints {
 				st.evictEndpoint()
@@ -46,11 +47,12 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			if ep == nil {
 				st.epQ = append(st.epQ, ap)
 			}
-			if ep != nil {
-				st.unindexEndpoint(ep)
-			}
+			took = ep
 			st.epOrd++
 			ep = &endpoint{addr: ap, callID: callID, ordinal: st.epOrd}
+			if took != nil {
+				ep.sharers = st.sharersAfter(took, callID, ts)
+			}
 			st.eps[ap] = ep
 			st.epByCall[callID] = append(st.epByCall[callID], ep)
 		}
@@ -89,11 +91,49 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			st.unindexOrphan(o)
 			st.bind(o, ep)
 		}
+		// Streams already bound to the dialogs sharing the address join
+		// this dialog when its SDP now names both of their ends.
+		for _, x := range ep.sharers {
+			l := st.byCall[x.callID]
+			for _, s := range l[max(0, len(l)-maxShareScan):] {
+				if s.key.Src == ap || s.key.Dst == ap {
+					st.share(s, callID)
+				}
+			}
+		}
 	}
 	st.mu.Unlock()
 	if changed {
 		st.rev.Add(1)
 	}
+}
+
+// sharersAfter returns who keeps sharing an address callID announces at ts
+// after prev's dialog: prev's owner and sharers whose announcement is within
+// SharedEndpointWindow of ts, at most maxSharers (the newest). The
+// announcements of those who do not keep it leave their dialogs' lists.
+func (st *Store) sharersAfter(prev *endpoint, callID string, ts time.Time) []sharer {
+	cands := append(prev.sharers, sharer{callID: prev.callID, at: prev.at, ep: prev})
+	var out []sharer
+	for i := len(cands) - 1; i >= 0; i-- { // newest first
+		x := cands[i]
+		keep := x.callID != callID && len(out) < maxSharers &&
+			ts.Sub(x.at) <= SharedEndpointWindow && x.at.Sub(ts) <= SharedEndpointWindow
+		for _, y := range out {
+			if y.callID == x.callID {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, x)
+		} else {
+			st.unindexEndpoint(x.ep)
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
 }
 
 func (st *Store) evictEndpoint() {
@@ -103,6 +143,9 @@ func (st *Store) evictEndpoint() {
 		if ep, ok := st.eps[a]; ok {
 			delete(st.eps, a)
 			st.unindexEndpoint(ep)
+			for _, x := range ep.sharers {
+				st.unindexEndpoint(x.ep)
+			}
 			st.stats.EndpointsEvicted++
 			break
 		}

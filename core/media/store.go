@@ -33,6 +33,20 @@ const (
 	// CNShareWithhold is the comfort-noise share above which one-way audio
 	// is not concluded.
 	CNShareWithhold = 0.3
+	// SharedEndpointWindow is how close two dialogs' announcements of one
+	// media address must be for both to keep it: the two legs of a B2BUA
+	// that hands its endpoints direct media announce the same two
+	// addresses within a call setup (b2bua-asterisk.pcapng: 30 ms and
+	// 180 ms apart). Farther apart, the later dialog took the address over
+	// (a port reused by a later call). The same 2 s as the default leg
+	// correlation window (engine.md §6).
+	SharedEndpointWindow = 2 * time.Second
+	// maxSharers bounds the other dialogs an endpoint or a stream is
+	// shared with.
+	maxSharers = 4
+	// maxShareScan bounds how many of a sharer's latest streams an SDP
+	// taking over an address re-examines.
+	maxShareScan = 256
 )
 
 // Config sets the store's bounds and scoring inputs. Zero values take the
@@ -109,6 +123,34 @@ type endpoint struct {
 	at        time.Time
 	signaler  netip.AddrPort
 	ordinal   uint64
+	// sharers are the other dialogs whose SDP named this address within
+	// SharedEndpointWindow of the announcement before theirs (a B2BUA's
+	// legs with direct media name the same two endpoints); at most
+	// maxSharers, newest kept.
+	sharers []sharer
+}
+
+// sharer is a dialog that also named an endpoint's address: its own
+// announcement (ep) stays listed under it (EndpointsFor), out of the
+// address index.
+type sharer struct {
+	callID string
+	at     time.Time
+	ep     *endpoint
+}
+
+// named reports whether callID's SDP named the endpoint's address: it owns
+// it or shares it.
+func (ep *endpoint) named(callID string) bool {
+	if ep.callID == callID {
+		return true
+	}
+	for _, x := range ep.sharers {
+		if x.callID == callID {
+			return true
+		}
+	}
+	return false
 }
 
 // candidate is an unsignaled flow in probation.
@@ -419,6 +461,54 @@ func (st *Store) bind(s *stream, ep *endpoint) {
 	s.ep = ep
 	s.callID = ep.callID
 	st.byCall[ep.callID] = append(st.byCall[ep.callID], s)
+	for _, e := range [2]*endpoint{st.eps[s.key.Src], st.eps[s.key.Dst]} {
+		if e == nil {
+			continue
+		}
+		if e.callID != s.callID {
+			st.share(s, e.callID)
+		}
+		for _, x := range e.sharers {
+			st.share(s, x.callID)
+		}
+	}
+}
+
+// share lists the stream under callID too when that dialog's SDP named both
+// of its ends (and it is not listed there already).
+func (st *Store) share(s *stream, callID string) {
+	if callID == s.callID || len(s.shared) >= maxSharers {
+		return
+	}
+	for _, c := range s.shared {
+		if c == callID {
+			return
+		}
+	}
+	src, dst := st.eps[s.key.Src], st.eps[s.key.Dst]
+	if src == nil || dst == nil || !src.named(callID) || !dst.named(callID) {
+		return
+	}
+	s.shared = append(s.shared, callID)
+	st.byCall[callID] = append(st.byCall[callID], s)
+}
+
+// unindexCalls takes a leaving stream out of the per-dialog lists.
+func (st *Store) unindexCalls(s *stream) {
+	for i := -1; i < len(s.shared); i++ {
+		c := s.callID
+		if i >= 0 {
+			c = s.shared[i]
+		}
+		if c == "" {
+			continue
+		}
+		if l := removeStream(st.byCall[c], s); len(l) == 0 {
+			delete(st.byCall, c)
+		} else {
+			st.byCall[c] = l
+		}
+	}
 }
 
 func removeStream(list []*stream, s *stream) []*stream {
@@ -468,13 +558,7 @@ func (st *Store) evictStream() {
 		} else {
 			st.bySSRC[s.key.SSRC] = l
 		}
-		if s.callID != "" {
-			if l := removeStream(st.byCall[s.callID], s); len(l) == 0 {
-				delete(st.byCall, s.callID)
-			} else {
-				st.byCall[s.callID] = l
-			}
-		}
+		st.unindexCalls(s)
 		st.stats.StreamsEvicted++
 		break
 	}

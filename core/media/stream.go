@@ -89,7 +89,8 @@ type stream struct {
 
 	ep        *endpoint // SDP endpoint the stream was bound to; nil when orphaned
 	callID    string
-	orphanIdx bool // listed in the store's orphan index
+	shared    []string // other dialogs whose SDP named both ends (listed under them too)
+	orphanIdx bool     // listed in the store's orphan index
 
 	firstNs, lastNs int64
 	packets, octets uint64

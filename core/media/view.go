@@ -138,9 +138,15 @@ type StreamInfo struct {
 	// AssociatedDialog is the Call-ID whose SDP announced an endpoint of
 	// the stream; Orphaned is true exactly when it is empty.
 	AssociatedDialog string `json:"associated_dialog,omitempty"`
-	DialogAssertion  string `json:"dialog_assertion,omitempty"`
-	Orphaned         bool   `json:"orphaned"`
-	SchemaVersion    int    `json:"schema_version"`
+	// SharedWith are the other dialogs whose SDP named both ends of the
+	// stream (the two legs of a B2BUA that gave its endpoints direct
+	// media, announced within 2 s of each other): the stream belongs to
+	// each of them as well and is listed under them. Absent when the
+	// stream belongs to one dialog.
+	SharedWith      []string `json:"shared_with,omitempty"`
+	DialogAssertion string   `json:"dialog_assertion,omitempty"`
+	Orphaned        bool     `json:"orphaned"`
+	SchemaVersion   int      `json:"schema_version"`
 
 	Packets uint64 `json:"packets"`
 	Octets  uint64 `json:"octets"`
@@ -226,6 +232,9 @@ func (st *Store) view(s *stream) StreamInfo {
 	}
 	if s.callID != "" {
 		v.DialogAssertion = DialogAssertion
+	}
+	if len(s.shared) > 0 {
+		v.SharedWith = append([]string(nil), s.shared...)
 	}
 	if s.hasDSCP {
 		q := &QoS{MarkingObserved: true, DSCP: s.dscp, Name: dscpName(s.dscp), Expedited: s.dscp == 46}
