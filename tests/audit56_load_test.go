@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sipnab/sipnab/bench/gen"
 )
@@ -19,7 +21,9 @@ import (
 // continued one page per step across the load and finished afterwards: it
 // yields every one of the generator's dialogs exactly once. The Call-ID
 // completion is read at every step too: never cached, its total follows the
-// store and ends at the generator's count.
+// store and ends at the generator's count. A subscription to the dialog
+// list, taken before the load, gets one notification per one-second window
+// while the store grows and none once the source is exhausted.
 func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and loads a large capture")
@@ -33,7 +37,13 @@ func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 		want[d.CallID] = true
 	}
 
-	s := startRaw(t, "-N", "--mcp", "-I", path)
+	s, notes := startLive(t, "-N", "--mcp", "-I", path)
+	const liveURI = "sipnab://live/dialogs"
+	if a := s.rpc("resources/subscribe", map[string]any{"uri": liveURI}); a.Error != nil {
+		t.Fatalf("subscribe: %+v", a.Error)
+	}
+	subscribed := time.Now()
+	var exhaustedAt time.Time
 	ref := resourceRef("sipnab://live/dialogs/{call_id}")
 	walk := map[string]int{} // Call-ID -> times the cursor walk returned it
 	cursor := ""
@@ -151,6 +161,7 @@ func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 			}
 			continue
 		}
+		exhaustedAt = time.Now()
 		if m["truncated"] != true || total != len(ans.Dialogs) {
 			t.Errorf("after the load: truncated %v total_matched %d, want true (50 of %d) and %d", m["truncated"], total, len(ans.Dialogs), len(ans.Dialogs))
 		}
@@ -165,6 +176,41 @@ func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 	}
 	if c := s.complete(ref, "call_id", ""); c.Total != len(ans.Dialogs) {
 		t.Errorf("completion after the load: total %d, want the generator's %d (cached?)", c.Total, len(ans.Dialogs))
+	}
+
+	// The subscription to the dialog list: one notification per one-second
+	// window while the store grew (a window starts when the previous
+	// notification left; polls are 100 ms apart, so a window lasts at most
+	// about 1.1 s), at most the one held change after the source was
+	// exhausted, then silence.
+	quietFrom := exhaustedAt.Add(2500 * time.Millisecond)
+	time.Sleep(time.Until(quietFrom.Add(3 * time.Second)))
+	got := notes()
+	var during, after int
+	for i, n := range got {
+		if !bytes.Contains(n.line, []byte(`"method":"notifications/resources/updated"`)) || !bytes.Contains(n.line, []byte(liveURI)) {
+			t.Errorf("notification %d: %s, want resources/updated for %s", i, n.line, liveURI)
+		}
+		if i > 0 && n.at.Sub(got[i-1].at) < 900*time.Millisecond {
+			t.Errorf("notifications %d and %d only %v apart: more than one per window", i-1, i, n.at.Sub(got[i-1].at))
+		}
+		switch {
+		case n.at.After(quietFrom):
+			t.Errorf("notification %v after the source was exhausted", n.at.Sub(exhaustedAt))
+		case n.at.After(exhaustedAt):
+			after++
+		default:
+			during++
+		}
+	}
+	load := exhaustedAt.Sub(subscribed)
+	t.Logf("load %v after subscribing: %d notifications during, %d after", load.Round(time.Millisecond), during, after)
+	if after > 1 {
+		t.Errorf("%d notifications after the source was exhausted, want at most the held one", after)
+	}
+	// Slack for a shared two-core machine: a window may stretch to 1.5 s.
+	if min := int(load.Seconds() / 1.5); during < min || during == 0 {
+		t.Errorf("a load of %v gave %d notifications, want one per window (at least %d)", load.Round(time.Millisecond), during, min)
 	}
 
 	// Finish the walk now that the source is read whole.
