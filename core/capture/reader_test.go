@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -394,5 +395,73 @@ func TestInflateLimit(t *testing.T) {
 	}
 	if DefaultMaxInflate != 1<<30 {
 		t.Fatalf("default ceiling %d, want 1 GiB", DefaultMaxInflate)
+	}
+}
+
+// TestInterfaceTableFlood floods one pcapng section with interface
+// descriptions (attacker-keyed: a packet block names its interface by
+// index). The section holds at most ngMaxIfs: a packet on the last one is
+// read, one more description is refused as malformed after the frames
+// before it, and a new section header starts an empty table again.
+func TestInterfaceTableFlood(t *testing.T) {
+	o := binary.LittleEndian
+	flood := func(n int, pkts []tPkt) []byte {
+		ifs := make([]tIface, n)
+		for i := range ifs {
+			ifs[i] = tIface{linkType: uint16(i % 300), tsresol: -1}
+		}
+		return buildPcapng(tNgSpec{order: o, ifaces: ifs, pkts: pkts})
+	}
+	last := uint32(ngMaxIfs - 1)
+	full := flood(ngMaxIfs, []tPkt{{iface: 0, ts: 1, data: payload(0, 8)}, {iface: last, ts: 2, data: payload(1, 8)}})
+	over := append(append([]byte(nil), full...), ngBlock(o, 1, []byte{1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0})...)
+	// A second section with one interface: index 1 no longer exists.
+	second := buildPcapng(tNgSpec{order: o, ifaces: []tIface{{linkType: 1, tsresol: -1}}, pkts: []tPkt{{iface: 0, ts: 3, data: payload(2, 8)}, {iface: 1, ts: 4, data: payload(3, 8)}}})
+	reset := append(append([]byte(nil), full...), second...)
+	for _, tc := range []struct {
+		name      string
+		b         []byte
+		frames    int
+		wantErr   error
+		errPhrase string
+		lastLink  uint32
+	}{
+		{"a full table is read", full, 2, nil, "", last % 300},
+		{"one interface more is refused", over, 2, ErrMalformed, fmt.Sprintf("more than %d interfaces", ngMaxIfs), last % 300},
+		{"a new section starts an empty table", reset, 3, ErrMalformed, "the section describes 1", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewReader(bytes.NewReader(tc.b), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames, lastLink := 0, uint32(0)
+			for {
+				f, err := r.Next()
+				if err == io.EOF {
+					if tc.wantErr != nil {
+						t.Fatalf("got a clean end, want %v", tc.wantErr)
+					}
+					break
+				}
+				if err != nil {
+					if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.errPhrase) {
+						t.Fatalf("got error %v, want %v naming %q", err, tc.wantErr, tc.errPhrase)
+					}
+					break
+				}
+				frames++
+				lastLink = uint32(f.LinkType)
+			}
+			if frames != tc.frames {
+				t.Fatalf("got %d frames, want %d", frames, tc.frames)
+			}
+			if lastLink != tc.lastLink {
+				t.Errorf("last frame has link type %d, want %d", lastLink, tc.lastLink)
+			}
+			if n := len(r.ng.ifaces); n > ngMaxIfs {
+				t.Errorf("interface table holds %d, cap %d", n, ngMaxIfs)
+			}
+		})
 	}
 }
