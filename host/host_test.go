@@ -256,6 +256,20 @@ func TestCentralExitOverStdio(t *testing.T) {
 			t.Errorf("echo: got %q, want %q", parsed["echo"], want)
 		}
 	})
+	t.Run("only a tool that never renders a document advertises an outputSchema", func(t *testing.T) {
+		m := s.call("tools/list", map[string]any{})
+		tools := m["result"].(map[string]any)["tools"].([]any)
+		got := map[string]bool{}
+		for _, tl := range tools {
+			tm := tl.(map[string]any)
+			_, got[tm["name"].(string)] = tm["outputSchema"]
+		}
+		for name, want := range map[string]bool{"t_echo": true, "t_big": true, "t_doc": false} {
+			if got[name] != want {
+				t.Errorf("%s: outputSchema advertised %v, want %v", name, got[name], want)
+			}
+		}
+	})
 	t.Run("rendered document has no structuredContent", func(t *testing.T) {
 		m := s.tool("t_doc", map[string]any{})
 		res := m["result"].(map[string]any)
@@ -301,7 +315,7 @@ func TestCentralExitOverStdio(t *testing.T) {
 					t.Errorf("%s: %s missing", tm["name"], h)
 				}
 			}
-			if _, ok := tm["outputSchema"]; !ok {
+			if _, ok := tm["outputSchema"]; !ok && tm["name"] != "t_doc" {
 				t.Errorf("%s: no outputSchema with --mcp-output-schemas", tm["name"])
 			}
 		}

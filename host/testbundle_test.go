@@ -123,7 +123,7 @@ func (b *testBundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, er
 			func(ctx context.Context, c *sdk.Call, in echoIn) (sizeOut, error) {
 				return sizeOut{Data: strings.Repeat("x", in.N)}, nil
 			}),
-		sdk.NewTool(sdk.Descriptor{Name: b.id + "_doc", Description: "answers a rendered document", Annotations: ro},
+		sdk.NewTool(sdk.Descriptor{Name: b.id + "_doc", Description: "answers a rendered document", Annotations: ro, Renders: true},
 			func(ctx context.Context, c *sdk.Call, in emptyIn) (sizeOut, error) {
 				c.ReplyText("# report\nclean")
 				c.MarkFenced()

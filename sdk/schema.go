@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -171,18 +172,34 @@ func (s *Schema) Names() []string {
 	return out
 }
 
-// SchemaFor generates the JSON schema of a Go type. Struct fields take their
-// names from the json tag, their description from the desc tag, their
-// allowed values from the enum tag (values separated by "|") and their
-// documented default from the default tag (not sent, see Schema.Default). A field
-// without omitempty or omitzero is required. A pointer field without
-// omitempty is nullable: its type is a union with "null" (input schemas
-// collapse the union of an optional field, see [CollapseOptionalUnions]); a
-// pointer with omitempty is absent when nil, so its type is plain. time.Time is a date-time
-// string. Interfaces (any), channels, functions and recursive types are
-// refused: a bare `true` schema fails strict clients.
-func SchemaFor(t reflect.Type) (*Schema, error) {
-	g := &schemaGen{seen: map[reflect.Type]bool{}}
+// SchemaFor generates the JSON schema of a Go type as an input (arguments)
+// schema. Struct fields take their names from the json tag, their
+// description from the desc tag, their allowed values from the enum tag
+// (values separated by "|") and their documented default from the default
+// tag (not sent, see Schema.Default). A field without omitempty or omitzero
+// is required. A pointer field without omitempty is nullable: its type is a
+// union with "null" (input schemas collapse the union of an optional field,
+// see [CollapseOptionalUnions]); a pointer with omitempty is absent when
+// nil, so its type is plain. time.Time is a date-time string; a type that
+// encodes itself as text (encoding.TextMarshaler with a value receiver, such
+// as netip.Addr and netip.AddrPort) is a string, as encoding/json writes it.
+// Interfaces (any), channels, functions, recursive types and any other type
+// with its own MarshalJSON are refused: a bare `true` schema fails strict
+// clients, and a schema guessed from the Go fields would not describe what
+// the custom encoding writes.
+func SchemaFor(t reflect.Type) (*Schema, error) { return schemaFor(t, false) }
+
+// OutputSchemaFor generates the JSON schema of a tool's answer type: the
+// rules of [SchemaFor], and every slice or map that encoding/json may write
+// as null is nullable. A nil slice or map is written as null unless its
+// field is omitempty or omitzero (then it is absent), so such a field, and a
+// slice or map nested in an array or a map, is typed ["array","null"] or
+// ["object","null"]: an output schema describes the bytes the answer
+// carries, and keeps its unions (mcp-surface §2.9).
+func OutputSchemaFor(t reflect.Type) (*Schema, error) { return schemaFor(t, true) }
+
+func schemaFor(t reflect.Type, output bool) (*Schema, error) {
+	g := &schemaGen{seen: map[reflect.Type]bool{}, output: output}
 	s, err := g.gen(t, "")
 	if err != nil {
 		return nil, err
@@ -195,11 +212,16 @@ func SchemaFor(t reflect.Type) (*Schema, error) {
 
 type schemaGen struct {
 	seen map[reflect.Type]bool
+	// output: slices and maps without omitempty are nullable
+	// (OutputSchemaFor).
+	output bool
 }
 
 var (
-	timeType   = reflect.TypeFor[time.Time]()
-	rawMsgType = reflect.TypeFor[json.RawMessage]()
+	timeType          = reflect.TypeFor[time.Time]()
+	rawMsgType        = reflect.TypeFor[json.RawMessage]()
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
 func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
@@ -212,6 +234,15 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 		return &Schema{Type: []string{"string"}, Format: "date-time"}, nil
 	case t == rawMsgType:
 		return nil, fmt.Errorf("%s: json.RawMessage has no schema (a bare `true` schema fails strict clients); use a typed struct", where)
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
+		(t.Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(jsonMarshalerType)):
+		return nil, fmt.Errorf("%s: %s has its own MarshalJSON, so its schema cannot be derived from its fields", where, t)
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Implements(textMarshalerType):
+		// encoding/json writes a value-receiver TextMarshaler as a string
+		// (netip.Addr, netip.AddrPort).
+		return &Schema{Type: []string{"string"}}, nil
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(textMarshalerType):
+		return nil, fmt.Errorf("%s: %s has a pointer-receiver MarshalText, which encoding/json uses only for addressable values; give it a value receiver or a plain type", where, t)
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -233,12 +264,20 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 	case reflect.Float32, reflect.Float64:
 		return &Schema{Type: []string{"number"}}, nil
 	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			// base64, or null for a nil []byte ([N]byte is an array of
+			// integers).
+			if g.output {
+				return &Schema{Type: []string{"string", "null"}}, nil
+			}
 			return &Schema{Type: []string{"string"}}, nil
 		}
 		items, err := g.gen(t.Elem(), path+"[]")
 		if err != nil {
 			return nil, err
+		}
+		if g.output && t.Kind() == reflect.Slice {
+			return &Schema{Type: []string{"array", "null"}, Items: items}, nil
 		}
 		return &Schema{Type: []string{"array"}, Items: items}, nil
 	case reflect.Map:
@@ -248,6 +287,9 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 		vals, err := g.gen(t.Elem(), path+"{}")
 		if err != nil {
 			return nil, err
+		}
+		if g.output {
+			return &Schema{Type: []string{"object", "null"}, AdditionalProperties: vals}, nil
 		}
 		return &Schema{Type: []string{"object"}, AdditionalProperties: vals}, nil
 	case reflect.Struct:
@@ -303,9 +345,13 @@ func (g *schemaGen) fields(t reflect.Type, path string, s *Schema) error {
 			return err
 		}
 		optional := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
-		if optional && f.Type.Kind() == reflect.Pointer && len(ps.Type) == 2 && ps.Type[1] == "null" {
-			// An omitted nil pointer is absent, never null: no union.
-			ps.Type = ps.Type[:1]
+		switch f.Type.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map:
+			if optional && len(ps.Type) == 2 && ps.Type[1] == "null" {
+				// An omitted nil pointer, slice or map is absent, never
+				// null: no union.
+				ps.Type = ps.Type[:1]
+			}
 		}
 		ps.Description = f.Tag.Get("desc")
 		ps.Default = f.Tag.Get("default")

@@ -103,6 +103,17 @@ type Descriptor struct {
 	Annotations Annotations
 	// StrictArgs refuses arguments the input struct does not name (file tools).
 	StrictArgs bool
+	// Renders marks a tool that may answer with a rendered document
+	// (Call.ReplyText: markdown, text, or JSON in another schema such as
+	// yang-json). A document carries no structuredContent (MCP types it as
+	// an object; wrapping a document in an invented key would give it a
+	// shape the text block does not have), and MCP requires structured
+	// content that conforms to the outputSchema whenever one is advertised,
+	// so such a tool advertises no outputSchema, even with
+	// --mcp-output-schemas. Its answer type still documents its json answer
+	// (OutputSchema, docs/bundles). A tool without Renders that calls
+	// ReplyText fails the call with an internal error.
+	Renders bool
 	// Refusals document when the tool refuses a call, beyond arguments that
 	// fail its input schema (which every tool refuses with -32602).
 	// Documentation only: the per-bundle pages in docs/bundles list them;
@@ -146,7 +157,7 @@ func NewTool[In, Out any](d Descriptor, h Handler[In, Out]) Tool {
 		CollapseOptionalUnions(in)
 		t.input = in
 	}
-	out, err := SchemaFor(t.outType)
+	out, err := OutputSchemaFor(t.outType)
 	if err != nil {
 		t.schemaErr = errors.Join(t.schemaErr, fmt.Errorf("output schema: %w", err))
 	} else {
@@ -178,12 +189,14 @@ func NewTool[In, Out any](d Descriptor, h Handler[In, Out]) Tool {
 // InputSchema returns the generated input schema (optional unions collapsed).
 func (t Tool) InputSchema() *Schema { return t.input }
 
-// OutputSchema returns the generated output schema (unions kept).
+// OutputSchema returns the generated output schema (unions kept). A tool
+// that Renders documents has one too (its json answer), but does not
+// advertise it.
 func (t Tool) OutputSchema() *Schema { return t.output }
 
 // Wire returns the tool's tools/list entry exactly as the host sends it: all
 // four hints set, the input schema, and the output schema only when
-// outputSchemas is on.
+// outputSchemas is on and the tool never answers with a document (Renders).
 func (t Tool) Wire(outputSchemas bool) mcp.Tool {
 	w := mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations.Hints()}
 	if t.input != nil {
@@ -191,7 +204,7 @@ func (t Tool) Wire(outputSchemas bool) mcp.Tool {
 	} else {
 		w.RawInputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	if outputSchemas && t.output != nil {
+	if outputSchemas && t.output != nil && !t.Renders {
 		w.RawOutputSchema, _ = json.Marshal(t.output)
 	}
 	return w
@@ -244,6 +257,11 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 	}
 	var first string
 	if c.text != nil {
+		if !t.Renders {
+			// It would leave --mcp-output-schemas advertising a schema
+			// the answer does not meet.
+			return Reply{}, Internal("tool %s answered with a rendered document but its descriptor does not set Renders", t.Name)
+		}
 		first = *c.text
 	} else {
 		b, err := json.Marshal(out)

@@ -63,6 +63,8 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 		Description: "Whole-capture verdict: findings worst first with evidence (failures, media, orphaned RTP, " +
 			"what was not read). complete is false over a partial read.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		// yang-json, markdown and text are documents: no outputSchema.
+		Renders: true,
 	}, func(ctx context.Context, c *sdk.Call, in captureReportIn) (CaptureReport, error) {
 		format := in.Format
 		if format == "" {

@@ -33,6 +33,8 @@ func getDialogReportTool(d *deps) sdk.Tool {
 		Description: "One call's report: result, parties, timing, diagnosis, SDP timeline, termination, streams. " +
 			"markdown/text add transaction chains.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		// markdown/text are documents: no outputSchema.
+		Renders: true,
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},

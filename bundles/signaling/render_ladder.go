@@ -23,6 +23,8 @@ func renderLadderTool(d *deps) sdk.Tool {
 		Description: "Call report, then the ladder: participants by address, arrows, relative times, SDP, RTP, " +
 			"correlated legs. Same bytes as --call-report.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		// Always a document: no outputSchema.
+		Renders: true,
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
