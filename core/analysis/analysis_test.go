@@ -89,8 +89,12 @@ func TestDiagnosePublicCaptures(t *testing.T) {
 		// 1→145, tshark -z rtp,streams) belong to both legs. Before, both
 		// were bound to the last announcer's leg and the other read a
 		// false no_media (and then a false NAT mismatch).
-		{"b2bua-asterisk.pcapng", "M2Q0ZDc1ZGM1NzIyMTlhZTA3NDU3NTgzMzA5YmJmZWQ.", b2buaLeg},
-		{"b2bua-asterisk.pcapng", "37686afc57ce24ac655742b3644a7bb8@172.16.98.101:5060", b2buaLeg},
+		// Both legs are one-way (the capture's README: "one-way media"):
+		// 355 packets 145→1 against a single 1→145 packet. The leg's SDP
+		// names the direction: on M2Q0… Asterisk's re-INVITE offered
+		// phone 145 and phone 1 answered; on 37686… the reverse.
+		{"b2bua-asterisk.pcapng", "M2Q0ZDc1ZGM1NzIyMTlhZTA3NDU3NTgzMzA5YmJmZWQ.", b2buaLeg("offerer→answerer")},
+		{"b2bua-asterisk.pcapng", "37686afc57ce24ac655742b3644a7bb8@172.16.98.101:5060", b2buaLeg("answerer→offerer")},
 		{"codec-negotiation.pcap", "1-3685341@127.0.0.1", func(t *testing.T, d analysis.DialogDiagnosis) {
 			// G722 both ways then G.711u after the re-INVITE: the G722 MOS
 			// is a placeholder.
@@ -107,7 +111,22 @@ func TestDiagnosePublicCaptures(t *testing.T) {
 }
 
 // b2buaLeg checks one leg of b2bua-asterisk.pcapng's direct-media call.
-func b2buaLeg(t *testing.T, d analysis.DialogDiagnosis) {
+func b2buaLeg(dir string) func(t *testing.T, d analysis.DialogDiagnosis) {
+	return func(t *testing.T, d analysis.DialogDiagnosis) {
+		b2buaStreams(t, d)
+		m := d.Media
+		if !m.OneWayAudio || m.OneWayDirection != dir || m.OneWayQuietPackets == nil || *m.OneWayQuietPackets != 1 {
+			t.Errorf("got one_way %v direction %q quiet %v, want true %q 1", m.OneWayAudio, m.OneWayDirection, m.OneWayQuietPackets, dir)
+		}
+		// The single packet's direction has no duration to compare:
+		// before, duration_asymmetry read forward_ms=0 reverse_ms=7117.
+		if m.DurationAsymmetry != nil || m.CodecAsymmetry != nil || m.PtimeAsymmetry != nil {
+			t.Errorf("got asymmetries %+v %+v %+v, want none", m.DurationAsymmetry, m.CodecAsymmetry, m.PtimeAsymmetry)
+		}
+	}
+}
+
+func b2buaStreams(t *testing.T, d analysis.DialogDiagnosis) {
 	m := d.Media
 	if m.NoMedia || m.NATMismatch || !m.Applicable || m.StreamCount != 2 {
 		t.Errorf("got no_media %v nat_mismatch %v applicable %v streams %d, want false false true 2", m.NoMedia, m.NATMismatch, m.Applicable, m.StreamCount)
@@ -201,6 +220,61 @@ func TestOneWayAndCNWithhold(t *testing.T) {
 	m = run(2) // half the packets comfort noise
 	if m.OneWayAudio || m.OneWayWithheld == "" {
 		t.Errorf("CN share 0.5: got one_way %v withheld %q", m.OneWayAudio, m.OneWayWithheld)
+	}
+}
+
+// TestOneWayQuietDirection checks the silent-direction rule: none, or at
+// most 5 packets against at least 50 the other way. The code before
+// concluded one-way only with no packet at all the other way.
+func TestOneWayQuietDirection(t *testing.T) {
+	a := netip.MustParseAddrPort("198.51.100.1:4000")
+	b := netip.MustParseAddrPort("198.51.100.2:5000")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name       string
+		fwd, rev   int // packets a→b, b→a
+		revFirst   bool
+		wantOneWay bool
+		wantQuiet  uint64
+		wantDir    string
+	}{
+		{"nothing back", 100, 0, false, true, 0, "offerer→answerer"},
+		{"one keepalive back", 100, 1, false, true, 1, "offerer→answerer"},
+		{"one packet back before the media", 100, 1, true, true, 1, "offerer→answerer"},
+		{"five back", 100, 5, false, true, 5, "offerer→answerer"},
+		{"six back is two-way", 100, 6, false, false, 0, ""},
+		{"quiet the other way round", 1, 100, true, true, 1, "answerer→offerer"},
+		{"too little either way", 49, 1, false, false, 0, ""},
+		{"fifty against one", 50, 1, false, true, 1, "offerer→answerer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := media.NewStore(media.Config{})
+			st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.1", Media: []sdp.Media{{Type: "audio", Port: 4000, Formats: []sdp.Format{{PayloadType: 0}}}}}, true, a)
+			st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.2", Media: []sdp.Media{{Type: "audio", Port: 5000, Formats: []sdp.Format{{PayloadType: 0}}}}}, false, b)
+			send := func(src, dst netip.AddrPort, ssrc byte, n int, start time.Duration) {
+				for i := 0; i < n; i++ {
+					pkt := []byte{0x80, 0, 0, byte(i), 0, 0, byte(i >> 8), byte(i), 0, 0, 0, ssrc}
+					st.Observe(&packet.Packet{TS: t0.Add(start + time.Duration(i)*20*time.Millisecond), Src: src, Dst: dst, Transport: packet.TransportUDP, Payload: pkt})
+				}
+			}
+			revStart := 500 * time.Millisecond
+			if tc.revFirst {
+				revStart = -time.Second
+			}
+			send(a, b, 1, tc.fwd, 0)
+			send(b, a, 2, tc.rev, revStart)
+			m := analysis.Diagnose(analysis.DialogFacts{CallID: "c", Answered: true, AnsweredAt: t0.Add(-2 * time.Second)}, st, analysis.Options{}).Media
+			if m.OneWayAudio != tc.wantOneWay || m.OneWayDirection != tc.wantDir {
+				t.Fatalf("got one_way %v direction %q, want %v %q", m.OneWayAudio, m.OneWayDirection, tc.wantOneWay, tc.wantDir)
+			}
+			switch {
+			case tc.wantOneWay && (m.OneWayQuietPackets == nil || *m.OneWayQuietPackets != tc.wantQuiet):
+				t.Errorf("got quiet packets %v, want %d", m.OneWayQuietPackets, tc.wantQuiet)
+			case !tc.wantOneWay && m.OneWayQuietPackets != nil:
+				t.Errorf("got quiet packets %d, want absent", *m.OneWayQuietPackets)
+			}
+		})
 	}
 }
 

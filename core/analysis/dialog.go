@@ -26,6 +26,14 @@ const (
 	DurationAsymmetryPct     = 5.0
 	DurationAsymmetryMinimum = 2 * time.Second
 	PtimeAsymmetryMs         = 5.0
+	// OneWayQuietPackets and OneWayMinPackets define a silent direction:
+	// none at all, or at most OneWayQuietPackets packets (a keepalive, a
+	// comfort-noise frame, a NAT-opening burst: 5 packets are 100 ms of
+	// 20 ms audio, no speech) while the other direction carried at least
+	// OneWayMinPackets (1 s of 20 ms audio). With fewer packets either way
+	// nothing is concluded from a stray packet.
+	OneWayQuietPackets = 5
+	OneWayMinPackets   = 50
 )
 
 // DialogFacts is what diagnosis needs to know about one dialog. Zero values
@@ -152,7 +160,12 @@ type MediaDiagnosis struct {
 	StreamCount int      `json:"stream_count"`
 
 	// OneWayDirection says which way media flowed when one-way.
-	OneWayDirection      string             `json:"one_way_direction,omitempty"`
+	OneWayDirection string `json:"one_way_direction,omitempty"`
+	// OneWayQuietPackets is how many packets the silent direction carried
+	// when one-way audio is concluded or withheld: 0, or at most 5 while
+	// the other direction carried at least 50 (a keepalive or a comfort
+	// noise frame is not speech).
+	OneWayQuietPackets   *uint64            `json:"one_way_quiet_packets,omitempty"`
 	OneWayWithheld       string             `json:"one_way_withheld,omitempty"`
 	NATEvidence          []NATEvidence      `json:"nat_evidence,omitempty"`
 	PrivateAddresses     []string           `json:"private_addresses,omitempty"`
@@ -337,13 +350,20 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 	}
 	fwd, rev := directions(streams)
 
-	// One-way audio.
-	if d.Answered && len(rev) == 0 && !m.Fax {
+	// One-way audio: one direction silent (see OneWayQuietPackets).
+	loud, quiet := fwd, rev
+	if packetsOf(rev) > packetsOf(fwd) {
+		loud, quiet = rev, fwd
+	}
+	lp, qp := packetsOf(loud), packetsOf(quiet)
+	silent := lp > 0 && (qp == 0 || (qp <= OneWayQuietPackets && lp >= OneWayMinPackets))
+	if d.Answered && silent && !m.Fax {
 		share := 0.0
 		if pkts > 0 {
 			share = float64(cn) / float64(pkts)
 		}
-		dir := describeDirection(fwd[0], sd)
+		dir := describeDirection(loud[0], sd)
+		m.OneWayQuietPackets = &qp
 		switch {
 		case share >= media.CNShareWithhold:
 			m.OneWayWithheld = fmt.Sprintf("comfort noise is %.0f%% of the packets: silence suppression can explain a quiet direction", share*100)
@@ -352,7 +372,11 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		default:
 			m.OneWayAudio = true
 			m.OneWayDirection = dir
-			m.Hints = append(m.Hints, "media flowed "+dir+" only: check NAT/firewall on the silent side, and that the silent side's SDP address is reachable")
+			h := "media flowed " + dir + " only"
+			if qp > 0 {
+				h += fmt.Sprintf(" (the other direction carried %d packet(s) against %d: no speech)", qp, lp)
+			}
+			m.Hints = append(m.Hints, h+": check NAT/firewall on the silent side, and that the silent side's SDP address is reachable")
 		}
 	}
 
@@ -384,8 +408,9 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 	}
 	privateCheck(&m, eps, streams)
 
-	// Asymmetries between directions.
-	if len(fwd) > 0 && len(rev) > 0 {
+	// Asymmetries between directions (a silent direction's stray packets
+	// have no codec, packetization or duration worth comparing).
+	if len(fwd) > 0 && len(rev) > 0 && !silent {
 		fc, rc := codecs(fwd), codecs(rev)
 		if fc != "" && rc != "" && fc != rc {
 			m.CodecAsymmetry = &Asymmetry{Forward: fc, Reverse: rc}
@@ -573,6 +598,15 @@ func describeDirection(s *media.StreamInfo, sd sides) string {
 		return "answerer→offerer"
 	}
 	return s.Src + "→" + s.Dst
+}
+
+// packetsOf sums the packets of streams.
+func packetsOf(ss []*media.StreamInfo) uint64 {
+	var n uint64
+	for _, s := range ss {
+		n += s.Packets
+	}
+	return n
 }
 
 func span(ss []*media.StreamInfo) float64 {

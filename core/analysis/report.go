@@ -133,6 +133,9 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		if m.OneWayAudio {
 			e := ev
 			e.Endpoints, e.Note = m.ActualMedia, m.OneWayDirection
+			if m.OneWayQuietPackets != nil {
+				e.Counts = map[string]int64{"quiet_packets": int64(*m.OneWayQuietPackets)}
+			}
 			get("one_way_audio", SeverityHigh, "dialogs", "answered calls with media in one direction only").add(e)
 		}
 		if m.NATMismatch {
