@@ -190,9 +190,11 @@ func TestAggregateDialogsFilterAndNone(t *testing.T) {
 	tools := lqTools(t, lqPublic(t, "b2bua-asterisk.pcapng"))
 	var a lqAggregate
 	lqCall(t, tools, "aggregate_dialogs", map[string]any{"group_by": "rtp.codec"}, &a)
-	// The capture's two RTP streams (tshark: g711U) belong to one call;
-	// the eleven other Call-IDs have none.
-	want := map[string]int{sdk.Fence("PCMU"): 1, query.None: 11}
+	// The capture's two RTP streams (tshark: g711U) flow between the two
+	// phones after Asterisk re-INVITEd both legs to direct media: each leg's
+	// SDP (frames 35-41) names both ends, so the streams belong to both legs
+	// (core/media since 566fec1); the ten other Call-IDs have none.
+	want := map[string]int{sdk.Fence("PCMU"): 2, query.None: 10}
 	if !maps.Equal(a.counts(), want) {
 		t.Errorf("rtp.codec: got %v, want %v", a.counts(), want)
 	}

@@ -224,7 +224,7 @@ func TestCaptureReportRendered(t *testing.T) {
 		// (sip-register.pcap is not clean: its registrar grants 20 s of the 180 s asked)
 		{"clean", func(*testing.T) string { return testcap.Public("sip_call.pcap") }, true, false, []string{"clean", "1 dialog", "7 frames read"}},
 		{"findings", func(*testing.T) string { return testcap.Public("sip-488-codec-reject.pcapng") }, false, false, []string{"final_failure_failure", "NA4y5nr9Jk", "code=488"}},
-		{"shed", func(*testing.T) string { return testcap.Public("SIP_CALL_RTP_G711") }, false, true, []string{"undecodable", "not_ip_ethertype_0x0000", "orphaned_media"}},
+		{"shed", func(*testing.T) string { return testcap.Public("SIP_CALL_RTP_G711") }, false, true, []string{"undecodable", "llc_stp", "llc_cdp", "orphaned_media"}},
 		{"truncated", func(t *testing.T) string { return rptTruncated(t, "sip-routing-error.pcapng") }, false, true, []string{"Reading stopped before the end"}},
 	}
 	for _, tc := range cases {
