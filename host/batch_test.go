@@ -397,3 +397,22 @@ func TestBatchUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchCallReportFromHEP: --call-report reads a HEP listener as the
+// batch documents do (here until --count 9) and prints the call's report:
+// the answered call with its six messages, exit 0.
+func TestBatchCallReportFromHEP(t *testing.T) {
+	addr := freeHEPAddr(t)
+	done, out, errb := runBatchAsync(context.Background(), "-N", "-L", addr, "--call-report", "hep-batch-a@example.net", "--count", "9")
+	waitFor(t, errb, done, readingLine)
+	sendBatchHEP(t, addr)
+	if code := exitOf(t, done, errb); code != exitOK {
+		t.Fatalf("exit %d, want 0: %s", code, errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "sipnab call report: hep-batch-a@example.net") || !strings.Contains(out.String(), "LADDER") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+	if want := "call hep-batch-a@example.net: 6 messages"; !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "read stopped on request") {
+		t.Errorf("stderr lacks %q and 'read stopped on request': %s", want, errb.String())
+	}
+}
