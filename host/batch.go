@@ -96,8 +96,10 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 // alone: until the load ends (a stop request cancels it, and the load says
 // so). With a live interface or a HEP listener: until SIGINT or SIGTERM
 // (ctx), --duration or --count, or until a live source fails. Every source
-// is stopped and drained before collect returns, so the stores are whole
-// for what was read. onRequest reports a run that was stopped on request.
+// is stopped, and everything it had read is routed, before collect returns
+// (frames still queued in the kernel at the stop are not read), so the
+// stores are whole for what was read. onRequest reports a run that was
+// stopped on request.
 func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandle, onRequest bool, err error) {
 	src := batchSourcesOf(cfg)
 	runCtx, cancel := context.WithCancel(ctx)
