@@ -153,7 +153,6 @@ func newMCPHost(o hostOptions) *mcpHost {
 		h.res.forget(sess.SessionID())
 	})
 
-	var promptNames []string
 	opts := []server.ServerOption{
 		server.WithToolFilter(byBundle),
 		server.WithToolCapabilities(false),
@@ -162,17 +161,21 @@ func newMCPHost(o hostOptions) *mcpHost {
 		server.WithRecovery(),
 		server.WithTitle("sipnab"),
 	}
+	// The prompts and resources capabilities say what this build serves:
+	// declared when a compiled-in bundle has prompts, resources or
+	// templates (or the file root serves sipnab:///{filename}), whatever
+	// the selection. The selection filters the lists, which then answer
+	// an empty list ({"prompts":[]}, {"resourceTemplates":[]}) rather
+	// than -32601: a client that saw the capability may list it.
+	servesPrompts, servesResources := false, !h.res.empty()
 	for _, b := range o.reg.Bundles() {
-		for _, p := range b.Prompts {
-			if h.promptLoaded(p) {
-				promptNames = append(promptNames, p.Name)
-			}
-		}
+		servesPrompts = servesPrompts || len(b.Prompts) > 0
+		servesResources = servesResources || len(b.Resources) > 0 || len(b.Templates) > 0
 	}
-	if len(promptNames) > 0 {
+	if servesPrompts {
 		opts = append(opts, server.WithPromptCapabilities(false))
 	}
-	if !h.res.empty() {
+	if servesResources {
 		opts = append(opts, server.WithResourceCapabilities(subscribable, false))
 	}
 	if completes {

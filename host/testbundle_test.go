@@ -149,6 +149,8 @@ type stdioSession struct {
 	resp   map[string]chan map[string]any
 	extra  []string // non-response lines
 	notes  chan map[string]any
+	// initialized is the answer to initialize.
+	initialized map[string]any
 }
 
 type syncBuffer struct {
@@ -216,7 +218,7 @@ func startStdio(t *testing.T, args []string, bundles []sdk.Bundle, env []string)
 		}
 	}()
 	t.Cleanup(func() { _ = inW.Close() })
-	s.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+	s.initialized = s.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "test", "version": "1"}})
 	s.notify("notifications/initialized")
 	return s
