@@ -289,3 +289,58 @@ func TestSlowSetup(t *testing.T) {
 		t.Errorf("threshold 15 s: got %+v, want nothing fired", d.Signaling)
 	}
 }
+
+// TestHighJitterJudgesFinal checks that high jitter is judged on jitter_ms
+// (the RFC 3550 value at the last packet, the value the MOS, rtp_stats and
+// the rtp.jitter filter read), never on its mean: the code before judged
+// jitter_mean_ms, so a late spike (the generator's jitter_spike kind: the
+// last 3 packets held 1.0-1.2 s) went unreported while find_problems
+// selected it, and long-settled early jitter was reported.
+func TestHighJitterJudgesFinal(t *testing.T) {
+	a := netip.MustParseAddrPort("198.51.100.1:4000")
+	b := netip.MustParseAddrPort("198.51.100.2:5000")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name     string
+		delay    func(i int) time.Duration // arrival delay of packet i of 250
+		wantHigh bool
+	}{
+		{"late spike", func(i int) time.Duration {
+			if i >= 247 {
+				return time.Second + time.Duration(i-247)*100*time.Millisecond
+			}
+			return 0
+		}, true},
+		{"early jitter that settled", func(i int) time.Duration {
+			if i < 150 && i%2 == 1 {
+				return 120 * time.Millisecond
+			}
+			return 0
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := media.NewStore(media.Config{})
+			st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.1", Media: []sdp.Media{{Type: "audio", Port: 4000, Formats: []sdp.Format{{PayloadType: 0}}}}}, true, a)
+			for i := 0; i < 250; i++ {
+				ts := uint32(160 * i)
+				pkt := []byte{0x80, 0, byte(i >> 8), byte(i), byte(ts >> 24), byte(ts >> 16), byte(ts >> 8), byte(ts), 0, 0, 0, 7}
+				st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i)*20*time.Millisecond + tc.delay(i)), Src: a, Dst: b, Transport: packet.TransportUDP, Payload: pkt})
+			}
+			s := st.All()[0]
+			m := analysis.Diagnose(analysis.DialogFacts{CallID: "c", Answered: true, AnsweredAt: t0}, st, analysis.Options{}).Media
+			t.Logf("jitter_ms %.3f mean %.3f max %.3f", *s.JitterMs, *s.JitterMeanMs, *s.JitterMaxMs)
+			if got := len(m.HighJitter) == 1; got != tc.wantHigh {
+				t.Fatalf("got high_jitter %+v, want present %v", m.HighJitter, tc.wantHigh)
+			}
+			if tc.wantHigh && m.HighJitter[0].Value != *s.JitterMs {
+				t.Errorf("got value %v, want jitter_ms %v", m.HighJitter[0].Value, *s.JitterMs)
+			}
+			// The last interval's jitter is the same running value.
+			ivs := s.QualityIntervals
+			if last := ivs[len(ivs)-1]; last.JitterMs == nil || *last.JitterMs != *s.JitterMs {
+				t.Errorf("last interval jitter %v, want jitter_ms %v", last.JitterMs, *s.JitterMs)
+			}
+		})
+	}
+}

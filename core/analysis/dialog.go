@@ -135,7 +135,8 @@ type DurationAsymmetry struct {
 	ReverseMs float64 `json:"reverse_ms"`
 }
 
-// QualityIssue is a stream over the loss or jitter threshold.
+// QualityIssue is a stream over the loss or jitter threshold: Value is its
+// loss_pct, or its jitter_ms (the RFC 3550 value at its last packet).
 type QualityIssue struct {
 	Stream StreamRef `json:"stream"`
 	Value  float64   `json:"value"`
@@ -455,15 +456,15 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		if s.LossPct > media.HighLossPct {
 			m.HighLoss = append(m.HighLoss, QualityIssue{Stream: ref(s), Value: s.LossPct, Limit: media.HighLossPct, Unit: "percent"})
 		}
-		if s.JitterMeanMs != nil && *s.JitterMeanMs > media.HighJitterMs {
-			m.HighJitter = append(m.HighJitter, QualityIssue{Stream: ref(s), Value: *s.JitterMeanMs, Limit: media.HighJitterMs, Unit: "ms"})
+		if s.JitterMs != nil && *s.JitterMs > media.HighJitterMs {
+			m.HighJitter = append(m.HighJitter, QualityIssue{Stream: ref(s), Value: *s.JitterMs, Limit: media.HighJitterMs, Unit: "ms"})
 		}
 	}
 	if len(m.HighLoss) > 0 {
 		m.Hints = append(m.Hints, fmt.Sprintf("packet loss above %.0f%% on %d stream(s)", media.HighLossPct, len(m.HighLoss)))
 	}
 	if len(m.HighJitter) > 0 {
-		m.Hints = append(m.Hints, fmt.Sprintf("mean jitter above %.0f ms on %d stream(s)", media.HighJitterMs, len(m.HighJitter)))
+		m.Hints = append(m.Hints, fmt.Sprintf("jitter (RFC 3550, jitter_ms) above %.0f ms on %d stream(s)", media.HighJitterMs, len(m.HighJitter)))
 	}
 	if m.UngroundedMOSStreams > 0 {
 		m.Hints = append(m.Hints, fmt.Sprintf("%d stream(s) use a codec without a published G.113 impairment: their MOS is a placeholder", m.UngroundedMOSStreams))

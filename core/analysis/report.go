@@ -162,7 +162,7 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			e.Endpoints = []string{q.Stream.Src, q.Stream.Dst}
 			e.Note = q.Stream.SSRC
 			e.Counts = map[string]int64{"jitter_ms": int64(q.Value)}
-			get("high_jitter", SeverityMedium, "streams", "streams with mean jitter over 50 ms").add(e)
+			get("high_jitter", SeverityMedium, "streams", "streams with jitter (jitter_ms) over 50 ms").add(e)
 		}
 		if m.LateMediaMs != nil {
 			e := ev

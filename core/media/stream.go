@@ -25,10 +25,10 @@ const maxPTs = 6 // distinct payload types tracked per stream; the rest count as
 
 // interval is one closed per-interval snapshot.
 type interval struct {
-	startNs    int64
-	packets    uint32
-	expected   int32
-	jitterMean float32 // ms; <0 when not measured
+	startNs  int64
+	packets  uint32
+	expected int32
+	jitter   float32 // ms, RFC 3550 J at the interval's last timed packet; <0 when not measured
 }
 
 // lossRing keeps the most recent lost sequence numbers.
@@ -147,9 +147,8 @@ type stream struct {
 	ivIdx      int64 // current interval number (arrival / interval)
 	ivStartNs  int64
 	ivPackets  uint32
-	ivStartExt int64 // maxExt at the start of the interval
-	ivJSum     float64
-	ivJN       uint32
+	ivStartExt int64  // maxExt at the start of the interval
+	ivJN       uint32 // timed packets in the interval
 	ivs        []interval
 	ivHead     int // ring start once full
 	ivDropped  uint64

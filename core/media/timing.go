@@ -75,7 +75,6 @@ func (st *Store) timing(s *stream, ns int64, h *rtp.Header, codec rtp.Codec, bas
 		}
 		s.jitterSum += s.jitter
 		s.jitterN++
-		s.ivJSum += s.jitter
 		s.ivJN++
 	}
 }
@@ -100,13 +99,13 @@ func (st *Store) intervalTick(s *stream, ns int64) {
 
 func (st *Store) closeInterval(s *stream) {
 	iv := interval{
-		startNs:    s.ivStartNs,
-		packets:    s.ivPackets,
-		expected:   int32(s.maxExt - s.ivStartExt),
-		jitterMean: -1,
+		startNs:  s.ivStartNs,
+		packets:  s.ivPackets,
+		expected: int32(s.maxExt - s.ivStartExt),
+		jitter:   -1,
 	}
 	if s.ivJN > 0 {
-		iv.jitterMean = float32(s.ivJSum / float64(s.ivJN))
+		iv.jitter = float32(s.jitter)
 	}
 	if len(s.ivs) < st.ivCap {
 		s.ivs = append(s.ivs, iv)
@@ -117,6 +116,5 @@ func (st *Store) closeInterval(s *stream) {
 	}
 	s.ivStartExt = s.maxExt
 	s.ivPackets = 0
-	s.ivJSum = 0
 	s.ivJN = 0
 }

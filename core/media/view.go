@@ -20,7 +20,12 @@ const (
 	VerdictNotScorable = "not_scorable"
 )
 
-// Thresholds behind a degraded verdict and the high-loss/high-jitter findings.
+// Thresholds behind a degraded verdict and the high-loss/high-jitter
+// findings. HighJitterMs is judged against jitter_ms, the RFC 3550 running
+// jitter (J += (|D| − J)/16) at the stream's last packet (an interval's
+// last packet for an interval), never its mean or maximum: the value the
+// E-model scores, rtp_stats reports, the rtp.jitter filter selects on and
+// the diagnosis, findings and --report judge.
 const (
 	HighLossPct     = 5.0
 	HighJitterMs    = 50.0
@@ -45,8 +50,9 @@ type Interval struct {
 	// LossPct is the interval's lost / expected in percent, never below 0
 	// (duplicates do not make a negative loss).
 	LossPct float64 `json:"loss_pct"`
-	// JitterMs is the mean RFC 3550 jitter over the interval; absent when
-	// the clock rate is unknown.
+	// JitterMs is the stream's RFC 3550 jitter (jitter_ms) as it stood at
+	// the interval's last packet: the one jitter definition every surface
+	// uses; absent when the clock rate is unknown.
 	JitterMs    *float64 `json:"jitter_ms,omitempty"`
 	MOS         *float64 `json:"mos,omitempty"`
 	MOSGrounded bool     `json:"mos_grounded"`
@@ -168,7 +174,10 @@ type StreamInfo struct {
 	LostSequencesTruncated bool     `json:"lost_sequences_truncated,omitempty"`
 
 	// Jitter per RFC 3550 §6.4.1 in ms at the codec clock; absent when the
-	// clock rate is unknown.
+	// clock rate is unknown. JitterMs is the running value at the last
+	// packet: the MOS, the high-jitter threshold (50 ms) and the rtp.jitter
+	// filter all read it. JitterMeanMs and JitterMaxMs describe its course
+	// (mean and largest over the packets) and judge nothing.
 	JitterMs     *float64 `json:"jitter_ms,omitempty"`
 	JitterMeanMs *float64 `json:"jitter_mean_ms,omitempty"`
 	JitterMaxMs  *float64 `json:"jitter_max_ms,omitempty"`
@@ -362,9 +371,9 @@ func (st *Store) view(s *stream) StreamInfo {
 		add(s.ivs[(s.ivHead+i)%len(s.ivs)])
 	}
 	if s.ivPackets > 0 {
-		open := interval{startNs: s.ivStartNs, packets: s.ivPackets, expected: int32(s.maxExt - s.ivStartExt), jitterMean: -1}
+		open := interval{startNs: s.ivStartNs, packets: s.ivPackets, expected: int32(s.maxExt - s.ivStartExt), jitter: -1}
 		if s.ivJN > 0 {
-			open.jitterMean = float32(s.ivJSum / float64(s.ivJN))
+			open.jitter = float32(s.jitter)
 		}
 		add(open)
 	}
@@ -381,8 +390,8 @@ func (st *Store) scoreInterval(iv interval, imp mos.Impairment, scorable bool, d
 		Verdict:   VerdictNotScorable,
 	}
 	out.LossPct = math.Max(0, lossPct(int64(out.Lost), int64(out.Expected)))
-	if iv.jitterMean >= 0 {
-		out.JitterMs = f64(round3(float64(iv.jitterMean)))
+	if iv.jitter >= 0 {
+		out.JitterMs = f64(round3(float64(iv.jitter)))
 	}
 	if !scorable || iv.packets == 0 {
 		return out

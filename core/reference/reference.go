@@ -121,7 +121,10 @@ Loss and jitter are always sipnab's own measurement: what endpoints report over 
 it (endpoint_reported) and never merged into it.
 
 An interval or stream is **degraded** when loss is over %s %%, jitter over %s ms, or a grounded R is
-under %s (MOS about %s). Without timing (unknown clock rate, video, fax, no packets) it is not scorable
+under %s (MOS about %s). Jitter is one value everywhere: jitter_ms, the RFC 3550 running estimate
+(J += (|D| − J)/16) at the stream's last packet, or at the interval's last packet for an interval;
+the MOS, the high-jitter finding, --report and the rtp.jitter filter all read it (jitter_mean_ms and
+jitter_max_ms describe its course and judge nothing). Without timing (unknown clock rate, video, fax, no packets) it is not scorable
 and carries no MOS at all: absent, not zero.
 
 ## Grounding

@@ -278,9 +278,9 @@ func mdCode(s string) string {
 }
 
 // WorstStreams returns up to n streams, worst first: streams over a
-// threshold (loss above 5 %, mean jitter above 50 ms, or a grounded score
+// threshold (loss above 5 %, jitter_ms above 50 ms, or a grounded score
 // under R 70) before the others; then by grounded MOS (lowest first; a
-// placeholder score ranks after every grounded one), loss and jitter
+// placeholder score ranks after every grounded one), loss and jitter_ms
 // (highest first), then first_seen.
 func WorstStreams(streams []media.StreamInfo, n int) []media.StreamInfo {
 	idx := make([]int, len(streams))
@@ -299,7 +299,7 @@ func WorstStreams(streams []media.StreamInfo, n int) []media.StreamInfo {
 		if x.LossPct != y.LossPct {
 			return x.LossPct > y.LossPct
 		}
-		if jx, jy := deref(x.JitterMaxMs), deref(y.JitterMaxMs); jx != jy {
+		if jx, jy := deref(x.JitterMs), deref(y.JitterMs); jx != jy {
 			return jx > jy
 		}
 		return x.FirstSeen.Before(y.FirstSeen)
@@ -320,8 +320,8 @@ func StreamProblems(s *media.StreamInfo) []string {
 	if s.LossPct > media.HighLossPct {
 		p = append(p, fmt.Sprintf("loss %.2f%% > %.0f%%", s.LossPct, media.HighLossPct))
 	}
-	if s.JitterMeanMs != nil && *s.JitterMeanMs > media.HighJitterMs {
-		p = append(p, fmt.Sprintf("mean jitter %.1f ms > %.0f ms", *s.JitterMeanMs, media.HighJitterMs))
+	if s.JitterMs != nil && *s.JitterMs > media.HighJitterMs {
+		p = append(p, fmt.Sprintf("jitter %.1f ms > %.0f ms", *s.JitterMs, media.HighJitterMs))
 	}
 	if s.MOSGrounded && s.RFactor != nil && *s.RFactor < media.AcceptableRMin {
 		p = append(p, fmt.Sprintf("R %.1f < %.0f", *s.RFactor, media.AcceptableRMin))
@@ -369,25 +369,28 @@ func WriteMediaText(w io.Writer, doc *Document, r analysis.Report) {
 		fmt.Fprintf(w, "  none\n")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  SSRC\tSource\tDestination\tMOS\tLoss\tMax jitter\tProblems\tCall-ID\n")
+		fmt.Fprintf(tw, "  SSRC\tSource\tDestination\tMOS\tLoss\tJitter\tMax jitter\tProblems\tCall-ID\n")
 		for i := range worst {
 			s := &worst[i]
-			mosText, jit := "-", "-"
+			mosText, jit, jmax := "-", "-", "-"
 			if s.MOS != nil {
 				mosText = fmt.Sprintf("%.2f", *s.MOS)
 				if !s.MOSGrounded {
 					mosText += " (not grounded)"
 				}
 			}
+			if s.JitterMs != nil {
+				jit = fmt.Sprintf("%.2fms", *s.JitterMs)
+			}
 			if s.JitterMaxMs != nil {
-				jit = fmt.Sprintf("%.2fms", *s.JitterMaxMs)
+				jmax = fmt.Sprintf("%.2fms", *s.JitterMaxMs)
 			}
 			probs := strings.Join(StreamProblems(s), ", ")
 			call := "(orphaned)"
 			if !s.Orphaned {
 				call = clean(s.AssociatedDialog, 48)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t%s\n", s.SSRC, s.Src, s.Dst, mosText, s.LossPct, jit, dash(probs), call)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t%s\t%s\n", s.SSRC, s.Src, s.Dst, mosText, s.LossPct, jit, jmax, dash(probs), call)
 		}
 		tw.Flush()
 	}

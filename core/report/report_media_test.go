@@ -80,20 +80,23 @@ func f64(v float64) *float64 { return &v }
 
 func TestWorstStreams(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	mk := func(ssrc string, mos *float64, grounded bool, loss float64, jmean float64, r *float64, at int) media.StreamInfo {
-		return media.StreamInfo{SSRC: ssrc, MOS: mos, MOSGrounded: grounded, LossPct: loss, JitterMeanMs: f64(jmean),
-			JitterMaxMs: f64(jmean * 2), RFactor: r, FirstSeen: t0.Add(time.Duration(at) * time.Second)}
+	// jit is jitter_ms (the RFC 3550 value at the last packet, the value
+	// judged); jmean its mean, which judges nothing.
+	mk := func(ssrc string, mos *float64, grounded bool, loss float64, jit, jmean float64, r *float64, at int) media.StreamInfo {
+		return media.StreamInfo{SSRC: ssrc, MOS: mos, MOSGrounded: grounded, LossPct: loss, JitterMs: f64(jit), JitterMeanMs: f64(jmean),
+			JitterMaxMs: f64(max(jit, jmean) * 2), RFactor: r, FirstSeen: t0.Add(time.Duration(at) * time.Second)}
 	}
 	streams := []media.StreamInfo{
-		mk("good", f64(4.4), true, 0, 1, f64(93), 0),
-		mk("placeholder-lossy", f64(4.2), false, 8, 1, f64(80), 1), // degraded by loss, score not grounded
-		mk("low-mos", f64(3.1), true, 3, 5, f64(60), 2),            // degraded by R
-		mk("jittery", f64(4.0), true, 0, 60, f64(80), 3),           // degraded by jitter
-		mk("ok-lossy", f64(4.1), true, 1, 1, f64(85), 4),
-		mk("video", nil, false, 0, 0, nil, 5),
+		mk("good", f64(4.4), true, 0, 1, 1, f64(93), 0),
+		mk("placeholder-lossy", f64(4.2), false, 8, 1, 1, f64(80), 1), // degraded by loss, score not grounded
+		mk("low-mos", f64(3.1), true, 3, 5, 5, f64(60), 2),            // degraded by R
+		mk("jittery", f64(4.0), true, 0, 60, 40, f64(80), 3),          // degraded by jitter_ms 60 (mean 40)
+		mk("ok-lossy", f64(4.1), true, 1, 1, 1, f64(85), 4),
+		mk("video", nil, false, 0, 0, 0, nil, 5),
+		mk("mean-jittery", f64(4.3), true, 0, 20, 60, f64(90), 6), // jitter_ms 20: not degraded (mean 60)
 	}
 	got := WorstStreams(streams, 10)
-	want := []string{"low-mos", "jittery", "placeholder-lossy", "ok-lossy", "good", "video"}
+	want := []string{"low-mos", "jittery", "placeholder-lossy", "ok-lossy", "mean-jittery", "good", "video"}
 	if len(got) != len(want) {
 		t.Fatalf("got %d streams, want %d", len(got), len(want))
 	}
@@ -101,6 +104,12 @@ func TestWorstStreams(t *testing.T) {
 		if got[i].SSRC != want[i] {
 			t.Errorf("rank %d: got %s, want %s", i, got[i].SSRC, want[i])
 		}
+	}
+	if p := StreamProblems(&streams[3]); len(p) != 1 || p[0] != "jitter 60.0 ms > 50 ms" {
+		t.Errorf("jittery: got problems %q, want [jitter 60.0 ms > 50 ms]", p)
+	}
+	if p := StreamProblems(&streams[6]); len(p) != 0 {
+		t.Errorf("mean-jittery: got problems %q, want none", p)
 	}
 	if n := len(WorstStreams(streams, 2)); n != 2 {
 		t.Errorf("n=2: got %d", n)
