@@ -201,11 +201,14 @@ func clip(v string) string {
 	return v[:64] + "..."
 }
 
+// parseAttr splits an a= line at its first colon. The name is a token
+// (RFC 4566 att-field): blanks around it are dropped, so "a= sendonly" is a
+// direction and a name never ends in a blank that a written line would lose.
 func parseAttr(v string) Attr {
 	if i := strings.IndexByte(v, ':'); i >= 0 {
-		return Attr{Key: v[:i], Value: v[i+1:]}
+		return Attr{Key: strings.TrimSpace(v[:i]), Value: v[i+1:]}
 	}
-	return Attr{Key: v}
+	return Attr{Key: strings.TrimSpace(v)}
 }
 
 func direction(key string) (Direction, bool) {

@@ -145,6 +145,7 @@ func TestDirection(t *testing.T) {
 		{"media overrides", "a=sendonly\n", "a=recvonly\n", RecvOnly},
 		{"media only", "", "a=sendonly\n", SendOnly},
 		{"valued attr ignored", "", "a=sendonly:x\n", SendRecv},
+		{"blanks around the name", "a= inactive\n", "a=\tsendonly \n", SendOnly},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -253,7 +254,10 @@ func TestFromBody(t *testing.T) {
 }
 
 func TestMarshalRoundTrip(t *testing.T) {
-	for _, body := range []string{offer, "v=0\no=- 1 1 IN IP4 h\ns=\nt=0 0\nm=audio 0/2 RTP/SAVP 0\nc=IN IP4 10.0.0.1/127\na=:odd\na=\na=key:\n"} {
+	for _, body := range []string{offer, "v=0\no=- 1 1 IN IP4 h\ns=\nt=0 0\nm=audio 0/2 RTP/SAVP 0\nc=IN IP4 10.0.0.1/127\na=:odd\na=\na=key:\n",
+		// FuzzSDP: a name of blanks with an empty value wrote "a= ", which
+		// reads back as an empty name.
+		"v=0\no=0 0 0 0 0 0\ns=\nt=0\na= :\na=\t:x\na=k \t:\n"} {
 		s1, err := Parse([]byte(body))
 		if err != nil || len(s1.Errors) != 0 {
 			t.Fatalf("parse: %v %q", err, s1.Errors)
