@@ -369,3 +369,46 @@ func TestAudit234HEPListenerFedFromAnotherProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestAudit234HEPOverIPv6: HEP3 (plain and zlib) and HEP2 envelopes whose
+// inner addresses are IPv6, sent over an IPv6 outer path, carry a whole
+// call: 7 messages, one Completed dialog, and the inner (not the agent's)
+// addresses on the dialog's first message.
+func TestAudit234HEPOverIPv6(t *testing.T) {
+	v6 := map[string]netip.AddrPort{accA: accAP("[2001:db8::10]:5060"), accB: accAP("[2001:db8::20]:5062")}
+	agent, collector := "[2001:db8:ffff::5]:40000", "[2001:db8:ffff::9]:9060"
+	dir := t.TempDir()
+	for _, v := range []struct {
+		name string
+		wrap func(s, d netip.AddrPort, ts time.Time, p []byte) []byte
+	}{
+		{"HEP3", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return a234HEP3(s, d, ts, p, false) }},
+		{"HEP3 zlib", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return a234HEP3(s, d, ts, p, true) }},
+		{"HEP2", a234HEP2},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			var frames []accFrame
+			for j, m := range accCall("hep6@a.example") {
+				ts := accAt(100 * j)
+				env := v.wrap(v6[m[0].(string)], v6[m[1].(string)], ts, m[2].([]byte))
+				frames = append(frames, accFrame{ts, accIPEth(accUDP(t, agent, collector, env))})
+			}
+			p := accWrite(t, dir, strings.ReplaceAll(v.name, " ", "_")+"6.pcap", layers.LinkTypeEthernet, frames)
+			c, doc := accLoad(t, p)
+			if doc.Run.SIPMessages != 7 || doc.Run.HEP.SIP != 7 || len(doc.Dialogs) != 1 {
+				t.Fatalf("got %d SIP messages (%d from HEP), %d dialogs; want 7, 7, 1", doc.Run.SIPMessages, doc.Run.HEP.SIP, len(doc.Dialogs))
+			}
+			d := doc.Dialogs[0]
+			if d.State != "Completed" || d.MsgCount != 7 || d.FinalStatusCode != 200 {
+				t.Errorf("got %s with %d messages, final %d; want Completed, 7, 200", d.State, d.MsgCount, d.FinalStatusCode)
+			}
+			det, ok := c.Dialogs().Get(d.CallID)
+			if !ok || len(det.Messages) == 0 {
+				t.Fatalf("no retained messages for %s", d.CallID)
+			}
+			if m := det.Messages[0]; m.Src != v6[accA] || m.Dst != v6[accB] {
+				t.Errorf("first message %v -> %v, want %v -> %v", m.Src, m.Dst, v6[accA], v6[accB])
+			}
+		})
+	}
+}
