@@ -12,6 +12,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/media"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -291,4 +292,43 @@ func TestReadDuringLoad(t *testing.T) {
 		t.Errorf("after load: complete %v sip %d dialogs %d, want true 8989 1334", st.Complete, st.SIPMessages, c.Dialogs().Len())
 	}
 	t.Logf("%d reads during the load", reads)
+}
+
+// TestCompleteAfterEvictions: a whole read whose stores shed anything at a
+// cap is not complete, and says why. The code before reported complete
+// true over evicted dialogs and streams (sipp-branch-scenario.pcapng with
+// --limit 100: 1234 dialogs evicted, complete true).
+func TestCompleteAfterEvictions(t *testing.T) {
+	cases := []struct {
+		name    string
+		capture string
+		cfg     Config
+		want    []string
+	}{
+		{"no cap reached", "b2bua-asterisk.pcapng", Config{}, nil},
+		// 12 Call-IDs into a cap of 2.
+		{"dialog cap", "b2bua-asterisk.pcapng", Config{Dialog: dialog.Config{MaxDialogs: 2}}, []string{"dialogs_evicted"}},
+		// Two streams into a cap of 1.
+		{"stream cap", "b2bua-asterisk.pcapng", Config{Media: media.Config{MaxStreams: 1}}, []string{"streams_evicted"}},
+		// Four SDP media addresses (13060, 18010, the two phones' 8000)
+		// into a cap of 1.
+		{"endpoint cap", "b2bua-asterisk.pcapng", Config{Media: media.Config{MaxEndpoints: 1}}, []string{"media_endpoints_evicted"}},
+		{"both caps", "b2bua-asterisk.pcapng", Config{Dialog: dialog.Config{MaxDialogs: 2}, Media: media.Config{MaxStreams: 1}}, []string{"dialogs_evicted", "streams_evicted"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(tc.cfg, nil)
+			if err := c.LoadFiles(context.Background(), []string{testcap.Public(tc.capture)}); err != nil {
+				t.Fatalf("LoadFiles: %v", err)
+			}
+			c.Wait()
+			st := c.Status()
+			if !st.SourceExhausted || st.SourceStoppedEarly {
+				t.Fatalf("source_exhausted %v stopped_early %v, want a whole read", st.SourceExhausted, st.SourceStoppedEarly)
+			}
+			if st.Complete != (len(tc.want) == 0) || !slices.Equal(st.IncompleteReasons, tc.want) {
+				t.Errorf("got complete %v reasons %q, want %v %q", st.Complete, st.IncompleteReasons, len(tc.want) == 0, tc.want)
+			}
+		})
+	}
 }

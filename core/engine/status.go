@@ -40,8 +40,20 @@ type Status struct {
 	// StoppedOnRequest: reading was stopped on request (a frame limit, a
 	// cancelled load). Not a fault.
 	StoppedOnRequest bool `json:"stopped_on_request,omitempty"`
-	// Complete is SourceExhausted and not SourceStoppedEarly.
+	// Complete is true when every source was read whole (SourceExhausted,
+	// not SourceStoppedEarly) and the stores shed nothing: no dialog
+	// evicted or refused at the dialog cap, no message past the per-dialog
+	// retention cap, no stream, SDP endpoint or RTP candidate evicted at
+	// its cap. IncompleteReasons names why it is false.
 	Complete bool `json:"complete"`
+	// IncompleteReasons names why Complete is false, one code each:
+	// source_stopped_early, stopped_on_request, source_not_exhausted (a
+	// load still running, a live or HEP source, no source), dialogs_evicted
+	// and dialogs_refused (the dialog cap, --limit), messages_not_retained
+	// (the per-dialog message cap), streams_evicted (--max-streams),
+	// media_endpoints_evicted, rtp_candidates_evicted. The counts are in
+	// dialog_store and stream_store. Absent when complete.
+	IncompleteReasons []string `json:"incomplete_reasons,omitempty"`
 	// Files is the file load's account of each input.
 	Files []capture.FileResult `json:"inputs"`
 	// Warnings lists discovered files that were skipped.
@@ -236,8 +248,37 @@ func (c *Capture) Status() Status {
 	st.ElapsedSec = st.Elapsed.Seconds()
 	st.Name = joinNames(names)
 	st.SourceExhausted = exhausted
-	st.Complete = exhausted && !st.SourceStoppedEarly
+	st.IncompleteReasons = incompleteReasons(&st)
+	st.Complete = len(st.IncompleteReasons) == 0
 	return st
+}
+
+// incompleteReasons lists why a status is not complete: how the read
+// ended, then what the stores shed.
+func incompleteReasons(st *Status) []string {
+	var r []string
+	switch {
+	case st.SourceStoppedEarly:
+		r = append(r, "source_stopped_early")
+	case st.StoppedOnRequest:
+		r = append(r, "stopped_on_request")
+	case !st.SourceExhausted:
+		r = append(r, "source_not_exhausted")
+	}
+	add := func(n uint64, code string) {
+		if n > 0 {
+			r = append(r, code)
+		}
+	}
+	add(st.Dialogs.Evicted, "dialogs_evicted")
+	add(st.Dialogs.Refused, "dialogs_refused")
+	add(st.Dialogs.MessagesNotRetained, "messages_not_retained")
+	if m := st.Media; m != nil {
+		add(m.StreamsEvicted, "streams_evicted")
+		add(m.EndpointsEvicted, "media_endpoints_evicted")
+		add(m.CandidatesEvicted, "rtp_candidates_evicted")
+	}
+	return r
 }
 
 var errStopped = errors.New("stopped on request")

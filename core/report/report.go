@@ -280,13 +280,33 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report) {
 
 	if !r.Complete {
 		fmt.Fprintf(w, "\nINCOMPLETE RUN\n")
-		switch {
-		case r.SourceStoppedEarly:
-			fmt.Fprintf(w, "  Reading stopped before the end of the input; everything above covers only what was read.\n")
-		case r.StoppedOnRequest:
-			fmt.Fprintf(w, "  Reading was stopped on request before the end of the input; everything above covers only what was read.\n")
-		default:
-			fmt.Fprintf(w, "  The source was not read to its end (still loading, or a live source); everything above covers only what was read so far.\n")
+		var ms media.Stats
+		if r.Media != nil {
+			ms = *r.Media
+		}
+		for _, why := range r.IncompleteReasons {
+			switch why {
+			case "source_stopped_early":
+				fmt.Fprintf(w, "  Reading stopped before the end of the input; everything above covers only what was read.\n")
+			case "stopped_on_request":
+				fmt.Fprintf(w, "  Reading was stopped on request before the end of the input; everything above covers only what was read.\n")
+			case "source_not_exhausted":
+				fmt.Fprintf(w, "  The source was not read to its end (still loading, or a live source); everything above covers only what was read so far.\n")
+			case "dialogs_evicted":
+				fmt.Fprintf(w, "  %s evicted at the dialog cap (--limit): their calls are not above.\n", plural(r.Dialogs.Evicted, "dialog"))
+			case "dialogs_refused":
+				fmt.Fprintf(w, "  %s refused at the dialog cap (%s not analysed).\n", plural(r.Dialogs.Refused, "new Call-ID"), plural(r.Dialogs.RefusedMessages, "message"))
+			case "messages_not_retained":
+				fmt.Fprintf(w, "  %s past the per-dialog retention cap counted, not kept.\n", plural(r.Dialogs.MessagesNotRetained, "SIP message"))
+			case "streams_evicted":
+				fmt.Fprintf(w, "  %s evicted at the stream cap (--max-streams): their media is not above.\n", plural(ms.StreamsEvicted, "stream"))
+			case "media_endpoints_evicted":
+				fmt.Fprintf(w, "  %s forgotten at the cap: later RTP to them reads as orphaned.\n", plural(ms.EndpointsEvicted, "SDP media endpoint"))
+			case "rtp_candidates_evicted":
+				fmt.Fprintf(w, "  %s dropped before they proved to be RTP.\n", plural(ms.CandidatesEvicted, "unsignaled flow"))
+			default:
+				fmt.Fprintf(w, "  %s.\n", why)
+			}
 		}
 		for _, e := range r.Errors {
 			fmt.Fprintf(w, "  - %s\n", clean(e, 300))

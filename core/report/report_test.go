@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
@@ -19,7 +20,13 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 func load(t *testing.T, path string) *engine.Capture {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "test-node"}, nil)
+	return loadWith(t, path, engine.Config{})
+}
+
+func loadWith(t *testing.T, path string, cfg engine.Config) *engine.Capture {
+	t.Helper()
+	cfg.Node = "test-node"
+	c := engine.New(cfg, nil)
 	if err := c.LoadFiles(context.Background(), []string{path}); err != nil {
 		t.Fatalf("LoadFiles: %v", err)
 	}
@@ -85,15 +92,20 @@ func TestGolden(t *testing.T) {
 	cases := []struct {
 		name string
 		path func(t *testing.T) string
+		cfg  engine.Config
 	}{
-		{"sip-proxy.pcap", func(t *testing.T) string { return testcap.Public("sip-proxy.pcap") }},
-		{"DTMFsipinfo.pcap", func(t *testing.T) string { return testcap.Public("DTMFsipinfo.pcap") }},
-		{"sip-auth-failure.pcapng", func(t *testing.T) string { return testcap.Public("sip-auth-failure.pcapng") }},
-		{"truncated-sip-routing-error.pcapng", func(t *testing.T) string { return truncated(t, "sip-routing-error.pcapng") }},
+		{"sip-proxy.pcap", func(t *testing.T) string { return testcap.Public("sip-proxy.pcap") }, engine.Config{}},
+		{"DTMFsipinfo.pcap", func(t *testing.T) string { return testcap.Public("DTMFsipinfo.pcap") }, engine.Config{}},
+		{"sip-auth-failure.pcapng", func(t *testing.T) string { return testcap.Public("sip-auth-failure.pcapng") }, engine.Config{}},
+		{"truncated-sip-routing-error.pcapng", func(t *testing.T) string { return truncated(t, "sip-routing-error.pcapng") }, engine.Config{}},
+		// A whole read past a dialog cap of 3 (the capture has 18 Call-IDs):
+		// complete false, incomplete_reasons [dialogs_evicted], and the
+		// INCOMPLETE RUN block says how many.
+		{"capped-sip-routing-error.pcapng", func(t *testing.T) string { return testcap.Public("sip-routing-error.pcapng") }, engine.Config{Dialog: dialog.Config{MaxDialogs: 3}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := load(t, tc.path(t))
+			c := loadWith(t, tc.path(t), tc.cfg)
 			doc := normalized(c)
 			js, err := json.MarshalIndent(doc, "", "  ")
 			if err != nil {
