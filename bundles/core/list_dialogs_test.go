@@ -7,7 +7,9 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -520,6 +522,109 @@ func TestMethodTokensKeepTheFenceHygiene(t *testing.T) {
 		}
 		if got := fencedRow(call, dialog.Summary{Method: "INVITE"}).Method; got != "INVITE" {
 			t.Errorf("a clean method: got %q, want INVITE unchanged", got)
+		}
+	})
+}
+
+// The tool-level benchmarks: list_dialogs and aggregate_dialogs called as a
+// client calls them (argument decoding, query, fencing, JSON, projection)
+// on a store of 100,000 dialogs (dialog.DefaultMaxDialogs: a full default
+// store; INVITE answered 200, eight dialogs per millisecond, every fourth
+// refused 486). core/query's benchmarks measure the query layer alone.
+//
+//	go test -run '^$' -bench 'Tool' -benchtime 20x -count 5 ./bundles/core
+var (
+	lqBenchOnce   sync.Once
+	lqBenchTools  map[string]sdk.Tool
+	lqBenchCursor string
+)
+
+func lqBenchSetup(b *testing.B) map[string]sdk.Tool {
+	b.Helper()
+	lqBenchOnce.Do(func() {
+		c := engine.New(engine.Config{Node: "bench"}, nil)
+		t0 := time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)
+		for i := 0; i < dialog.DefaultMaxDialogs; i++ {
+			id := fmt.Sprintf("bench-%06d@192.0.2.1", i)
+			at := t0.Add(time.Duration(i/8) * time.Millisecond)
+			head := "Via: SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bK" + id + "\r\nFrom: <sip:u" + strconv.Itoa(i%500) + "@a.example>;tag=f\r\n" +
+				"To: <sip:d" + strconv.Itoa(i%97) + "@b.example>%s\r\nCall-ID: " + id + "\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+			c.HandlePacket(lqSIP(at, "192.0.2.1:5060", "198.51.100.1:5060", "INVITE sip:d@b.example SIP/2.0\r\n"+fmt.Sprintf(head, "")))
+			status := "SIP/2.0 200 OK\r\n"
+			if i%4 == 3 {
+				status = "SIP/2.0 486 Busy Here\r\n"
+			}
+			c.HandlePacket(lqSIP(at.Add(50*time.Millisecond), "198.51.100.1:5060", "192.0.2.1:5060", status+fmt.Sprintf(head, ";tag=t")))
+		}
+		if n := c.Dialogs().Len(); n != dialog.DefaultMaxDialogs {
+			b.Fatalf("store holds %d dialogs, want %d", n, dialog.DefaultMaxDialogs)
+		}
+		lqBenchTools = lqTools(b, c)
+		// A cursor 90% deep: page by 1000 to row 90,000.
+		args := map[string]any{"limit": 1000, "fields": []string{"call_id"}}
+		for i := 0; i < 90; i++ {
+			var p lqPage
+			lqCall(b, lqBenchTools, "list_dialogs", args, &p)
+			if p.NextCursor == nil {
+				b.Fatalf("page %d: no cursor", i)
+			}
+			args["cursor"] = *p.NextCursor
+		}
+		lqBenchCursor = args["cursor"].(string)
+	})
+	if lqBenchTools == nil {
+		b.Fatal("setup failed")
+	}
+	return lqBenchTools
+}
+
+func lqBenchTool(b *testing.B, name string, args map[string]any, check func(*testing.B, string)) {
+	tools := lqBenchSetup(b)
+	raw, err := json.Marshal(args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var last sdk.Reply
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := lqInvoke(b, tools, name, json.RawMessage(raw), sdk.DefaultLimits())
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = r
+	}
+	b.StopTimer()
+	check(b, last.Blocks[0])
+}
+
+func BenchmarkListDialogsToolFirstPage(b *testing.B) {
+	lqBenchTool(b, "list_dialogs", map[string]any{}, func(b *testing.B, out string) {
+		var p lqPage
+		if err := json.Unmarshal([]byte(out), &p); err != nil || p.Returned != 50 || p.Total == nil || *p.Total != dialog.DefaultMaxDialogs {
+			b.Fatalf("first page: %v returned %d total %v", err, p.Returned, p.Total)
+		}
+	})
+}
+
+func BenchmarkListDialogsToolDeepCursor(b *testing.B) {
+	lqBenchSetup(b) // the cursor comes from the store
+	lqBenchTool(b, "list_dialogs", map[string]any{"cursor": lqBenchCursor}, func(b *testing.B, out string) {
+		var p lqPage
+		if err := json.Unmarshal([]byte(out), &p); err != nil || p.Returned != 50 || p.Dialogs[0].CallID != "bench-090000@192.0.2.1" {
+			b.Fatalf("deep page: %v returned %d first %+v", err, p.Returned, p.Dialogs[:min(1, len(p.Dialogs))])
+		}
+	})
+}
+
+func BenchmarkAggregateDialogsToolAll(b *testing.B) {
+	lqBenchTool(b, "aggregate_dialogs", map[string]any{"group_by": "response_code"}, func(b *testing.B, out string) {
+		var a lqAggregate
+		if err := json.Unmarshal([]byte(out), &a); err != nil {
+			b.Fatal(err)
+		}
+		if got := a.counts(); got["200"] != 75000 || got["486"] != 25000 || a.TotalMatched != dialog.DefaultMaxDialogs {
+			b.Fatalf("aggregate: %v total %d", got, a.TotalMatched)
 		}
 	})
 }
