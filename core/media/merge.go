@@ -94,6 +94,7 @@ func (st *Store) Merge(others ...*Store) {
 			st.cands.set(k, c)
 			st.candQ = append(st.candQ, k)
 		}
+		st.lastNs = max(st.lastNs, o.lastNs)
 		os := o.stats
 		st.stats.StreamsEvicted += os.StreamsEvicted
 		st.stats.CandidatesEvicted += os.CandidatesEvicted

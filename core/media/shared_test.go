@@ -208,3 +208,62 @@ func TestSharedEndpointFlood(t *testing.T) {
 		}
 	}
 }
+
+// TestLastPacketAt checks the store's latest packet time: the latest
+// arrival among the packets it took (not the last one offered), zero when
+// it took none, the latest of the shards after a merge.
+func TestLastPacketAt(t *testing.T) {
+	rtpAt := func(st *Store, ms int, seq uint16) bool {
+		return st.Observe(udp(epA, epB, t0.Add(time.Duration(ms)*time.Millisecond), rtpPkt(0, false, seq, uint32(seq)*160, 9, make([]byte, 160))))
+	}
+	cases := []struct {
+		name string
+		feed func(st *Store)
+		want time.Duration // after t0; -1: zero time
+	}{
+		{"nothing taken", func(st *Store) {}, -1},
+		{"not media", func(st *Store) {
+			st.Observe(udp(epA, epB, t0.Add(time.Second), []byte("hello, not rtp")))
+		}, -1},
+		{"in order", func(st *Store) {
+			for i := 0; i < 5; i++ {
+				rtpAt(st, 20*i, uint16(i))
+			}
+		}, 80 * time.Millisecond},
+		{"a late arrival stamped earlier does not move it back", func(st *Store) {
+			for i := 0; i < 5; i++ {
+				rtpAt(st, 20*i, uint16(i))
+			}
+			rtpAt(st, 10, 5)
+		}, 80 * time.Millisecond},
+		{"a rejected datagram after the media does not count", func(st *Store) {
+			for i := 0; i < 3; i++ {
+				rtpAt(st, 20*i, uint16(i))
+			}
+			st.Observe(udp(epB, epA, t0.Add(time.Minute), []byte{0x00, 0x01}))
+		}, 40 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := NewStore(Config{})
+			tc.feed(st)
+			want := time.Time{}
+			if tc.want >= 0 {
+				want = t0.Add(tc.want)
+			}
+			if got := st.LastPacketAt(); !got.Equal(want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+	a, b := NewStore(Config{}), NewStore(Config{})
+	rtpAt(a, 0, 1)
+	rtpAt(a, 20, 2)
+	rtpAt(a, 40, 3)
+	b.Observe(udp(epB, epA, t0.Add(3*time.Second), rtpPkt(0, false, 1, 0, 10, make([]byte, 160))))
+	m := NewStore(Config{})
+	m.Merge(a, b)
+	if got, want := m.LastPacketAt(), t0.Add(3*time.Second); !got.Equal(want) {
+		t.Errorf("merged: got %v, want %v", got, want)
+	}
+}

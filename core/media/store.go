@@ -215,6 +215,7 @@ type Store struct {
 	epHd     int
 	epOrd    uint64
 	stats    Stats
+	lastNs   int64 // arrival of the latest packet taken (LastPacketAt)
 	orphans  int
 	faxes    int
 }
@@ -262,6 +263,31 @@ func (st *Store) Observe(p *packet.Packet) bool {
 }
 
 func (st *Store) observe(p *packet.Packet) bool {
+	ok := st.take(p)
+	if ok {
+		if ns := p.TS.UnixNano(); ns > st.lastNs {
+			st.lastNs = ns
+		}
+	}
+	return ok
+}
+
+// LastPacketAt returns the arrival time of the latest packet the store took
+// (RTP, RTCP, UDPTL, or a candidate RTP packet in probation); zero when it
+// took none. With the dialog store's latest message it is where the capture
+// ends (analysis.CaptureEnd). Each stream's own latest packet is its
+// StreamInfo.LastSeen.
+func (st *Store) LastPacketAt() time.Time {
+	st.mu.RLock()
+	ns := st.lastNs
+	st.mu.RUnlock()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func (st *Store) take(p *packet.Packet) bool {
 	b := p.Payload
 	if rtp.LooksLikeRTCP(b) {
 		return st.observeRTCP(p)
