@@ -16,6 +16,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -35,20 +36,71 @@ type Document struct {
 	// Run is what was read and how: counters, source flags, inputs.
 	Run engine.Status `json:"run"`
 	// Dialogs are the dialog rows, in created_at order.
-	Dialogs []dialog.Summary `json:"dialogs"`
+	Dialogs []DialogRow `json:"dialogs"`
 	// Streams are the RTP streams, in first_seen order.
 	Streams []media.StreamInfo `json:"streams"`
+}
+
+// DialogRow is one dialog of the batch document: the dialog store's row
+// and, for a call still in progress when the capture ended, how long it had
+// lasted by then.
+type DialogRow struct {
+	dialog.Summary
+	// Ended is false for an answered call still in progress (state InCall:
+	// no BYE) when the capture ended; absent on every other dialog, whose
+	// state says how it ended.
+	Ended *bool `json:"ended,omitempty"`
+	// DurationToCaptureEndMs is such a call's duration up to the end of the
+	// capture: its answer (2xx) to the capture's latest packet, SIP or RTP,
+	// in ms. timing.duration_ms (answer to BYE) stays absent: the call had
+	// not ended. Present only with ended false.
+	DurationToCaptureEndMs *int64 `json:"duration_to_capture_end_ms,omitempty"`
+}
+
+// rows makes DialogRows: it knows where the capture ends.
+type rows struct {
+	ds  *dialog.Store
+	end time.Time
+}
+
+func newRows(c *engine.Capture) rows {
+	var src analysis.MediaSource
+	if m := c.Media(); m != nil {
+		src = m
+	} else {
+		src = media.NewStore(media.Config{})
+	}
+	return rows{ds: c.Dialogs(), end: analysis.CaptureEnd(c.Dialogs(), src)}
+}
+
+// row completes one summary: an InCall dialog's duration to the capture's
+// end (read from its timing detail, without its messages).
+func (r rows) row(s *dialog.Summary) DialogRow {
+	out := DialogRow{Summary: *s}
+	if s.State != dialog.InCall.String() || r.end.IsZero() {
+		return out
+	}
+	d, ok := r.ds.GetWith(s.CallID, dialog.Options{NoMessages: true})
+	if !ok || d.TimingDetail.AnsweredAt == nil || r.end.Before(*d.TimingDetail.AnsweredAt) {
+		return out
+	}
+	ended := false
+	ms := r.end.Sub(*d.TimingDetail.AnsweredAt).Milliseconds()
+	out.Ended, out.DurationToCaptureEndMs = &ended, &ms
+	return out
 }
 
 // Build assembles the document of a capture.
 func Build(c *engine.Capture) Document {
 	doc := Document{SchemaVersion: SchemaVersion, Run: c.Status()}
-	doc.Dialogs = c.Dialogs().Summaries(dialog.ByCreated)
+	rs := newRows(c)
+	sums := c.Dialogs().Summaries(dialog.ByCreated)
+	doc.Dialogs = make([]DialogRow, 0, len(sums))
+	for i := range sums {
+		doc.Dialogs = append(doc.Dialogs, rs.row(&sums[i]))
+	}
 	if m := c.Media(); m != nil {
 		doc.Streams = m.All()
-	}
-	if doc.Dialogs == nil {
-		doc.Dialogs = []dialog.Summary{}
 	}
 	if doc.Streams == nil {
 		doc.Streams = []media.StreamInfo{}
@@ -70,8 +122,10 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 	jw.value(&st, "  ")
 	jw.raw(",\n  \"dialogs\": ")
 	jw.open()
+	rs := newRows(c)
 	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
-		jw.elem(s)
+		r := rs.row(s)
+		jw.elem(&r)
 		return jw.err
 	}); err != nil {
 		return fmt.Errorf("writing report: %w", err)
@@ -219,6 +273,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report) {
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "  Call-ID\tFrom\tTo\tState\tCode\tDuration\tMsgs\tPDD\n")
+		open := 0
 		for i := range doc.Dialogs {
 			d := &doc.Dialogs[i]
 			code := "-"
@@ -229,11 +284,19 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report) {
 			if d.Timing.PDDMs != nil {
 				pdd = fmt.Sprintf("%.3fs", float64(*d.Timing.PDDMs)/1000)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.3fs\t%d\t%s\n",
+			dur := fmt.Sprintf("%.3fs", d.DurationSec)
+			if d.DurationToCaptureEndMs != nil {
+				dur = fmt.Sprintf("%.3fs+", float64(*d.DurationToCaptureEndMs)/1000)
+				open++
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
 				clean(d.CallID, 48), dash(clean(d.FromUser, 24)), dash(clean(d.ToUser, 24)),
-				d.State, code, d.DurationSec, d.MsgCount, pdd)
+				d.State, code, dur, d.MsgCount, pdd)
 		}
 		tw.Flush()
+		if open > 0 {
+			fmt.Fprintf(w, "  + still in call when the capture ended: answer to the capture's last packet (no BYE seen).\n")
+		}
 	}
 
 	fmt.Fprintf(w, "\nSTREAMS (%d)\n", len(doc.Streams))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"flag"
 	"os"
 	"path/filepath"
@@ -231,6 +232,54 @@ func TestClean(t *testing.T) {
 		}
 		if got := clean(tc.in, n); got != tc.want {
 			t.Errorf("clean(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestInCallAtCaptureEnd: sip-rtp-g711.pcap's second call (1-1968@10.0.2.20)
+// is answered at 1480171988.290862 and has no BYE; the capture's last packet
+// (RTP, tshark frame.time_epoch) is at 1480171996.569179: 8278 ms. The
+// code before gave no duration but the message span (0.004 s).
+func TestInCallAtCaptureEnd(t *testing.T) {
+	c := load(t, testcap.Public("sip-rtp-g711.pcap"))
+	doc := Build(c)
+	var streamed Document
+	var b bytes.Buffer
+	if err := WriteJSON(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.Bytes(), &streamed); err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]Document{"Build": doc, "WriteJSON": streamed} {
+		got := map[string]string{}
+		for _, r := range d.Dialogs {
+			v := "absent"
+			if r.Ended != nil {
+				v = fmt.Sprintf("ended %v", *r.Ended)
+			}
+			if r.DurationToCaptureEndMs != nil {
+				v += fmt.Sprintf(" %d ms", *r.DurationToCaptureEndMs)
+			}
+			if r.Timing.DurationMs != nil {
+				v += fmt.Sprintf(" duration_ms %d", *r.Timing.DurationMs)
+			}
+			got[r.CallID] = v
+		}
+		want := map[string]string{
+			"1-1966@10.0.2.20": "absent duration_ms 8499", // 200 at .670743, BYE at 88.170086
+			"1-1968@10.0.2.20": "ended false 8278 ms",
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: got %v, want %v", name, got, want)
+		}
+	}
+	var txt bytes.Buffer
+	rep, _ := Analyze(c, analysis.Options{})
+	writeText(&txt, &doc, &rep)
+	for _, want := range []string{"InCall     200   8.278s+", "+ still in call when the capture ended"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, txt.String())
 		}
 	}
 }
