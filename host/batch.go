@@ -83,7 +83,7 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 	if wantJSON {
 		err = report.WriteJSON(sio.Stdout, e.capture)
 	} else {
-		err = report.WriteText(sio.Stdout, e.capture)
+		err = report.WriteTextWith(sio.Stdout, e.capture, report.Options{Thresholds: thresholdsOf(cfg)})
 	}
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)

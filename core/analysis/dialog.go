@@ -97,6 +97,13 @@ type Options struct {
 	// dialog's own latest message and RTP packet; CaptureReport computes
 	// CaptureEnd's value from the dialogs it judges.
 	CaptureEnd time.Time
+	// HighLossPct is the loss_pct above which a stream is high_loss: the
+	// run's loss threshold (--loss-threshold). Nil: media.HighLossPct (5).
+	HighLossPct *float64
+	// HighJitterMs is the jitter_ms above which a stream is high_jitter:
+	// the run's jitter threshold (--jitter-threshold). Nil:
+	// media.HighJitterMs (50).
+	HighJitterMs *float64
 }
 
 func (o Options) withDefaults() Options {
@@ -104,6 +111,22 @@ func (o Options) withDefaults() Options {
 		o.SlowSetup = DefaultSlowSetup
 	}
 	return o
+}
+
+// LossLimit is the loss_pct threshold the options judge with.
+func (o Options) LossLimit() float64 {
+	if o.HighLossPct != nil {
+		return *o.HighLossPct
+	}
+	return media.HighLossPct
+}
+
+// JitterLimit is the jitter_ms threshold the options judge with.
+func (o Options) JitterLimit() float64 {
+	if o.HighJitterMs != nil {
+		return *o.HighJitterMs
+	}
+	return media.HighJitterMs
 }
 
 // StreamRef names a stream inside a finding.
@@ -260,7 +283,7 @@ func Diagnose(d DialogFacts, src MediaSource, opts Options) DialogDiagnosis {
 	opts = opts.withDefaults()
 	out := DialogDiagnosis{CallID: d.CallID}
 	streams := src.StreamsFor(d.CallID)
-	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID))
+	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), opts)
 	seen := make([]time.Time, 0, len(streams))
 	for i := range streams {
 		seen = append(seen, streams[i].LastSeen)
@@ -289,7 +312,8 @@ type sides struct {
 	all           map[netip.AddrPort]bool
 }
 
-func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint) MediaDiagnosis {
+func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, opts Options) MediaDiagnosis {
+	lossLimit, jitterLimit := opts.LossLimit(), opts.JitterLimit()
 	m := MediaDiagnosis{Hints: []string{}, SDPMedia: []string{}, ActualMedia: []string{}, StreamCount: len(streams)}
 	sd := sides{offer: map[netip.AddrPort]bool{}, answer: map[netip.AddrPort]bool{}, all: map[netip.AddrPort]bool{}}
 	oneWayIntended := false
@@ -453,18 +477,18 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		if s.Kind != "audio" {
 			continue
 		}
-		if s.LossPct > media.HighLossPct {
-			m.HighLoss = append(m.HighLoss, QualityIssue{Stream: ref(s), Value: s.LossPct, Limit: media.HighLossPct, Unit: "percent"})
+		if s.LossPct > lossLimit {
+			m.HighLoss = append(m.HighLoss, QualityIssue{Stream: ref(s), Value: s.LossPct, Limit: lossLimit, Unit: "percent"})
 		}
-		if s.JitterMs != nil && *s.JitterMs > media.HighJitterMs {
-			m.HighJitter = append(m.HighJitter, QualityIssue{Stream: ref(s), Value: *s.JitterMs, Limit: media.HighJitterMs, Unit: "ms"})
+		if s.JitterMs != nil && *s.JitterMs > jitterLimit {
+			m.HighJitter = append(m.HighJitter, QualityIssue{Stream: ref(s), Value: *s.JitterMs, Limit: jitterLimit, Unit: "ms"})
 		}
 	}
 	if len(m.HighLoss) > 0 {
-		m.Hints = append(m.Hints, fmt.Sprintf("packet loss above %.0f%% on %d stream(s)", media.HighLossPct, len(m.HighLoss)))
+		m.Hints = append(m.Hints, fmt.Sprintf("packet loss above %g%% on %d stream(s)", lossLimit, len(m.HighLoss)))
 	}
 	if len(m.HighJitter) > 0 {
-		m.Hints = append(m.Hints, fmt.Sprintf("jitter (RFC 3550, jitter_ms) above %.0f ms on %d stream(s)", media.HighJitterMs, len(m.HighJitter)))
+		m.Hints = append(m.Hints, fmt.Sprintf("jitter (RFC 3550, jitter_ms) above %g ms on %d stream(s)", jitterLimit, len(m.HighJitter)))
 	}
 	if m.UngroundedMOSStreams > 0 {
 		m.Hints = append(m.Hints, fmt.Sprintf("%d stream(s) use a codec without a published G.113 impairment: their MOS is a placeholder", m.UngroundedMOSStreams))

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"sort"
 	"time"
 )
@@ -155,14 +156,14 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			e.Endpoints = []string{q.Stream.Src, q.Stream.Dst}
 			e.Note = q.Stream.SSRC
 			e.Counts = map[string]int64{"loss_permille": int64(q.Value * 10)}
-			get("high_loss", SeverityHigh, "streams", "streams losing more than 5% of packets").add(e)
+			get("high_loss", SeverityHigh, "streams", fmt.Sprintf("streams losing more than %g%% of packets", opts.LossLimit())).add(e)
 		}
 		for _, q := range m.HighJitter {
 			e := ev
 			e.Endpoints = []string{q.Stream.Src, q.Stream.Dst}
 			e.Note = q.Stream.SSRC
 			e.Counts = map[string]int64{"jitter_ms": int64(q.Value)}
-			get("high_jitter", SeverityMedium, "streams", "streams with jitter (jitter_ms) over 50 ms").add(e)
+			get("high_jitter", SeverityMedium, "streams", fmt.Sprintf("streams with jitter (jitter_ms) over %g ms", opts.JitterLimit())).add(e)
 		}
 		if m.LateMediaMs != nil {
 			e := ev

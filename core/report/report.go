@@ -108,7 +108,8 @@ func Build(c *engine.Capture) Document {
 	return doc
 }
 
-// WriteJSON writes the batch JSON document of a capture: Build's Document,
+// WriteJSON writes the batch JSON document of a capture (measurements only:
+// it judges nothing, so it takes no thresholds): Build's Document,
 // byte for byte as encoding/json writes it (two-space indent, HTML
 // characters unescaped, a final newline), but streamed: the run first, then
 // one dialog row and one stream at a time, so the document never exists in
@@ -222,12 +223,20 @@ func (j *jsonWriter) flush() error {
 // WriteText writes a summary of a capture for a person: the run, a table
 // of dialogs, the streams, the worst streams and the findings of the
 // capture analysis (worst first), what could not be decoded, and an
-// INCOMPLETE RUN block when the source was not read whole.
+// INCOMPLETE RUN block when the source was not read whole. It judges at
+// the default thresholds: WriteTextWith takes the run's.
 func WriteText(w io.Writer, c *engine.Capture) error {
+	return WriteTextWith(w, c, DefaultOptions())
+}
+
+// WriteTextWith is WriteText judging with the run's thresholds: slow
+// setup, high loss and high jitter in FINDINGS, and which streams WORST
+// STREAMS calls degraded.
+func WriteTextWith(w io.Writer, c *engine.Capture, opts Options) error {
 	doc := Build(c)
-	rep, _ := Analyze(c, analysis.Options{})
+	rep, _ := Analyze(c, opts.Analysis())
 	ew := &errWriter{w: w}
-	writeText(ew, &doc, &rep)
+	writeText(ew, &doc, &rep, opts)
 	if ew.err != nil {
 		return fmt.Errorf("writing report: %w", ew.err)
 	}
@@ -250,7 +259,7 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // writeText renders the text summary; rep, when not nil, adds the WORST
 // STREAMS and FINDINGS blocks after the streams.
-func writeText(w io.Writer, doc *Document, rep *analysis.Report) {
+func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 	r := &doc.Run
 	name := r.Name
 	if name == "" {
@@ -328,7 +337,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report) {
 	}
 
 	if rep != nil {
-		WriteMediaText(w, doc, *rep)
+		writeMediaText(w, doc, *rep, opts.limits())
 	}
 
 	if r.UndecodableFrames > 0 {

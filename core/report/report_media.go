@@ -18,8 +18,37 @@ import (
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/media"
 )
+
+// Options are the run's settings the reports judge with.
+type Options struct {
+	// Thresholds are the run's analysis thresholds (--pdd-threshold,
+	// --loss-threshold, --jitter-threshold, [analysis]): slow setup,
+	// high_loss (loss_pct) and high_jitter (jitter_ms) in the findings, and
+	// what WORST STREAMS calls degraded. The short-call and retransmit
+	// thresholds are not read by these reports.
+	Thresholds filter.Thresholds
+}
+
+// DefaultOptions are the defaults: filter.DefaultThresholds (PDD 11 s, loss
+// 5 %, jitter 50 ms).
+func DefaultOptions() Options { return Options{Thresholds: filter.DefaultThresholds()} }
+
+// Analysis returns the analysis options of the thresholds.
+func (o Options) Analysis() analysis.Options {
+	loss, jitter := o.Thresholds.LossPct, o.Thresholds.JitterMs
+	return analysis.Options{
+		SlowSetup:    time.Duration(o.Thresholds.PDDSeconds * float64(time.Second)),
+		HighLossPct:  &loss,
+		HighJitterMs: &jitter,
+	}
+}
+
+func (o Options) limits() limits {
+	return limits{loss: o.Thresholds.LossPct, jitter: o.Thresholds.JitterMs}
+}
 
 // Analyze runs the capture analysis. It reads the capture's status first and
 // its stores after, so a report whose flags say the source was read whole
@@ -283,13 +312,20 @@ func mdCode(s string) string {
 // placeholder score ranks after every grounded one), loss and jitter_ms
 // (highest first), then first_seen.
 func WorstStreams(streams []media.StreamInfo, n int) []media.StreamInfo {
+	return worstStreams(streams, n, DefaultOptions().limits())
+}
+
+// limits are the loss_pct and jitter_ms thresholds a report judges with.
+type limits struct{ loss, jitter float64 }
+
+func worstStreams(streams []media.StreamInfo, n int, lim limits) []media.StreamInfo {
 	idx := make([]int, len(streams))
 	for i := range idx {
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool {
 		x, y := &streams[idx[a]], &streams[idx[b]]
-		if dx, dy := degraded(x), degraded(y); dx != dy {
+		if dx, dy := degraded(x, lim), degraded(y, lim); dx != dy {
 			return dx
 		}
 		mx, my := groundedMOS(x), groundedMOS(y)
@@ -314,14 +350,19 @@ func WorstStreams(streams []media.StreamInfo, n int) []media.StreamInfo {
 	return out
 }
 
-// StreamProblems names what makes a stream degraded, empty when nothing.
+// StreamProblems names what makes a stream degraded at the default
+// thresholds, empty when nothing.
 func StreamProblems(s *media.StreamInfo) []string {
+	return streamProblems(s, DefaultOptions().limits())
+}
+
+func streamProblems(s *media.StreamInfo, lim limits) []string {
 	var p []string
-	if s.LossPct > media.HighLossPct {
-		p = append(p, fmt.Sprintf("loss %.2f%% > %.0f%%", s.LossPct, media.HighLossPct))
+	if s.LossPct > lim.loss {
+		p = append(p, fmt.Sprintf("loss %.2f%% > %g%%", s.LossPct, lim.loss))
 	}
-	if s.JitterMs != nil && *s.JitterMs > media.HighJitterMs {
-		p = append(p, fmt.Sprintf("jitter %.1f ms > %.0f ms", *s.JitterMs, media.HighJitterMs))
+	if s.JitterMs != nil && *s.JitterMs > lim.jitter {
+		p = append(p, fmt.Sprintf("jitter %.1f ms > %g ms", *s.JitterMs, lim.jitter))
 	}
 	if s.MOSGrounded && s.RFactor != nil && *s.RFactor < media.AcceptableRMin {
 		p = append(p, fmt.Sprintf("R %.1f < %.0f", *s.RFactor, media.AcceptableRMin))
@@ -329,7 +370,7 @@ func StreamProblems(s *media.StreamInfo) []string {
 	return p
 }
 
-func degraded(s *media.StreamInfo) bool { return len(StreamProblems(s)) > 0 }
+func degraded(s *media.StreamInfo, lim limits) bool { return len(streamProblems(s, lim)) > 0 }
 
 func groundedMOS(s *media.StreamInfo) float64 {
 	if s.MOS == nil || !s.MOSGrounded {
@@ -356,11 +397,18 @@ const findingsEvidenceShown = 3
 // worst first, with what makes each one bad) and FINDINGS (every finding,
 // worst first, with up to three evidence rows each). It writes nothing
 // about completeness: the INCOMPLETE RUN block of the report covers it.
+//
+// It judges streams at the default thresholds; writeMediaText takes the
+// run's.
 func WriteMediaText(w io.Writer, doc *Document, r analysis.Report) {
-	worst := WorstStreams(doc.Streams, worstShown)
+	writeMediaText(w, doc, r, DefaultOptions().limits())
+}
+
+func writeMediaText(w io.Writer, doc *Document, r analysis.Report, lim limits) {
+	worst := worstStreams(doc.Streams, worstShown, lim)
 	bad := 0
 	for i := range doc.Streams {
-		if degraded(&doc.Streams[i]) {
+		if degraded(&doc.Streams[i], lim) {
 			bad++
 		}
 	}
@@ -385,7 +433,7 @@ func WriteMediaText(w io.Writer, doc *Document, r analysis.Report) {
 			if s.JitterMaxMs != nil {
 				jmax = fmt.Sprintf("%.2fms", *s.JitterMaxMs)
 			}
-			probs := strings.Join(StreamProblems(s), ", ")
+			probs := strings.Join(streamProblems(s, lim), ", ")
 			call := "(orphaned)"
 			if !s.Orphaned {
 				call = clean(s.AssociatedDialog, 48)

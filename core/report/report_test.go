@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,7 +115,7 @@ func TestGolden(t *testing.T) {
 			golden(t, tc.name+".json", append(js, '\n'))
 			var b bytes.Buffer
 			rep, _ := Analyze(c, analysis.Options{})
-			writeText(&b, &doc, &rep)
+			writeText(&b, &doc, &rep, DefaultOptions())
 			golden(t, tc.name+".txt", b.Bytes())
 		})
 	}
@@ -276,10 +276,63 @@ func TestInCallAtCaptureEnd(t *testing.T) {
 	}
 	var txt bytes.Buffer
 	rep, _ := Analyze(c, analysis.Options{})
-	writeText(&txt, &doc, &rep)
+	writeText(&txt, &doc, &rep, DefaultOptions())
 	for _, want := range []string{"InCall     200   8.278s+", "+ still in call when the capture ended"} {
 		if !strings.Contains(txt.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, txt.String())
 		}
+	}
+}
+
+// TestWriteTextWithThresholds: the text report judges with the run's
+// thresholds. WriteText used the defaults whatever --pdd-threshold,
+// --loss-threshold or --jitter-threshold said. Values: Asterisk_ZFONE_XLITE
+// streams lose 64.29 %, 0.13 % and 0 % with jitter_ms 0.25, 0.56 and
+// 0.03 ms; b2bua-asterisk.pcapng's two INVITEs have PDD 0.744 s and 0.740 s.
+func TestWriteTextWithThresholds(t *testing.T) {
+	th := func(pdd, loss, jitter float64) Options {
+		o := DefaultOptions()
+		o.Thresholds.PDDSeconds, o.Thresholds.LossPct, o.Thresholds.JitterMs = pdd, loss, jitter
+		return o
+	}
+	cases := []struct {
+		name, capture string
+		opts          Options
+		want, not     []string
+	}{
+		{"defaults", "Asterisk_ZFONE_XLITE.pcap", DefaultOptions(),
+			[]string{"WORST STREAMS (1 of 3 degraded)", "high_loss: 1 stream (streams losing more than 5% of packets)", "loss 64.29% > 5%"},
+			[]string{"high_jitter"}},
+		{"loss 70 %", "Asterisk_ZFONE_XLITE.pcap", th(11, 70, 50),
+			[]string{"WORST STREAMS (1 of 3 degraded)", "R 22.5 < 70"},
+			[]string{"high_loss", "loss 64.29% >"}},
+		{"jitter 0.5 ms", "Asterisk_ZFONE_XLITE.pcap", th(11, 5, 0.5),
+			[]string{"WORST STREAMS (2 of 3 degraded)", "high_jitter: 1 stream (streams with jitter (jitter_ms) over 0.5 ms)", "jitter 0.6 ms > 0.5 ms"},
+			nil},
+		{"pdd 0.5 s", "b2bua-asterisk.pcapng", th(0.5, 5, 50),
+			[]string{"post_dial_delay: 2 dialogs"},
+			nil},
+		{"pdd default", "b2bua-asterisk.pcapng", DefaultOptions(),
+			nil,
+			[]string{"post_dial_delay"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, testcap.Public(tc.capture))
+			var b bytes.Buffer
+			if err := WriteTextWith(&b, c, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("has %q:\n%s", w, b.String())
+				}
+			}
+		})
 	}
 }
