@@ -416,3 +416,35 @@ func TestBatchCallReportFromHEP(t *testing.T) {
 		t.Errorf("stderr lacks %q and 'read stopped on request': %s", want, errb.String())
 	}
 }
+
+// TestBatchOutputsHonourThresholds: --report and --call-report judge with
+// the run's thresholds. hep-batch-a rang after 1000 ms: over a 0.5 s
+// --pdd-threshold it is a post_dial_delay finding, under the default 11 s
+// it is none.
+func TestBatchOutputsHonourThresholds(t *testing.T) {
+	const slowReport, slowCall = "post_dial_delay: 1 dialog", "slow setup: post-dial delay 1000 ms over 500 ms"
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		marker  string
+		finding bool
+	}{
+		{"report, default threshold", []string{"--report"}, "post_dial_delay", false},
+		{"report, 0.5 s threshold", []string{"--report", "--pdd-threshold", "0.5"}, slowReport, true},
+		{"call report, default threshold", []string{"--call-report", "hep-batch-a@example.net"}, "slow setup", false},
+		{"call report, 0.5 s threshold", []string{"--call-report", "hep-batch-a@example.net", "--pdd-threshold", "0.5"}, slowCall, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := freeHEPAddr(t)
+			done, out, errb := runBatchAsync(context.Background(), append([]string{"-N", "-L", addr, "--count", "9"}, tc.args...)...)
+			waitFor(t, errb, done, readingLine)
+			sendBatchHEP(t, addr)
+			if code := exitOf(t, done, errb); code != exitOK {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if got := strings.Contains(out.String(), tc.marker); got != tc.finding {
+				t.Errorf("%q in the output: got %v, want %v\n%s", tc.marker, got, tc.finding, out.String())
+			}
+		})
+	}
+}
