@@ -55,6 +55,11 @@ type DialogRow struct {
 	// in ms. timing.duration_ms (answer to BYE) stays absent: the call had
 	// not ended. Present only with ended false.
 	DurationToCaptureEndMs *int64 `json:"duration_to_capture_end_ms,omitempty"`
+
+	// failCode is the final failure's code (4xx-6xx) of a dialog without an
+	// INVITE final (REGISTER 401/403, SUBSCRIBE 489, ...): the code the
+	// diagnosis's final_failure names, for the text report's Code column.
+	failCode int
 }
 
 // rows makes DialogRows: it knows where the capture ends.
@@ -233,14 +238,39 @@ func WriteText(w io.Writer, c *engine.Capture) error {
 // setup, high loss and high jitter in FINDINGS, and which streams WORST
 // STREAMS calls degraded.
 func WriteTextWith(w io.Writer, c *engine.Capture, opts Options) error {
-	doc := Build(c)
-	rep, _ := Analyze(c, opts.Analysis())
+	doc, rep := textDocument(c, opts)
 	ew := &errWriter{w: w}
 	writeText(ew, &doc, &rep, opts)
 	if ew.err != nil {
 		return fmt.Errorf("writing report: %w", ew.err)
 	}
 	return nil
+}
+
+// textDocument builds what the text report renders: the document, each
+// dialog's failure code when it has no INVITE final, and the analysis.
+func textDocument(c *engine.Capture, opts Options) (Document, analysis.Report) {
+	doc := Build(c)
+	rep, _ := Analyze(c, opts.Analysis())
+	var src analysis.MediaSource = media.NewStore(media.Config{})
+	if m := c.Media(); m != nil {
+		src = m
+	}
+	ao := opts.Analysis()
+	for i := range doc.Dialogs {
+		r := &doc.Dialogs[i]
+		if r.FinalStatusCode != 0 {
+			continue
+		}
+		d, ok := c.Dialogs().Get(r.CallID)
+		if !ok {
+			continue
+		}
+		if s := analysis.Diagnose(analysis.FactsFrom(d), src, ao).Signaling; s != nil && s.FinalFailure != nil {
+			r.failCode = s.FinalFailure.Code
+		}
+	}
+	return doc, rep
 }
 
 type errWriter struct {
@@ -286,8 +316,11 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 		for i := range doc.Dialogs {
 			d := &doc.Dialogs[i]
 			code := "-"
-			if d.FinalStatusCode != 0 {
+			switch {
+			case d.FinalStatusCode != 0:
 				code = fmt.Sprint(d.FinalStatusCode)
+			case d.failCode != 0:
+				code = fmt.Sprint(d.failCode)
 			}
 			pdd := "-"
 			if d.Timing.PDDMs != nil {

@@ -114,8 +114,9 @@ func TestGolden(t *testing.T) {
 			}
 			golden(t, tc.name+".json", append(js, '\n'))
 			var b bytes.Buffer
-			rep, _ := Analyze(c, analysis.Options{})
-			writeText(&b, &doc, &rep, DefaultOptions())
+			tdoc, rep := textDocument(c, DefaultOptions())
+			tdoc.Run = doc.Run
+			writeText(&b, &tdoc, &rep, DefaultOptions())
 			golden(t, tc.name+".txt", b.Bytes())
 		})
 	}
