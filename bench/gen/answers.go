@@ -260,7 +260,7 @@ func buildAnswers(p *plan, callLogs, regLogs []*dialogLog, rtps []*rtpSource, fr
 			Conversation:     "200 OK to BYE (ACD basis)",
 			Loss:             "RFC 3550: expected (extended highest - base + 1) minus received; loss_pct = 100*lost/expected",
 			Jitter:           "RFC 3550 6.4.1 in arrival order: D = (Rj-Ri) - (Sj-Si)/8 ms with R the pcap timestamp in µs, J += (|D|-J)/16, in ms",
-			MOS:              "simplified G.107 (engine.md §9): d = 100 ms + jitter_ms, Id = 0.024d (+0.11(d-177.3)sqrt(d-177.3) above 177.3), Ie,eff = Ie+(95-Ie)Ppl/(Ppl+Bpl), Ie = 0 for G.711, R = 93.2-Id-Ie,eff, MOS = 1+0.035R+R(R-60)(100-R)7e-6 clamped [1,4.5]; mos: Bpl 10 (engine.md), mos_g113: Bpl 25.1 (G.113 G.711 with PLC), mos_worst: Bpl 10 on jitter_max_ms",
+			MOS:              "simplified G.107 (engine.md §9): d = 100 ms + jitter_ms, Id = 0.024d (+0.11(d-177.3) above 177.3, the linear G.107 fit core/mos uses), Ie,eff = Ie+(95-Ie)Ppl/(Ppl+Bpl), Ie = 0 for G.711, R = 93.2-Id-Ie,eff, MOS = 1+0.035R+R(R-60)(100-R)7e-6 clamped [1,4.5]; mos: Bpl 10 (engine.md), mos_g113: Bpl 25.1 (G.113 G.711 with PLC), mos_worst: Bpl 10 on jitter_max_ms",
 			OneWayDelayMs:    AssumedOneWayDelayMs,
 			DegradedMOSBelow: DegradedMOSBelow,
 			ProblemLossPct:   ProblemLossPct,

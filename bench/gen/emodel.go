@@ -19,21 +19,24 @@ const (
 // sipnab uses (engine.md §9):
 //
 //	d      = oneWayDelayMs + jitterMs, capped at 3000 ms
-//	Id     = 0.024·d                                  (d ≤ 177.3 ms)
-//	Id     = 0.024·d + 0.11·(d − 177.3)·√(d − 177.3)  (d > 177.3 ms)
+//	Id     = 0.024·d                       (d ≤ 177.3 ms)
+//	Id     = 0.024·d + 0.11·(d − 177.3)    (d > 177.3 ms)
 //	Ie,eff = Ie + (95 − Ie)·Ppl/(Ppl + Bpl), Ppl = lossPct
 //	R      = 93.2 − Id − Ie,eff
 //	MOS    = 1 + 0.035·R + R·(R − 60)·(100 − R)·7e-6, clamped to [1, 4.5]
 //
 // (MOS is 1 for R < 0 and 4.5 for R > 100.) It returns the MOS and R.
+// Id's second term is Cole and Rosenbluth's linear fit of G.107's delay
+// impairment (a Heaviside step at 177.3 ms), as core/mos computes it; the
+// square root engine.md §9 prints would put R under 20 at 250 ms, where
+// G.107 gives 79.
 // engine.md §9 sets Bpl = 10 (SpecBpl); G.113 gives 25.1 for G.711 with
 // packet-loss concealment (G711PLCBpl).
 func EModel(lossPct, jitterMs, oneWayDelayMs, ie, bpl float64) (mos, r float64) {
 	d := math.Min(oneWayDelayMs+jitterMs, 3000)
 	id := 0.024 * d
 	if d > 177.3 {
-		x := d - 177.3
-		id += 0.11 * x * math.Sqrt(x)
+		id += 0.11 * (d - 177.3)
 	}
 	ieEff := ie
 	if lossPct > 0 {

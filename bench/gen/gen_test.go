@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipnab/sipnab/core/mos"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.sha256 golden checksums")
@@ -364,8 +366,10 @@ func TestEModel(t *testing.T) {
 		{"5 % loss, Bpl 10", 5, 0, 100, 0, SpecBpl, 93.2 - 2.4 - 95.0*5/15},
 		{"5 % loss, Bpl 25.1", 5, 0, 100, 0, G711PLCBpl, 93.2 - 2.4 - 95.0*5/30.1},
 		{"G.729 Ie 10, Bpl 19", 2, 0, 100, 10, 19, 93.2 - 2.4 - 10 - 85.0*2/21},
-		{"delay above 177.3", 0, 100, 100, 0, SpecBpl, 93.2 - (0.024*200 + 0.11*22.7*math.Sqrt(22.7))},
-		{"delay capped at 3000", 0, 5000, 0, 0, SpecBpl, 93.2 - (0.024*3000 + 0.11*(3000-177.3)*math.Sqrt(3000-177.3))},
+		{"delay above 177.3", 0, 100, 100, 0, SpecBpl, 93.2 - (0.024*200 + 0.11*22.7)},
+		{"delay capped at 3000", 0, 5000, 0, 0, SpecBpl, 93.2 - (0.024*3000 + 0.11*(3000-177.3))},
+		// 250 ms: the square root knee gave R 19 (MOS 1.2); G.107 gives 79.
+		{"250 ms", 0, 150, 100, 0, SpecBpl, 93.2 - (0.024*250 + 0.11*72.7)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -377,6 +381,21 @@ func TestEModel(t *testing.T) {
 				t.Errorf("MOS = %.6f, want %.6f", mos, want)
 			}
 		})
+	}
+	// The generator's answers and sipnab score alike: EModel equals
+	// core/mos at every delay 0-400 ms (both sides of the 177.3 ms knee)
+	// and a spread of losses, for G.711 with concealment and the
+	// placeholder codec.
+	for _, imp := range []mos.Impairment{mos.ImpairmentFor("PCMU", nil), mos.ImpairmentFor("G722", nil)} {
+		for d := 0.0; d <= 400; d += 0.5 {
+			for _, loss := range []float64{0, 0.5, 3, 20} {
+				want := mos.Estimate(imp, loss, d, AssumedOneWayDelayMs)
+				gotMOS, gotR := EModel(loss, d, AssumedOneWayDelayMs, imp.Ie, imp.Bpl)
+				if math.Abs(gotR-want.R) > 1e-9 || math.Abs(gotMOS-want.MOS) > 1e-9 {
+					t.Fatalf("Ie %v Bpl %v jitter %v loss %v: got R %.6f MOS %.6f, core/mos R %.6f MOS %.6f", imp.Ie, imp.Bpl, d, loss, gotR, gotMOS, want.R, want.MOS)
+				}
+			}
+		}
 	}
 	// The placeholder check from engine.md §9: Ie 5 at 10 ms jitter, no loss.
 	if mos, _ := EModel(0, 10, AssumedOneWayDelayMs, 5, SpecBpl); math.Abs(mos-4.216) > 0.0005 {

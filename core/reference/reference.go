@@ -102,7 +102,7 @@ Every MOS sipnab reports is an **estimate computed from the RTP it captured**, n
 test and not a number an endpoint claimed. It follows a simplified ITU-T G.107 E-model:
 
     R      = R0 − Id − Ie,eff
-    Id     = 0.024·d + 0.11·(d − 177.3)·√(d − 177.3)   (second term only when d > 177.3 ms)
+    Id     = 0.024·d + 0.11·(d − 177.3)                (second term only when d > 177.3 ms)
     Ie,eff = Ie + (95 − Ie) · Ppl / (Ppl + Bpl)
     MOS    = 1 + 0.035·R + R·(R − 60)·(100 − R)·7·10⁻⁶, clamped to [1, 4.5]
              (R ≤ 0 gives 1, R ≥ 100 gives 4.5: G.107 Annex B)
