@@ -748,3 +748,109 @@ func TestREADMEBatchLinesRunE2E(t *testing.T) {
 		t.Errorf("README has %d live and %d HEP batch lines; want at least one of each", live, hepLines)
 	}
 }
+
+// TestBatchLiveNotPermittedE2E (root, to become nobody): a live batch run
+// by a user without CAP_NET_RAW fails at once with an error that says so,
+// exit 1, and writes no document.
+func TestBatchLiveNotPermittedE2E(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs sipnab as nobody, which needs root; skipped")
+	}
+	cmd := exec.Command(bin, "-N", "-i", "lo", "--json")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || out.Len() != 0 ||
+		!strings.Contains(errb.String(), "starting live capture on lo") || !strings.Contains(errb.String(), "needs root or CAP_NET_RAW") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, the permission error", code, out.String(), errb.String())
+	}
+}
+
+// TestBatchLiveVethE2E (root): the binary captures a SIPp call between a
+// network namespace and this one across a veth pair (Ethernet frames):
+// `sipnab -N -i VETH --json`, SIGINT, the call's dialog whole, exit 0.
+func TestBatchLiveVethE2E(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a network namespace and capture; skipped")
+	}
+	for _, tool := range []string{"ip", "sipp", "ss"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (Debian packages iproute2 and sip-tester); skipped", tool)
+		}
+	}
+	id := os.Getpid()%10000 + 1
+	ns := fmt.Sprintf("snb-batch-%d", id)
+	va, vb := fmt.Sprintf("snbb%da", id), fmt.Sprintf("snbb%db", id)
+	net3 := fmt.Sprintf("198.19.%d", id%250)
+	uasIP, uacIP := net3+".2", net3+".1"
+	sh := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	sh("netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	sh("link", "add", va, "type", "veth", "peer", "name", vb)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", va).Run() })
+	sh("link", "set", vb, "netns", ns)
+	sh("addr", "add", uacIP+"/30", "dev", va)
+	sh("link", "set", va, "up")
+	sh("-n", ns, "addr", "add", uasIP+"/30", "dev", vb)
+	sh("-n", ns, "link", "set", vb, "up")
+	sh("-n", ns, "link", "set", "lo", "up")
+
+	r := bsStart(t, "-N", "-i", va, "--json")
+	dir := t.TempDir()
+	uas := exec.Command("ip", "netns", "exec", ns, "sipp", "-sn", "uas", "-i", uasIP, "-p", "5060", "-m", "1", "-nostdin", "-timeout", "30s", "-timeout_error")
+	uas.Dir = dir
+	uasOut := &lockedBuffer{}
+	uas.Stdout, uas.Stderr = uasOut, uasOut
+	if err := uas.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = uas.Process.Kill() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out, _ := exec.Command("ip", "netns", "exec", ns, "ss", "-Hlun", "sport = :5060").Output()
+		if len(strings.TrimSpace(string(out))) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SIPp UAS never listened: %s", uasOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	uac := exec.Command("sipp", "-sn", "uac", uasIP+":5060", "-i", uacIP, "-p", "5061", "-m", "1", "-nostdin", "-timeout", "30s", "-timeout_error",
+		"-mp", strconv.Itoa(bsFreeUDPRange(t, 4)))
+	uac.Dir = dir
+	if out, err := uac.CombinedOutput(); err != nil {
+		t.Fatalf("SIPp UAC: %v\n%s", err, out)
+	}
+	if err := uas.Wait(); err != nil {
+		t.Fatalf("SIPp UAS: %v\n%s", err, uasOut.String())
+	}
+	bsWaitPacketSocketsRead(t, r.cmd.Process.Pid)
+	if code := r.stop(t, os.Interrupt); code != 0 {
+		t.Fatalf("exit %d, want 0: %s", code, r.stderr.String())
+	}
+	d := r.doc(t)
+	if d.Run.Source != "live" || d.Run.SourceStoppedEarly {
+		t.Errorf("run %+v: want live, not stopped early", d.Run)
+	}
+	want := fmt.Sprintf("1-%d@%s", uac.Process.Pid, uacIP)
+	var found bool
+	for _, dl := range d.Dialogs {
+		if dl.CallID != want {
+			continue
+		}
+		found = true
+		if dl.Method != "INVITE" || dl.State != "Completed" || dl.MsgCount != 6 || dl.FinalStatusCode != 200 || dl.Timing.Retransmits != 0 {
+			t.Errorf("dialog %+v: want INVITE, Completed, 6 messages, final 200, no retransmissions", dl)
+		}
+	}
+	if !found {
+		t.Errorf("no dialog %s among %d dialogs", want, len(d.Dialogs))
+	}
+}
