@@ -173,7 +173,7 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 	log.Info("stopping", "reason", why)
 	cancel()
 	if err := e.capture.Close(); err != nil {
-		log.Warn("stopping the sources", "error", err)
+		log.Warn("a source ended with an error", "error", err) // also in the document's run.errors
 	}
 	e.capture.Wait()
 	return e, onRequest, nil
