@@ -245,3 +245,178 @@ func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 		t.Errorf("cursor walk across the load: %d distinct of %d; missing %d (%.5q), repeated %d (%.5q)", len(walk), len(want), len(missing), missing, len(twice), twice)
 	}
 }
+
+// TestAudit56TailAndSearchByTimeDuringLoadE2E walks tail_dialogs and
+// search_by_time through the binary while the carrier capture loads, one
+// page per step, and on to their ends once it is loaded. search_by_time
+// (created_at, never moves) yields every generated dialog exactly once.
+// tail_dialogs (updated_at: a dialog comes again when it changes) loses
+// nothing: every dialog is seen, and the last row seen for each carries its
+// final updated_at and msg_count (as list_dialogs reports them after the
+// load), so no update made while the walk was under way was skipped.
+func TestAudit56TailAndSearchByTimeDuringLoadE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and loads a large capture")
+	}
+	cfg := gen.Carrier(6)
+	cfg.Calls, cfg.Registers = 600, 60
+	path := filepath.Join(sharedDir(t), "carrier-tail.pcap.gz")
+	ans := writeGzipCapture(t, cfg, path)
+	s := startRaw(t, "-N", "--mcp", "-I", path)
+
+	type walk struct {
+		tool, stamp string
+		args        map[string]any
+		cursor      string
+		done        bool
+		last        time.Time
+		seen        map[string]int
+		lastRow     map[string]map[string]any
+		// A page that reaches the current end of the store during the load
+		// comes with next_cursor null (as every list tool's does). The walk
+		// then asks again from the same cursor: pending holds that page's
+		// rows, which the next answer repeats first; cursorAt is the order
+		// position of the cursor.
+		pending  []string
+		cursorAt time.Time
+		caughtUp int
+	}
+	walks := []*walk{
+		{tool: "search_by_time", stamp: "created_at", args: map[string]any{"start": "2000-01-01T00:00:00Z", "limit": 11}},
+		{tool: "tail_dialogs", stamp: "updated_at", args: map[string]any{"limit": 11}},
+	}
+	for _, w := range walks {
+		w.seen, w.lastRow = map[string]int{}, map[string]map[string]any{}
+	}
+	// page takes one page of w; loaded says the source was exhausted
+	// before the call (so an empty page is the end).
+	page := func(t *testing.T, w *walk, loaded bool) {
+		t.Helper()
+		args := map[string]any{}
+		for k, v := range w.args {
+			args[k] = v
+		}
+		if w.cursor != "" {
+			args["cursor"] = w.cursor
+		}
+		m, _ := s.on(t).ok(w.tool, args)
+		if m["source_exhausted"] == false && m["truncated"] == false {
+			t.Fatalf("%s: truncated false while the source is not exhausted", w.tool)
+		}
+		rows, _ := m["dialogs"].([]any)
+		repeat := w.pending
+		w.pending = nil
+		if len(repeat) > 0 {
+			w.last = w.cursorAt
+		}
+		var ids []string
+		for i, r := range rows {
+			row := r.(map[string]any)
+			id, _ := row["call_id"].(string)
+			ids = append(ids, id)
+			if i < len(repeat) {
+				if id != repeat[i] {
+					t.Fatalf("%s: asked again from the same cursor, row %d is %s, was %s", w.tool, i, id, repeat[i])
+				}
+				w.last, _ = time.Parse(time.RFC3339Nano, fmt.Sprint(row[w.stamp]))
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(row[w.stamp]))
+			if err != nil || at.Before(w.last) {
+				t.Fatalf("%s: %s %s %v out of order after %v (%v)", w.tool, id, w.stamp, row[w.stamp], w.last, err)
+			}
+			w.last = at
+			w.seen[id]++
+			w.lastRow[id] = row
+		}
+		next, _ := m["next_cursor"].(string)
+		if next != "" {
+			w.cursor, w.cursorAt = next, w.last
+		}
+		switch {
+		case w.tool == "search_by_time" && next == "" && m["source_exhausted"] == true:
+			w.done = true
+		case w.tool == "search_by_time" && next == "":
+			if len(rows) < len(repeat) {
+				t.Fatalf("search_by_time: asked again from the same cursor, %d rows where %d were", len(rows), len(repeat))
+			}
+			w.pending = ids
+			w.caughtUp++
+		case w.tool == "tail_dialogs" && loaded && len(rows) == 0:
+			w.done = true
+		}
+	}
+	midLoad := 0
+	for steps := 0; ; steps++ {
+		if steps > 100000 {
+			t.Fatal("the load does not end")
+		}
+		st, _ := s.ok("capture_status", nil)
+		loaded := st["source_exhausted"] == true
+		for _, w := range walks {
+			if !w.done {
+				page(t, w, loaded)
+			}
+		}
+		if !loaded {
+			midLoad++
+			continue
+		}
+		if walks[0].done && walks[1].done {
+			break
+		}
+	}
+	t.Logf("%d steps mid-load; search_by_time caught up with the load %d times (next_cursor null mid-load); tail_dialogs returned %d rows for %d dialogs",
+		midLoad, walks[0].caughtUp, sum(walks[1].seen), len(walks[1].seen))
+	if midLoad < 3 {
+		t.Fatalf("only %d steps mid-load: the walks were not carried across the load", midLoad)
+	}
+
+	// The final state of every dialog, from list_dialogs after the load.
+	final := map[string]map[string]any{}
+	for cursor := ""; ; {
+		args := map[string]any{"limit": 1000, "fields": []string{"updated_at", "msg_count"}}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		m, _ := s.ok("list_dialogs", args)
+		rows, _ := m["dialogs"].([]any)
+		for _, r := range rows {
+			row := r.(map[string]any)
+			final[row["call_id"].(string)] = row
+		}
+		next, _ := m["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(final) != len(ans.Dialogs) {
+		t.Fatalf("list_dialogs after the load: %d dialogs, generator %d", len(final), len(ans.Dialogs))
+	}
+	for _, d := range ans.Dialogs {
+		if n := walks[0].seen[d.CallID]; n != 1 {
+			t.Errorf("search_by_time: %s returned %d times, want once", d.CallID, n)
+		}
+		row, ok := walks[1].lastRow[d.CallID]
+		if !ok {
+			t.Errorf("tail_dialogs: %s never returned", d.CallID)
+			continue
+		}
+		if f := final[d.CallID]; fmt.Sprint(row["updated_at"], row["msg_count"]) != fmt.Sprint(f["updated_at"], f["msg_count"]) {
+			t.Errorf("tail_dialogs: %s last seen at updated_at %v msg_count %v; final %v %v (an update was skipped)",
+				d.CallID, row["updated_at"], row["msg_count"], f["updated_at"], f["msg_count"])
+		}
+	}
+	if len(walks[0].seen) != len(ans.Dialogs) || len(walks[1].seen) != len(ans.Dialogs) {
+		t.Errorf("distinct dialogs: search_by_time %d, tail_dialogs %d, generator %d", len(walks[0].seen), len(walks[1].seen), len(ans.Dialogs))
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
