@@ -196,6 +196,13 @@ func SchemaFor(t reflect.Type) (*Schema, error) { return schemaFor(t, false) }
 // slice or map nested in an array or a map, is typed ["array","null"] or
 // ["object","null"]: an output schema describes the bytes the answer
 // carries, and keeps its unions (mcp-surface §2.9).
+//
+// A slice or map field of the answer type itself (top level, embedded
+// structs flattened by value) tagged nonnull:"true" is never null: the
+// tool's answer is serialized with a nil one written empty ([] or {}), so
+// its type is plain. A list an agent reads as "looked, found none" (a page's
+// rows, ami_cleartext) is declared so. Below the top level the tag is
+// ignored and the union stays: the answer's nested values are not copied.
 func OutputSchemaFor(t reflect.Type) (*Schema, error) { return schemaFor(t, true) }
 
 func schemaFor(t reflect.Type, output bool) (*Schema, error) {
@@ -299,7 +306,7 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 		g.seen[t] = true
 		defer delete(g.seen, t)
 		s := &Schema{Type: []string{"object"}, Properties: []Property{}}
-		if err := g.fields(t, path, s); err != nil {
+		if err := g.fields(t, path, s, path == ""); err != nil {
 			return nil, err
 		}
 		return s, nil
@@ -310,7 +317,7 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 
 // fields appends t's JSON fields to s, flattening embedded structs the way
 // encoding/json does.
-func (g *schemaGen) fields(t reflect.Type, path string, s *Schema) error {
+func (g *schemaGen) fields(t reflect.Type, path string, s *Schema, top bool) error {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -319,12 +326,12 @@ func (g *schemaGen) fields(t reflect.Type, path string, s *Schema) error {
 		}
 		name, opts, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
-			ft := f.Type
+			ft, byValue := f.Type, true
 			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
+				ft, byValue = ft.Elem(), false
 			}
 			if ft.Kind() == reflect.Struct {
-				if err := g.fields(ft, path, s); err != nil {
+				if err := g.fields(ft, path, s, top && byValue); err != nil {
 					return err
 				}
 				continue
@@ -345,11 +352,16 @@ func (g *schemaGen) fields(t reflect.Type, path string, s *Schema) error {
 			return err
 		}
 		optional := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
+		nonNull := f.Tag.Get("nonnull") == "true"
+		if nonNull && f.Type.Kind() != reflect.Slice && f.Type.Kind() != reflect.Map {
+			return fmt.Errorf("%s: the nonnull tag applies to a slice or map, not %s", fp, f.Type)
+		}
 		switch f.Type.Kind() {
 		case reflect.Pointer, reflect.Slice, reflect.Map:
-			if optional && len(ps.Type) == 2 && ps.Type[1] == "null" {
+			if (optional || nonNull && top && g.output) && len(ps.Type) == 2 && ps.Type[1] == "null" {
 				// An omitted nil pointer, slice or map is absent, never
-				// null: no union.
+				// null; a nonnull one on the answer's own fields is
+				// written empty (fillNonNull): no union.
 				ps.Type = ps.Type[:1]
 			}
 		}
@@ -428,4 +440,68 @@ func FieldNames[T any]() []string {
 		return nil
 	}
 	return s.Names()
+}
+
+// nonNullFields returns the index paths of the answer type's own slice and
+// map fields tagged nonnull:"true" (top level, through embedded structs
+// held by value): the fields [OutputSchemaFor] types without null.
+func nonNullFields(t reflect.Type) [][]int {
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out [][]int
+	var walk func(t reflect.Type, prefix []int)
+	walk = func(t reflect.Type, prefix []int) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			idx := append(append([]int(nil), prefix...), i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Tag.Get("json") == "-" {
+				continue
+			}
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+				walk(f.Type, idx)
+				continue
+			}
+			if !f.IsExported() || f.Tag.Get("nonnull") != "true" {
+				continue
+			}
+			if k := f.Type.Kind(); k == reflect.Slice || k == reflect.Map {
+				out = append(out, idx)
+			}
+		}
+	}
+	walk(t, nil)
+	return out
+}
+
+// fillNonNull returns a copy of the answer v whose nil nonnull fields
+// (nonNullFields' paths) hold an empty slice or map, so encoding/json
+// writes [] or {} where the output schema promises no null. Only the
+// top-level copy is written: nothing the handler shares is touched.
+func fillNonNull(v any, paths [][]int) any {
+	rv := reflect.ValueOf(v)
+	if len(paths) == 0 || !rv.IsValid() || rv.Kind() != reflect.Struct {
+		return v
+	}
+	cp := reflect.New(rv.Type()).Elem()
+	cp.Set(rv)
+	changed := false
+	for _, p := range paths {
+		f := cp.FieldByIndex(p)
+		if !f.IsNil() {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 0, 0))
+		case reflect.Map:
+			f.Set(reflect.MakeMap(f.Type()))
+		}
+		changed = true
+	}
+	if !changed {
+		return v
+	}
+	return cp.Interface()
 }

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"context"
 	"encoding/json"
 	"net/netip"
 	"reflect"
@@ -119,5 +120,81 @@ func TestOutputSchemaDescribesWhatEncodingJSONWrites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNonNullListsAreWrittenEmpty: a slice or map of the answer type itself
+// tagged nonnull:"true" (also through a struct embedded by value) is typed
+// without null and serialized as [] or {} when nil; below the top level, or
+// through an embedded pointer, the tag leaves the union (nothing nested is
+// rewritten); on another kind it is refused.
+func TestNonNullListsAreWrittenEmpty(t *testing.T) {
+	type Flags struct {
+		Notes []string `json:"notes" nonnull:"true" desc:"notes"`
+	}
+	type Extra struct {
+		More []string `json:"more" nonnull:"true" desc:"more"`
+	}
+	type row struct {
+		Tags []string `json:"tags" nonnull:"true" desc:"tags"`
+	}
+	type answer struct {
+		Rows  []row             `json:"rows" nonnull:"true" desc:"rows"`
+		Units map[string]string `json:"units" nonnull:"true" desc:"units"`
+		Plain []string          `json:"plain" desc:"plain"`
+		Flags
+		*Extra
+	}
+	out, err := OutputSchemaFor(reflect.TypeFor[answer]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ prop, want string }{
+		{"rows", `["array"]`},
+		{"units", `["object"]`},
+		{"plain", `["array","null"]`},
+		{"notes", `["array"]`},
+		{"more", `["array","null"]`},
+	} {
+		if got, _ := json.Marshal(out.Property(tc.prop).Type); string(got) != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.prop, got, tc.want)
+		}
+	}
+	if got, _ := json.Marshal(out.Property("rows").Items.Property("tags").Type); string(got) != `["array","null"]` {
+		t.Errorf("rows[].tags: got %s, want the union (nested values are not rewritten)", got)
+	}
+
+	shared := []row{{}}
+	for _, tc := range []struct {
+		name string
+		in   answer
+		want string
+	}{
+		{"nil lists", answer{}, `{"rows":[],"units":{},"plain":null,"notes":[]}`},
+		{"nested nil stays null", answer{Rows: shared, Units: map[string]string{"a": "b"}, Flags: Flags{Notes: []string{"n"}}},
+			`{"rows":[{"tags":null}],"units":{"a":"b"},"plain":null,"notes":["n"]}`},
+		{"embedded pointer", answer{Extra: &Extra{}}, `{"rows":[],"units":{},"plain":null,"notes":[],"more":null}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := NewTool(Descriptor{Name: "x", Description: "x", Annotations: Annotations{Effect: ReadOnly, World: ClosedWorld}},
+				func(context.Context, *Call, struct{}) (answer, error) { return tc.in, nil })
+			r, err := tool.Invoke(context.Background(), json.RawMessage(`{}`), DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Blocks[0] != tc.want {
+				t.Errorf("got %s, want %s", r.Blocks[0], tc.want)
+			}
+		})
+	}
+	if shared[0].Tags != nil {
+		t.Error("the handler's nested value was written")
+	}
+
+	_, err = OutputSchemaFor(reflect.TypeFor[struct {
+		N string `json:"n" nonnull:"true" desc:"n"`
+	}]())
+	if err == nil || !strings.Contains(err.Error(), "applies to a slice or map") {
+		t.Errorf("nonnull on a string: got %v, want a refusal", err)
 	}
 }

@@ -142,7 +142,9 @@ type Tool struct {
 	inType, outType reflect.Type
 	input, output   *Schema
 	schemaErr       error
-	invoke          func(ctx context.Context, c *Call, args json.RawMessage) (any, error)
+	// nonNull are the answer type's nonnull fields (fillNonNull).
+	nonNull [][]int
+	invoke  func(ctx context.Context, c *Call, args json.RawMessage) (any, error)
 }
 
 // NewTool builds a tool from its descriptor and typed handler. The input
@@ -150,6 +152,7 @@ type Tool struct {
 // schema problems are reported by the registry, never by a panic.
 func NewTool[In, Out any](d Descriptor, h Handler[In, Out]) Tool {
 	t := Tool{Descriptor: d, inType: reflect.TypeFor[In](), outType: reflect.TypeFor[Out]()}
+	t.nonNull = nonNullFields(t.outType)
 	in, err := SchemaFor(t.inType)
 	if err != nil {
 		t.schemaErr = errors.Join(t.schemaErr, fmt.Errorf("input schema: %w", err))
@@ -264,7 +267,7 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 		}
 		first = *c.text
 	} else {
-		b, err := json.Marshal(out)
+		b, err := json.Marshal(fillNonNull(out, t.nonNull))
 		if err != nil {
 			return Reply{}, Internal("serializing %s answer: %v", t.Name, err)
 		}

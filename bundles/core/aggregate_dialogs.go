@@ -34,7 +34,7 @@ type AggregateDialogs struct {
 	// GroupBy is the dimension counted by.
 	GroupBy string `json:"group_by" desc:"the dimension counted by"`
 	// Buckets are the top_n largest buckets, largest first (ties by value).
-	Buckets []AggregateBucket `json:"buckets" desc:"largest buckets first"`
+	Buckets []AggregateBucket `json:"buckets" nonnull:"true" desc:"largest buckets first"`
 	// OtherCount counts the dialogs in the buckets past top_n: buckets
 	// plus other_count always equal total_matched.
 	OtherCount int `json:"other_count" desc:"dialogs in buckets past top_n; buckets + other_count = total_matched"`

@@ -51,7 +51,7 @@ type CaptureStatus struct {
 	// (banners and login actions on TCP payloads that are not SIP, any
 	// port). Always present: [] means looked and found none. Never carries
 	// a username or a secret.
-	AMICleartext []AMISighting `json:"ami_cleartext" desc:"cleartext AMI sightings (banner, login); [] means looked, none"`
+	AMICleartext []AMISighting `json:"ami_cleartext" nonnull:"true" desc:"cleartext AMI sightings (banner, login); [] means looked, none"`
 	// SchemaVersion of this answer.
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
 }

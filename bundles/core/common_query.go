@@ -166,10 +166,10 @@ func cleanByMethod(in []query.MethodCount) []query.MethodCount {
 // DialogPage is the answer of list_dialogs and find_problems.
 type DialogPage struct {
 	// Dialogs are the page's rows in created_at order (Call-ID breaks ties).
-	Dialogs []dialog.Summary `json:"dialogs" desc:"dialog rows in created_at order; from_user and to_user fenced"`
+	Dialogs []dialog.Summary `json:"dialogs" nonnull:"true" desc:"dialog rows in created_at order; from_user and to_user fenced"`
 	// ByMethod counts every matching dialog by the method that opened it;
 	// past query.MaxByMethod methods the rest count as (other).
-	ByMethod []query.MethodCount `json:"by_method" desc:"every matching dialog counted by opening method, largest first; past 50 methods the rest count as (other)"`
+	ByMethod []query.MethodCount `json:"by_method" nonnull:"true" desc:"every matching dialog counted by opening method, largest first; past 50 methods the rest count as (other)"`
 	sdk.Page
 }
 

@@ -52,7 +52,7 @@ type GetDialog struct {
 	// (users, reason phrase, cause text) are fenced.
 	Dialog dialog.Detail `json:"dialog" desc:"the dialog: row, legs, timing, termination; sender-written values fenced"`
 	// Messages are this page's messages in arrival order.
-	Messages []GetDialogMessage `json:"messages" desc:"messages in arrival order; sender-written values fenced"`
+	Messages []GetDialogMessage `json:"messages" nonnull:"true" desc:"messages in arrival order; sender-written values fenced"`
 	// TotalMessages counts every message of the Call-ID, retransmissions
 	// included (msg_count), retained or not.
 	TotalMessages int `json:"total_messages" desc:"every message of the Call-ID, retained or not"`

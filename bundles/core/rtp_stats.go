@@ -32,7 +32,7 @@ type RTPStats struct {
 	CallID string `json:"call_id,omitempty" desc:"Call-ID asked about; absent in a sweep"`
 	// Streams are RTP streams, oldest first (the shape --json writes).
 	// Codec names come from the SDP and are fenced, as is the RTCP CNAME.
-	Streams []media.StreamInfo `json:"streams" desc:"RTP streams in first_seen order"`
+	Streams []media.StreamInfo `json:"streams" nonnull:"true" desc:"RTP streams in first_seen order"`
 	// Diagnosis is the call's media diagnosis; absent in a sweep.
 	Diagnosis *analysis.MediaDiagnosis `json:"diagnosis,omitempty" desc:"media diagnosis of the call; absent in a sweep"`
 	// UngroundedExcluded counts streams a MOS bound skipped because their

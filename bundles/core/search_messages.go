@@ -37,7 +37,7 @@ type SearchHit struct {
 type SearchMessages struct {
 	// Hits are the page's hits in (created_at, Call-ID, message index)
 	// order; each message is one hit at most.
-	Hits []SearchHit `json:"hits" desc:"hits in created_at, Call-ID, message index order"`
+	Hits []SearchHit `json:"hits" nonnull:"true" desc:"hits in created_at, Call-ID, message index order"`
 	// MessagesSearched counts the retained messages looked at.
 	MessagesSearched int `json:"messages_searched" desc:"retained messages searched"`
 	sdk.Page

@@ -46,7 +46,7 @@ type AwaitCondition struct {
 	StoppedBecause string `json:"stopped_because" enum:"condition_met|deadline|source_exhausted" desc:"condition_met, deadline (no match in time), or source_exhausted (read whole, no match: nothing more will arrive)"`
 	// Dialogs are the matching dialogs (the list_dialogs row), created_at
 	// order, at most the default page; from_user and to_user fenced.
-	Dialogs []dialog.Summary `json:"dialogs" desc:"matching dialogs, created_at order"`
+	Dialogs []dialog.Summary `json:"dialogs" nonnull:"true" desc:"matching dialogs, created_at order"`
 	// Returned counts the rows in dialogs.
 	Returned int `json:"returned" desc:"rows in dialogs"`
 	// TotalMatched counts every matching dialog.

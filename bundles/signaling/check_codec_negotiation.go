@@ -25,9 +25,9 @@ type CodecNegotiation struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
 	// Offered, Answered and Common compare the setup offer with its answer
 	// (codec names match case-insensitively, with rate and channels).
-	Offered  []string `json:"offered" desc:"codecs the setup offer listed on enabled streams (fenced)"`
-	Answered []string `json:"answered" desc:"codecs the answer accepted (fenced)"`
-	Common   []string `json:"common" desc:"offered codecs the answer accepted, in offer order (fenced)"`
+	Offered  []string `json:"offered" nonnull:"true" desc:"codecs the setup offer listed on enabled streams (fenced)"`
+	Answered []string `json:"answered" nonnull:"true" desc:"codecs the answer accepted (fenced)"`
+	Common   []string `json:"common" nonnull:"true" desc:"offered codecs the answer accepted, in offer order (fenced)"`
 	// Result: ok; no_common_codec (an answer that shares no media codec, or
 	// rejects every stream); no_answer (an offer, no SDP answer);
 	// sdp_present_but_no_codecs (SDP but no codec to compare);
@@ -45,9 +45,9 @@ type CodecNegotiation struct {
 	AnswerMessageIndex *int `json:"answer_message_index,omitempty" desc:"message index of the answer to it"`
 	// Notes say what the result alone does not (a disabled offer, a
 	// capability SDP outside offer/answer, unreadable bodies).
-	Notes []string `json:"notes" desc:"what the result alone does not say"`
+	Notes []string `json:"notes" nonnull:"true" desc:"what the result alone does not say"`
 	// Negotiations lists every offer with its answer, setup included.
-	Negotiations []NegotiationOut `json:"negotiations" desc:"every offer and its answer, in order"`
+	Negotiations []NegotiationOut `json:"negotiations" nonnull:"true" desc:"every offer and its answer, in order"`
 	sdk.SourceFlags
 	// CaptureIdentity names the capture the answer came from.
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
@@ -60,9 +60,9 @@ type NegotiationOut struct {
 	Transaction        string   `json:"transaction" desc:"transaction that carried the offer"`
 	OfferMessageIndex  int      `json:"offer_message_index" desc:"message index of the offer"`
 	AnswerMessageIndex *int     `json:"answer_message_index,omitempty" desc:"message index of the answer; absent without one"`
-	Offered            []string `json:"offered" desc:"codecs offered (fenced)"`
-	Answered           []string `json:"answered" desc:"codecs accepted (fenced)"`
-	Common             []string `json:"common" desc:"offered codecs accepted (fenced)"`
+	Offered            []string `json:"offered" nonnull:"true" desc:"codecs offered (fenced)"`
+	Answered           []string `json:"answered" nonnull:"true" desc:"codecs accepted (fenced)"`
+	Common             []string `json:"common" nonnull:"true" desc:"offered codecs accepted (fenced)"`
 	Result             string   `json:"result" enum:"ok|no_common_codec|no_answer|sdp_present_but_no_codecs" desc:"outcome of this offer"`
 	Notes              []string `json:"notes,omitempty" desc:"what the result alone does not say"`
 }

@@ -53,7 +53,7 @@ type CompareDialogs struct {
 	B CompareSide `json:"b" desc:"call b"`
 	// Differences list what differs, in a fixed field order ([] when the
 	// calls agree on every compared field).
-	Differences []Difference `json:"differences" desc:"what differs, in a fixed field order"`
+	Differences []Difference `json:"differences" nonnull:"true" desc:"what differs, in a fixed field order"`
 	sdk.SourceFlags
 	// CaptureIdentity names the capture both calls are in.
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`

@@ -28,7 +28,7 @@ type RuleExplanation struct {
 	URL       string `json:"url" desc:"the section on rfc-editor.org"`
 	Scope     string `json:"scope" enum:"message|dialog|media" desc:"what the rule reads"`
 	// Rulesets are the selectors that include the rule.
-	Rulesets    []string    `json:"rulesets" desc:"selectors that include the rule"`
+	Rulesets    []string    `json:"rulesets" nonnull:"true" desc:"selectors that include the rule"`
 	RuleCatalog RuleCatalog `json:"rule_catalog" desc:"catalogue the rule comes from"`
 }
 

@@ -42,7 +42,7 @@ type FindCorrelated struct {
 	SourceCallID string `json:"source_call_id" desc:"Call-ID asked about, verbatim"`
 	// Legs are the other legs, highest score first; empty when the hop
 	// stayed a proxy or the Call-ID is unknown.
-	Legs []CorrelatedLeg `json:"legs" desc:"other legs, highest score first"`
+	Legs []CorrelatedLeg `json:"legs" nonnull:"true" desc:"other legs, highest score first"`
 	// Returned counts the legs in this answer.
 	Returned int `json:"returned" desc:"legs in this answer"`
 	// TotalMatched counts every leg found, whatever the limit.

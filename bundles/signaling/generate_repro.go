@@ -44,7 +44,7 @@ type Repro struct {
 	// SIP_USER and SIP_PASSWORD when the run answers a challenge.
 	Run string `json:"run" desc:"sipp command line; set TARGET=host:port (and SIP_USER, SIP_PASSWORD when it authenticates)"`
 	// Caveats say where the replay differs from the capture.
-	Caveats []string `json:"caveats" desc:"where the replay differs from the capture"`
+	Caveats []string `json:"caveats" nonnull:"true" desc:"where the replay differs from the capture"`
 	// Written names the file written; absent without filename.
 	Written *WrittenFile `json:"written,omitempty" desc:"the file written in the file root"`
 	sdk.SourceFlags

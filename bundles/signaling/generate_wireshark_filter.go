@@ -39,11 +39,11 @@ type WiresharkFilter struct {
 	SIPMessages int `json:"sip_messages" desc:"SIP messages sipnab holds for the Call-ID"`
 	// StreamsIncluded are the media streams the filter names ([] without
 	// media).
-	StreamsIncluded []FilterStream `json:"streams_included" desc:"media streams the filter names"`
+	StreamsIncluded []FilterStream `json:"streams_included" nonnull:"true" desc:"media streams the filter names"`
 	// StreamsOmitted counts streams past the 64 a filter names.
 	StreamsOmitted int `json:"streams_omitted,omitempty" desc:"streams past the 64 a filter names"`
 	// Notes say what the filter does and does not select.
-	Notes []string `json:"notes" desc:"what the filter does and does not select"`
+	Notes []string `json:"notes" nonnull:"true" desc:"what the filter does and does not select"`
 	sdk.SourceFlags
 	// CaptureIdentity names the capture the answer came from.
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`

@@ -46,7 +46,7 @@ type CallTree struct {
 	// RootCallID is the Call-ID the walk started from.
 	RootCallID string `json:"root_call_id" desc:"Call-ID the walk started from"`
 	// Legs are the legs, root first, breadth first.
-	Legs []CallTreeLeg `json:"legs" desc:"legs, root first, breadth first"`
+	Legs []CallTreeLeg `json:"legs" nonnull:"true" desc:"legs, root first, breadth first"`
 	// TotalLegs counts the legs returned.
 	TotalLegs int `json:"total_legs" desc:"legs returned, the root included"`
 	// MaxDepth is the deepest leg's depth.

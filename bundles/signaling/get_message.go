@@ -77,7 +77,7 @@ type Message struct {
 	// Call-ID, From, To, Contact, User-Agent and CSeq, which the fields
 	// above carry. The parser's limits bound them (200 headers, 8 KiB a
 	// line); each line is cut at 256 bytes like every fenced field.
-	ExtensionHeaders []string `json:"extension_headers" desc:"other header lines, whole, fenced, in wire order"`
+	ExtensionHeaders []string `json:"extension_headers" nonnull:"true" desc:"other header lines, whole, fenced, in wire order"`
 	sdk.SourceFlags
 }
 

@@ -29,7 +29,7 @@ type SDPTimeline struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
 	// Exchanges are the offers and answers in capture order ([] when the
 	// call carried no SDP).
-	Exchanges []SDPExchangeOut `json:"exchanges" desc:"offers and answers in capture order"`
+	Exchanges []SDPExchangeOut `json:"exchanges" nonnull:"true" desc:"offers and answers in capture order"`
 	// Offers and Answers count the exchanges by direction.
 	Offers  int `json:"offers" desc:"offers listed"`
 	Answers int `json:"answers" desc:"answers listed"`

@@ -71,11 +71,11 @@ type GroupDialogs struct {
 	// GroupBy is the dimension.
 	GroupBy string `json:"group_by" desc:"dimension grouped by"`
 	// Metrics are the metrics computed, in the order asked.
-	Metrics []string `json:"metrics" desc:"metrics computed"`
+	Metrics []string `json:"metrics" nonnull:"true" desc:"metrics computed"`
 	// Units names the unit of each metric: asr and ner are percent.
-	Units map[string]string `json:"units" desc:"unit of each metric"`
+	Units map[string]string `json:"units" nonnull:"true" desc:"unit of each metric"`
 	// Groups are the top_n largest groups, ranked by count (ties by value).
-	Groups []DialogGroup `json:"groups" desc:"largest groups first, ranked by count"`
+	Groups []DialogGroup `json:"groups" nonnull:"true" desc:"largest groups first, ranked by count"`
 	// OtherCount counts the dialogs of the groups past top_n (and of any
 	// group trimmed to fit the response ceiling); it carries no metrics (an
 	// average of the smallest groups' averages means nothing).

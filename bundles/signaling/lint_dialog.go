@@ -31,7 +31,7 @@ type LintAnswer struct {
 	// CallID is the dialog linted, verbatim.
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
 	// Rulesets are the selectors applied (canonical names).
-	Rulesets []string `json:"rulesets" desc:"selectors applied"`
+	Rulesets []string `json:"rulesets" nonnull:"true" desc:"selectors applied"`
 	// SeverityMin is the lowest severity reported.
 	SeverityMin string `json:"severity_min" desc:"lowest severity reported"`
 	// MessageCount counts the messages linted.
@@ -46,9 +46,9 @@ type LintAnswer struct {
 	// SeverityCounts counts the reported findings per severity.
 	SeverityCounts lint.Counts `json:"severity_counts" desc:"reported findings per severity"`
 	// Findings are ordered by message index, then catalogue order.
-	Findings []FindingOut `json:"findings" desc:"findings, by message index then catalogue order"`
+	Findings []FindingOut `json:"findings" nonnull:"true" desc:"findings, by message index then catalogue order"`
 	// RulesNotEvaluated lists the selected rules that could not run, by reason.
-	RulesNotEvaluated []lint.NotEvaluated `json:"rules_not_evaluated" desc:"selected rules that did not run, by reason"`
+	RulesNotEvaluated []lint.NotEvaluated `json:"rules_not_evaluated" nonnull:"true" desc:"selected rules that did not run, by reason"`
 	// FindingsWithheld counts findings raised but not reported.
 	FindingsWithheld lint.Withheld `json:"findings_withheld" desc:"suppressed and below_severity exact; capped a lower bound"`
 	// Suppressions names the suppression list applied.

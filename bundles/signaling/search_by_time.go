@@ -38,7 +38,7 @@ type TimeRow struct {
 // [start, end) matching the filter, in created_at order.
 type SearchByTime struct {
 	// Dialogs are the page's rows.
-	Dialogs []TimeRow `json:"dialogs" desc:"dialogs created in the window, created_at order"`
+	Dialogs []TimeRow `json:"dialogs" nonnull:"true" desc:"dialogs created in the window, created_at order"`
 	sdk.Page
 }
 

@@ -24,7 +24,7 @@ type tailDialogsIn struct {
 type TailDialogs struct {
 	// Dialogs are the changed dialogs (the list_dialogs row), oldest change
 	// first; from_user and to_user are fenced.
-	Dialogs []dialog.Summary `json:"dialogs" desc:"dialogs changed after the cursor, updated_at order"`
+	Dialogs []dialog.Summary `json:"dialogs" nonnull:"true" desc:"dialogs changed after the cursor, updated_at order"`
 	// NextCursor is where to resume: the position of the last row returned
 	// (or the cursor given, when nothing changed). It is set on the last
 	// page too, because a tail is polled again later; null only when the

@@ -40,7 +40,7 @@ type TimelineBucket struct {
 // of the last, empty buckets kept (a gap is a finding).
 type Timeline struct {
 	// Buckets run oldest first, with no gaps.
-	Buckets []TimelineBucket `json:"buckets" desc:"buckets oldest first, empty ones kept"`
+	Buckets []TimelineBucket `json:"buckets" nonnull:"true" desc:"buckets oldest first, empty ones kept"`
 	// Returned counts the buckets.
 	Returned int `json:"returned" desc:"buckets in the answer"`
 	// BucketSeconds is the width used.
