@@ -19,14 +19,18 @@ package tests
 // documents).
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sipnab/sipnab/internal/testcap"
 )
@@ -51,6 +55,7 @@ var outputSchemaCaptures = []string{
 	"metasploit-sip-invite-spoof.pcap",
 	"sip-rtp-opus-hybrid.pcap",
 	"http-example.cap",
+	"sipp-branch-scenario.pcapng",
 }
 
 // callsPerCapture bounds the Call-IDs each per-call tool is called with.
@@ -157,6 +162,87 @@ func TestOutputSchemasHoldOnTheLiveWire(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("%s %d/%d", tool, seen.validated[tool], seen.called[tool]))
 	}
 	t.Logf("validated/successful calls per tool: %s", strings.Join(lines, ", "))
+}
+
+// TestOutputSchemasHoldOverHTTPE2E repeats the check over streamable HTTP
+// with the independent go-sdk client in the newer protocol era: the
+// outputSchema it lists and the structuredContent it decodes, for every
+// call the stdio test makes on the sample capture.
+func TestOutputSchemasHoldOverHTTPE2E(t *testing.T) {
+	// The calls, discovered over stdio on the same capture.
+	disc := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "-I", sampleCapture())
+	disc.waitLoaded()
+	calls := discoverCalls(t, disc)
+
+	token := "e2e-output-schemas-token-0123456789"
+	srv := startHTTP(t, []string{"SIPNAB_MCP_TOKEN=" + token}, "-N", "--mcp", "--mcp-transport", "http",
+		"--mcp-output-schemas", "--mcp-rate-limit-per-peer", "0", "-I", sampleCapture())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := gosdk.NewClient(&gosdk.Implementation{Name: "e2e-output-schemas", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &gosdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: httpClient(token), MaxRetries: -1},
+		&gosdk.ClientSessionOptions{ProtocolVersion: eraModern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]*schemaCheck{}
+	for _, tl := range list.Tools {
+		checks[tl.Name] = nil
+		if tl.OutputSchema != nil {
+			raw, err := json.Marshal(tl.OutputSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checks[tl.Name] = resolveBoth(t, tl.Name, raw)
+		}
+	}
+	waitLoaded(t, ctx, gosdkSession{cs})
+	validated := 0
+	for _, tc := range calls {
+		t.Run(tc.label(), func(t *testing.T) {
+			check, ok := checks[tc.tool]
+			if !ok {
+				t.Fatalf("%s is not listed over HTTP", tc.tool)
+			}
+			r, err := cs.CallTool(ctx, &gosdk.CallToolParams{Name: tc.tool, Arguments: tc.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.IsError {
+				t.Fatalf("tool error result")
+			}
+			if check == nil {
+				return
+			}
+			if r.StructuredContent == nil {
+				t.Fatal("the tool has an outputSchema but answered without structuredContent")
+			}
+			raw, err := json.Marshal(r.StructuredContent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, ok := r.Content[0].(*gosdk.TextContent)
+			var fromText, fromStructured any
+			if !ok || json.Unmarshal([]byte(text.Text), &fromText) != nil || json.Unmarshal(raw, &fromStructured) != nil ||
+				!reflect.DeepEqual(fromText, fromStructured) {
+				t.Errorf("structuredContent is not the first text block")
+			}
+			checkStructured(t, check, toolResult{StructuredContent: raw, Content: []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}{{Type: "text", Text: string(raw)}}})
+			validated++
+		})
+	}
+	if validated == 0 {
+		t.Error("no structured answer was validated over HTTP")
+	}
+	t.Logf("%d calls over HTTP, %d structured answers validated", len(calls), validated)
 }
 
 // checkStructured validates one successful answer against its tool's
@@ -317,6 +403,24 @@ func discoverCalls(t *testing.T, s *rawSession) []toolCall {
 		{"explain_response_code", map[string]any{"code": 486}},
 		{"explain_response_code", map[string]any{"code": 299}},
 	}
+	// Second pages: an answer with a cursor in, and one mid-walk.
+	for _, p := range []struct{ tool, rows string }{
+		{"list_dialogs", "dialogs"}, {"find_problems", "dialogs"}, {"search_messages", "hits"},
+		{"tail_dialogs", "dialogs"}, {"rtp_stats", "streams"},
+	} {
+		args := map[string]any{"limit": 1}
+		if p.tool == "search_messages" {
+			args["query"] = "sip"
+		}
+		first, _ := s.ok(p.tool, args)
+		if c := str(first["next_cursor"]); c != "" {
+			next := map[string]any{"limit": 1, "cursor": c}
+			if p.tool == "search_messages" {
+				next["query"] = "sip"
+			}
+			calls = append(calls, toolCall{p.tool, next})
+		}
+	}
 	for _, g := range []string{"state", "response_code", "method", "from.user", "to.user", "ua", "src.ip", "dst.ip", "rtp.codec"} {
 		calls = append(calls, toolCall{"aggregate_dialogs", map[string]any{"group_by": g}})
 		calls = append(calls, toolCall{"group_dialogs", map[string]any{"by": g}})
@@ -395,8 +499,12 @@ func discoverCalls(t *testing.T, s *rawSession) []toolCall {
 				ruleIDs[r] = true
 			}
 		}
-		// The last message too, which is often a response.
+		// The last message too, which is often a response; get_dialog's
+		// second page.
 		d, _ := s.ok("get_dialog", map[string]any{"call_id": id, "max_messages": 1})
+		if c := str(d["next_cursor"]); c != "" {
+			calls = append(calls, toolCall{"get_dialog", map[string]any{"call_id": id, "max_messages": 1, "cursor": c}})
+		}
 		if n, ok := d["total_messages"].(float64); ok && n > 1 {
 			calls = append(calls,
 				toolCall{"get_message", map[string]any{"call_id": id, "index": int(n) - 1}},
