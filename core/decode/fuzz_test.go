@@ -76,6 +76,12 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(uint16(LinkPPP), append([]byte{0xff, 0x03, 0x00, 0x21}, u4...))
 	f.Add(uint16(LinkPPPoE), append([]byte{0x11, 0, 0, 1, 0, 10, 0, 0x21}, u4...))
 	f.Add(uint16(LinkEthernet), []byte{})
+	// IEEE 802.3/LLC: STP, CDP, SNAP carrying IPv4, a tagged one.
+	f.Add(uint16(LinkEthernet), dot3(stpBPDU(), 8))
+	f.Add(uint16(LinkEthernet), dot3(snap(0x00000c, 0x2000, cdpBody), 0))
+	f.Add(uint16(LinkEthernet), dot3(snap(0, 0x0800, u4), 0))
+	f.Add(uint16(LinkEthernet), withEth(f, 0x8100, append(vlanTag(3, uint16(len(u4)+8)), snap(0, 0x0800, u4)...)))
+	f.Add(uint16(LinkLinuxSLL), append(sllHeader(sllProtoLLC, []byte{0, 6}), stpBPDU()...))
 	f.Fuzz(func(t *testing.T, lt uint16, data []byte) {
 		d := New(fuzzConfig())
 		s := &checkSink{t: t, maxWS: 4096, maxBuf: MinStreamBuffer}

@@ -1,7 +1,9 @@
 package media
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -89,4 +91,72 @@ func TestConcurrentReaders(t *testing.T) {
 	if got := onlyStream(t, st); got.Packets != 3000 {
 		t.Errorf("got %d packets, want 3000", got.Packets)
 	}
+}
+
+// FuzzSharedEndpoints drives SDP announcements from a few dialogs over a few
+// addresses, and RTP between them, from the input: each record is an
+// opcode byte (announce or send), a dialog, two addresses and a time step.
+// Invariants: the caps hold, a stream listed under a dialog belongs to it
+// (its associated dialog or one it is shared with), shared_with never names
+// the associated dialog nor repeats, and has at most maxSharers entries.
+func FuzzSharedEndpoints(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 1, 5, 0, 2, 1, 0, 5, 1, 0, 0, 1, 20, 1, 1, 1, 0, 20})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 1, 1})
+	f.Add([]byte{0, 3, 2, 3, 255, 0, 4, 3, 2, 1, 1, 0, 2, 3, 0})
+	addrs := []netip.AddrPort{
+		netip.MustParseAddrPort("192.0.2.1:8000"), netip.MustParseAddrPort("192.0.2.2:8000"),
+		netip.MustParseAddrPort("192.0.2.3:9000"), netip.MustParseAddrPort("[2001:db8::1]:8000"),
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st := NewStore(Config{MaxStreams: 6, MaxCandidates: 4, MaxEndpoints: 3})
+		at := t0
+		seq := uint16(0)
+		for len(b) >= 5 && seq < 200 {
+			op, call, x, y, step := b[0], b[1]%6, addrs[int(b[2])%len(addrs)], addrs[int(b[3])%len(addrs)], b[4]
+			b = b[5:]
+			at = at.Add(time.Duration(step) * 20 * time.Millisecond)
+			id := fmt.Sprintf("c%d", call)
+			if op%2 == 0 {
+				st.OnSDP(id, at, &sdp.Session{Conn: x.Addr().String(), Media: []sdp.Media{{Type: "audio", Port: int(x.Port()), Formats: []sdp.Format{{PayloadType: 0}}}}}, op%4 == 0, y)
+				continue
+			}
+			seq++
+			st.Observe(udp(x, y, at, rtpPkt(0, false, seq, uint32(seq)*160, uint32(op>>1), make([]byte, 20))))
+		}
+		if n := st.Stats().Streams; n > 6 {
+			t.Fatalf("%d streams over the cap of 6", n)
+		}
+		if n := st.Stats().Endpoints; n > 3 {
+			t.Fatalf("%d endpoints over the cap of 3", n)
+		}
+		for _, s := range st.All() {
+			if len(s.SharedWith) > maxSharers {
+				t.Fatalf("%s shared with %d dialogs", s.SSRC, len(s.SharedWith))
+			}
+			seen := map[string]bool{}
+			for _, c := range s.SharedWith {
+				if c == s.AssociatedDialog || seen[c] {
+					t.Fatalf("%s: shared_with %v, associated %q", s.SSRC, s.SharedWith, s.AssociatedDialog)
+				}
+				seen[c] = true
+			}
+		}
+		for call := 0; call < 6; call++ {
+			id := fmt.Sprintf("c%d", call)
+			keys := map[string]bool{}
+			for _, s := range st.StreamsFor(id) {
+				k := s.SSRC + s.Src + s.Dst
+				if keys[k] {
+					t.Fatalf("%s lists %s twice", id, k)
+				}
+				keys[k] = true
+				if s.AssociatedDialog != id && !slices.Contains(s.SharedWith, id) {
+					t.Fatalf("%s lists %s, associated %q shared %v", id, k, s.AssociatedDialog, s.SharedWith)
+				}
+			}
+			if n := len(st.EndpointsFor(id)); n > 3*(1+maxSharers) {
+				t.Fatalf("%s: %d endpoints listed", id, n)
+			}
+		}
+	})
 }

@@ -88,6 +88,9 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 		}
 		changed = true
 		for _, o := range append([]*stream(nil), st.orphanEP[ap]...) {
+			if !o.orphanIdx {
+				continue // listed twice (sent to itself): bound already
+			}
 			st.unindexOrphan(o)
 			st.bind(o, ep)
 		}
