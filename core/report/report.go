@@ -359,10 +359,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 					mos += " (not grounded)"
 				}
 			}
-			call := "(orphaned)"
-			if !s.Orphaned {
-				call = clean(s.AssociatedDialog, 48)
-			}
+			call := streamCall(s)
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%.2f%%\t%s\t%s\t%s\n",
 				s.SSRC, s.Src, s.Dst, dash(clean(s.Codec, 20)), s.Packets, s.Lost, s.LossPct, jit, mos, call)
 		}

@@ -372,6 +372,19 @@ func streamProblems(s *media.StreamInfo, lim limits) []string {
 
 func degraded(s *media.StreamInfo, lim limits) bool { return len(streamProblems(s, lim)) > 0 }
 
+// streamCall is a stream's Call-ID cell: "(orphaned)", or its dialog's
+// Call-ID, with "(+N)" when N other dialogs share it (a B2BUA's legs).
+func streamCall(s *media.StreamInfo) string {
+	if s.Orphaned {
+		return "(orphaned)"
+	}
+	c := clean(s.AssociatedDialog, 48)
+	if n := len(s.SharedWith); n > 0 {
+		c += fmt.Sprintf(" (+%d)", n)
+	}
+	return c
+}
+
 func groundedMOS(s *media.StreamInfo) float64 {
 	if s.MOS == nil || !s.MOSGrounded {
 		return math.Inf(1)
@@ -434,10 +447,7 @@ func writeMediaText(w io.Writer, doc *Document, r analysis.Report, lim limits) {
 				jmax = fmt.Sprintf("%.2fms", *s.JitterMaxMs)
 			}
 			probs := strings.Join(streamProblems(s, lim), ", ")
-			call := "(orphaned)"
-			if !s.Orphaned {
-				call = clean(s.AssociatedDialog, 48)
-			}
+			call := streamCall(s)
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t%s\t%s\n", s.SSRC, s.Src, s.Dst, mosText, s.LossPct, jit, jmax, dash(probs), call)
 		}
 		tw.Flush()

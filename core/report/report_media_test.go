@@ -64,7 +64,9 @@ func TestRenderFindingsGolden(t *testing.T) {
 // TestWriteMediaTextGolden renders the WORST STREAMS and FINDINGS blocks of
 // --report for captures with degraded, clean and no streams.
 func TestWriteMediaTextGolden(t *testing.T) {
-	for _, name := range []string{"Asterisk_ZFONE_XLITE.pcap", "sip-rtp-opus-hybrid.pcap", "codec-negotiation.pcap", "sip-proxy.pcap"} {
+	// b2bua-asterisk.pcapng: two streams shared by both legs (+1), one-way
+	// on both legs with one packet back.
+	for _, name := range []string{"Asterisk_ZFONE_XLITE.pcap", "sip-rtp-opus-hybrid.pcap", "codec-negotiation.pcap", "sip-proxy.pcap", "b2bua-asterisk.pcapng"} {
 		t.Run(name, func(t *testing.T) {
 			c := load(t, testcap.Public(name))
 			rep, _ := Analyze(c, analysis.Options{})
