@@ -118,6 +118,7 @@ type Capture struct {
 	warnings []capture.Warning
 	hepL     []*heplisten.Listener
 	live     []liveSource
+	closed   bool // Close stopped the live sources and HEP listeners
 }
 
 // MediaSink is what the router needs from the stream store. core/media's
@@ -439,6 +440,9 @@ func (c *Capture) AttachLive(name string, stop func() error, done <-chan struct{
 func (c *Capture) Close() error {
 	c.smu.Lock()
 	hl, lv := c.hepL, c.live
+	if len(hl) > 0 || len(lv) > 0 {
+		c.closed = true
+	}
 	c.smu.Unlock()
 	var errs []error
 	for _, l := range hl {

@@ -172,12 +172,20 @@ func TestHEPListener(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if st := c.Status(); st.StoppedOnRequest || len(st.IncompleteReasons) == 0 || st.IncompleteReasons[0] != "source_not_exhausted" {
+		t.Errorf("running listener: stopped_on_request %v, incomplete_reasons %v; want false, [source_not_exhausted]", st.StoppedOnRequest, st.IncompleteReasons)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	st := c.Status()
 	if st.Source != "hep" || st.SourceExhausted || st.Complete || st.HEP.Datagrams == 0 {
 		t.Errorf("status: source %s exhausted %v complete %v datagrams %d", st.Source, st.SourceExhausted, st.Complete, st.HEP.Datagrams)
+	}
+	// A listener ended by Close stopped on request, not early.
+	if !st.StoppedOnRequest || st.SourceStoppedEarly || len(st.IncompleteReasons) == 0 || st.IncompleteReasons[0] != "stopped_on_request" {
+		t.Errorf("closed listener: stopped_on_request %v, stopped_early %v, incomplete_reasons %v; want true, false, [stopped_on_request]",
+			st.StoppedOnRequest, st.SourceStoppedEarly, st.IncompleteReasons)
 	}
 	d, ok := c.Dialogs().Lookup("listener-1")
 	if !ok || d.InputOrigin != "hep" {

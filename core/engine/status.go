@@ -38,7 +38,8 @@ type Status struct {
 	// unreadable file, a live source fault).
 	SourceStoppedEarly bool `json:"source_stopped_early"`
 	// StoppedOnRequest: reading was stopped on request (a frame limit, a
-	// cancelled load). Not a fault.
+	// cancelled load, Close ending a live source or a HEP listener). Not a
+	// fault.
 	StoppedOnRequest bool `json:"stopped_on_request,omitempty"`
 	// Complete is true when every source was read whole (SourceExhausted,
 	// not SourceStoppedEarly) and the stores shed nothing: no dialog
@@ -177,6 +178,7 @@ func (c *Capture) Status() Status {
 	load, loadDone, inputs := c.load, c.loadDone, c.inputs
 	warns := c.warnings
 	nHEP, live := len(c.hepL), append([]liveSource(nil), c.live...)
+	closed := c.closed
 	c.smu.Unlock()
 
 	var kinds, names []string
@@ -241,6 +243,11 @@ func (c *Capture) Status() Status {
 		for _, k := range kinds[1:] {
 			st.Source += "+" + k
 		}
+	}
+	if closed && !st.SourceStoppedEarly {
+		// Close ended the live sources and HEP listeners without a fault:
+		// what was read before it is whole, the rest was never asked for.
+		st.StoppedOnRequest = true
 	}
 	if load == nil {
 		st.Elapsed = time.Since(c.started)
