@@ -3,6 +3,7 @@ package analysis_test
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -287,6 +288,20 @@ func TestSlowSetup(t *testing.T) {
 	}
 	if d := analysis.Diagnose(f, st, analysis.Options{SlowSetup: 15 * time.Second}); d.Signaling != nil {
 		t.Errorf("threshold 15 s: got %+v, want nothing fired", d.Signaling)
+	}
+	// The hint names the threshold as set: 0.5 s was printed "0 s".
+	for _, tc := range []struct {
+		threshold time.Duration
+		want      string
+	}{
+		{0, "post-dial delay 12.0 s exceeds 11 s"},
+		{500 * time.Millisecond, "post-dial delay 12.0 s exceeds 0.5 s"},
+		{2250 * time.Millisecond, "post-dial delay 12.0 s exceeds 2.25 s"},
+	} {
+		d := analysis.Diagnose(f, st, analysis.Options{SlowSetup: tc.threshold})
+		if d.Signaling == nil || !slices.Contains(d.Signaling.Hints, tc.want) {
+			t.Errorf("threshold %v: hints %v, want %q", tc.threshold, d.Signaling, tc.want)
+		}
 	}
 }
 

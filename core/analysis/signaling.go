@@ -10,6 +10,7 @@ package analysis
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -560,7 +561,7 @@ func (c *sigCtx) postDialDelay() {
 	p.Evidence = sortedIndexes(ev)
 	c.s.PostDialDelay = p
 	c.s.SlowSetup = &SlowSetup{PDDMs: p.PDDMs, ThresholdMs: p.ThresholdMs}
-	c.hint("post-dial delay %.1f s exceeds %.0f s", d.PDD.Seconds(), c.opts.SlowSetup.Seconds())
+	c.hint("post-dial delay %.1f s exceeds %s s", d.PDD.Seconds(), strconv.FormatFloat(c.opts.SlowSetup.Seconds(), 'f', -1, 64))
 }
 
 // registration: the first REGISTER leg that failed, was challenged in a
