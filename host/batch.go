@@ -10,7 +10,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/engine"
@@ -268,6 +267,6 @@ func callReportOptions(cfg *Config, c *engine.Capture) callreport.Options {
 	th := thresholdsOf(cfg)
 	return callreport.Options{
 		Correlator: correlate.New(c.Dialogs(), correlationOf(cfg)),
-		Diagnosis:  analysis.Options{SlowSetup: time.Duration(th.PDDSeconds * float64(time.Second))},
+		Diagnosis:  report.Options{Thresholds: th}.Analysis(),
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/report"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -39,9 +39,11 @@ func querier(d *deps) *query.Querier {
 // validated at startup and provides as a filter.Thresholds service.
 func runThresholds(d *deps) filter.Thresholds { return d.th }
 
-// analysisOptions are the diagnosis options of the run: its PDD threshold.
+// analysisOptions are the diagnosis options of the run: its PDD, loss and
+// jitter thresholds (slow setup, high_loss, high_jitter), as --report and
+// --call-report judge.
 func analysisOptions(d *deps) analysis.Options {
-	return analysis.Options{SlowSetup: time.Duration(d.th.PDDSeconds * float64(time.Second))}
+	return report.Options{Thresholds: d.th}.Analysis()
 }
 
 // compileFilter compiles a filter argument; a bad expression is an

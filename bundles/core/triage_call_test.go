@@ -400,3 +400,55 @@ func TestTriageCallFollowsTheRunsPDDThreshold(t *testing.T) {
 		})
 	}
 }
+
+// TestTriageCallFollowsTheRunsMediaThresholds: triage_call judges high
+// jitter and high loss against the run's --jitter-threshold and
+// --loss-threshold, as --report, --call-report and the filter aliases do (it
+// judged only PDD by the run and media by the defaults). SIP_CALL_RTP_G711's
+// worst stream ends at jitter_ms 3.339 with no loss: a 3 ms threshold gives
+// a high-jitter hint, the default 50 ms and 4 ms do not (its media is a
+// problem either way: one direction lasted longer than the other).
+func TestTriageCallFollowsTheRunsMediaThresholds(t *testing.T) {
+	c := rptLoad(t, testcap.Public("SIP_CALL_RTP_G711"))
+	const callID = "12013223@200.57.7.195"
+	for _, tc := range []struct {
+		name     string
+		jitterMs float64
+		problem  bool // a jitter hint
+	}{
+		{"default 50 ms", 50, false},
+		{"3 ms", 3, true},
+		{"4 ms", 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th := filter.DefaultThresholds()
+			th.JitterMs = tc.jitterMs
+			tools, err := Bundle{}.Provision(context.Background(), sdk.NewEnv(sdk.EnvOptions{Services: []any{c, th}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tool sdk.Tool
+			for _, tl := range tools {
+				if tl.Name == "triage_call" {
+					tool = tl
+				}
+			}
+			args, _ := json.Marshal(map[string]string{"call_id": callID})
+			rep, err := tool.Invoke(context.Background(), args, sdk.DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(rep.Blocks[0]), &m); err != nil {
+				t.Fatal(err)
+			}
+			jitterHint := false
+			for _, h := range rptPath(m, "media.hints").([]any) {
+				jitterHint = jitterHint || strings.Contains(h.(string), "jitter")
+			}
+			if jitterHint != tc.problem {
+				t.Errorf("a jitter hint: got %v, want %v (media %v)", jitterHint, tc.problem, m["media"])
+			}
+		})
+	}
+}

@@ -8,12 +8,12 @@ package signaling
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/report"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -62,9 +62,11 @@ func (d *deps) thresholds() filter.Thresholds {
 	return filter.DefaultThresholds()
 }
 
-// analysisOptions are the diagnosis options of the run: its PDD threshold.
+// analysisOptions are the diagnosis options of the run: its PDD, loss and
+// jitter thresholds (slow setup, high_loss, high_jitter), as --report and
+// --call-report judge.
 func (d *deps) analysisOptions() analysis.Options {
-	return analysis.Options{SlowSetup: time.Duration(d.thresholds().PDDSeconds * float64(time.Second))}
+	return report.Options{Thresholds: d.thresholds()}.Analysis()
 }
 
 // Provision reads [bundles.signaling], fetches the capture engine and builds
