@@ -118,16 +118,26 @@ type tx struct {
 
 // leg is one dialog inside a Call-ID (see the package comment).
 type leg struct {
-	tag        string
-	family     Family
-	method     string
+	// What a row reads, kept together.
 	state      State
+	family     Family
 	challenged bool
-	created    time.Time
-	updated    time.Time
-	msgCount   int
+	method     string
 	fromUser   string
 	toUser     string
+	// INVITE-family timing milestones; zero when not seen. Responses count
+	// only when sent back to the address the request came from, so the
+	// hops of a proxy seen in one capture do not mix vantage points.
+	inviteAt   time.Time
+	ringingAt  time.Time
+	answeredAt time.Time
+	byeAt      time.Time
+	byeOKAt    time.Time
+
+	tag      string
+	created  time.Time
+	updated  time.Time
+	msgCount int
 
 	forks        []Fork
 	forksDropped int
@@ -135,19 +145,11 @@ type leg struct {
 	transitions        []transition
 	transitionsDropped int
 
-	// INVITE-family timing milestones; zero when not seen. Responses count
-	// only when sent back to the address the request came from, so the
-	// hops of a proxy seen in one capture do not mix vantage points.
 	inviteSrc  netip.Addr
 	byeSrc     netip.Addr
-	inviteAt   time.Time
 	tryingAt   time.Time
-	ringingAt  time.Time
-	answeredAt time.Time
 	answerCSeq uint32
 	finalAt    time.Time // first non-challenge final response to an opening INVITE
-	byeAt      time.Time
-	byeOKAt    time.Time
 }
 
 // transition is a Transition as a leg keeps it (40 bytes instead of 96:
@@ -200,15 +202,30 @@ type dtmfEvent struct {
 }
 
 type dialog struct {
-	callID  string
-	seq     uint64
-	created time.Time
-	updated time.Time
+	// What a row reads first, kept together (a listing reads every
+	// dialog: one cache line less per dialog is a millisecond per 100,000).
+	callID   string
+	created  time.Time
+	updated  time.Time
+	msgCount int
+	retrans  int
+	legs     []*leg
+	// finalCode is final's code (0: none), so a row reads it without
+	// touching the transaction; final is the transaction finalStatus
+	// reports (nil: none), decided again when finalDirty.
+	finalCode int32
+	// hop is 1 + the position of the last out-of-dialog request of the
+	// primary leg's method (0: none), see Extra.
+	hop          int32
+	firstOrigin  packet.Origin
+	clockSuspect bool
+	// gone: evicted from the store (set under the write lock).
+	gone       bool
+	finalDirty bool
+	firstFrame packet.FrameRef
+	final      *tx
+	seq        uint64
 
-	firstFrame  packet.FrameRef
-	firstOrigin packet.Origin
-
-	legs        []*leg
 	legsDropped int // messages that joined no leg because the leg cap was reached
 
 	msgs        []retained
@@ -216,22 +233,25 @@ type dialog struct {
 	addrIdx     map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
 	far         map[int][2]netip.AddrPort // addresses past addrs' cap, by message
 	whole       map[int]*sip.Message      // messages the parser did not make, by message
-	msgCount    int
 	msgsDropped int
 	malformed   int
 
-	retrans     int
 	seen        []uint64 // the first smallSeen identities
 	seenMap     map[uint64]struct{}
 	seenDropped int
 	txOrder     []*tx         // every transaction, in order of first sight
 	txIndex     map[txKey]*tx // built once there are more than smallTxs
 
-	txDropped    int
-	cause        *Cause
-	dtmf         []dtmfEvent
-	dtmfDropped  int
-	clockSuspect bool
+	txDropped   int
+	cause       *Cause
+	dtmf        []dtmfEvent
+	dtmfDropped int
+
+	// What aggregations read from the retained messages besides hop, noted
+	// as they are retained (see Extra): the first non-empty User-Agent, the
+	// To host of the first message.
+	ua     string
+	toHost string
 
 	// LRU links (most recently updated at the store's head).
 	prev, next *dialog
@@ -311,6 +331,13 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 			if m.IsRequest && m.Method == "INFO" {
 				d.noteDTMF(m, o)
 			}
+		}
+	}
+	if d.finalDirty {
+		d.final, d.finalDirty = d.decideFinal(), false
+		d.finalCode = 0
+		if d.final != nil {
+			d.finalCode = int32(d.final.finalCode)
 		}
 	}
 	return applyResult{retrans: retrans}
@@ -485,6 +512,7 @@ func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool)
 	if m.IsRequest {
 		if !t.requestSeen {
 			t.requestSeen = true
+			d.finalDirty = true
 			t.firstReq = ts
 			t.reInvite = k.method == "INVITE" && m.To.Tag != ""
 			t.unregister = k.method == "REGISTER" && expiresZero(m)
@@ -500,6 +528,7 @@ func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool)
 		t.finalCode = m.StatusCode
 		t.finalReason = m.Reason
 		t.finalAt = ts
+		d.finalDirty = true
 	}
 	return t
 }
@@ -647,7 +676,11 @@ func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) 
 		l.challenged = false
 	}
 	if l.family == FamilyInvite {
+		answered := l.answeredAt
 		l.time(a, m, o)
+		if l.answeredAt != answered {
+			d.finalDirty = true
+		}
 	}
 }
 
@@ -770,11 +803,31 @@ func (d *dialog) primary() *leg {
 	return nil
 }
 
+// method is the row's method: the primary leg's ("" when none).
+func (d *dialog) method() string {
+	if l := d.primary(); l != nil {
+		return l.method
+	}
+	return ""
+}
+
 // finalStatus picks the call's final status from the INVITE transactions
 // that open or retry the call (re-INVITEs excluded): the first 2xx when the
 // call was answered, else the last non-challenge final response, else (the
 // call was only ever challenged) the last challenge.
+//
+// It is decided again after each message that changed an input (an INVITE
+// transaction's request or final response, a leg's answer), not on every
+// read.
 func (d *dialog) finalStatus() (code int, reason string, ok bool) {
+	if t := d.final; t != nil {
+		return t.finalCode, t.finalReason, true
+	}
+	return 0, "", false
+}
+
+// decideFinal is finalStatus's transaction, read from every transaction.
+func (d *dialog) decideFinal() *tx {
 	var ans, last, chal *tx
 	for _, t := range d.txOrder {
 		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 {
@@ -800,10 +853,10 @@ func (d *dialog) finalStatus() (code int, reason string, ok bool) {
 	}
 	for _, t := range []*tx{ans, last, chal} {
 		if t != nil {
-			return t.finalCode, t.finalReason, true
+			return t
 		}
 	}
-	return 0, "", false
+	return nil
 }
 
 // isLateReInvite: an INVITE transaction whose request was not captured and

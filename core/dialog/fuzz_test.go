@@ -54,6 +54,7 @@ func FuzzApply(f *testing.F) {
 		if s.Len() > 4 {
 			t.Fatalf("store holds %d dialogs over its cap", s.Len())
 		}
+		checkStore(t, s)
 		for _, row := range s.Summaries(ByUpdated) {
 			d, ok := s.GetWith(row.CallID, Options{RevealDigits: true})
 			if !ok {

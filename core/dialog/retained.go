@@ -96,6 +96,7 @@ func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
 	if retrans {
 		r.flags |= retRetrans
 	}
+	d.noteExtra(o, pos)
 	if c, ok := o.Msg.Retain(); ok {
 		r.msg = c
 	} else {
@@ -116,16 +117,69 @@ func (d *dialog) message(i int) Message {
 		Origin: r.origin, Frame: r.frame, DSCP: r.dscp, HasDSCP: r.flags&retHasDSCP != 0,
 		Index: int(r.index), Leg: int(r.leg), Retransmission: r.flags&retRetrans != 0,
 	}
-	if r.src == farAddr || r.dst == farAddr {
-		a := d.far[i]
-		m.Src, m.Dst = a[0], a[1]
-	} else {
-		m.Src, m.Dst = d.addrs[r.src], d.addrs[r.dst]
-	}
+	m.Src, m.Dst = d.addrsOf(i)
 	if r.flags&retWhole != 0 {
 		m.Msg = d.whole[i]
 	} else {
 		m.Msg = r.msg.Message()
 	}
 	return m
+}
+
+// noteExtra notes what Extra reads from retained message pos as it is
+// retained, so readers need not parse the messages again. The strings are
+// views into the message's bytes, which the dialog keeps anyway.
+func (d *dialog) noteExtra(o *Observation, pos int) {
+	m := o.Msg
+	if pos == 0 {
+		d.toHost = m.To.Host
+	}
+	if d.ua == "" {
+		d.ua = m.UserAgent
+	}
+	if m.IsRequest && m.To.Tag == "" && o.Dst.IsValid() && m.Method == d.method() {
+		d.hop = int32(pos) + 1
+	}
+}
+
+// Extra is what the aggregations and filters read from a dialog's retained
+// messages besides its row, noted as the messages are retained so that no
+// message is parsed again to answer them.
+type Extra struct {
+	// Retained: the dialog has a retained message. Without one, every
+	// field below is absent.
+	Retained bool
+	// Src and Dst are the addresses of the first retained message.
+	Src, Dst netip.AddrPort
+	// UA is the first non-empty User-Agent (Server on a response) among the
+	// retained messages; empty when none.
+	UA string
+	// ToHost is the host of the first retained message's To URI, as
+	// written; empty when none.
+	ToHost string
+	// NextHop is the destination of the last retained out-of-dialog request
+	// (no To tag) whose method is the row's method; invalid when none.
+	NextHop netip.AddrPort
+}
+
+// addrsOf returns the addresses of retained message i.
+func (d *dialog) addrsOf(i int) (src, dst netip.AddrPort) {
+	r := &d.msgs[i]
+	if r.src == farAddr || r.dst == farAddr {
+		a := d.far[i]
+		return a[0], a[1]
+	}
+	return d.addrs[r.src], d.addrs[r.dst]
+}
+
+func (d *dialog) extra() Extra {
+	if len(d.msgs) == 0 {
+		return Extra{}
+	}
+	e := Extra{Retained: true, UA: d.ua, ToHost: d.toHost}
+	e.Src, e.Dst = d.addrsOf(0)
+	if d.hop > 0 {
+		_, e.NextHop = d.addrsOf(int(d.hop) - 1)
+	}
+	return e
 }

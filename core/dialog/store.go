@@ -1,6 +1,7 @@
 package dialog
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -90,6 +91,8 @@ type Store struct {
 	mu         sync.RWMutex
 	byID       map[string]*dialog
 	head, tail *dialog // LRU list: head is the most recently updated
+	created    createdIndex
+	methods    map[string]int // dialogs held per primary-leg method ("" for none)
 	seq        uint64
 	stats      Stats
 
@@ -99,7 +102,7 @@ type Store struct {
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg.withDefaults(), byID: map[string]*dialog{}}
+	return &Store{cfg: cfg.withDefaults(), byID: map[string]*dialog{}, methods: map[string]int{}}
 }
 
 // Config returns the store's bounds, defaults filled in.
@@ -158,12 +161,22 @@ func (s *Store) Apply(o Observation) Result {
 		d = newDialog(callID, s.seq, &o)
 		s.byID[callID] = d
 		s.pushFront(d)
+		s.created.add(d)
 		res.Created = true
 	} else {
 		s.moveFront(d)
 	}
 	before := d.msgsDropped
 	r := d.apply(&o, &s.cfg)
+	if res.Created {
+		// the first message always opens the primary leg, whose method
+		// never changes
+		m := d.method()
+		if _, ok := s.methods[m]; !ok {
+			m = strings.Clone(m) // the key outlives the message it came from
+		}
+		s.methods[m]++
+	}
 	s.stats.Messages++
 	s.stats.MessagesNotRetained += uint64(d.msgsDropped - before)
 	if r.retrans {
@@ -186,9 +199,16 @@ func (s *Store) evictLocked() int {
 		d := s.tail
 		s.unlink(d)
 		delete(s.byID, d.callID)
+		d.gone = true
+		if m := d.method(); s.methods[m] <= 1 {
+			delete(s.methods, m)
+		} else {
+			s.methods[m]--
+		}
 		s.stats.MessagesNotRetained -= uint64(d.msgsDropped)
 		evicted++
 	}
+	s.created.dropGone()
 	s.stats.Evicted += uint64(evicted)
 	s.stats.EvictionBatches++
 	s.gen.Add(1)

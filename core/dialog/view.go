@@ -200,9 +200,30 @@ func (d *dialog) timing() TimingDetail {
 	return td
 }
 
-// rowTiming is the row's timing subset, with one allocation for its three
-// optional values.
-func (d *dialog) rowTiming() Timing {
+// boxes hands out the three optional timing values of many rows from
+// shared blocks, one allocation per boxBlock rows instead of one per row.
+// The zero value is ready; a nil *boxes allocates per row.
+type boxes struct {
+	free [][3]int64
+}
+
+const boxBlock = 512
+
+func (b *boxes) next() *[3]int64 {
+	if b == nil {
+		return new([3]int64)
+	}
+	if len(b.free) == 0 {
+		b.free = make([][3]int64, boxBlock)
+	}
+	p := &b.free[0]
+	b.free = b.free[1:]
+	return p
+}
+
+// rowTiming is the row's timing subset, its three optional values in one
+// box taken from b.
+func (d *dialog) rowTiming(b *boxes) Timing {
 	t := Timing{Retransmits: d.retrans}
 	l := d.primary()
 	if l == nil || l.family != FamilyInvite {
@@ -222,7 +243,7 @@ func (d *dialog) rowTiming() Timing {
 	if !ok[0] && !ok[1] && !ok[2] {
 		return t
 	}
-	box := new([3]int64)
+	box := b.next()
 	*box = vals
 	if ok[0] {
 		t.PDDMs = &box[0]
@@ -236,7 +257,10 @@ func (d *dialog) rowTiming() Timing {
 	return t
 }
 
-func (d *dialog) summary() Summary {
+func (d *dialog) summary() Summary { return d.summaryWith(nil) }
+
+// summaryWith is summary taking the timing box from b.
+func (d *dialog) summaryWith(b *boxes) Summary {
 	s := Summary{
 		CallID:    d.callID,
 		MsgCount:  d.msgCount,
@@ -251,13 +275,11 @@ func (d *dialog) summary() Summary {
 		s.Method = l.method
 		s.FromUser, s.ToUser = l.fromUser, l.toUser
 	}
-	s.Timing = d.rowTiming()
+	s.Timing = d.rowTiming(b)
 	if !d.firstFrame.IsZero() {
 		s.Frame = d.firstFrame.String()
 	}
-	if code, _, ok := d.finalStatus(); ok {
-		s.FinalStatusCode = code
-	}
+	s.FinalStatusCode = int(d.finalCode)
 	s.InputOrigin = d.firstOrigin.String()
 	return s
 }
@@ -391,23 +413,31 @@ func (o Order) cmpKey(a, b rowKey) int {
 }
 
 // keys returns every dialog's listing key, sorted. The read lock is held
-// only to copy the keys.
+// only to copy the keys: in created_at order from the store's index (no
+// sort), in updated_at order from the recency list walked oldest first, so
+// the sort meets rows already (nearly) in order.
 func (s *Store) keys(o Order) []rowKey {
+	if o != ByUpdated {
+		s.mu.RLock()
+		ds := s.created.merged(make([]*dialog, 0, s.created.len()))
+		s.mu.RUnlock()
+		keys := make([]rowKey, len(ds))
+		for i, d := range ds {
+			// created_at and the Call-ID never change: no lock needed
+			keys[i] = rowKey{at: d.created, id: d.callID, d: d}
+		}
+		return keys
+	}
 	s.mu.RLock()
 	keys := make([]rowKey, 0, len(s.byID))
-	for d := s.head; d != nil; d = d.next {
-		k := rowKey{at: d.created, id: d.callID, d: d}
-		if o == ByUpdated {
-			k.at = d.updated
-		}
-		keys = append(keys, k)
+	for d := s.tail; d != nil; d = d.prev {
+		keys = append(keys, rowKey{at: d.updated, id: d.callID, d: d})
 	}
 	s.mu.RUnlock()
 	slices.SortFunc(keys, o.cmpKey)
 	return keys
 }
 
-// Summaries returns every row, sorted.
 // EachSummary calls fn with the rows of Summaries(o), one at a time, without
 // building the whole list: rows are made a chunk at a time under the read
 // lock, and fn runs with the lock released. It stops at fn's first error
@@ -429,7 +459,7 @@ func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
 		rows = rows[:0]
 		s.mu.RLock()
 		for _, k := range keys[i:min(i+chunk, len(keys))] {
-			if s.byID[k.id] == k.d {
+			if !k.d.gone {
 				rows = append(rows, k.d.summary())
 			}
 		}
@@ -443,18 +473,35 @@ func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
 	return nil
 }
 
+// Summaries returns every row, sorted.
 func (s *Store) Summaries(o Order) []Summary {
-	keys := s.keys(o)
-	rows := make([]Summary, 0, len(keys))
-	for i := 0; i < len(keys); i += chunk {
+	var ds []*dialog
+	if o == ByUpdated {
+		keys := s.keys(o)
+		ds = make([]*dialog, len(keys))
+		for i := range keys {
+			ds[i] = keys[i].d
+		}
+	} else {
 		s.mu.RLock()
-		for _, k := range keys[i:min(i+chunk, len(keys))] {
-			if s.byID[k.id] == k.d {
-				rows = append(rows, k.d.summary())
+		ds = s.created.merged(make([]*dialog, 0, s.created.len()))
+		s.mu.RUnlock()
+	}
+	rows := make([]Summary, len(ds))
+	n := 0
+	var b boxes
+	for i := 0; i < len(ds); i += chunk {
+		s.mu.RLock()
+		for _, d := range ds[i:min(i+chunk, len(ds))] {
+			if !d.gone {
+				rows[n] = d.summaryWith(&b)
+				n++
 			}
 		}
 		s.mu.RUnlock()
 	}
+	clear(rows[n:])
+	rows = rows[:n]
 	// a dialog updated between the two locks may have moved in
 	// updated_at order
 	if o == ByUpdated {
@@ -614,7 +661,7 @@ func (s *Store) List(q Query) Page {
 		}
 		s.mu.RLock()
 		for _, k := range keys[start:end] {
-			if s.byID[k.id] == k.d {
+			if !k.d.gone {
 				p.Rows = append(p.Rows, k.d.summary())
 			}
 		}
@@ -625,7 +672,7 @@ func (s *Store) List(q Query) Page {
 		for i := 0; i < len(keys); i += chunk {
 			s.mu.RLock()
 			for _, k := range keys[i:min(i+chunk, len(keys))] {
-				if s.byID[k.id] != k.d {
+				if k.d.gone {
 					continue
 				}
 				r := k.d.summary()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,28 +142,39 @@ type Aggregate struct {
 // keeping the topN largest buckets (topN <= 0 keeps all). Every matching
 // dialog lands in exactly one bucket.
 func (q *Querier) Aggregate(ctx context.Context, f *filter.Filter, d Dimension, topN int) (Aggregate, error) {
-	rows := q.Rows(dialog.ByCreated)
-	counts := map[bucketKey]int{}
 	out := Aggregate{Dimension: d}
-	rec := &Record{q: q}
-	for i := range rows {
-		if i%checkEvery == 0 && ctx.Err() != nil {
+	var t dialog.Tallies
+	if tf, ok := tallyField(d); ok && f == nil && q.current(dialog.ByCreated) == nil {
+		// Every dialog, and the store changed since its rows were last
+		// read: count the one field straight from the store rather than
+		// building every row first.
+		if ctx.Err() != nil {
 			return Aggregate{}, ctx.Err()
 		}
-		rec.reset(&rows[i])
-		if f != nil && !f.Match(rec) {
-			continue
+		t = q.dialogs.Tally(tf)
+	} else {
+		var err error
+		if t, err = q.tally(ctx, f, d); err != nil {
+			return Aggregate{}, err
 		}
-		out.TotalMatched++
-		v, ok := rec.Value(d)
-		if !ok {
-			v = None
-		}
-		counts[bucketKey{v, !ok}]++
 	}
-	all := make([]Bucket, 0, len(counts))
-	for k, n := range counts {
-		all = append(all, Bucket{Value: k.v, Absent: k.absent, Count: n})
+	out.TotalMatched = t.Total
+	// Counted by the value's own type, turned into text once per bucket:
+	// equal text is an equal value (an address unmapped, a status code in
+	// decimal).
+	byText := t.Text
+	for c, n := range t.Codes {
+		byText[strconv.Itoa(c)] += n
+	}
+	for a, n := range t.Addrs {
+		byText[a.Unmap().String()] += n
+	}
+	all := make([]Bucket, 0, len(byText)+1)
+	for v, n := range byText {
+		all = append(all, Bucket{Value: v, Count: n})
+	}
+	if t.Absent > 0 {
+		all = append(all, Bucket{Value: None, Absent: true, Count: t.Absent})
 	}
 	slices.SortFunc(all, func(a, b Bucket) int {
 		if c := cmp.Compare(b.Count, a.Count); c != 0 {
@@ -188,4 +200,73 @@ func (q *Querier) Aggregate(ctx context.Context, f *filter.Filter, d Dimension, 
 	}
 	out.Buckets = all
 	return out, nil
+}
+
+// tallyField is the store field a dimension counts, when the store can
+// count it alone (every dimension but rtp.codec, which the RTP streams
+// name).
+func tallyField(d Dimension) (dialog.TallyField, bool) {
+	switch d {
+	case DimState:
+		return dialog.TallyState, true
+	case DimResponseCode:
+		return dialog.TallyFinalStatus, true
+	case DimMethod:
+		return dialog.TallyMethod, true
+	case DimFromUser:
+		return dialog.TallyFromUser, true
+	case DimToUser:
+		return dialog.TallyToUser, true
+	case DimUA:
+		return dialog.TallyUA, true
+	case DimSrcIP:
+		return dialog.TallySrcAddr, true
+	case DimDstIP:
+		return dialog.TallyDstAddr, true
+	}
+	return 0, false
+}
+
+// tally counts the rows of the created_at snapshot matching f by their
+// value in d, as Store.Tally counts the store.
+func (q *Querier) tally(ctx context.Context, f *filter.Filter, d Dimension) (dialog.Tallies, error) {
+	snap := q.snapshot(dialog.ByCreated)
+	rows := snap.rows
+	t := dialog.Tallies{Text: map[string]int{}, Codes: map[int]int{}, Addrs: map[netip.Addr]int{}}
+	rec := &Record{q: q}
+	for i := range rows {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return dialog.Tallies{}, ctx.Err()
+		}
+		rec.resetAt(snap, i)
+		if f != nil && !f.Match(rec) {
+			continue
+		}
+		t.Total++
+		switch d {
+		case DimResponseCode:
+			if c := rec.Row.FinalStatusCode; c != 0 {
+				t.Codes[c]++
+				continue
+			}
+		case DimSrcIP, DimDstIP:
+			if src, dst, ok := rec.firstAddrs(); ok {
+				a := src.Addr()
+				if d == DimDstIP {
+					a = dst.Addr()
+				}
+				if a.IsValid() {
+					t.Addrs[a.Unmap()]++
+					continue
+				}
+			}
+		default:
+			if v, ok := rec.Value(d); ok {
+				t.Text[v]++
+				continue
+			}
+		}
+		t.Absent++
+	}
+	return t, nil
 }

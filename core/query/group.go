@@ -60,11 +60,11 @@ func ParseGroupDimension(s string) (Dimension, error) {
 func (r *Record) GroupValue(d Dimension) (string, bool) {
 	switch d {
 	case DimToDomain:
-		m, ok := r.First()
-		if !ok || m.Msg == nil || m.Msg.To.Host == "" {
+		e, ok := r.Extra()
+		if !ok || e.ToHost == "" {
 			return "", false
 		}
-		return strings.ToLower(m.Msg.To.Host), true
+		return strings.ToLower(e.ToHost), true
 	case DimHour:
 		if r.Row.CreatedAt.IsZero() {
 			return "", false
@@ -78,21 +78,11 @@ func (r *Record) GroupValue(d Dimension) (string, bool) {
 
 // nextHop implements DimNextHop.
 func (r *Record) nextHop() (string, bool) {
-	d, ok := r.Detail()
-	if !ok {
+	e, ok := r.Extra()
+	if !ok || !e.NextHop.IsValid() {
 		return "", false
 	}
-	var hop netip.AddrPort
-	for i := range d.Messages {
-		m := &d.Messages[i]
-		if m.Msg == nil || !m.Msg.IsRequest || m.Msg.Method != r.Row.Method || m.Msg.To.Tag != "" || !m.Dst.IsValid() {
-			continue
-		}
-		hop = m.Dst
-	}
-	if !hop.IsValid() {
-		return "", false
-	}
+	hop := e.NextHop
 	return netip.AddrPortFrom(hop.Addr().Unmap(), hop.Port()).String(), true
 }
 
@@ -327,7 +317,8 @@ func (q *Querier) Group(ctx context.Context, o GroupOptions) (Grouping, error) {
 	wantMOS := slices.Contains(metrics, MetricMOSP10)
 	out := Grouping{By: o.By, Metrics: metrics}
 	accs := map[bucketKey]*groupAcc{}
-	rows := q.Rows(dialog.ByCreated)
+	snap := q.snapshot(dialog.ByCreated)
+	rows := snap.rows
 	// The capture's last message: an INVITE silent long before it is no
 	// longer ringing.
 	var end time.Time
@@ -342,7 +333,7 @@ func (q *Querier) Group(ctx context.Context, o GroupOptions) (Grouping, error) {
 			return Grouping{}, ctx.Err()
 		}
 		row := &rows[i]
-		rec.reset(row)
+		rec.resetAt(snap, i)
 		if o.Filter != nil && !o.Filter.Match(rec) {
 			continue
 		}

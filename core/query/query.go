@@ -54,6 +54,21 @@ type snapshot struct {
 
 	methodsOnce sync.Once
 	methods     []MethodCount // by_method over every row
+
+	extrasOnce sync.Once
+	extras     []dialog.Extra // rows' extras, aligned; nil when unavailable
+	order      dialog.Order
+}
+
+// allExtras is the Extra of every row of a created_at snapshot, read once
+// from the store when it has not moved since the rows were read; nil
+// otherwise (a Record then looks its row up by Call-ID).
+func (s *snapshot) allExtras(q *Querier) []dialog.Extra {
+	if s == nil || s.order != dialog.ByCreated {
+		return nil
+	}
+	s.extrasOnce.Do(func() { s.extras = q.dialogs.ExtrasAt(s.rev, len(s.rows)) })
+	return s.extras
 }
 
 // allMethods is by_method over every row of the snapshot, computed once.
@@ -107,15 +122,12 @@ func (q *Querier) snapshot(o dialog.Order) *snapshot {
 	if o != dialog.ByUpdated {
 		o = dialog.ByCreated
 	}
-	c := q.cache
-	rev := q.dialogs.Revision()
-	c.mu.Lock()
-	if s := c.snaps[o]; s != nil && s.rev == rev {
-		c.mu.Unlock()
+	if s := q.current(o); s != nil {
 		return s
 	}
-	c.mu.Unlock()
-	s := &snapshot{rev: rev, rows: q.dialogs.Summaries(o)}
+	c := q.cache
+	rev := q.dialogs.Revision()
+	s := &snapshot{rev: rev, rows: q.dialogs.Summaries(o), order: o}
 	// Keep the rows only when no mutation ran while they were read: then
 	// they are exactly the content at rev.
 	if q.dialogs.Revision() == rev {
@@ -124,6 +136,18 @@ func (q *Querier) snapshot(o dialog.Order) *snapshot {
 		c.mu.Unlock()
 	}
 	return s
+}
+
+// current returns the cached snapshot in order o when the store has not
+// moved since it was read; nil otherwise.
+func (q *Querier) current(o dialog.Order) *snapshot {
+	rev := q.dialogs.Revision()
+	q.cache.mu.Lock()
+	defer q.cache.mu.Unlock()
+	if s := q.cache.snaps[o]; s != nil && s.rev == rev {
+		return s
+	}
+	return nil
 }
 
 // Record returns a filter record for a row (see Record).
@@ -168,6 +192,12 @@ type Page struct {
 // dialog (TotalMatched and ByMethod count them all) and returns ctx's error
 // if ctx ends first.
 func (q *Querier) List(ctx context.Context, o ListOptions) (Page, error) {
+	if o.Filter == nil && o.Order != dialog.ByUpdated && o.Limit > 0 && o.Limit <= maxSlice && q.current(dialog.ByCreated) == nil {
+		// The store changed since the rows were last sorted: a page of
+		// every row needs only the page, read from the store's own
+		// created_at index, not a new snapshot of every row.
+		return q.slice(o), nil
+	}
 	snap := q.snapshot(o.Order)
 	rows := snap.rows
 	if o.Filter == nil {
@@ -182,7 +212,7 @@ func (q *Querier) List(ctx context.Context, o ListOptions) (Page, error) {
 		}
 		row := &rows[i]
 		if o.Filter != nil {
-			rec.reset(row)
+			rec.resetAt(snap, i)
 			if !o.Filter.Match(rec) {
 				continue
 			}
@@ -224,6 +254,25 @@ func listAll(snap *snapshot, o ListOptions) Page {
 		ByMethod:     append([]MethodCount(nil), snap.allMethods()...),
 		More:         end < len(rows),
 	}
+}
+
+// maxSlice bounds the page read from the store in one hold of its read
+// lock; a longer unfiltered page reads a snapshot.
+const maxSlice = 4096
+
+// slice is an unfiltered page in created_at order read from the store,
+// equal to listAll over a snapshot taken at the same instant.
+func (q *Querier) slice(o ListOptions) Page {
+	var past func(time.Time, string) bool
+	if c := o.After; c != nil {
+		past = func(at time.Time, callID string) bool { return c.afterRow(at, callID) }
+	}
+	sl := q.dialogs.SliceCreated(past, o.Limit)
+	methods := make(map[string]int, len(sl.Methods))
+	for k, v := range sl.Methods {
+		methods[orNone(k)] += v
+	}
+	return Page{Rows: sl.Rows, TotalMatched: sl.Total, ByMethod: byMethod(methods), More: sl.More}
 }
 
 func byMethod(m map[string]int) []MethodCount {

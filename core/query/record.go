@@ -20,8 +20,13 @@ type Record struct {
 	q   *Querier
 	Row *dialog.Summary
 
+	snap *snapshot // the snapshot Row belongs to, at index idx; nil when none
+	idx  int
+
 	loaded    uint8 // which lazy parts were loaded (loadedDetail...)
 	detail    *dialog.Detail
+	extra     *dialog.Extra
+	extraVal  dialog.Extra
 	streams   []media.StreamInfo
 	endpoints []media.Endpoint
 	diag      *analysis.MediaDiagnosis
@@ -30,13 +35,42 @@ type Record struct {
 const (
 	loadedDetail uint8 = 1 << iota
 	loadedStreams
+	loadedExtra
 )
 
 var _ filter.Record = (*Record)(nil)
 
-// reset points the record at another row and forgets what it loaded.
-func (r *Record) reset(row *dialog.Summary) {
-	*r = Record{q: r.q, Row: row}
+// resetAt points the record at row i of a snapshot and forgets what it
+// loaded.
+func (r *Record) resetAt(s *snapshot, i int) {
+	*r = Record{q: r.q, Row: &s.rows[i], snap: s, idx: i}
+}
+
+// Extra returns what the dialog's retained messages say beyond its row
+// (first addresses, User-Agent, To host, next hop), without parsing them:
+// from the snapshot's extras when the store has not moved since the rows
+// were read, else looked up by Call-ID (loaded once). False when the dialog
+// left the store.
+func (r *Record) Extra() (*dialog.Extra, bool) {
+	if r.loaded&loadedExtra == 0 {
+		r.loaded |= loadedExtra
+		if xs := r.snap.allExtras(r.q); xs != nil {
+			r.extra = &xs[r.idx]
+		} else if e, ok := r.q.dialogs.Extra(r.Row.CallID); ok {
+			r.extraVal = e
+			r.extra = &r.extraVal
+		}
+	}
+	return r.extra, r.extra != nil
+}
+
+// firstAddrs returns the addresses of the dialog's first retained message.
+func (r *Record) firstAddrs() (src, dst netip.AddrPort, ok bool) {
+	e, ok := r.Extra()
+	if !ok || !e.Retained {
+		return netip.AddrPort{}, netip.AddrPort{}, false
+	}
+	return e.Src, e.Dst, true
 }
 
 // Detail returns the dialog's detail with its retained messages (loaded
@@ -109,16 +143,11 @@ func (f fixedMedia) Stats() media.Stats                   { return media.Stats{}
 // UA returns the first non-empty User-Agent (Server on a response) among
 // the retained messages.
 func (r *Record) UA() (string, bool) {
-	d, ok := r.Detail()
-	if !ok {
+	e, ok := r.Extra()
+	if !ok || e.UA == "" {
 		return "", false
 	}
-	for i := range d.Messages {
-		if m := d.Messages[i].Msg; m != nil && m.UserAgent != "" {
-			return m.UserAgent, true
-		}
-	}
-	return "", false
+	return e.UA, true
 }
 
 // First returns the dialog's first retained message.
@@ -180,12 +209,12 @@ func (r *Record) Str(f filter.Field) (string, bool) {
 	case filter.FieldUA:
 		return r.UA()
 	case filter.FieldSrcIP:
-		if m, ok := r.First(); ok {
-			return addrText(m.Src.Addr())
+		if src, _, ok := r.firstAddrs(); ok {
+			return addrText(src.Addr())
 		}
 	case filter.FieldDstIP:
-		if m, ok := r.First(); ok {
-			return addrText(m.Dst.Addr())
+		if _, dst, ok := r.firstAddrs(); ok {
+			return addrText(dst.Addr())
 		}
 	}
 	return "", false
@@ -213,12 +242,12 @@ func (r *Record) Num(f filter.Field) (float64, bool) {
 	case filter.FieldSetupTime:
 		return ms(s.Timing.SetupMs)
 	case filter.FieldSrcPort:
-		if m, ok := r.First(); ok && m.Src.IsValid() {
-			return float64(m.Src.Port()), true
+		if src, _, ok := r.firstAddrs(); ok && src.IsValid() {
+			return float64(src.Port()), true
 		}
 	case filter.FieldDstPort:
-		if m, ok := r.First(); ok && m.Dst.IsValid() {
-			return float64(m.Dst.Port()), true
+		if _, dst, ok := r.firstAddrs(); ok && dst.IsValid() {
+			return float64(dst.Port()), true
 		}
 	case filter.FieldRTPMOS, filter.FieldRTPJitter, filter.FieldRTPLoss, filter.FieldRTPPackets:
 		return r.mediaNum(f)

@@ -125,7 +125,8 @@ func (q *Querier) Window(ctx context.Context, o WindowOptions) (Page, error) {
 	if !o.End.IsZero() && !o.End.After(o.Start) {
 		return Page{}, ErrWindow
 	}
-	rows := q.Rows(dialog.ByCreated)
+	snap := q.snapshot(dialog.ByCreated)
+	rows := snap.rows
 	lo, _ := slices.BinarySearchFunc(rows, o.Start, func(r dialog.Summary, t time.Time) int {
 		return r.CreatedAt.Compare(t)
 	})
@@ -145,7 +146,7 @@ func (q *Querier) Window(ctx context.Context, o WindowOptions) (Page, error) {
 		}
 		row := &rows[i]
 		if o.Filter != nil {
-			rec.reset(row)
+			rec.resetAt(snap, i)
 			if !o.Filter.Match(rec) {
 				continue
 			}
