@@ -23,6 +23,10 @@ type SourceState struct {
 	Exhausted bool
 	// StoppedEarly: reading stopped before the end (e.g. a truncated file).
 	StoppedEarly bool
+	// Loading: a file load is still running, so rows keep arriving until it
+	// ends (a live source or a HEP listener alone is not loading: it has no
+	// end to wait for).
+	Loading bool
 	// Identity of the capture.
 	Identity CaptureIdentity
 }
@@ -86,4 +90,20 @@ func NewPage(returned, total int, more bool, next string, src SourceState, schem
 		p.Truncated = &f
 	}
 	return p
+}
+
+// ResumeAt gives the last page of a listing read while a file load is still
+// running the cursor to continue from: rows the load adds later follow it,
+// so a client paging until next_cursor is null gets every row of the whole
+// file exactly once instead of stopping wherever the load stood. cursor is
+// the last row's cursor, or the request's own cursor when the page is empty;
+// "" leaves the page as it is. A page with more rows already carries its
+// cursor. Once the load has ended (and for a live source or a HEP listener,
+// which never end on their own: tail_dialogs follows those) the last page's
+// cursor stays null.
+func (p *Page) ResumeAt(src SourceState, cursor string) {
+	if cursor == "" || p.NextCursor != nil || !src.Loading || src.Exhausted || src.StoppedEarly {
+		return
+	}
+	p.NextCursor = &cursor
 }

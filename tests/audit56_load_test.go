@@ -136,6 +136,12 @@ func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 			}
 			walkDone = true
 		default:
+			// Mid-load, the last page of what is loaded carries the cursor
+			// to continue from (sdk Page.ResumeAt): null only when there is
+			// nothing to resume from (no row yet, no cursor given).
+			if len(ids) > 0 || cursor != "" {
+				t.Errorf("mid-load page at the end of what is loaded: next_cursor null (rows %d, cursor %q), want the cursor to continue from", len(ids), cursor)
+			}
 			pending = ids
 			caughtUp++
 		}
@@ -248,7 +254,7 @@ func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 		}
 		walkPage(t)
 	}
-	t.Logf("the 7-row walk caught up with the load %d times (next_cursor null mid-load)", caughtUp)
+	t.Logf("the 7-row walk reached the end of what was loaded %d times (and continued from next_cursor)", caughtUp)
 	var missing, twice []string
 	for id := range want {
 		switch walk[id] {
@@ -355,6 +361,9 @@ func TestAudit56TailAndSearchByTimeDuringLoadE2E(t *testing.T) {
 		case w.tool == "search_by_time" && next == "" && m["source_exhausted"] == true:
 			w.done = true
 		case w.tool == "search_by_time" && next == "":
+			if len(rows) > 0 || w.cursor != "" {
+				t.Errorf("search_by_time mid-load: next_cursor null (rows %d), want the cursor to continue from", len(rows))
+			}
 			if len(rows) < len(repeat) {
 				t.Fatalf("search_by_time: asked again from the same cursor, %d rows where %d were", len(rows), len(repeat))
 			}
@@ -384,7 +393,7 @@ func TestAudit56TailAndSearchByTimeDuringLoadE2E(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("%d steps mid-load; search_by_time caught up with the load %d times (next_cursor null mid-load); tail_dialogs returned %d rows for %d dialogs",
+	t.Logf("%d steps mid-load; search_by_time reached the end of what was loaded %d times (and continued from next_cursor); tail_dialogs returned %d rows for %d dialogs",
 		midLoad, walks[0].caughtUp, sum(walks[1].seen), len(walks[1].seen))
 	if midLoad < 3 {
 		t.Fatalf("only %d steps mid-load: the walks were not carried across the load", midLoad)

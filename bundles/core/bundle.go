@@ -88,6 +88,7 @@ func sourceState(st engine.Status) sdk.SourceState {
 	return sdk.SourceState{
 		Exhausted:    st.SourceExhausted,
 		StoppedEarly: st.SourceStoppedEarly,
+		Loading:      st.Loading,
 		Identity:     identity(st.Identity),
 	}
 }

@@ -213,12 +213,17 @@ func dialogPage(ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs) (Di
 	}
 	page := func(k int) DialogPage {
 		more := p.More || k < len(rows)
+		last := a.cursor
+		if k > 0 {
+			last = query.CursorOf(&rows[k-1], dialog.ByCreated)
+		}
 		next := ""
 		if more && k > 0 {
-			next = query.CursorOf(&rows[k-1], dialog.ByCreated)
+			next = last
 		}
-		return DialogPage{Dialogs: []dialog.Summary{}, ByMethod: p.ByMethod,
-			Page: sdk.NewPage(k, p.TotalMatched, more, next, src, listSchemaVersion)}
+		pg := sdk.NewPage(k, p.TotalMatched, more, next, src, listSchemaVersion)
+		pg.ResumeAt(src, last)
+		return DialogPage{Dialogs: []dialog.Summary{}, ByMethod: p.ByMethod, Page: pg}
 	}
 	sizes, err := rowBytes(rows, a.fields)
 	if err != nil {

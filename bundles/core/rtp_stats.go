@@ -180,10 +180,15 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 		out.Streams = append(out.Streams, s)
 		next = r.key
 	}
+	last := next
+	if last == "" {
+		last = in.Cursor
+	}
 	if !more {
 		next = ""
 	}
 	out.Page = sdk.NewPage(len(out.Streams), len(matched), more, next, src, rtpStatsSchemaVersion)
+	out.Page.ResumeAt(src, last)
 	return out, nil
 }
 

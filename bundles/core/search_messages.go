@@ -85,12 +85,17 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		}
 		page := func(k int) SearchMessages {
 			more := p.More || k < len(hits)
+			last := in.Cursor
+			if k > 0 {
+				last = p.Hits[k-1].Cursor()
+			}
 			next := ""
 			if more && k > 0 {
-				next = p.Hits[k-1].Cursor()
+				next = last
 			}
-			return SearchMessages{Hits: []SearchHit{}, MessagesSearched: p.MessagesSearched,
-				Page: sdk.NewPage(k, p.TotalMatched, more, next, src, searchSchemaVersion)}
+			pg := sdk.NewPage(k, p.TotalMatched, more, next, src, searchSchemaVersion)
+			pg.ResumeAt(src, last)
+			return SearchMessages{Hits: []SearchHit{}, MessagesSearched: p.MessagesSearched, Page: pg}
 		}
 		sizes, err := rowBytes(hits, nil)
 		if err != nil {

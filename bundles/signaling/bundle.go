@@ -124,6 +124,7 @@ func sourceState(st engine.Status) sdk.SourceState {
 	return sdk.SourceState{
 		Exhausted:    st.SourceExhausted,
 		StoppedEarly: st.SourceStoppedEarly,
+		Loading:      st.Loading,
 		Identity: sdk.CaptureIdentity{Node: id.Node, Instance: id.Instance,
 			DialogGeneration: id.DialogGeneration, StreamGeneration: id.StreamGeneration},
 	}

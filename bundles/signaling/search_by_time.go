@@ -106,12 +106,17 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 		r := &p.Rows[i]
 		out.Dialogs[i] = TimeRow{CallID: r.CallID, CreatedAt: r.CreatedAt, State: r.State, FinalStatusCode: r.FinalStatusCode}
 	}
+	last := in.Cursor
+	if len(p.Rows) > 0 {
+		r := &p.Rows[len(p.Rows)-1]
+		last = query.DialogCursor(r.CreatedAt, r.CallID)
+	}
 	next := ""
 	if p.More && len(p.Rows) > 0 {
-		last := &p.Rows[len(p.Rows)-1]
-		next = query.DialogCursor(last.CreatedAt, last.CallID)
+		next = last
 	}
 	out.Page = sdk.NewPage(len(p.Rows), p.TotalMatched, p.More, next, src, searchByTimeSchemaVersion)
+	out.Page.ResumeAt(src, last)
 	return out, nil
 }
 
