@@ -199,14 +199,16 @@ func readExit(st engine.Status) int { return batchExit(st, false) }
 
 // batchExit is a batch run's exit code: 1 when a source stopped early (a
 // truncated or unreadable file, a live source fault), whatever else
-// happened; 0 when the read was whole, or stopped on request (the status
+// happened; 0 when the read was whole (even if a store shed something at a
+// cap: complete is false and incomplete_reasons says why, but no input was
+// lost to a fault), or stopped on request (the status
 // says so for a file load; onRequest says so for a live or HEP run stopped
 // by a signal, --duration or --count); 1 otherwise.
 func batchExit(st engine.Status, onRequest bool) int {
 	switch {
 	case st.SourceStoppedEarly:
 		return exitFailure
-	case st.Complete, st.StoppedOnRequest, onRequest:
+	case st.SourceExhausted, st.Complete, st.StoppedOnRequest, onRequest:
 		return exitOK
 	}
 	return exitFailure

@@ -350,6 +350,7 @@ func TestBatchExit(t *testing.T) {
 		want      int
 	}{
 		{"file read whole", engine.Status{SourceExhausted: true, Complete: true}, false, exitOK},
+		{"file read whole, dialogs evicted at the cap", engine.Status{SourceExhausted: true, IncompleteReasons: []string{"dialogs_evicted"}}, false, exitOK},
 		{"file load stopped on request", engine.Status{StoppedOnRequest: true}, false, exitOK},
 		{"live or HEP stopped on request", engine.Status{}, true, exitOK},
 		{"truncated file", engine.Status{SourceStoppedEarly: true}, false, exitFailure},
