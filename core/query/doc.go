@@ -16,9 +16,12 @@
 //     msg_count, retransmits, duration (the answered call's duration, 2xx to
 //     BYE, absent when not answered and ended), pdd and setup_time (seconds,
 //     absent when not measured);
-//   - the retained messages: ua (the first non-empty User-Agent, or Server
-//     on a response), payload (the raw text of each retained message),
-//     src.ip, dst.ip, src.port, dst.port (the dialog's first message);
+//   - what the store notes of the retained messages as they arrive
+//     (dialog.Extra, no message parsed again): ua (the first non-empty
+//     User-Agent, or Server on a response), src.ip, dst.ip, src.port,
+//     dst.port (the dialog's first message), and group_dialogs' to_domain
+//     and next_hop;
+//   - the retained messages themselves: payload (the raw text of each);
 //   - the linked RTP streams (the stream store's StreamsFor; UDPTL fax flows
 //     are not RTP and are skipped): rtp.codec and rtp.ssrc (each stream),
 //     rtp.loss (the worst stream's loss_pct), rtp.jitter (the worst stream's
@@ -41,9 +44,16 @@
 // row exactly once even when many rows share a timestamp. Every page also
 // counts every match (TotalMatched) and the matches per method (ByMethod).
 //
-// The sorted rows of the dialog store are kept between calls as long as the
-// store's revision does not move, so paging through a loaded capture sorts
-// once.
+// The rows of the dialog store, in order, are kept between calls as long
+// as the store's revision does not move. The store keeps its own created_at
+// index as dialogs open and leave, so no listing sorts it; after a change,
+// a page without a filter is read from that index alone (the page's rows,
+// the count and the per-method counts the store keeps), and only a filter
+// reads every row again.
+//
+// [Querier.Aggregate] without a filter, when the store moved since its
+// rows were last read, counts the one field it needs straight from the
+// store (dialog.Store.Tally) instead of reading every row.
 //
 // # Aggregation and search
 //
