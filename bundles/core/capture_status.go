@@ -140,15 +140,18 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 	if out.Source == "none" || out.Source == "" {
 		out.Source = "unknown"
 	}
-	for _, s := range d.capture.Dialogs().Summaries(dialog.ByCreated) {
-		out.DialogCount++
-		if !finalStates[s.State] {
-			out.ActiveDialogCount++
-		}
-		if s.State == dialog.InCall.String() {
-			out.ActiveCallCount++
+	// Counted from the store's tally by state, not from built rows: a row
+	// per dialog cost 40-50 ms at 100,000 dialogs. A dialog without a state
+	// (Absent) is not in a final one.
+	byState := d.capture.Dialogs().Tally(dialog.TallyState)
+	out.DialogCount = byState.Total
+	out.ActiveDialogCount = byState.Total
+	for state, n := range byState.Text {
+		if finalStates[state] {
+			out.ActiveDialogCount -= n
 		}
 	}
+	out.ActiveCallCount = byState.Text[dialog.InCall.String()]
 	if st.Media != nil {
 		n, o := st.Media.Streams, st.Media.OrphanedStreams
 		out.StreamCount, out.OrphanedStreamCount = &n, &o

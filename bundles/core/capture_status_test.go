@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/internal/testcap"
@@ -231,5 +232,40 @@ func TestCaptureStatusReportsKernelDrops(t *testing.T) {
 		if m.Quality.Interface != nil {
 			t.Errorf("interface_dropped_packets: got %d, want absent (not measured)", *m.Quality.Interface)
 		}
+	}
+}
+
+// TestCaptureStatusCountsFollowTheRows: capture_status counts from the
+// store's tally by state; every count equals the one read off the rows
+// (dialog_count, active_dialog_count: not Completed, Cancelled, Failed,
+// Redirected, Expired or Terminated; active_call_count: InCall) on captures
+// with calls in progress, failed, cancelled and registered.
+func TestCaptureStatusCountsFollowTheRows(t *testing.T) {
+	for _, name := range []string{"sip-rtp-g711.pcap", "sipp-branch-scenario.pcapng", "b2bua-asterisk.pcapng", "sip-routing-error.pcapng", "SIP_CALL_RTP_G711"} {
+		t.Run(name, func(t *testing.T) {
+			c := rptLoad(t, testcap.Public(name))
+			var dialogs, active, inCall int
+			for _, s := range c.Dialogs().Summaries(dialog.ByCreated) {
+				dialogs++
+				if !finalStates[s.State] {
+					active++
+				}
+				if s.State == dialog.InCall.String() {
+					inCall++
+				}
+			}
+			m := callStatus(t, c)
+			for _, tc := range []struct {
+				field string
+				want  int
+			}{{"dialog_count", dialogs}, {"active_dialog_count", active}, {"active_call_count", inCall}} {
+				if got := m[tc.field]; got != float64(tc.want) {
+					t.Errorf("%s: got %v, want %d", tc.field, got, tc.want)
+				}
+			}
+			if dialogs == 0 {
+				t.Error("no dialogs: the comparison proves nothing")
+			}
+		})
 	}
 }

@@ -169,3 +169,14 @@ func qbAggregate(b *testing.B, cold bool) {
 
 func BenchmarkAggregateDialogsToolDims(b *testing.B)     { qbAggregate(b, false) }
 func BenchmarkAggregateDialogsToolDimsCold(b *testing.B) { qbAggregate(b, true) }
+
+// BenchmarkCaptureStatusToolCold: capture_status on the 100,000-dialog store
+// right after it changed (counts from the store's tally by state).
+func BenchmarkCaptureStatusToolCold(b *testing.B) {
+	qbBench(b, true, "capture_status", map[string]any{}, func(b *testing.B, out string) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil || m["dialog_count"] != float64(qbDialogs) {
+			b.Fatalf("capture_status: %v dialog_count %v", err, m["dialog_count"])
+		}
+	})
+}
