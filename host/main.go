@@ -296,9 +296,9 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
 		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer")})
 
-	if h.subscribable {
-		go h.res.run(ctx)
-	}
+	// The subscription poller runs under ctx, only while a connection
+	// holds a subscription.
+	h.res.start(ctx)
 	if transport == "stdio" {
 		log.Info("serving MCP over stdio", "tools", len(sel))
 		if err := serveStdio(ctx, h, sio.Stdin, sio.Stdout, sio.Stderr); err != nil {
@@ -308,7 +308,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	}
 
 	front := &httpFront{log: log, sessions: newSessionManager(), verify: verify, allowedHosts: cfg.Strings("mcp.allowed_host")}
-	front.sessions.onEnd = h.res.forget
+	h.res.bindSessions(front.sessions)
 	front.rewrite = h.res.rewriteRequest
 	if len(front.allowedHosts) == 1 && front.allowedHosts[0] == "" {
 		front.allowedHosts = nil

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -49,6 +50,19 @@ type resourceHost struct {
 
 	mu       sync.Mutex
 	sessions map[string]map[string]*watch // session id → uri → watch
+	// base is the server's lifetime (set by start): the poller runs under
+	// it, and only while some connection holds a subscription.
+	base    context.Context
+	polling bool // a poller goroutine is running or about to (under mu)
+	// closed is set when the only connection (stdio) ended: a subscribe
+	// still in flight is not recorded.
+	closed bool
+	// alive, when set, says whether a session id still names a live
+	// connection (the HTTP session table): a subscribe that raced the
+	// DELETE ending its session is not recorded.
+	alive func(id string) bool
+	// pollers counts running poller goroutines (0 or 1).
+	pollers atomic.Int32
 
 	// notify sends notifications/resources/updated to one session (the
 	// server's, replaced in tests).
@@ -377,31 +391,83 @@ func (rh *resourceHost) subscribe(ctx context.Context, uri string) {
 	if c, err := s.read(ctx, uri, vars); err == nil {
 		w.digest = digest(c)
 	}
+	id := sess.SessionID()
 	rh.mu.Lock()
 	defer rh.mu.Unlock()
-	m := rh.sessions[sess.SessionID()]
+	if rh.closed || (rh.alive != nil && !rh.alive(id)) {
+		rh.log.Debug("subscription of an ended connection not recorded", "session", id, "uri", uri)
+		return
+	}
+	m := rh.sessions[id]
 	if m == nil {
 		m = map[string]*watch{}
-		rh.sessions[sess.SessionID()] = m
+		rh.sessions[id] = m
 	}
 	if m[uri] == nil {
 		m[uri] = w
 	}
+	rh.startPollerLocked()
 }
 
 func (rh *resourceHost) unsubscribe(ctx context.Context, uri string) {
 	if sess := server.ClientSessionFromContext(ctx); sess != nil {
 		rh.mu.Lock()
-		delete(rh.sessions[sess.SessionID()], uri)
+		id := sess.SessionID()
+		delete(rh.sessions[id], uri)
+		if len(rh.sessions[id]) == 0 {
+			delete(rh.sessions, id)
+		}
 		rh.mu.Unlock()
 	}
 }
 
-// forget drops every subscription of a connection that went away.
+// forget drops every subscription of a connection that went away (the
+// poller exits at its next tick when none is left).
 func (rh *resourceHost) forget(id string) {
 	rh.mu.Lock()
+	n := len(rh.sessions[id])
 	delete(rh.sessions, id)
+	total := rh.countLocked()
 	rh.mu.Unlock()
+	if n > 0 {
+		rh.log.Debug("connection ended; its subscriptions dropped", "session", id, "dropped", n, "subscriptions", total)
+	}
+}
+
+// bindSessions ties subscriptions to the HTTP session table: a session
+// that ends (DELETE, eviction) takes its subscriptions with it, and a
+// subscribe for a session already ended is not recorded.
+func (rh *resourceHost) bindSessions(m *sessionManager) {
+	m.onEnd = rh.forget
+	rh.alive = m.isLive
+}
+
+// shut ends the only connection (stdio, at EOF): every subscription is
+// dropped and a subscribe still in flight is not recorded.
+func (rh *resourceHost) shut() {
+	rh.mu.Lock()
+	rh.closed = true
+	n := rh.countLocked()
+	rh.sessions = map[string]map[string]*watch{}
+	rh.mu.Unlock()
+	if n > 0 {
+		rh.log.Debug("connection ended; its subscriptions dropped", "dropped", n, "subscriptions", 0)
+	}
+}
+
+// count is the number of subscriptions held, over every connection.
+func (rh *resourceHost) count() int {
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	return rh.countLocked()
+}
+
+func (rh *resourceHost) countLocked() int {
+	n := 0
+	for _, m := range rh.sessions {
+		n += len(m)
+	}
+	return n
 }
 
 func digest(c sdk.ResourceContent) [32]byte {
@@ -422,17 +488,60 @@ func digest(c sdk.ResourceContent) [32]byte {
 // rendering per window per URI and connection, never one per poll) and
 // notifies when the digest changed, or always after a capture swap. A
 // change inside the window is held, not dropped.
+//
+// The poller runs only while some connection holds a subscription: the
+// first subscription starts it, and it exits at the first tick that finds
+// none left (or when the server stops).
 func (rh *resourceHost) run(ctx context.Context) {
+	rh.pollers.Add(1)
+	defer rh.pollers.Add(-1)
+	rh.log.Debug("subscription poller started")
+	defer rh.log.Debug("subscription poller stopped")
 	t := time.NewTicker(subscribePoll)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			rh.mu.Lock()
+			rh.polling = false
+			rh.mu.Unlock()
 			return
 		case now := <-t.C:
+			rh.mu.Lock()
+			if len(rh.sessions) == 0 {
+				rh.polling = false
+				rh.mu.Unlock()
+				return
+			}
+			rh.mu.Unlock()
 			rh.tick(ctx, now)
 		}
 	}
+}
+
+// resourceProbeKey, in the context start receives, carries a func told of
+// the resourceHost (tests read its subscription and poller counts).
+type resourceProbeKey struct{}
+
+// start records the server's lifetime: the poller runs under it.
+func (rh *resourceHost) start(ctx context.Context) {
+	if probe, ok := ctx.Value(resourceProbeKey{}).(func(*resourceHost)); ok {
+		probe(rh)
+	}
+	rh.mu.Lock()
+	rh.base = ctx
+	rh.startPollerLocked()
+	rh.mu.Unlock()
+}
+
+// startPollerLocked starts the poller when a subscription exists and none
+// runs (rh.mu held).
+func (rh *resourceHost) startPollerLocked() {
+	if rh.polling || rh.base == nil || rh.base.Err() != nil || len(rh.sessions) == 0 {
+		return
+	}
+	rh.polling = true
+	go rh.run(rh.base)
 }
 
 type sessionWatch struct {

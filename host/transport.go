@@ -76,6 +76,9 @@ func (l *lineRewriter) Read(p []byte) (int, error) {
 func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, logw io.Writer) error {
 	s := server.NewStdioServer(h.srv)
 	s.SetErrorLogger(log.New(logw, "sipnab.stdio: ", log.LstdFlags))
+	// EOF on stdin ends the one connection: its subscriptions go with it,
+	// whatever mcp-go's session hooks did.
+	defer h.res.shut()
 	err := s.Listen(ctx, &lineRewriter{r: bufio.NewReader(in), fn: h.res.rewriteRequest}, &rewriteWriter{w: out})
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
 		return nil
@@ -136,6 +139,14 @@ func (m *sessionManager) Validate(id string) (bool, error) {
 		return false, fmt.Errorf("unknown session")
 	}
 	return false, nil
+}
+
+// isLive says whether id names a session that has not ended.
+func (m *sessionManager) isLive(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.live[id]
+	return ok
 }
 
 func (m *sessionManager) Terminate(id string) (bool, error) {
