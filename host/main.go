@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -307,9 +306,8 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		return exitOK, nil
 	}
 
-	front := &httpFront{log: log, sessions: newSessionManager(), verify: verify, allowedHosts: cfg.Strings("mcp.allowed_host")}
-	h.res.bindSessions(front.sessions)
-	front.rewrite = h.res.rewriteRequest
+	front := newHTTPFront(h, log, verify, maxSessions)
+	front.allowedHosts = cfg.Strings("mcp.allowed_host")
 	if len(front.allowedHosts) == 1 && front.allowedHosts[0] == "" {
 		front.allowedHosts = nil
 	}
@@ -317,14 +315,6 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		front.resourceURL = resURL
 		front.metadataPath, front.metadataURL = metadataLocation(resURL)
 	}
-	front.mcp = server.NewStreamableHTTPServer(h.srv,
-		server.WithEndpointPath("/mcp"),
-		server.WithStateful(true),
-		server.WithSessionIdManager(front.sessions),
-		server.WithEventStore(server.NewInMemoryEventStore()),
-		server.WithDisableLocalhostProtection(true), // the front applies the Host allowlist
-		server.WithStreamableHTTPLogger(toSlog(log.Named("http"))),
-	)
 	ln, err := net.Listen("tcp", cfg.String("mcp.bind"))
 	if err != nil {
 		return 0, fmt.Errorf("binding %s: %w", cfg.String("mcp.bind"), err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -399,4 +400,80 @@ func (f fakeSession) SessionID() string                                 { return
 
 func sessionContext(id string) context.Context {
 	return server.NewMCPServer("t", "1").WithContext(context.Background(), fakeSession(id))
+}
+
+// TestEvictedHTTPSessionsLeaveNothing floods initialize through the HTTP
+// front with the session table capped at 100: at every step the sessions
+// mcp-go holds registered and the subscriptions stay within the cap (an
+// evicted session is ended in mcp-go too, which frees it only on DELETE),
+// and once every session is deleted nothing is left, the poller included.
+func TestEvictedHTTPSessionsLeaveNothing(t *testing.T) {
+	const cap, flood = 100, 20000
+	h := newMCPHost(hostOptions{log: newTestLogger(), reg: testRegistry(t, &testBundle{id: "t"}), selected: map[string]bool{"t_echo": true},
+		entries: []string{"full"}, limits: sdk.DefaultLimits()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.res.start(ctx)
+	front := newHTTPFront(h, newTestLogger(), &verifier{}, cap)
+	var mu sync.Mutex
+	registered := 0
+	h.srv.GetHooks().AddOnRegisterSession(func(context.Context, server.ClientSession) { mu.Lock(); registered++; mu.Unlock() })
+	h.srv.GetHooks().AddOnUnregisterSession(func(context.Context, server.ClientSession) { mu.Lock(); registered--; mu.Unlock() })
+	serve := func(method, sid, body string) (*httptest.ResponseRecorder, map[string]any) {
+		req := httptest.NewRequest(method, "/mcp", strings.NewReader(body))
+		req.Host = "127.0.0.1"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		rec := httptest.NewRecorder()
+		front.ServeHTTP(rec, req)
+		var m map[string]any
+		for _, l := range strings.Split(rec.Body.String(), "\n") {
+			if d, ok := strings.CutPrefix(l, "data: "); ok && strings.Contains(d, `"id"`) {
+				_ = json.Unmarshal([]byte(d), &m)
+			}
+		}
+		return rec, m
+	}
+	var sids []string
+	for i := 0; i < flood; i++ {
+		rec, _ := serve(http.MethodPost, "", initMsg)
+		sid := rec.Header().Get("Mcp-Session-Id")
+		if sid == "" {
+			t.Fatalf("initialize %d: status %d %s", i, rec.Code, rec.Body.String())
+		}
+		sids = append(sids, sid)
+		if i%10 == 0 {
+			if _, m := serve(http.MethodPost, sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"test://t/live"}}`); m["result"] == nil {
+				t.Fatalf("subscribe %d: %v", i, m)
+			}
+		}
+		mu.Lock()
+		r := registered
+		mu.Unlock()
+		if n := h.res.count(); r > cap || n > cap/10+1 {
+			t.Fatalf("step %d: %d sessions registered, %d subscriptions; want at most %d and %d", i, r, n, cap, cap/10+1)
+		}
+	}
+	if got := front.sessions.evicted; got != flood-cap {
+		t.Errorf("evicted %d sessions, want %d", got, flood-cap)
+	}
+	if rec, _ := serve(http.MethodPost, sids[0], `{"jsonrpc":"2.0","id":3,"method":"ping"}`); rec.Code != http.StatusNotFound {
+		t.Errorf("request on an evicted session: status %d, want 404", rec.Code)
+	}
+	for _, sid := range sids[flood-cap:] {
+		if rec, _ := serve(http.MethodDelete, sid, ""); rec.Code != http.StatusOK {
+			t.Fatalf("DELETE: status %d", rec.Code)
+		}
+	}
+	mu.Lock()
+	r := registered
+	mu.Unlock()
+	if r != 0 {
+		t.Errorf("after DELETE of the live sessions: %d still registered, want 0", r)
+	}
+	wantHeld(t, h.res, 0, 0, "after DELETE of the live sessions")
 }

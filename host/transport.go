@@ -98,6 +98,10 @@ type sessionManager struct {
 	// onEnd is told of every session that ends (DELETE or eviction), so
 	// per-session state (resource subscriptions) goes with it.
 	onEnd func(id string)
+	// release, when set, ends an evicted session in the MCP server too
+	// (mcp-go only hears of a DELETE); it must end in Terminate, which
+	// tells onEnd. Without it, onEnd is told directly.
+	release func(id string)
 }
 
 const maxSessions = 4096
@@ -124,8 +128,11 @@ func (m *sessionManager) Generate() string {
 	m.live[id] = time.Now()
 	m.order = append(m.order, id)
 	m.mu.Unlock()
-	if m.onEnd != nil {
-		for _, e := range ended {
+	for _, e := range ended {
+		switch {
+		case m.release != nil:
+			m.release(e)
+		case m.onEnd != nil:
 			m.onEnd(e)
 		}
 	}
@@ -187,6 +194,61 @@ type httpFront struct {
 }
 
 const maxBodyBytes = 4 << 20
+
+// newHTTPFront builds the HTTP entry around h's MCP server: a session table
+// of at most maxSess sessions, tied to h's subscriptions, and mcp-go's
+// stateful streamable HTTP server with an event store. A session that ends
+// (DELETE, or evicted from the full table) takes its subscriptions and
+// mcp-go's state for it (registration, streams, stored events) with it.
+func newHTTPFront(h *mcpHost, log hclog.Logger, verify *verifier, maxSess int) *httpFront {
+	f := &httpFront{log: log, sessions: newSessionManager(), verify: verify, rewrite: h.res.rewriteRequest}
+	f.sessions.max = maxSess
+	h.res.bindSessions(f.sessions)
+	f.sessions.release = f.release
+	f.mcp = server.NewStreamableHTTPServer(h.srv,
+		server.WithEndpointPath("/mcp"),
+		server.WithStateful(true),
+		server.WithSessionIdManager(f.sessions),
+		server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithDisableLocalhostProtection(true), // the front applies the Host allowlist
+		server.WithStreamableHTTPLogger(toSlog(log.Named("http"))),
+	)
+	return f
+}
+
+// release ends an evicted session inside mcp-go: mcp-go frees a session's
+// state only on DELETE (or its idle sweeper, which sipnab does not run), so
+// the front hands it one. Its Terminate tells the table's onEnd.
+func (f *httpFront) release(id string) {
+	req, err := http.NewRequest(http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set(server.HeaderKeySessionID, id)
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20251125)
+	w := &discardResponse{header: http.Header{}}
+	f.mcp.ServeHTTP(w, req)
+	if w.status != http.StatusOK {
+		f.log.Warn("evicted session not released", "status", w.status)
+	}
+}
+
+// discardResponse is the ResponseWriter of the front's own requests.
+type discardResponse struct {
+	header http.Header
+	status int
+}
+
+func (d *discardResponse) Header() http.Header { return d.header }
+func (d *discardResponse) WriteHeader(status int) {
+	if d.status == 0 {
+		d.status = status
+	}
+}
+func (d *discardResponse) Write(p []byte) (int, error) {
+	d.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
 
 func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// /health answers any Host: a load balancer probes by address, and the
