@@ -191,25 +191,30 @@ type httpFront struct {
 	// rewrite is applied to every POSTed message (raw resource URIs,
 	// resourceHost.rewriteRequest).
 	rewrite func([]byte) []byte
+	// events holds what a client resuming a broken stream is replayed.
+	events *boundedEventStore
 }
 
 const maxBodyBytes = 4 << 20
 
 // newHTTPFront builds the HTTP entry around h's MCP server: a session table
 // of at most maxSess sessions, tied to h's subscriptions, and mcp-go's
-// stateful streamable HTTP server with an event store. A session that ends
+// stateful streamable HTTP server with an event store holding each
+// session's maxStoredEvents most recent events. A session that ends
 // (DELETE, or evicted from the full table) takes its subscriptions and
 // mcp-go's state for it (registration, streams, stored events) with it.
 func newHTTPFront(h *mcpHost, log hclog.Logger, verify *verifier, maxSess int) *httpFront {
-	f := &httpFront{log: log, sessions: newSessionManager(), verify: verify, rewrite: h.res.rewriteRequest}
+	f := &httpFront{log: log, sessions: newSessionManager(), verify: verify, rewrite: h.res.rewriteRequest,
+		events: newBoundedEventStore(maxStoredEvents)}
 	f.sessions.max = maxSess
 	h.res.bindSessions(f.sessions)
+	f.events.alive = f.sessions.isLive
 	f.sessions.release = f.release
 	f.mcp = server.NewStreamableHTTPServer(h.srv,
 		server.WithEndpointPath("/mcp"),
 		server.WithStateful(true),
 		server.WithSessionIdManager(f.sessions),
-		server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithEventStore(f.events),
 		server.WithDisableLocalhostProtection(true), // the front applies the Host allowlist
 		server.WithStreamableHTTPLogger(toSlog(log.Named("http"))),
 	)
