@@ -370,6 +370,12 @@ func (rh *resourceHost) checkSubscribe(ctx context.Context, raw json.RawMessage)
 	if sess == nil {
 		return wireError(sdk.InvalidParams("subscriptions need a session"))
 	}
+	if sess.SessionID() == "" {
+		// A 2026-07-28 request: no session, and mcp-go answers that the
+		// method was removed (subscribe records nothing without a session
+		// id: nothing would ever end it).
+		return nil
+	}
 	rh.mu.Lock()
 	defer rh.mu.Unlock()
 	if w := rh.sessions[sess.SessionID()]; len(w) >= maxSubscriptions && w[msg.Params.URI] == nil {
@@ -381,7 +387,7 @@ func (rh *resourceHost) checkSubscribe(ctx context.Context, raw json.RawMessage)
 func (rh *resourceHost) subscribe(ctx context.Context, uri string) {
 	sess := server.ClientSessionFromContext(ctx)
 	s, vars, ok := rh.lookup(uri)
-	if sess == nil || !ok || s.revision == nil {
+	if sess == nil || sess.SessionID() == "" || !ok || s.revision == nil {
 		return
 	}
 	w := &watch{s: s, uri: uri, vars: vars, rev: s.revision()}

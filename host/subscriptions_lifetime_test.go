@@ -477,3 +477,42 @@ func TestEvictedHTTPSessionsLeaveNothing(t *testing.T) {
 	}
 	wantHeld(t, h.res, 0, 0, "after DELETE of the live sessions")
 }
+
+// TestModernEraSubscribeRecordsNothing: protocol 2026-07-28 has no
+// sessions and no resources/subscribe (mcp-surface §4.3: subscriptions/listen
+// not implemented). A modern request runs on an ephemeral session whose id
+// is empty, shared by every modern client, so a subscription recorded for it
+// would never end and would share one cap between all of them: it is refused
+// and nothing is recorded.
+func TestModernEraSubscribeRecordsNothing(t *testing.T) {
+	url, rh := startHTTPCtx(t, []sdk.Bundle{&testBundle{id: "t"}})
+	for i := 0; i < 3; i++ {
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "resources/subscribe",
+			"params": map[string]any{"uri": "test://t/live", "_meta": map[string]any{
+				mcp.MetaKeyProtocolVersion:    mcp.ProtocolVersion20260728,
+				mcp.MetaKeyClientInfo:         map[string]any{"name": "t", "version": "1"},
+				mcp.MetaKeyClientCapabilities: map[string]any{}}}})
+		req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+		req.Header.Set(mcp.HeaderMethod, "resources/subscribe")
+		req.Header.Set(mcp.HeaderName, "test://t/live")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(answer), `"code":-32601`) {
+			t.Errorf("modern resources/subscribe %d: status %d %s, want -32601", i+1, resp.StatusCode, answer)
+		}
+	}
+	wantHeld(t, rh, 0, 0, "after three modern-era subscribes")
+	// Should mcp-go ever let one through, the host records nothing for a
+	// request without a session id.
+	rh.subscribe(sessionContext(""), "test://t/live")
+	if n := rh.count(); n != 0 {
+		t.Errorf("subscribe without a session id: %d recorded, want 0", n)
+	}
+}
