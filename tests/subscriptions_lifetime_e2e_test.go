@@ -10,6 +10,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -193,5 +194,43 @@ func TestSubscriptionsE2EEndWithHTTPSession(t *testing.T) {
 	waitLog(t, srv, "subscription poller stopped")
 	if got := dropLines(srv.stderr.String()); len(got) != 2 {
 		t.Errorf("drop lines %q, want 2 (one per session)", got)
+	}
+}
+
+// TestSubscriptionsE2EEvictedSession: a session that subscribed and then
+// went away without DELETE lives on (mcp-surface §6.2 defines no idle
+// timeout) until 4096 newer sessions fill the session table; its eviction
+// drops its subscriptions, stops the poller and ends it (404 afterwards).
+func TestSubscriptionsE2EEvictedSession(t *testing.T) {
+	srv := startHTTP(t, []string{"SIPNAB_LOG=debug"}, "--mcp-tools", "core", "-I", sampleCapture())
+	first := openSubSession(t, srv.URL)
+	for i, u := range liveURIs(3) {
+		if got := first.subscribe(u); got != "ok" {
+			t.Fatalf("subscription %d: %s", i+1, got)
+		}
+	}
+	waitLog(t, srv, "subscription poller started")
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	for i := 0; i < 4096; i++ {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(initBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("initialize %d: status %d", i+1, resp.StatusCode)
+		}
+		if i < 4095 && strings.Contains(srv.stderr.String(), "session="+first.id) {
+			t.Fatalf("the first session ended after only %d newer sessions:\n%s", i+1, srv.stderr.String())
+		}
+	}
+	waitLog(t, srv, "session="+first.id+" dropped=3 subscriptions=0")
+	waitLog(t, srv, "subscription poller stopped")
+	if got := first.subscribe("sipnab://live/dialogs"); got != "status 404" {
+		t.Errorf("subscribe on the evicted session: got %q, want status 404", got)
 	}
 }
