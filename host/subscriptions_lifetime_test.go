@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -515,4 +516,43 @@ func TestModernEraSubscribeRecordsNothing(t *testing.T) {
 	if n := rh.count(); n != 0 {
 		t.Errorf("subscribe without a session id: %d recorded, want 0", n)
 	}
+}
+
+// TestEvictedSessionsStopTheirGoroutines: mcp-go runs one pump goroutine
+// per session that opened its GET stream, for as long as the session lives
+// (the event store records what arrives while nobody is connected). 200
+// sessions open and hang up their stream with the table capped at 10: the
+// evicted ones are ended in mcp-go, so the goroutine count settles near the
+// 10 live sessions' pumps (the previous wiring left one pump per evicted
+// session running: 203 goroutines against 3 before the flood).
+func TestEvictedSessionsStopTheirGoroutines(t *testing.T) {
+	const cap, flood = 10, 200
+	h := newMCPHost(hostOptions{log: newTestLogger(), reg: testRegistry(t, &testBundle{id: "t"}), selected: map[string]bool{"t_echo": true},
+		entries: []string{"full"}, limits: sdk.DefaultLimits()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.res.start(ctx)
+	front := newHTTPFront(h, newTestLogger(), &verifier{}, cap)
+	ts := httptest.NewServer(front)
+	defer ts.Close()
+	base := runtime.NumGoroutine()
+	var live []*httpSession
+	for i := 0; i < flood; i++ {
+		s := newHTTPSession(t, ts.URL)
+		s.listen()
+		s.stream.Body.Close()
+		live = append(live, s)
+	}
+	// Keep-alive connections add a few goroutines of their own: 10 slack.
+	eventually(t, "goroutines after the flood", func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n <= base+cap+10, fmt.Sprintf("%d goroutines (%d before the flood), want at most %d", n, base, base+cap+10)
+	})
+	for _, s := range live[flood-cap:] {
+		s.end()
+	}
+	eventually(t, "goroutines after DELETE of the live sessions", func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n <= base+10, fmt.Sprintf("%d goroutines (%d before the flood), want at most %d", n, base, base+10)
+	})
 }
