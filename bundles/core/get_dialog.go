@@ -113,6 +113,7 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 	if !ok {
 		return GetDialog{}, sdk.InvalidParams("unknown call_id %q (list_dialogs lists them)", in.CallID)
 	}
+	d.capture.Dialogs().MarkInProgress(&det.Summary, querier(d).CaptureEnd())
 	start := 0
 	if in.Cursor != "" {
 		cur, err := query.ParseMessageCursor(in.Cursor)

@@ -32,6 +32,12 @@ type TimeRow struct {
 	// FinalStatusCode is the final response to the call's INVITE; absent
 	// without one.
 	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final response code of the call's INVITE"`
+	// Ended is false for an answered call still in progress (InCall, no
+	// BYE) when the capture ended; absent otherwise (list_dialogs' row).
+	Ended *bool `json:"ended,omitempty" desc:"false: call still in progress (InCall) at capture end"`
+	// DurationToCaptureEndMs is such a call's 2xx to the capture's latest
+	// packet, SIP or RTP, ms (list_dialogs' row).
+	DurationToCaptureEndMs *int64 `json:"duration_to_capture_end_ms,omitempty" desc:"with ended false: 2xx to the capture's last packet (SIP or RTP), ms"`
 }
 
 // SearchByTime is search_by_time's answer: a page of the dialogs created in
@@ -104,7 +110,8 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 	out := SearchByTime{Dialogs: make([]TimeRow, len(p.Rows))}
 	for i := range p.Rows {
 		r := &p.Rows[i]
-		out.Dialogs[i] = TimeRow{CallID: r.CallID, CreatedAt: r.CreatedAt, State: r.State, FinalStatusCode: r.FinalStatusCode}
+		out.Dialogs[i] = TimeRow{CallID: r.CallID, CreatedAt: r.CreatedAt, State: r.State, FinalStatusCode: r.FinalStatusCode,
+			Ended: r.Ended, DurationToCaptureEndMs: r.DurationToCaptureEndMs}
 	}
 	last := in.Cursor
 	if len(p.Rows) > 0 {

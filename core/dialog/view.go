@@ -40,6 +40,16 @@ type Summary struct {
 	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final response code of the call's INVITE"`
 	// InputOrigin says how the opening message reached sipnab.
 	InputOrigin string `json:"input_origin,omitempty" enum:"wire|hep|uprobe" desc:"how the opening message reached sipnab"`
+	// Ended is false for an answered call still in progress (state InCall:
+	// no BYE) when the capture ended; absent on every other dialog, whose
+	// state says how it ended. Set by Store.MarkInProgress.
+	Ended *bool `json:"ended,omitempty" desc:"false: call still in progress (InCall) at capture end"`
+	// DurationToCaptureEndMs is such a call's duration up to the end of the
+	// capture: its answer (2xx) to the capture's latest packet, SIP or RTP,
+	// in ms. duration_sec keeps its meaning (first to last SIP message) and
+	// timing.duration_ms (answer to BYE) stays absent: the call had not
+	// ended. Present only with ended false.
+	DurationToCaptureEndMs *int64 `json:"duration_to_capture_end_ms,omitempty" desc:"with ended false: 2xx to the capture's last packet (SIP or RTP), ms"`
 }
 
 // Timing is the row's timing subset. Absent values were not measured.
@@ -357,6 +367,33 @@ func (s *Store) Lookup(callID string) (Summary, bool) {
 		return Summary{}, false
 	}
 	return d.summary(), true
+}
+
+// MarkInProgress completes a row for the end of the capture (end: the
+// capture's latest packet, SIP or RTP; analysis.CaptureEnd): the row of an
+// answered call still in progress (state InCall, no BYE) whose answer is
+// not after end gets Ended false and DurationToCaptureEndMs, its answer to
+// end. Any other row, and every row when end is zero, is left as it is.
+// The row must be a copy the caller owns.
+func (s *Store) MarkInProgress(r *Summary, end time.Time) {
+	if end.IsZero() || r.State != InCall.String() {
+		return
+	}
+	s.mu.RLock()
+	d := s.byID[r.CallID]
+	var answered time.Time
+	if d != nil {
+		if l := d.primary(); l != nil && l.family == FamilyInvite {
+			answered = l.answeredAt
+		}
+	}
+	s.mu.RUnlock()
+	if answered.IsZero() || end.Before(answered) {
+		return
+	}
+	ended := false
+	ms := end.Sub(answered).Milliseconds()
+	r.Ended, r.DurationToCaptureEndMs = &ended, &ms
 }
 
 // Get returns everything known about one Call-ID (digits masked).

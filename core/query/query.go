@@ -188,10 +188,32 @@ type Page struct {
 	More bool
 }
 
+// CaptureEnd is where the capture ends for its rows: its latest packet,
+// SIP or RTP (analysis.CaptureEnd over the querier's stores, as the batch
+// document computes it). Zero when nothing was read.
+func (q *Querier) CaptureEnd() time.Time { return analysis.CaptureEnd(q.dialogs, q.media) }
+
+// MarkInProgress completes rows the caller owns for the capture's end: a
+// call still in progress (InCall, no BYE) gets ended false and
+// duration_to_capture_end_ms (dialog.Store.MarkInProgress).
+func (q *Querier) MarkInProgress(rows []dialog.Summary) {
+	end := q.CaptureEnd()
+	for i := range rows {
+		q.dialogs.MarkInProgress(&rows[i], end)
+	}
+}
+
 // List returns a page of matching dialogs. It evaluates the filter on every
 // dialog (TotalMatched and ByMethod count them all) and returns ctx's error
-// if ctx ends first.
+// if ctx ends first. A call still in progress at capture end carries ended
+// false and duration_to_capture_end_ms (MarkInProgress).
 func (q *Querier) List(ctx context.Context, o ListOptions) (Page, error) {
+	p, err := q.list(ctx, o)
+	q.MarkInProgress(p.Rows)
+	return p, err
+}
+
+func (q *Querier) list(ctx context.Context, o ListOptions) (Page, error) {
 	if o.Filter == nil && o.Order != dialog.ByUpdated && o.Limit > 0 && o.Limit <= maxSlice && q.current(dialog.ByCreated) == nil {
 		// The store changed since the rows were last sorted: a page of
 		// every row needs only the page, read from the store's own

@@ -120,8 +120,14 @@ type WindowOptions struct {
 // Window returns the dialogs created in [Start, End) that match the
 // filter, in (created_at, Call-ID) order, after the cursor. TotalMatched
 // counts every match in the window, whatever the cursor; ByMethod is not
-// filled.
+// filled. Rows are completed for the capture's end as List's are.
 func (q *Querier) Window(ctx context.Context, o WindowOptions) (Page, error) {
+	p, err := q.window(ctx, o)
+	q.MarkInProgress(p.Rows)
+	return p, err
+}
+
+func (q *Querier) window(ctx context.Context, o WindowOptions) (Page, error) {
 	if !o.End.IsZero() && !o.End.After(o.Start) {
 		return Page{}, ErrWindow
 	}

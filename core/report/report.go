@@ -41,20 +41,12 @@ type Document struct {
 	Streams []media.StreamInfo `json:"streams"`
 }
 
-// DialogRow is one dialog of the batch document: the dialog store's row
-// and, for a call still in progress when the capture ended, how long it had
-// lasted by then.
+// DialogRow is one dialog of the batch document: the dialog store's row,
+// completed for a call still in progress when the capture ended (ended,
+// duration_to_capture_end_ms: dialog.Store.MarkInProgress, the same the MCP
+// row tools apply).
 type DialogRow struct {
 	dialog.Summary
-	// Ended is false for an answered call still in progress (state InCall:
-	// no BYE) when the capture ended; absent on every other dialog, whose
-	// state says how it ended.
-	Ended *bool `json:"ended,omitempty"`
-	// DurationToCaptureEndMs is such a call's duration up to the end of the
-	// capture: its answer (2xx) to the capture's latest packet, SIP or RTP,
-	// in ms. timing.duration_ms (answer to BYE) stays absent: the call had
-	// not ended. Present only with ended false.
-	DurationToCaptureEndMs *int64 `json:"duration_to_capture_end_ms,omitempty"`
 
 	// failCode is the final failure's code (4xx-6xx) of a dialog without an
 	// INVITE final (REGISTER 401/403, SUBSCRIBE 489, ...): the code the
@@ -79,19 +71,10 @@ func newRows(c *engine.Capture) rows {
 }
 
 // row completes one summary: an InCall dialog's duration to the capture's
-// end (read from its timing detail, without its messages).
+// end.
 func (r rows) row(s *dialog.Summary) DialogRow {
 	out := DialogRow{Summary: *s}
-	if s.State != dialog.InCall.String() || r.end.IsZero() {
-		return out
-	}
-	d, ok := r.ds.GetWith(s.CallID, dialog.Options{NoMessages: true})
-	if !ok || d.TimingDetail.AnsweredAt == nil || r.end.Before(*d.TimingDetail.AnsweredAt) {
-		return out
-	}
-	ended := false
-	ms := r.end.Sub(*d.TimingDetail.AnsweredAt).Milliseconds()
-	out.Ended, out.DurationToCaptureEndMs = &ended, &ms
+	r.ds.MarkInProgress(&out.Summary, r.end)
 	return out
 }
 
