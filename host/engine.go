@@ -48,6 +48,8 @@ func engineConfig(cfg *Config) engine.Config {
 	}
 	ec := engine.Config{Node: node, Cores: cfg.Int("cores")}
 	ec.Dialog = dialog.Config{MaxDialogs: cfg.Int("limit")}
+	th := thresholdsOf(cfg) // quality-interval verdicts judge with --loss-threshold and --jitter-threshold, as high_loss/high_jitter do
+	ec.Media.LossThresholdPct, ec.Media.JitterThresholdMs = &th.LossPct, &th.JitterMs
 	if n := cfg.Int("count"); n > 0 {
 		ec.Load.MaxFrames = uint64(n) // batch --count: a file load stops itself, on request
 	}

@@ -63,6 +63,14 @@ type Config struct {
 	// QualityInterval is the per-interval snapshot length
 	// (--quality-interval, 1-300 s).
 	QualityInterval time.Duration
+	// LossThresholdPct is the loss_pct above which a quality interval is
+	// degraded: the run's loss threshold (--loss-threshold), the limit the
+	// high_loss finding judges a stream with. Nil: HighLossPct (5).
+	LossThresholdPct *float64
+	// JitterThresholdMs is the jitter_ms above which a quality interval is
+	// degraded: the run's jitter threshold (--jitter-threshold), the limit
+	// the high_jitter finding judges a stream with. Nil: HighJitterMs (50).
+	JitterThresholdMs *float64
 	// LostSeqRing is how many lost sequence numbers a stream keeps.
 	LostSeqRing int
 	// OneWayDelayMs is the operator's one-way path delay

@@ -20,8 +20,9 @@ const (
 	VerdictNotScorable = "not_scorable"
 )
 
-// Thresholds behind a degraded verdict and the high-loss/high-jitter
-// findings. HighJitterMs is judged against jitter_ms, the RFC 3550 running
+// Default thresholds behind a degraded verdict and the high-loss/high-jitter
+// findings (the run's --loss-threshold and --jitter-threshold replace the
+// first two: Config.LossThresholdPct, JitterThresholdMs). HighJitterMs is judged against jitter_ms, the RFC 3550 running
 // jitter (J += (|D| − J)/16) at the stream's last packet (an interval's
 // last packet for an interval), never its mean or maximum: the value the
 // E-model scores, rtp_stats reports, the rtp.jitter filter selects on and
@@ -57,9 +58,10 @@ type Interval struct {
 	MOS         *float64 `json:"mos,omitempty"`
 	MOSGrounded bool     `json:"mos_grounded"`
 	RFactor     *float64 `json:"r_factor,omitempty"`
-	// Verdict: acceptable; degraded (loss > 5 %, jitter > 50 ms, or a
-	// grounded R under 70); not_scorable (no timing: unknown clock, video,
-	// fax, or no packets).
+	// Verdict: acceptable; degraded (loss or jitter over the run's
+	// thresholds, Config.LossThresholdPct and JitterThresholdMs, by default
+	// 5 % and 50 ms; or a grounded R under 70); not_scorable (no timing:
+	// unknown clock, video, fax, or no packets).
 	Verdict string `json:"verdict"`
 }
 
@@ -405,7 +407,14 @@ func (st *Store) scoreInterval(iv interval, imp mos.Impairment, scorable bool, d
 	out.RFactor = f64(round3(sc.R))
 	out.MOSGrounded = sc.Grounded()
 	out.Verdict = VerdictAcceptable
-	if out.LossPct > HighLossPct || jit > HighJitterMs || (sc.Grounded() && sc.R < AcceptableRMin) {
+	lossLimit, jitterLimit := HighLossPct, HighJitterMs
+	if p := st.cfg.LossThresholdPct; p != nil {
+		lossLimit = *p
+	}
+	if p := st.cfg.JitterThresholdMs; p != nil {
+		jitterLimit = *p
+	}
+	if out.LossPct > lossLimit || jit > jitterLimit || (sc.Grounded() && sc.R < AcceptableRMin) {
 		out.Verdict = VerdictDegraded
 	}
 	return out
