@@ -8,13 +8,13 @@ import (
 )
 
 // TestRowsOfACallInProgressAtCaptureEnd: tail_dialogs and search_by_time
-// rows agree with the batch document on a call still in progress when the
-// capture ended. sip-rtp-g711.pcap: 1-1968@10.0.2.20 was answered at
-// 1480171988.290862, the capture's last packet (RTP) is at
-// 1480171996.569179 (tshark): ended false, 8278 ms to capture end, while
-// tail_dialogs' duration_sec stays 0.004 (first to last SIP message; search_by_time
-// rows carry no duration_sec). 1-1966@10.0.2.20
-// ended with a BYE and carries neither field. Before this, no row did.
+// rows and get_dialog_report json agree with the batch document on a call
+// still in progress when the capture ended. sip-rtp-g711.pcap:
+// 1-1968@10.0.2.20 was answered at 1480171988.290862, the capture's last
+// packet (RTP) is at 1480171996.569179 (tshark): ended false, 8278 ms to
+// capture end, while duration_sec stays 0.004 (first to last SIP message).
+// 1-1966@10.0.2.20 ended with a BYE and carries neither field. Before
+// this, no row did.
 func TestRowsOfACallInProgressAtCaptureEnd(t *testing.T) {
 	c := sgLoad(t, testcap.Public("sip-rtp-g711.pcap"))
 	type row struct {
@@ -51,6 +51,24 @@ func TestRowsOfACallInProgressAtCaptureEnd(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+	// get_dialog_report's json carries the same two fields beside its
+	// duration_sec.
+	for id, w := range want {
+		t.Run("get_dialog_report "+id, func(t *testing.T) {
+			var r row
+			sgCall(t, c, "get_dialog_report", map[string]any{"call_id": id}, &r)
+			got := ""
+			if r.Ended != nil {
+				got += fmt.Sprintf(" ended %v", *r.Ended)
+			}
+			if r.ToEndMs != nil {
+				got += fmt.Sprintf(" to_end %d ms", *r.ToEndMs)
+			}
+			if got != w {
+				t.Errorf("got %q, want %q", got, w)
 			}
 		})
 	}

@@ -160,6 +160,10 @@ func Build(c *engine.Capture, callID string, opt Options) (*Call, bool) {
 	if ms != nil {
 		src = ms
 	}
+	// a call still in progress at capture end: ended false and its
+	// duration to the capture's end, as list_dialogs and --json say
+	c.Dialogs().MarkInProgress(&call.Detail.Summary, analysis.CaptureEnd(c.Dialogs(), src))
+	det = call.Detail
 	call.Diagnosis = analysis.Diagnose(analysis.FactsFrom(det), src, opt.Diagnosis)
 	call.Streams = streamsOf(src, callID)
 	call.SDP = sdpTimeline(det.Messages)

@@ -44,6 +44,11 @@ type Report struct {
 	MsgCount int `json:"msg_count" desc:"SIP messages of the Call-ID, retransmissions included"`
 	// DurationSec is the span from the first to the last message.
 	DurationSec float64 `json:"duration_sec" desc:"seconds from the first to the last message"`
+	// Ended and DurationToCaptureEndMs: a call still in progress (InCall,
+	// no BYE) when the capture ended, and its 2xx to the capture's latest
+	// packet, SIP or RTP, in ms (list_dialogs' row); absent otherwise.
+	Ended                  *bool  `json:"ended,omitempty" desc:"false: call still in progress (InCall) at capture end"`
+	DurationToCaptureEndMs *int64 `json:"duration_to_capture_end_ms,omitempty" desc:"with ended false: 2xx to the capture's last packet (SIP or RTP), ms"`
 	// Frame points at the frame the dialog opened in; absent when unknown.
 	Frame string `json:"frame,omitempty" desc:"evidence pointer of the opening frame"`
 	// Diagnosis is the call's verdict (signaling and media).
@@ -104,18 +109,20 @@ type ReportStream struct {
 func (c *Call) JSON() Report {
 	d := &c.Detail
 	r := Report{
-		SchemaVersion:     ReportSchemaVersion,
-		CallID:            d.CallID,
-		State:             d.State,
-		Method:            d.Method,
-		FinalStatusCode:   d.FinalStatusCode,
-		FinalStatusReason: d.FinalReason,
-		MsgCount:          d.MsgCount,
-		DurationSec:       d.DurationSec,
-		Frame:             d.Frame,
-		Diagnosis:         c.Diagnosis,
-		SDPTimeline:       c.SDP,
-		Termination:       d.Termination,
+		SchemaVersion:          ReportSchemaVersion,
+		CallID:                 d.CallID,
+		State:                  d.State,
+		Method:                 d.Method,
+		FinalStatusCode:        d.FinalStatusCode,
+		FinalStatusReason:      d.FinalReason,
+		MsgCount:               d.MsgCount,
+		DurationSec:            d.DurationSec,
+		Ended:                  d.Ended,
+		DurationToCaptureEndMs: d.DurationToCaptureEndMs,
+		Frame:                  d.Frame,
+		Diagnosis:              c.Diagnosis,
+		SDPTimeline:            c.SDP,
+		Termination:            d.Termination,
 		Timing: ReportTiming{
 			Retransmits:   d.Timing.Retransmits,
 			SetupMs:       d.TimingDetail.SetupMs,
