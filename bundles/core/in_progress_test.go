@@ -1,8 +1,12 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"testing"
+
+	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/sdk"
 )
 
 // TestRowsOfACallInProgressAtCaptureEnd: the MCP rows (list_dialogs, and
@@ -95,5 +99,43 @@ func TestRowsOfACallInProgressAtCaptureEnd(t *testing.T) {
 				t.Errorf("got %s, want %s", got, w)
 			}
 		})
+	}
+}
+
+// TestFindProblemsRowOfACallInProgress: find_problems' rows are completed
+// like list_dialogs'. sip-rtp-g711.pcap has no problem at the default
+// thresholds; at a 0.001 ms jitter threshold both calls' streams are over
+// it (their jitter_ms end at 0.005 and 0.006), so "problems" lists both, and
+// 1-1968@10.0.2.20 carries ended false and 8278 ms.
+func TestFindProblemsRowOfACallInProgress(t *testing.T) {
+	th := filter.DefaultThresholds()
+	th.JitterMs = 0.001
+	tools, err := Bundle{}.Provision(context.Background(), sdk.NewEnv(sdk.EnvOptions{Services: []any{lqPublic(t, "sip-rtp-g711.pcap"), th}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]sdk.Tool{}
+	for _, tl := range tools {
+		byName[tl.Name] = tl
+	}
+	var page struct {
+		Dialogs []struct {
+			CallID  string `json:"call_id"`
+			Ended   *bool  `json:"ended"`
+			ToEndMs *int64 `json:"duration_to_capture_end_ms"`
+		} `json:"dialogs"`
+	}
+	lqCall(t, byName, "find_problems", map[string]any{"kinds": []string{"problems"}}, &page)
+	got := map[string]string{}
+	for _, r := range page.Dialogs {
+		v := "absent"
+		if r.Ended != nil && r.ToEndMs != nil {
+			v = fmt.Sprintf("ended %v %d ms", *r.Ended, *r.ToEndMs)
+		}
+		got[r.CallID] = v
+	}
+	want := map[string]string{"1-1966@10.0.2.20": "absent", "1-1968@10.0.2.20": "ended false 8278 ms"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }
