@@ -120,7 +120,8 @@ bound when captured mid-path); otherwise an assumed %s ms, and the answer says i
 Loss and jitter are always sipnab's own measurement: what endpoints report over RTCP is shown beside
 it (endpoint_reported) and never merged into it.
 
-An interval or stream is **degraded** when loss is over %s %%, jitter over %s ms, or a grounded R is
+An interval or stream is **degraded** when loss is over %s %%, jitter over %s ms (the defaults:
+--loss-threshold and --jitter-threshold replace them for the run), or a grounded R is
 under %s (MOS about %s). Jitter is one value everywhere: jitter_ms, the RFC 3550 running estimate
 (J += (|D| − J)/16) at the stream's last packet, or at the interval's last packet for an interval;
 the MOS, the high-jitter finding, --report and the rtp.jitter filter all read it (jitter_mean_ms and

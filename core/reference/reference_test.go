@@ -67,7 +67,7 @@ func TestMOSPage(t *testing.T) {
 		{"R0", "| R0 | 93.2 "},
 		{"delay cap", "capped at 3000 ms"},
 		{"assumed delay", "otherwise an assumed 100 ms"},
-		{"degraded rule", "loss is over 5 %, jitter over 50 ms, or a grounded R is\nunder 70 (MOS about 3.6)"},
+		{"degraded rule", "loss is over 5 %, jitter over 50 ms (the defaults:\n--loss-threshold and --jitter-threshold replace them for the run), or a grounded R is\nunder 70 (MOS about 3.6)"},
 		// By hand: d = 100 ms, Id = 2.4, R = 90.8,
 		// MOS = 1 + 0.035·90.8 + 90.8·30.8·9.2·7e-6 = 4.358.
 		{"PCMU clean", "| 0 % | 4.36 (R 90.8) | 4.22 (R 85.8) |"},
