@@ -138,7 +138,11 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 			if row.ToUser != "" {
 				row.ToUser = c.Fence(row.ToUser)
 			}
-			l.Dialog = &row
+			// A call still in progress at capture end: ended false and
+			// duration_to_capture_end_ms, as every other dialog row.
+			marked := []dialog.Summary{row}
+			storeQuerier(d).MarkInProgress(marked)
+			l.Dialog = &marked[0]
 		}
 		out.Legs = append(out.Legs, l)
 	}

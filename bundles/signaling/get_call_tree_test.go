@@ -144,3 +144,34 @@ func TestGetCallTreeRefusals(t *testing.T) {
 		t.Errorf("a lone call: got %v (%v), want a one-leg tree", m["total_legs"], err)
 	}
 }
+
+// TestGetCallTreeRowOfACallInProgress: a leg's dialog row carries ended false
+// and duration_to_capture_end_ms like list_dialogs' row. sip-rtp-g711.pcap's
+// 1-1968@10.0.2.20 is answered and has no BYE: 8278 ms from the answer to
+// the capture's last packet; 1-1966@10.0.2.20 ended with a BYE and carries
+// neither.
+func TestGetCallTreeRowOfACallInProgress(t *testing.T) {
+	c := crLoad(t, testcap.Public("sip-rtp-g711.pcap"))
+	for _, tc := range []struct {
+		callID     string
+		inProgress bool
+	}{{"1-1968@10.0.2.20", true}, {"1-1966@10.0.2.20", false}} {
+		t.Run(tc.callID, func(t *testing.T) {
+			var tr CallTree
+			crCall(t, c, "get_call_tree", map[string]any{"call_id": tc.callID}, &tr)
+			if len(tr.Legs) == 0 || tr.Legs[0].Dialog == nil {
+				t.Fatalf("no root row: %+v", tr)
+			}
+			r := tr.Legs[0].Dialog
+			if !tc.inProgress {
+				if r.Ended != nil || r.DurationToCaptureEndMs != nil {
+					t.Errorf("ended %v, duration_to_capture_end_ms %v: want both absent", r.Ended, r.DurationToCaptureEndMs)
+				}
+				return
+			}
+			if r.Ended == nil || *r.Ended || r.DurationToCaptureEndMs == nil || *r.DurationToCaptureEndMs != 8278 {
+				t.Errorf("ended %v, duration_to_capture_end_ms %v: want false, 8278", r.Ended, r.DurationToCaptureEndMs)
+			}
+		})
+	}
+}
