@@ -3,8 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
-	"github.com/sipnab/sipnab/core/hep"
+	"github.com/sipnab/sipnab/internal/heptest"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -43,20 +41,11 @@ type batchDoc struct {
 	} `json:"dialogs"`
 }
 
-// hepCall is one SIP message of the batch HEP tests' two calls, with the
-// HEP version and transport it travels in.
-type hepCall struct {
-	version int    // 2 or 3
-	tcp     bool   // sent over the listener's TCP side
-	offset  int    // milliseconds after the first INVITE
-	text    string // the SIP message
-}
-
 // batchHEPCalls are two calls: hep-batch-a answered and hung up (INVITE,
 // 180 one second later, 200, ACK, BYE, 200: six messages in HEP3 and HEP2
 // datagrams), hep-batch-b refused busy (INVITE, 486, ACK: three messages in
 // HEP3 over one TCP connection).
-func batchHEPCalls() []hepCall {
+func batchHEPCalls() []heptest.Message {
 	a := func(first, cseq, extra string) string {
 		return first + "\r\nVia: SIP/2.0/UDP 192.0.2.10:5060;branch=z9hG4bK-a-" + strings.Fields(cseq)[1] + "\r\n" +
 			"From: <sip:alice@example.com>;tag=fa\r\nTo: <sip:bob@example.net>" + extra + "\r\n" +
@@ -67,79 +56,18 @@ func batchHEPCalls() []hepCall {
 			"From: <sip:carol@example.com>;tag=fb\r\nTo: <sip:dave@example.net>" + extra + "\r\n" +
 			"Call-ID: hep-batch-b@example.net\r\nCSeq: " + cseq + "\r\nContent-Length: 0\r\n\r\n"
 	}
-	return []hepCall{
-		{3, false, 0, a("INVITE sip:bob@example.net SIP/2.0", "1 INVITE", "")},
-		{2, false, 1000, a("SIP/2.0 180 Ringing", "1 INVITE", ";tag=tb")},
-		{3, false, 3000, a("SIP/2.0 200 OK", "1 INVITE", ";tag=tb")},
-		{3, false, 3100, a("ACK sip:bob@example.net SIP/2.0", "1 ACK", ";tag=tb")},
-		{3, false, 10000, a("BYE sip:bob@example.net SIP/2.0", "2 BYE", ";tag=tb")},
-		{2, false, 10050, a("SIP/2.0 200 OK", "2 BYE", ";tag=tb")},
-		{3, true, 20000, b("INVITE sip:dave@example.net SIP/2.0", "1 INVITE", "")},
-		{3, true, 20500, b("SIP/2.0 486 Busy Here", "1 INVITE", ";tag=tb2")},
-		{3, true, 20600, b("ACK sip:dave@example.net SIP/2.0", "1 ACK", ";tag=tb2")},
+	ms := time.Millisecond
+	return []heptest.Message{
+		{Version: 3, TCP: false, Offset: 0 * ms, Text: a("INVITE sip:bob@example.net SIP/2.0", "1 INVITE", "")},
+		{Version: 2, TCP: false, Offset: 1000 * ms, Text: a("SIP/2.0 180 Ringing", "1 INVITE", ";tag=tb")},
+		{Version: 3, TCP: false, Offset: 3000 * ms, Text: a("SIP/2.0 200 OK", "1 INVITE", ";tag=tb")},
+		{Version: 3, TCP: false, Offset: 3100 * ms, Text: a("ACK sip:bob@example.net SIP/2.0", "1 ACK", ";tag=tb")},
+		{Version: 3, TCP: false, Offset: 10000 * ms, Text: a("BYE sip:bob@example.net SIP/2.0", "2 BYE", ";tag=tb")},
+		{Version: 2, TCP: false, Offset: 10050 * ms, Text: a("SIP/2.0 200 OK", "2 BYE", ";tag=tb")},
+		{Version: 3, TCP: true, Offset: 20000 * ms, Text: b("INVITE sip:dave@example.net SIP/2.0", "1 INVITE", "")},
+		{Version: 3, TCP: true, Offset: 20500 * ms, Text: b("SIP/2.0 486 Busy Here", "1 INVITE", ";tag=tb2")},
+		{Version: 3, TCP: true, Offset: 20600 * ms, Text: b("ACK sip:dave@example.net SIP/2.0", "1 ACK", ";tag=tb2")},
 	}
-}
-
-// sendBatchHEP sends batchHEPCalls to a HEP listener: the datagrams one at
-// a time from one UDP socket, the TCP messages on one connection.
-func sendBatchHEP(t *testing.T, addr string) {
-	t.Helper()
-	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	udp, err := net.Dial("udp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer udp.Close()
-	var stream []byte
-	for _, m := range batchHEPCalls() {
-		src, dst := "192.0.2.10:5060", "198.51.100.20:5060"
-		if strings.HasPrefix(m.text, "SIP/2.0") {
-			src, dst = dst, src
-		}
-		b, err := hep.Encode(&hep.Message{Version: m.version, Family: hep.FamilyIPv4, Protocol: 17,
-			Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
-			TS: t0.Add(time.Duration(m.offset) * time.Millisecond), HasTS: true,
-			ProtoType: hep.ProtoSIP, HasProtoType: m.version == 3, Payload: []byte(m.text)})
-		if err != nil {
-			t.Fatalf("encoding HEP: %v", err)
-		}
-		if m.tcp {
-			stream = append(stream, b...)
-			continue
-		}
-		if _, err := udp.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tcp, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tcp.Close()
-	if _, err := tcp.Write(stream); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// freeHEPAddr returns a loopback address whose UDP and TCP ports are both
-// free now.
-func freeHEPAddr(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := pc.LocalAddr().String()
-		l, err := net.Listen("tcp", addr)
-		pc.Close()
-		if err == nil {
-			l.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free UDP and TCP port pair on loopback")
-	return ""
 }
 
 // runBatchAsync runs sipnab in process and returns its exit code on a
@@ -196,10 +124,10 @@ const readingLine = "reading until interrupted"
 // messages, both dialogs as sent, exit 0, and a run that says it was not
 // read to an end (a listener has none) and did not stop early.
 func TestBatchHEPStopsAtCount(t *testing.T) {
-	addr := freeHEPAddr(t)
+	addr := heptest.FreeAddr(t)
 	done, out, errb := runBatchAsync(context.Background(), "-N", "-L", addr, "--json", "--count", "9")
 	waitFor(t, errb, done, readingLine)
-	sendBatchHEP(t, addr)
+	heptest.Send(t, addr, batchHEPCalls())
 	if code := exitOf(t, done, errb); code != exitOK {
 		t.Fatalf("exit %d, want 0: %s", code, errb.String())
 	}
@@ -280,7 +208,7 @@ func TestBatchHEPStopsOnRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			done, out, errb := runBatchAsync(ctx, append([]string{"-N", "-L", freeHEPAddr(t)}, tc.args...)...)
+			done, out, errb := runBatchAsync(ctx, append([]string{"-N", "-L", heptest.FreeAddr(t)}, tc.args...)...)
 			waitFor(t, errb, done, readingLine)
 			if tc.cancel {
 				cancel()
@@ -327,7 +255,7 @@ func TestBatchTruncatedFileWithHEP(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done, out, errb := runBatchAsync(ctx, "-N", "-I", cut, "-L", freeHEPAddr(t), "--json")
+	done, out, errb := runBatchAsync(ctx, "-N", "-I", cut, "-L", heptest.FreeAddr(t), "--json")
 	waitFor(t, errb, done, readingLine)
 	// The load records the early stop, then logs it: after this line a
 	// stop request cannot turn the truncation into a stop on request.
@@ -370,7 +298,7 @@ func TestBatchExit(t *testing.T) {
 // usage errors (exit 2) before anything is opened, and stdio MCP still
 // refuses stdout-writing outputs with a live or HEP source.
 func TestBatchUsage(t *testing.T) {
-	addr := freeHEPAddr(t)
+	addr := heptest.FreeAddr(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -403,10 +331,10 @@ func TestBatchUsage(t *testing.T) {
 // batch documents do (here until --count 9) and prints the call's report:
 // the answered call with its six messages, exit 0.
 func TestBatchCallReportFromHEP(t *testing.T) {
-	addr := freeHEPAddr(t)
+	addr := heptest.FreeAddr(t)
 	done, out, errb := runBatchAsync(context.Background(), "-N", "-L", addr, "--call-report", "hep-batch-a@example.net", "--count", "9")
 	waitFor(t, errb, done, readingLine)
-	sendBatchHEP(t, addr)
+	heptest.Send(t, addr, batchHEPCalls())
 	if code := exitOf(t, done, errb); code != exitOK {
 		t.Fatalf("exit %d, want 0: %s", code, errb.String())
 	}
@@ -436,10 +364,10 @@ func TestBatchOutputsHonourThresholds(t *testing.T) {
 		{"call report, 0.5 s threshold", []string{"--call-report", "hep-batch-a@example.net", "--pdd-threshold", "0.5"}, slowCall, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := freeHEPAddr(t)
+			addr := heptest.FreeAddr(t)
 			done, out, errb := runBatchAsync(context.Background(), append([]string{"-N", "-L", addr, "--count", "9"}, tc.args...)...)
 			waitFor(t, errb, done, readingLine)
-			sendBatchHEP(t, addr)
+			heptest.Send(t, addr, batchHEPCalls())
 			if code := exitOf(t, done, errb); code != exitOK {
 				t.Fatalf("exit %d: %s", code, errb.String())
 			}

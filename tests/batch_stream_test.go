@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sipnab/sipnab/core/hep"
+	"github.com/sipnab/sipnab/internal/heptest"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -125,41 +124,11 @@ func (r *bsRun) doc(t *testing.T) bsDoc {
 	return d
 }
 
-// bsFreeHEPAddr returns a loopback address whose UDP and TCP ports are
-// both free now (a HEP listener binds both).
-func bsFreeHEPAddr(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := pc.LocalAddr().String()
-		l, err := net.Listen("tcp", addr)
-		pc.Close()
-		if err == nil {
-			l.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free UDP and TCP port pair on loopback")
-	return ""
-}
-
-// bsMessage is one SIP message of bsCalls with its HEP version and
-// transport.
-type bsMessage struct {
-	version int  // 2 or 3
-	tcp     bool // on the listener's TCP side
-	offset  time.Duration
-	text    string
-}
-
 // bsCalls: bs-answered@example.net answered and hung up (INVITE, 180 after
 // 1.5 s, 200, ACK, BYE, 200: HEP3 and HEP2 datagrams over UDP) and
 // bs-cancelled@example.net cancelled while ringing (INVITE, 180, CANCEL,
 // 200 to CANCEL, 487, ACK: HEP3 over one TCP connection).
-func bsCalls() []bsMessage {
+func bsCalls() []heptest.Message {
 	msg := func(callID, from, first, cseq, toTag, branch string) string {
 		to := "<sip:bob@example.net>"
 		if toTag != "" {
@@ -176,58 +145,20 @@ func bsCalls() []bsMessage {
 		return msg("bs-cancelled@example.net", "carol", first, cseq, toTag, "c1")
 	}
 	ms := time.Millisecond
-	return []bsMessage{
-		{3, false, 0, a("INVITE sip:bob@example.net SIP/2.0", "1 INVITE", "", "a1")},
-		{2, false, 1500 * ms, a("SIP/2.0 180 Ringing", "1 INVITE", "t-a", "a1")},
-		{3, false, 4000 * ms, a("SIP/2.0 200 OK", "1 INVITE", "t-a", "a1")},
-		{2, false, 4050 * ms, a("ACK sip:bob@example.net SIP/2.0", "1 ACK", "t-a", "a2")},
-		{3, false, 9000 * ms, a("BYE sip:bob@example.net SIP/2.0", "2 BYE", "t-a", "a3")},
-		{3, false, 9040 * ms, a("SIP/2.0 200 OK", "2 BYE", "t-a", "a3")},
-		{3, true, 20000 * ms, c("INVITE sip:bob@example.net SIP/2.0", "1 INVITE", "")},
-		{3, true, 20200 * ms, c("SIP/2.0 180 Ringing", "1 INVITE", "t-c")},
-		{3, true, 25000 * ms, c("CANCEL sip:bob@example.net SIP/2.0", "1 CANCEL", "")},
-		{3, true, 25010 * ms, c("SIP/2.0 200 OK", "1 CANCEL", "t-c")},
-		{3, true, 25020 * ms, c("SIP/2.0 487 Request Terminated", "1 INVITE", "t-c")},
-		{3, true, 25030 * ms, c("ACK sip:bob@example.net SIP/2.0", "1 ACK", "t-c")},
+	return []heptest.Message{
+		{Version: 3, TCP: false, Offset: 0, Text: a("INVITE sip:bob@example.net SIP/2.0", "1 INVITE", "", "a1")},
+		{Version: 2, TCP: false, Offset: 1500 * ms, Text: a("SIP/2.0 180 Ringing", "1 INVITE", "t-a", "a1")},
+		{Version: 3, TCP: false, Offset: 4000 * ms, Text: a("SIP/2.0 200 OK", "1 INVITE", "t-a", "a1")},
+		{Version: 2, TCP: false, Offset: 4050 * ms, Text: a("ACK sip:bob@example.net SIP/2.0", "1 ACK", "t-a", "a2")},
+		{Version: 3, TCP: false, Offset: 9000 * ms, Text: a("BYE sip:bob@example.net SIP/2.0", "2 BYE", "t-a", "a3")},
+		{Version: 3, TCP: false, Offset: 9040 * ms, Text: a("SIP/2.0 200 OK", "2 BYE", "t-a", "a3")},
+		{Version: 3, TCP: true, Offset: 20000 * ms, Text: c("INVITE sip:bob@example.net SIP/2.0", "1 INVITE", "")},
+		{Version: 3, TCP: true, Offset: 20200 * ms, Text: c("SIP/2.0 180 Ringing", "1 INVITE", "t-c")},
+		{Version: 3, TCP: true, Offset: 25000 * ms, Text: c("CANCEL sip:bob@example.net SIP/2.0", "1 CANCEL", "")},
+		{Version: 3, TCP: true, Offset: 25010 * ms, Text: c("SIP/2.0 200 OK", "1 CANCEL", "t-c")},
+		{Version: 3, TCP: true, Offset: 25020 * ms, Text: c("SIP/2.0 487 Request Terminated", "1 INVITE", "t-c")},
+		{Version: 3, TCP: true, Offset: 25030 * ms, Text: c("ACK sip:bob@example.net SIP/2.0", "1 ACK", "t-c")},
 	}
-}
-
-// bsSendHEP sends bsCalls to a HEP listener: datagrams in order from one
-// UDP socket, the TCP messages on one connection, which it closes.
-func bsSendHEP(t *testing.T, addr string) {
-	t.Helper()
-	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	udp, err := net.Dial("udp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer udp.Close()
-	var stream []byte
-	for _, m := range bsCalls() {
-		src, dst := "192.0.2.10:5060", "198.51.100.20:5060"
-		if strings.HasPrefix(m.text, "SIP/2.0") {
-			src, dst = dst, src
-		}
-		b, err := hep.Encode(&hep.Message{Version: m.version, Family: hep.FamilyIPv4, Protocol: 17,
-			Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
-			TS: t0.Add(m.offset), HasTS: true, ProtoType: hep.ProtoSIP, HasProtoType: m.version == 3, Payload: []byte(m.text)})
-		if err != nil {
-			t.Fatalf("encoding HEP: %v", err)
-		}
-		if m.tcp {
-			stream = append(stream, b...)
-		} else if _, err := udp.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tcp, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tcp.Write(stream); err != nil {
-		t.Fatal(err)
-	}
-	tcp.Close()
 }
 
 // procSockets reads /proc/net/<proto>: per socket, its local port, state
@@ -356,9 +287,9 @@ func TestBatchHEPUntilSignalE2E(t *testing.T) {
 		{"report, SIGINT", os.Interrupt, "--report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := bsFreeHEPAddr(t)
+			addr := heptest.FreeAddr(t)
 			r := bsStart(t, "-N", "-L", addr, tc.out)
-			bsSendHEP(t, addr)
+			heptest.Send(t, addr, bsCalls())
 			bsWaitHEPRead(t, addr)
 			if code := r.stop(t, tc.sig); code != 0 {
 				t.Fatalf("exit %d, want 0: %s", code, r.stderr.String())
@@ -403,9 +334,9 @@ func TestBatchHEPUntilSignalE2E(t *testing.T) {
 // load there (exit 0, stopped_on_request).
 func TestBatchStopConditionsE2E(t *testing.T) {
 	t.Run("count", func(t *testing.T) {
-		addr := bsFreeHEPAddr(t)
+		addr := heptest.FreeAddr(t)
 		r := bsStart(t, "-N", "-L", addr, "--json", "--count", "12")
-		bsSendHEP(t, addr)
+		heptest.Send(t, addr, bsCalls())
 		if code := r.wait(t); code != 0 {
 			t.Fatalf("exit %d, want 0: %s", code, r.stderr.String())
 		}
@@ -416,7 +347,7 @@ func TestBatchStopConditionsE2E(t *testing.T) {
 		checkBSDialogs(t, d)
 	})
 	t.Run("duration", func(t *testing.T) {
-		r := bsStart(t, "-N", "-L", bsFreeHEPAddr(t), "--json", "--duration", "0.5")
+		r := bsStart(t, "-N", "-L", heptest.FreeAddr(t), "--json", "--duration", "0.5")
 		if code := r.wait(t); code != 0 {
 			t.Fatalf("exit %d, want 0: %s", code, r.stderr.String())
 		}
@@ -452,7 +383,7 @@ func TestBatchStopConditionsE2E(t *testing.T) {
 // --json and --report stay refused whatever the source, before any source
 // is opened; --duration and --count are batch-only.
 func TestBatchStdoutOutputsStillRefusedWithStdioMCPE2E(t *testing.T) {
-	addr := bsFreeHEPAddr(t)
+	addr := heptest.FreeAddr(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -700,7 +631,7 @@ func TestREADMEBatchLinesRunE2E(t *testing.T) {
 			case i > 0 && args[i-1] == "-i":
 				args[i] = "lo"
 			case i > 0 && args[i-1] == "-L":
-				addr = bsFreeHEPAddr(t)
+				addr = heptest.FreeAddr(t)
 				args[i] = addr
 			}
 		}
@@ -710,7 +641,7 @@ func TestREADMEBatchLinesRunE2E(t *testing.T) {
 			case strings.Contains(joined, " -L "):
 				hepLines++
 				r := bsStart(t, args...)
-				bsSendHEP(t, addr)
+				heptest.Send(t, addr, bsCalls())
 				bsWaitHEPRead(t, addr)
 				if code := r.stop(t, os.Interrupt); code != 0 {
 					t.Fatalf("exit %d: %s", code, r.stderr.String())
