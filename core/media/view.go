@@ -131,6 +131,16 @@ type XRMetrics struct {
 	MOSCQ            *float64 `json:"mos_cq,omitempty"`
 }
 
+// PtimeSteps is the evidence behind ptime_ms: of Counted timestamp steps
+// of the main payload type, Modal advanced by the ptime's step. Evicted
+// counts steps the bounded histogram (8 distinct steps per stream) let go;
+// absent when none was.
+type PtimeSteps struct {
+	Modal   uint64 `json:"modal"`
+	Counted uint64 `json:"counted"`
+	Evicted uint64 `json:"evicted,omitempty"`
+}
+
 // StreamInfo is one stream as every output renders it (rtp_stats,
 // --json, reports).
 type StreamInfo struct {
@@ -183,9 +193,13 @@ type StreamInfo struct {
 	JitterMs     *float64 `json:"jitter_ms,omitempty"`
 	JitterMeanMs *float64 `json:"jitter_mean_ms,omitempty"`
 	JitterMaxMs  *float64 `json:"jitter_max_ms,omitempty"`
-	// PtimeMs is the packetization measured from RTP timestamps (the
-	// smallest step between consecutive packets); absent when unknown.
-	PtimeMs *float64 `json:"ptime_ms,omitempty"`
+	// PtimeMs is the packetization measured from RTP timestamps: the most
+	// common timestamp step between consecutive in-order packets of the
+	// main audio payload type (comfort noise, telephone-events, steps into
+	// a marked talkspurt and across a sequence gap left out), at its clock
+	// rate; absent when unknown. PtimeSteps is the count behind it.
+	PtimeMs    *float64    `json:"ptime_ms,omitempty"`
+	PtimeSteps *PtimeSteps `json:"ptime_steps,omitempty"`
 	// Inter-arrival deltas in ms between regular packets.
 	DeltaMinMs  *float64 `json:"delta_min_ms,omitempty"`
 	DeltaMeanMs *float64 `json:"delta_mean_ms,omitempty"`
@@ -292,8 +306,9 @@ func (st *Store) view(s *stream) StreamInfo {
 			v.JitterMeanMs = f64(round3(s.jitter))
 		}
 	}
-	if s.tsStep > 0 && codec.ClockRate > 0 {
-		v.PtimeMs = f64(round3(float64(s.tsStep) * 1000 / float64(codec.ClockRate)))
+	if step, n, ok := s.steps.mode(main); ok && codec.Kind == rtp.KindAudio && codec.ClockRate > 0 {
+		v.PtimeMs = f64(round3(float64(step) * 1000 / float64(codec.ClockRate)))
+		v.PtimeSteps = &PtimeSteps{Modal: uint64(n), Counted: s.steps.counted(main), Evicted: s.steps.evicted}
 	}
 	if s.deltaN > 0 {
 		v.DeltaMinMs = f64(round3(s.deltaMin))
