@@ -491,7 +491,7 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		m.Hints = append(m.Hints, fmt.Sprintf("jitter (RFC 3550, jitter_ms) above %g ms on %d stream(s)", jitterLimit, len(m.HighJitter)))
 	}
 	if m.UngroundedMOSStreams > 0 {
-		m.Hints = append(m.Hints, fmt.Sprintf("%d stream(s) use a codec without a published G.113 impairment: their MOS is a placeholder", m.UngroundedMOSStreams))
+		m.Hints = append(m.Hints, fmt.Sprintf("%d stream(s) carry a MOS that is not grounded (a codec without a published G.113 impairment, or loss on one G.113 gives no Bpl for): see mos_note; not a media problem", m.UngroundedMOSStreams))
 	}
 	return m
 }

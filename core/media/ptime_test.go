@@ -190,3 +190,113 @@ func TestPtimeAbsent(t *testing.T) {
 		})
 	}
 }
+
+// TestCodecScores: streams of the G.113 Appendix I codecs are scored with
+// their published Ie (G.726 by its bit rate, G.723.1 by the frames it
+// carries) at the assumed 100 ms delay; a stream with no score says
+// mos_applicable false with a reason, and MOS is absent.
+func TestCodecScores(t *testing.T) {
+	g723 := func(rateBits byte, size int) []byte {
+		b := make([]byte, size)
+		b[0] = rateBits
+		return b
+	}
+	tests := []struct {
+		name       string
+		rtpmap     *sdp.Format // nil: static payload type
+		pt         uint8
+		payload    []byte
+		wantCodec  string
+		wantMOS    *float64 // nil: absent
+		wantSource string
+		wantNote   string
+	}{
+		{name: "G726-32 by rtpmap", rtpmap: &sdp.Format{PayloadType: 97, Encoding: "G726-32", ClockRate: 8000}, pt: 97, payload: make([]byte, 80),
+			wantCodec: "G726-32", wantMOS: f64(4.159), wantSource: "ITU-T G.113 Appendix I: G.726 ADPCM 32 kbit/s"},
+		{name: "G726-16 by rtpmap", rtpmap: &sdp.Format{PayloadType: 98, Encoding: "G726-16", ClockRate: 8000}, pt: 98, payload: make([]byte, 40),
+			wantCodec: "G726-16", wantMOS: f64(2.103), wantSource: "ITU-T G.113 Appendix I: G.726 ADPCM 16 kbit/s"},
+		{name: "AAL2-G726-24", rtpmap: &sdp.Format{PayloadType: 99, Encoding: "AAL2-G726-24", ClockRate: 8000}, pt: 99, payload: make([]byte, 60),
+			wantCodec: "AAL2-G726-24", wantMOS: f64(3.394), wantSource: "ITU-T G.113 Appendix I: G.726 ADPCM 24 kbit/s"},
+		{name: "static PT 2 is G726-32", pt: 2, payload: make([]byte, 80),
+			wantCodec: "G726-32", wantMOS: f64(4.159), wantSource: "ITU-T G.113 Appendix I: G.726 ADPCM 32 kbit/s"},
+		{name: "G728", pt: 15, payload: make([]byte, 40),
+			wantCodec: "G728", wantMOS: f64(4.159), wantSource: "ITU-T G.113 Appendix I: G.728 LD-CELP 16 kbit/s"},
+		{name: "GSM full rate", pt: 3, payload: make([]byte, 33),
+			wantCodec: "GSM", wantMOS: f64(3.634), wantSource: "ITU-T G.113 Appendix I: GSM 06.10 full rate"},
+		{name: "GSM-EFR", rtpmap: &sdp.Format{PayloadType: 100, Encoding: "GSM-EFR", ClockRate: 8000}, pt: 100, payload: make([]byte, 31),
+			wantCodec: "GSM-EFR", wantMOS: f64(4.223), wantSource: "ITU-T G.113 Appendix I: GSM 06.60 enhanced full rate"},
+		{name: "G.723.1 6.3k frames", pt: 4, payload: g723(0, 24),
+			wantCodec: "G723", wantMOS: f64(3.856), wantSource: "ITU-T G.113 Appendix I: G.723.1 MP-MLQ 6.3 kbit/s (24-octet frames in 5 of 5 packets)"},
+		{name: "G.723.1 5.3k frames", pt: 4, payload: g723(1, 20),
+			wantCodec: "G723", wantMOS: f64(3.680), wantSource: "ITU-T G.113 Appendix I: G.723.1 ACELP 5.3 kbit/s (20-octet frames in 5 of 5 packets)"},
+		{name: "G.723.1 rate not shown", pt: 4, payload: g723(2, 4),
+			wantCodec: "G723", wantMOS: f64(3.856), wantSource: "ITU-T G.113 Appendix I: G.723.1 MP-MLQ 6.3 kbit/s (bit rate not shown by the payload: 6.3 kbit/s assumed)"},
+		{name: "unknown audio codec", rtpmap: &sdp.Format{PayloadType: 110, Encoding: "X-NOCLOCK"}, pt: 110, payload: make([]byte, 50),
+			wantCodec: "X-NOCLOCK", wantNote: "clock rate unknown: jitter and MOS not measured"},
+		{name: "video", pt: 34, payload: make([]byte, 500),
+			wantCodec: "H263", wantNote: "video stream: the E-model scores voice only"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := NewStore(Config{})
+			f := sdp.Format{PayloadType: int(tc.pt)}
+			if tc.rtpmap != nil {
+				f = *tc.rtpmap
+			}
+			st.OnSDP("c", t0, &sdp.Session{Conn: "10.0.0.2", Media: []sdp.Media{{Type: "audio", Port: 5000, Formats: []sdp.Format{f}}}}, true, epA)
+			for i := 0; i < 5; i++ {
+				at := t0.Add(time.Duration(i) * 20 * time.Millisecond)
+				st.Observe(udp(epA, epB, at, rtpPkt(tc.pt, false, uint16(10+i), uint32(160*i), 9, tc.payload)))
+			}
+			got := onlyStream(t, st)
+			if got.Codec != tc.wantCodec {
+				t.Errorf("codec %q, want %q", got.Codec, tc.wantCodec)
+			}
+			if tc.wantMOS == nil {
+				if got.MOS != nil || got.MOSApplicable || got.MOSNote != tc.wantNote {
+					t.Errorf("mos %v applicable %v note %q, want absent, false, %q", ptr(got.MOS), got.MOSApplicable, got.MOSNote, tc.wantNote)
+				}
+				return
+			}
+			if got.MOS == nil || *got.MOS != *tc.wantMOS || !got.MOSApplicable || !got.MOSGrounded || got.MOSGrounding != "published" {
+				t.Errorf("mos %v applicable %v grounded %v (%s), want %v published", ptr(got.MOS), got.MOSApplicable, got.MOSGrounded, got.MOSGrounding, *tc.wantMOS)
+			}
+			if got.MOSSource != tc.wantSource || got.MOSNote != "" {
+				t.Errorf("mos_source %q note %q, want %q and no note", got.MOSSource, got.MOSNote, tc.wantSource)
+			}
+		})
+	}
+}
+
+// TestCodecScoreWithLossWithoutBpl: G.113 gives GSM full rate no Bpl, so
+// with loss its score uses the placeholder Bpl and is not grounded; GSM-EFR
+// has one and stays grounded.
+func TestCodecScoreWithLossWithoutBpl(t *testing.T) {
+	for _, tc := range []struct {
+		pt, enc      string
+		wantGrounded bool
+		wantNote     string
+	}{
+		{"3", "", false, "G.113 Appendix I gives this codec's Ie but no packet-loss robustness (Bpl): with loss the score uses a placeholder Bpl of 10 and is not grounded"},
+		{"100", "GSM-EFR", true, ""},
+	} {
+		st := NewStore(Config{})
+		f := sdp.Format{PayloadType: 3}
+		pt := uint8(3)
+		if tc.enc != "" {
+			f, pt = sdp.Format{PayloadType: 100, Encoding: tc.enc, ClockRate: 8000}, 100
+		}
+		st.OnSDP("c", t0, &sdp.Session{Conn: "10.0.0.2", Media: []sdp.Media{{Type: "audio", Port: 5000, Formats: []sdp.Format{f}}}}, true, epA)
+		for i := 0; i < 20; i++ {
+			if i == 10 {
+				continue // one lost of 20: 5 %
+			}
+			at := t0.Add(time.Duration(i) * 20 * time.Millisecond)
+			st.Observe(udp(epA, epB, at, rtpPkt(pt, false, uint16(10+i), uint32(160*i), 9, make([]byte, 33))))
+		}
+		got := onlyStream(t, st)
+		if got.LossPct != 5 || got.MOS == nil || got.MOSGrounded != tc.wantGrounded || got.MOSNote != tc.wantNote {
+			t.Errorf("%s: loss %v mos %v grounded %v (%s) note %q, want 5 %% grounded %v note %q", got.Codec, got.LossPct, ptr(got.MOS), got.MOSGrounded, got.MOSGrounding, got.MOSNote, tc.wantGrounded, tc.wantNote)
+		}
+	}
+}

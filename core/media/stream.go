@@ -204,6 +204,10 @@ type stream struct {
 	clock      uint32   // clock of the last timed packet
 	clockBasis string
 
+	// g723 counts G.723.1 packets by the bit rate their first frame shows
+	// (RFC 3551 §4.5.3): [0] 6.3 kbit/s, [1] 5.3 kbit/s.
+	g723 [2]uint32
+
 	// comfort noise and events
 	cnFrames  uint64
 	cnPeriods uint64
