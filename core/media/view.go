@@ -282,6 +282,7 @@ func (st *Store) view(s *stream) StreamInfo {
 		v.Kind = rtp.KindFax.String()
 		v.Codec = "t38"
 		v.PayloadType = -1
+		v.MOSNote = "T.38 fax: the E-model scores voice only"
 		return v
 	}
 	main := s.mainPT()
