@@ -491,7 +491,7 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		m.Hints = append(m.Hints, fmt.Sprintf("jitter (RFC 3550, jitter_ms) above %g ms on %d stream(s)", jitterLimit, len(m.HighJitter)))
 	}
 	if m.UngroundedMOSStreams > 0 {
-		m.Hints = append(m.Hints, fmt.Sprintf("%d stream(s) use a codec without a published G.113 impairment: their MOS is a placeholder", m.UngroundedMOSStreams))
+		m.Hints = append(m.Hints, fmt.Sprintf("%d stream(s) carry a MOS that is not grounded (a codec without a published G.113 impairment, or loss on one G.113 gives no Bpl for): see mos_note; not a media problem", m.UngroundedMOSStreams))
 	}
 	return m
 }
@@ -561,15 +561,29 @@ func joinSet(set map[string]bool) string {
 	return strings.Join(l, ",")
 }
 
-// ptimes compares packetization measured from RTP timestamps.
+// ptimes compares the two directions' packetization: each direction's is
+// the modal ptime of its audio streams (each stream's ptime_ms is already
+// its most common timestamp step; across the direction's streams the
+// ptime backed by the most steps wins, ties to the smaller).
 func ptimes(fwd, rev []*media.StreamInfo) (float64, float64, bool) {
 	pt := func(ss []*media.StreamInfo) (float64, bool) {
+		votes := map[float64]uint64{}
 		for _, s := range ss {
 			if s.Kind == "audio" && s.PtimeMs != nil {
-				return *s.PtimeMs, true
+				n := uint64(1)
+				if s.PtimeSteps != nil && s.PtimeSteps.Modal > 0 {
+					n = s.PtimeSteps.Modal
+				}
+				votes[*s.PtimeMs] += n
 			}
 		}
-		return 0, false
+		best, bestN := 0.0, uint64(0)
+		for p, n := range votes {
+			if n > bestN || (n == bestN && p < best) {
+				best, bestN = p, n
+			}
+		}
+		return best, bestN > 0
 	}
 	f, ok1 := pt(fwd)
 	r, ok2 := pt(rev)

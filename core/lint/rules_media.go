@@ -277,7 +277,7 @@ func checkDirectionUnmet(d *dctx, report func(int, string, string, string)) {
 // packetMs returns the media per packet of a stream and how it was
 // measured: from the payload size for fixed-rate codecs (mean payload; comfort
 // noise and events only lower it, which keeps the one-sided checks safe), else
-// from RTP timestamps (the smallest step).
+// from RTP timestamps (ptime_ms: the most common step).
 func packetMs(s *media.StreamInfo) (float64, string, bool) {
 	if s.Kind != "audio" || s.Packets == 0 {
 		return 0, "", false

@@ -647,8 +647,32 @@ func (st *Store) update(s *stream, ns int64, h *rtp.Header, payload []byte, dscp
 	if codec.Kind == rtp.KindEvent {
 		st.event(s, h, payload, codec.ClockRate)
 	}
+	if codec.Name == "G723" {
+		s.g723Rate(h, payload)
+	}
 	st.timing(s, ns, h, codec, basis, first, cn)
 	s.ivPackets++
+}
+
+// g723Rate counts a G.723.1 packet by its bit rate. RFC 3551 §4.5.3: the
+// two low bits of a frame's first octet give its type, 00 a 6.3 kbit/s
+// frame of 24 octets, 01 a 5.3 kbit/s frame of 20 (10 is a 4-octet SID);
+// a packet counts when its first frame's type and its payload size (whole
+// frames of that size) agree.
+func (s *stream) g723Rate(h *rtp.Header, payload []byte) {
+	if payload == nil || h.PayloadLen <= 0 || h.PayloadOffset+h.PayloadLen > len(payload) {
+		return
+	}
+	switch n := h.PayloadLen; payload[h.PayloadOffset] & 3 {
+	case 0:
+		if n%24 == 0 {
+			s.g723[0]++
+		}
+	case 1:
+		if n%20 == 0 {
+			s.g723[1]++
+		}
+	}
 }
 
 // event counts RFC 4733 events once each: the first End-bit packet of an

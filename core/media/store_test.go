@@ -342,6 +342,9 @@ func TestFax(t *testing.T) {
 	if got.Kind != "fax" || got.Packets != 4 || got.MOS != nil || got.AssociatedDialog != "fax" {
 		t.Errorf("got kind %s packets %d mos %v dialog %q, want fax, 4, no MOS, bound", got.Kind, got.Packets, got.MOS, got.AssociatedDialog)
 	}
+	if got.MOSApplicable || got.MOSNote != "T.38 fax: the E-model scores voice only" {
+		t.Errorf("got mos_applicable %v note %q, want false with the reason", got.MOSApplicable, got.MOSNote)
+	}
 }
 
 func TestIntervals(t *testing.T) {

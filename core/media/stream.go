@@ -23,6 +23,84 @@ type ptCount struct {
 
 const maxPTs = 6 // distinct payload types tracked per stream; the rest count as other
 
+// stepBins is how many distinct (payload type, timestamp step) pairs a
+// stream's ptime histogram holds. A stream at one packetization fills one
+// bin; glitches, a codec change or a sender that varies its framing fill a
+// few more. Past the cap the least-counted bin gives way (counted).
+const stepBins = 8
+
+// stepBin is one timestamp step of one payload type and how many times
+// consecutive packets advanced by it.
+type stepBin struct {
+	step uint32 // RTP timestamp units
+	n    uint32
+	pt   uint8
+}
+
+// stepHist counts RTP timestamp steps between consecutive in-order packets
+// of one audio payload type: the most common step is the packetization
+// (ptime), so one timestamp glitch or a stray short step cannot stand for it
+// as the smallest one did. Fixed size: it allocates nothing.
+type stepHist struct {
+	bins    [stepBins]stepBin
+	nBins   uint8
+	total   uint64 // steps counted
+	evicted uint64 // bins replaced while full (space-saving: the newcomer inherits the count)
+}
+
+// add counts one step. When every bin is taken by other steps, the
+// least-counted bin is replaced and the newcomer starts from that count
+// plus one (the space-saving algorithm of Metwally et al.: any step more
+// frequent than 1/stepBins of all steps keeps its bin, and a count
+// overestimates by at most the evicted count it inherited).
+func (h *stepHist) add(pt uint8, step uint32) {
+	h.total++
+	minI := 0
+	for i := uint8(0); i < h.nBins; i++ {
+		b := &h.bins[i]
+		if b.pt == pt && b.step == step {
+			b.n++
+			return
+		}
+		if b.n < h.bins[minI].n {
+			minI = int(i)
+		}
+	}
+	if h.nBins < stepBins {
+		h.bins[h.nBins] = stepBin{step: step, n: 1, pt: pt}
+		h.nBins++
+		return
+	}
+	h.evicted++
+	h.bins[minI] = stepBin{step: step, n: h.bins[minI].n + 1, pt: pt}
+}
+
+// mode returns the most common step of payload type pt and how many steps
+// it counted; ties go to the smaller step. ok is false when pt has none.
+func (h *stepHist) mode(pt uint8) (step uint32, n uint32, ok bool) {
+	for i := uint8(0); i < h.nBins; i++ {
+		b := &h.bins[i]
+		if b.pt != pt {
+			continue
+		}
+		if !ok || b.n > n || (b.n == n && b.step < step) {
+			step, n, ok = b.step, b.n, true
+		}
+	}
+	return step, n, ok
+}
+
+// counted is how many steps of payload type pt the histogram holds.
+func (h *stepHist) counted(pt uint8) uint64 {
+	var t uint64
+	for i := uint8(0); i < h.nBins; i++ {
+		if h.bins[i].pt == pt {
+			t += uint64(h.bins[i].n)
+		}
+	}
+	return t
+}
+
 // interval is one closed per-interval snapshot.
 type interval struct {
 	startNs  int64
@@ -122,9 +200,13 @@ type stream struct {
 	deltaN     uint64
 	prevPT     uint8
 	lastSeq    uint16
-	tsStep     int64  // smallest timestamp step between consecutive audio packets
-	clock      uint32 // clock of the last timed packet
+	steps      stepHist // RTP timestamp steps between consecutive audio packets (ptime)
+	clock      uint32   // clock of the last timed packet
 	clockBasis string
+
+	// g723 counts G.723.1 packets by the bit rate their first frame shows
+	// (RFC 3551 §4.5.3): [0] 6.3 kbit/s, [1] 5.3 kbit/s.
+	g723 [2]uint32
 
 	// comfort noise and events
 	cnFrames  uint64

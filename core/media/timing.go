@@ -31,9 +31,18 @@ func (st *Store) timing(s *stream, ns int64, h *rtp.Header, codec rtp.Codec, bas
 		return
 	}
 	ext := s.extTS + int64(int32(h.Timestamp-uint32(s.extTS)))
-	if h.Seq == s.lastSeq+1 && h.PayloadType == s.prevPT && codec.Kind == rtp.KindAudio && ext > s.extTS {
-		if step := ext - s.extTS; s.tsStep == 0 || step < s.tsStep {
-			s.tsStep = step
+	// Packetization (ptime) is the most common timestamp step between
+	// consecutive packets of one audio payload type (RFC 3551 §4.1: the
+	// timestamp advances by the samples in the packet). A step counts only
+	// between in-order packets (sequence number + 1) of the same audio
+	// payload type, never into a talkspurt's first packet (marker bit,
+	// RFC 3551 §4.1: the silence before it advanced the timestamp): comfort
+	// noise (RFC 3389) and telephone-events (RFC 4733, whose timestamp is the
+	// event start) are other payload types and never count, nor does the
+	// step out of them.
+	if h.Seq == s.lastSeq+1 && h.PayloadType == s.prevPT && codec.Kind == rtp.KindAudio && !h.Marker && ext > s.extTS {
+		if step := ext - s.extTS; step <= math.MaxUint32 {
+			s.steps.add(h.PayloadType, uint32(step))
 		}
 	}
 	s.lastSeq = h.Seq

@@ -131,6 +131,16 @@ type XRMetrics struct {
 	MOSCQ            *float64 `json:"mos_cq,omitempty"`
 }
 
+// PtimeSteps is the evidence behind ptime_ms: of Counted timestamp steps
+// of the main payload type, Modal advanced by the ptime's step. Evicted
+// counts steps the bounded histogram (8 distinct steps per stream) let go;
+// absent when none was.
+type PtimeSteps struct {
+	Modal   uint64 `json:"modal"`
+	Counted uint64 `json:"counted"`
+	Evicted uint64 `json:"evicted,omitempty"`
+}
+
 // StreamInfo is one stream as every output renders it (rtp_stats,
 // --json, reports).
 type StreamInfo struct {
@@ -183,19 +193,31 @@ type StreamInfo struct {
 	JitterMs     *float64 `json:"jitter_ms,omitempty"`
 	JitterMeanMs *float64 `json:"jitter_mean_ms,omitempty"`
 	JitterMaxMs  *float64 `json:"jitter_max_ms,omitempty"`
-	// PtimeMs is the packetization measured from RTP timestamps (the
-	// smallest step between consecutive packets); absent when unknown.
-	PtimeMs *float64 `json:"ptime_ms,omitempty"`
+	// PtimeMs is the packetization measured from RTP timestamps: the most
+	// common timestamp step between consecutive in-order packets of the
+	// main audio payload type (comfort noise, telephone-events, steps into
+	// a marked talkspurt and across a sequence gap left out), at its clock
+	// rate; absent when unknown. PtimeSteps is the count behind it.
+	PtimeMs    *float64    `json:"ptime_ms,omitempty"`
+	PtimeSteps *PtimeSteps `json:"ptime_steps,omitempty"`
 	// Inter-arrival deltas in ms between regular packets.
 	DeltaMinMs  *float64 `json:"delta_min_ms,omitempty"`
 	DeltaMeanMs *float64 `json:"delta_mean_ms,omitempty"`
 	DeltaMaxMs  *float64 `json:"delta_max_ms,omitempty"`
 
-	MOS           *float64   `json:"mos,omitempty"`
-	RFactor       *float64   `json:"r_factor,omitempty"`
-	MOSGrounded   bool       `json:"mos_grounded"`
-	MOSGrounding  string     `json:"mos_grounding,omitempty"`
-	MOSNote       string     `json:"mos_note,omitempty"`
+	MOS          *float64 `json:"mos,omitempty"`
+	RFactor      *float64 `json:"r_factor,omitempty"`
+	MOSGrounded  bool     `json:"mos_grounded"`
+	MOSGrounding string   `json:"mos_grounding,omitempty"`
+	MOSNote      string   `json:"mos_note,omitempty"`
+	// MOSApplicable is false when no score exists (video, a payload that
+	// is not a known voice codec, an unknown clock): MOS is then absent and
+	// MOSNote says why. Never a media problem.
+	MOSApplicable bool `json:"mos_applicable"`
+	// MOSSource names where the codec's Ie and Bpl come from (the ITU-T
+	// G.113 Appendix I row, and for G.723.1 the bit rate the payload
+	// showed); absent for placeholder and operator-declared values.
+	MOSSource     string     `json:"mos_source,omitempty"`
 	Delay         *mos.Delay `json:"delay,omitempty"`
 	RoundTripNote string     `json:"round_trip_note,omitempty"`
 
@@ -260,6 +282,7 @@ func (st *Store) view(s *stream) StreamInfo {
 		v.Kind = rtp.KindFax.String()
 		v.Codec = "t38"
 		v.PayloadType = -1
+		v.MOSNote = "T.38 fax: the E-model scores voice only"
 		return v
 	}
 	main := s.mainPT()
@@ -292,8 +315,9 @@ func (st *Store) view(s *stream) StreamInfo {
 			v.JitterMeanMs = f64(round3(s.jitter))
 		}
 	}
-	if s.tsStep > 0 && codec.ClockRate > 0 {
-		v.PtimeMs = f64(round3(float64(s.tsStep) * 1000 / float64(codec.ClockRate)))
+	if step, n, ok := s.steps.mode(main); ok && codec.Kind == rtp.KindAudio && codec.ClockRate > 0 {
+		v.PtimeMs = f64(round3(float64(step) * 1000 / float64(codec.ClockRate)))
+		v.PtimeSteps = &PtimeSteps{Modal: uint64(n), Counted: s.steps.counted(main), Evicted: s.steps.evicted}
 	}
 	if s.deltaN > 0 {
 		v.DeltaMinMs = f64(round3(s.deltaMin))
@@ -344,15 +368,22 @@ func (st *Store) view(s *stream) StreamInfo {
 		v.RoundTripNote = "no RTCP round trip observed: one-way delay assumed 100 ms"
 	}
 	scorable := codec.Kind == rtp.KindAudio && s.jitterSeen
-	imp := mos.ImpairmentFor(codec.Name, st.cfg.CodecIe)
+	imp, rateNote := s.impairment(codec.Name, st.cfg.CodecIe)
 	if scorable {
 		sc := mos.Estimate(imp, v.LossPct, s.jitter, d.OneWayMs)
 		v.MOS = f64(round3(sc.MOS))
 		v.RFactor = f64(round3(sc.R))
+		v.MOSApplicable = true
 		v.MOSGrounded = sc.Grounded()
 		v.MOSGrounding = string(sc.Grounding)
-		if !v.MOSGrounded {
+		if imp.Grounding == mos.Published {
+			v.MOSSource = imp.Source + rateNote
+		}
+		switch sc.Grounding {
+		case mos.Unpublished:
 			v.MOSNote = mos.UngroundedNote
+		case mos.ProvisionalLoss:
+			v.MOSNote = mos.ProvisionalLossNote
 		}
 	} else {
 		switch {
@@ -381,6 +412,26 @@ func (st *Store) view(s *stream) StreamInfo {
 	}
 	v.QualityIntervalsDropped = s.ivDropped
 	return v
+}
+
+// impairment is the codec's E-model impairment (mos.ImpairmentFor) and,
+// for G.723.1 with a published value, the one of the bit rate the packets
+// showed (more 5.3 kbit/s frames than 6.3 kbit/s ones: 5.3), with a note
+// on how the rate was known; 6.3 kbit/s is assumed when no packet showed
+// either.
+func (s *stream) impairment(codec string, declared map[string]float64) (mos.Impairment, string) {
+	imp := mos.ImpairmentFor(codec, declared)
+	if codec != "G723" || imp.Grounding != mos.Published {
+		return imp, ""
+	}
+	hi, lo := s.g723[0], s.g723[1]
+	switch {
+	case hi == 0 && lo == 0:
+		return mos.G7231(false), " (bit rate not shown by the payload: 6.3 kbit/s assumed)"
+	case lo > hi:
+		return mos.G7231(true), fmt.Sprintf(" (20-octet frames in %d of %d packets)", lo, hi+lo)
+	}
+	return mos.G7231(false), fmt.Sprintf(" (24-octet frames in %d of %d packets)", hi, hi+lo)
 }
 
 func (st *Store) scoreInterval(iv interval, imp mos.Impairment, scorable bool, delayMs float64) Interval {

@@ -1,10 +1,14 @@
 // Package mos scores voice quality with a simplified ITU-T G.107 E-model:
 // R = 93.2 − Id − Ie,eff and the G.107 Annex B R→MOS mapping.
 //
-// A score is grounded only when ITU-T G.113 publishes the codec's equipment
-// impairment (G.711 µ-law and A-law, G.729, and Opus scored as G.711) or the
-// operator declared it. Every other codec gets a placeholder Ie of 5 and is
-// reported ungrounded: a number that looks like a measurement but is not one.
+// A score is grounded only when ITU-T G.113 Appendix I gives the codec's
+// equipment impairment (G.711 µ-law and A-law, G.726 at each bit rate,
+// G.728, G.729, G.723.1, GSM full rate, half rate and EFR; Opus scored as
+// G.711) or the operator declared it. Every other codec gets a placeholder
+// Ie of 5 and is reported ungrounded: a number that looks like a measurement
+// but is not one. Where G.113 gives an Ie but no packet-loss robustness
+// (Bpl), a score with loss uses a placeholder Bpl and is not grounded
+// either (ProvisionalLoss); without loss it rests on Ie alone and is.
 package mos
 
 import (
@@ -36,6 +40,9 @@ const (
 	Published        Grounding = "published"         // ITU-T G.113 value
 	OperatorDeclared Grounding = "operator_declared" // [media.codec_ie]
 	Unpublished      Grounding = "unpublished"       // placeholder Ie
+	// ProvisionalLoss: a score with packet loss on a codec whose Ie G.113
+	// gives but whose Bpl it does not: the loss term uses PlaceholderBpl.
+	ProvisionalLoss Grounding = "published_ie_placeholder_bpl"
 )
 
 // Impairment is a codec's equipment impairment factor and its packet-loss
@@ -44,20 +51,73 @@ type Impairment struct {
 	Ie        float64
 	Bpl       float64
 	Grounding Grounding
+	// BplPlaceholder says Bpl is PlaceholderBpl because G.113 Appendix I
+	// gives none for the codec: a score with loss is ProvisionalLoss.
+	BplPlaceholder bool
+	// Source names the G.113 row the values come from ("" when none).
+	Source string
 }
 
-// Grounded reports whether the impairment is a published or declared value.
+// Grounded reports whether the impairment's Ie is a published or declared
+// value (its Bpl may still be a placeholder: see BplPlaceholder).
 func (i Impairment) Grounded() bool { return i.Grounding != Unpublished }
 
-// published holds G.113 Appendix I values: G.711 with packet-loss
-// concealment (Ie 0, Bpl 25.1), G.729 (Ie 10; Bpl 19.0 as for G.729A). Opus
-// is scored as G.711.
+// g113 is ITU-T G.113 (11/2007) Appendix I, "Provisional planning values for
+// the equipment impairment factor Ie" (Table I.1) and, where it gives one,
+// the packet-loss robustness factor Bpl (Table I.3, random loss):
+//
+//	G.711 with packet-loss concealment ........ Ie 0,  Bpl 25.1
+//	G.726/G.727 ADPCM 40 / 32 / 24 / 16 kbit/s  Ie 2 / 7 / 25 / 50, no Bpl
+//	G.728 LD-CELP 16 kbit/s ................... Ie 7,  no Bpl
+//	G.729 CS-ACELP 8 kbit/s ................... Ie 10; Bpl 19.0 (given for G.729A+VAD)
+//	G.723.1 MP-MLQ 6.3 kbit/s ................. Ie 15, Bpl 16.1 (G.723.1+VAD, 30 ms)
+//	G.723.1 ACELP 5.3 kbit/s .................. Ie 19, no Bpl
+//	GSM 06.10 full rate (RPE-LTP 13 kbit/s) ... Ie 20, no Bpl
+//	GSM 06.20 half rate (VSELP 5.6 kbit/s) .... Ie 23, no Bpl
+//	GSM 06.60 enhanced full rate (12.2 kbit/s)  Ie 5,  Bpl 10.0
+//
+// Keys are lowercase RTP encoding names (RFC 3551 §4.5, RFC 4867, RFC
+// 5993): GSM is full rate (RFC 3551 §4.5.8), AAL2-G726-nn and G726-nn are
+// the same ADPCM at nn kbit/s in the two RFC 3551 §4.5.4 packings, and G723
+// is G.723.1 at 6.3 kbit/s unless the payload says 5.3 (G7231 below). Opus
+// has no G.113 row; it is scored as G.711.
 var published = map[string]Impairment{
-	"pcmu": {0, 25.1, Published},
-	"pcma": {0, 25.1, Published},
-	"g711": {0, 25.1, Published},
-	"g729": {10, 19.0, Published},
-	"opus": {0, 25.1, Published},
+	"pcmu":      {0, 25.1, Published, false, g113 + "G.711 with PLC"},
+	"pcma":      {0, 25.1, Published, false, g113 + "G.711 with PLC"},
+	"g711":      {0, 25.1, Published, false, g113 + "G.711 with PLC"},
+	"g726-40":   {2, PlaceholderBpl, Published, true, g113 + "G.726 ADPCM 40 kbit/s"},
+	"g726-32":   {7, PlaceholderBpl, Published, true, g113 + "G.726 ADPCM 32 kbit/s"},
+	"g726-24":   {25, PlaceholderBpl, Published, true, g113 + "G.726 ADPCM 24 kbit/s"},
+	"g726-16":   {50, PlaceholderBpl, Published, true, g113 + "G.726 ADPCM 16 kbit/s"},
+	"g728":      {7, PlaceholderBpl, Published, true, g113 + "G.728 LD-CELP 16 kbit/s"},
+	"g729":      {10, 19.0, Published, false, g113 + "G.729 CS-ACELP 8 kbit/s"},
+	"g723":      {15, 16.1, Published, false, g113 + "G.723.1 MP-MLQ 6.3 kbit/s"},
+	"g723-5.3":  {19, PlaceholderBpl, Published, true, g113 + "G.723.1 ACELP 5.3 kbit/s"},
+	"gsm":       {20, PlaceholderBpl, Published, true, g113 + "GSM 06.10 full rate"},
+	"gsm-hr-08": {23, PlaceholderBpl, Published, true, g113 + "GSM 06.20 half rate"},
+	"gsm-efr":   {5, 10.0, Published, false, g113 + "GSM 06.60 enhanced full rate"},
+	"opus":      {0, 25.1, Published, false, "scored as G.711 (no G.113 row)"},
+}
+
+const g113 = "ITU-T G.113 Appendix I: "
+
+// aliases maps other spellings of a codec to its published key: G.729
+// annexes, the AAL2 packing of G.726 and G721 (RFC 1890's name for
+// G.726 at 32 kbit/s), G.723.1 spellings, and GSM-HR's short name.
+var aliases = map[string]string{
+	"g729a": "g729", "g729ab": "g729", "g729b": "g729",
+	"aal2-g726-40": "g726-40", "aal2-g726-32": "g726-32", "aal2-g726-24": "g726-24", "aal2-g726-16": "g726-16",
+	"g721": "g726-32", "g7231": "g723", "g723.1": "g723", "gsm-hr": "gsm-hr-08",
+}
+
+// G7231 returns G.723.1's impairment at the bit rate its frames show: 5.3
+// kbit/s when low is true, else 6.3 kbit/s (RFC 3551 §4.5.3: a 6.3 kbit/s
+// frame is 24 octets, a 5.3 kbit/s one 20).
+func G7231(low bool) Impairment {
+	if low {
+		return published["g723-5.3"]
+	}
+	return published["g723"]
 }
 
 // ImpairmentFor returns the impairment of a codec by its encoding name
@@ -66,12 +126,12 @@ var published = map[string]Impairment{
 // Names G.113 does not cover return the placeholder, ungrounded.
 func ImpairmentFor(codec string, declared map[string]float64) Impairment {
 	name := strings.ToLower(codec)
-	if name == "g729a" || name == "g729ab" || name == "g729b" {
-		name = "g729"
+	if a, ok := aliases[name]; ok {
+		name = a
 	}
 	if ie, ok := declared[name]; ok && ie >= 0 && ie < 95 {
 		bpl := PlaceholderBpl
-		if p, ok := published[name]; ok {
+		if p, ok := published[name]; ok && !p.BplPlaceholder {
 			bpl = p.Bpl
 		}
 		return Impairment{Ie: ie, Bpl: bpl, Grounding: OperatorDeclared}
@@ -84,6 +144,9 @@ func ImpairmentFor(codec string, declared map[string]float64) Impairment {
 
 // UngroundedNote is the note carried by an ungrounded score.
 const UngroundedNote = "no published G.113 impairment for this codec: the score uses a placeholder Ie of 5 and is not a measurement"
+
+// ProvisionalLossNote is the note carried by a ProvisionalLoss score.
+const ProvisionalLossNote = "G.113 Appendix I gives this codec's Ie but no packet-loss robustness (Bpl): with loss the score uses a placeholder Bpl of 10 and is not grounded"
 
 // DelaySource says where the one-way delay behind a score came from.
 type DelaySource string
@@ -182,11 +245,18 @@ type Score struct {
 	Grounding Grounding
 }
 
-// Grounded reports whether the score rests on a published or declared Ie.
-func (s Score) Grounded() bool { return s.Grounding != Unpublished }
+// Grounded reports whether the score rests on a published or declared Ie
+// and, with loss, a published or declared Bpl.
+func (s Score) Grounded() bool { return s.Grounding != Unpublished && s.Grounding != ProvisionalLoss }
 
 // Estimate scores a codec at a loss percentage, jitter and one-way delay.
+// A published Ie without a published Bpl grounds the score only without
+// loss; with loss it is ProvisionalLoss.
 func Estimate(imp Impairment, lossPct, jitterMs, oneWayDelayMs float64) Score {
 	r := RFactor(imp, lossPct, jitterMs, oneWayDelayMs)
-	return Score{R: r, MOS: FromR(r), Grounding: imp.Grounding}
+	g := imp.Grounding
+	if g == Published && imp.BplPlaceholder && lossPct > 0 {
+		g = ProvisionalLoss
+	}
+	return Score{R: r, MOS: FromR(r), Grounding: g}
 }

@@ -70,24 +70,100 @@ func TestEstimate(t *testing.T) {
 
 func TestImpairmentFor(t *testing.T) {
 	tests := []struct {
-		codec    string
-		declared map[string]float64
-		want     Impairment
+		codec          string
+		declared       map[string]float64
+		ie, bpl        float64
+		grounding      Grounding
+		bplPlaceholder bool
 	}{
-		{"PCMA", nil, Impairment{0, 25.1, Published}},
-		{"opus", nil, Impairment{0, 25.1, Published}},
-		{"G729A", nil, Impairment{10, 19, Published}},
-		{"G722", nil, Impairment{5, 10, Unpublished}},
-		{"EVS", nil, Impairment{5, 10, Unpublished}},
-		{"", nil, Impairment{5, 10, Unpublished}},
-		{"G722", map[string]float64{"g722": 13}, Impairment{13, 10, OperatorDeclared}},
-		{"PCMU", map[string]float64{"pcmu": 2}, Impairment{2, 25.1, OperatorDeclared}},
-		{"G722", map[string]float64{"g722": 95}, Impairment{5, 10, Unpublished}},
+		{"PCMA", nil, 0, 25.1, Published, false},
+		{"opus", nil, 0, 25.1, Published, false},
+		{"G729A", nil, 10, 19, Published, false},
+		{"G722", nil, 5, 10, Unpublished, false},
+		{"EVS", nil, 5, 10, Unpublished, false},
+		{"", nil, 5, 10, Unpublished, false},
+		{"G722", map[string]float64{"g722": 13}, 13, 10, OperatorDeclared, false},
+		{"PCMU", map[string]float64{"pcmu": 2}, 2, 25.1, OperatorDeclared, false},
+		{"G722", map[string]float64{"g722": 95}, 5, 10, Unpublished, false},
+		// ITU-T G.113 Appendix I rows (mos.go's g113 table).
+		{"G726-40", nil, 2, 10, Published, true},
+		{"G726-32", nil, 7, 10, Published, true},
+		{"AAL2-G726-32", nil, 7, 10, Published, true},
+		{"G721", nil, 7, 10, Published, true},
+		{"G726-24", nil, 25, 10, Published, true},
+		{"G726-16", nil, 50, 10, Published, true},
+		{"AAL2-G726-16", nil, 50, 10, Published, true},
+		{"G728", nil, 7, 10, Published, true},
+		{"G723", nil, 15, 16.1, Published, false},
+		{"GSM", nil, 20, 10, Published, true},
+		{"GSM-EFR", nil, 5, 10, Published, false},
+		{"GSM-HR-08", nil, 23, 10, Published, true},
+		// A declared Ie on a codec without a published Bpl keeps the
+		// placeholder Bpl and is the operator's (grounded with loss).
+		{"G726-32", map[string]float64{"g726-32": 9}, 9, 10, OperatorDeclared, false},
 	}
 	for _, tc := range tests {
-		if got := ImpairmentFor(tc.codec, tc.declared); got != tc.want {
-			t.Errorf("ImpairmentFor(%q, %v): got %+v, want %+v", tc.codec, tc.declared, got, tc.want)
+		got := ImpairmentFor(tc.codec, tc.declared)
+		if got.Ie != tc.ie || got.Bpl != tc.bpl || got.Grounding != tc.grounding || got.BplPlaceholder != tc.bplPlaceholder {
+			t.Errorf("ImpairmentFor(%q, %v): got %+v, want Ie %v Bpl %v %s placeholder Bpl %v", tc.codec, tc.declared, got, tc.ie, tc.bpl, tc.grounding, tc.bplPlaceholder)
 		}
+	}
+	if lo, hi := G7231(true), G7231(false); lo.Ie != 19 || !lo.BplPlaceholder || hi.Ie != 15 || hi.Bpl != 16.1 {
+		t.Errorf("G7231: got 5.3 kbit/s %+v, 6.3 kbit/s %+v, want Ie 19 (no Bpl) and Ie 15 Bpl 16.1", lo, hi)
+	}
+}
+
+// TestG113Codecs scores each G.113 Appendix I codec by hand at the assumed
+// 100 ms one-way delay without jitter (Id = 0.024·100 = 2.4, so
+// R = 93.2 − 2.4 − Ie,eff) and maps R to MOS with G.107 Annex B. G.726's
+// score follows its bit rate. A codec with no published Bpl is grounded
+// without loss and ProvisionalLoss with it.
+func TestG113Codecs(t *testing.T) {
+	mosOf := func(r float64) float64 { return 1 + 0.035*r + r*(r-60)*(100-r)*7e-6 }
+	tests := []struct {
+		codec         string
+		imp           Impairment
+		loss          float64
+		wantR         float64
+		wantMOS       float64 // hand-computed
+		wantGrounding Grounding
+	}{
+		{"G726-40", ImpairmentFor("G726-40", nil), 0, 88.8, 4.3085, Published},
+		{"G726-32", ImpairmentFor("G726-32", nil), 0, 83.8, 4.1592, Published},
+		{"G726-24", ImpairmentFor("G726-24", nil), 0, 65.8, 3.3944, Published},
+		{"G726-16", ImpairmentFor("G726-16", nil), 0, 40.8, 2.1034, Published},
+		{"G728", ImpairmentFor("G728", nil), 0, 83.8, 4.1592, Published},
+		{"G.723.1 6.3k", G7231(false), 0, 75.8, 3.8559, Published},
+		{"G.723.1 5.3k", G7231(true), 0, 71.8, 3.6802, Published},
+		{"GSM full rate", ImpairmentFor("GSM", nil), 0, 70.8, 3.6343, Published},
+		{"GSM half rate", ImpairmentFor("GSM-HR-08", nil), 0, 67.8, 3.4922, Published},
+		{"GSM-EFR", ImpairmentFor("GSM-EFR", nil), 0, 85.8, 4.2230, Published},
+		// G.723.1 6.3k at 2 % loss, Bpl 16.1: Ie,eff = 15 + 80·2/18.1 = 23.8398.
+		{"G.723.1 6.3k 2% loss", G7231(false), 2, 90.8 - 23.8398, 3.4514, Published},
+		// GSM-EFR at 1 % loss, Bpl 10: Ie,eff = 5 + 90·1/11 = 13.1818.
+		{"GSM-EFR 1% loss", ImpairmentFor("GSM-EFR", nil), 1, 90.8 - 13.1818, 3.9309, Published},
+		// GSM full rate at 1 % loss: no published Bpl, placeholder 10:
+		// Ie,eff = 20 + 75·1/11 = 26.8182, not grounded.
+		{"GSM full rate 1% loss", ImpairmentFor("GSM", nil), 1, 90.8 - 26.8182, mosOf(90.8 - 26.8182), ProvisionalLoss},
+		// G726-16 at 1 %: Ie,eff = 50 + 45/11 = 54.0909, not grounded.
+		{"G726-16 1% loss", ImpairmentFor("G726-16", nil), 1, 90.8 - 54.0909, mosOf(90.8 - 54.0909), ProvisionalLoss},
+	}
+	for _, tc := range tests {
+		t.Run(tc.codec, func(t *testing.T) {
+			got := Estimate(tc.imp, tc.loss, 0, DefaultOneWayDelayMs)
+			if !near(got.R, tc.wantR, 0.0005) {
+				t.Errorf("R %.4f, want %.4f", got.R, tc.wantR)
+			}
+			if !near(got.MOS, tc.wantMOS, 0.0005) {
+				t.Errorf("MOS %.4f, want %.4f", got.MOS, tc.wantMOS)
+			}
+			if got.Grounding != tc.wantGrounding || got.Grounded() != (tc.wantGrounding == Published) {
+				t.Errorf("grounding %s (grounded %v), want %s", got.Grounding, got.Grounded(), tc.wantGrounding)
+			}
+		})
+	}
+	if a, b := Estimate(ImpairmentFor("G726-16", nil), 0, 0, 100), Estimate(ImpairmentFor("G726-32", nil), 0, 0, 100); a.MOS >= b.MOS {
+		t.Errorf("G726-16 MOS %.3f not below G726-32's %.3f", a.MOS, b.MOS)
 	}
 }
 

@@ -50,7 +50,8 @@ func Page(topic string, th filter.Thresholds) (text string, ok bool) {
 // Their grounding comes from mos.ImpairmentFor, the function every score
 // uses, so the page cannot claim a grounding the scores do not have.
 var dynamicAudio = []string{"opus", "G729A", "G729AB", "AMR", "AMR-WB", "EVS", "iLBC", "G7221",
-	"G726-16", "G726-24", "G726-32", "G726-40", "speex", "SILK"}
+	"G726-16", "G726-24", "G726-32", "G726-40", "AAL2-G726-16", "AAL2-G726-24", "AAL2-G726-32", "AAL2-G726-40",
+	"GSM-EFR", "GSM-HR-08", "speex", "SILK"}
 
 type codecRow struct {
 	name string
@@ -139,16 +140,33 @@ rtp_stats' min_mos/max_mos skip ungrounded streams and count them in ungrounded_
 group_dialogs answers mos_p10 only over dialogs with a grounded stream (null plus a not_grounded
 reason otherwise), and a grounded flag (mos_grounded, grounded) sits beside every score.
 
+The published values are ITU-T G.113 Appendix I's provisional planning values: Table I.1 for Ie,
+Table I.3 (random loss) for Bpl. G.726 is scored at its bit rate (the rtpmap name G726-16/24/32/40
+or AAL2-G726-16/24/32/40; static payload type 2, RFC 1890's G721, is G.726 at 32 kbit/s).
+G.723.1 (G723) is scored at the bit rate its frames show (RFC 3551 §4.5.3: 24-octet frames are
+6.3 kbit/s as in the table, 20-octet frames 5.3 kbit/s: Ie %s, Bpl %s); when no packet shows it,
+6.3 kbit/s is assumed and mos_source says so. GSM is GSM 06.10 full rate; GSM-EFR and GSM-HR-08 are named by rtpmap.
+
+Where G.113 gives a codec's Ie but no Bpl (the "placeholder" Bpl below), the score rests on Ie
+alone only without loss: with any loss the loss term uses a placeholder Bpl of %s, and the score
+is marked not grounded (grounding "%s") with the note "%s".
+
 Opus has no G.113 value; it is scored with G.711's (Ie 0, Bpl 25.1), so its MOS reads as a G.711
 call over the same network, a conservative floor for a wideband codec.
 
+A stream with no score at all (video, a payload that is not a known voice codec, an unknown clock)
+says mos_applicable false and why in mos_note; an unscorable or ungrounded codec is never a media
+problem or a finding.
+
 ## Codecs
 
-| Codec (rtpmap name) | Static payload type | Ie | Bpl | Grounding |
-|---|---|---|---|---|
+| Codec (rtpmap name) | Static payload type | Ie | Bpl | Grounding | Source |
+|---|---|---|---|---|---|
 `, num(mos.R0), num(mos.MaxDelayMs), num(mos.DefaultOneWayDelayMs),
 		num(media.HighLossPct), num(media.HighJitterMs), num(media.AcceptableRMin), num(round2(mos.FromR(media.AcceptableRMin))),
-		num(mos.PlaceholderIe), num(mos.PlaceholderBpl), mos.UngroundedNote)
+		num(mos.PlaceholderIe), num(mos.PlaceholderBpl), mos.UngroundedNote,
+		num(mos.G7231(true).Ie), bplCell(mos.G7231(true)),
+		num(mos.PlaceholderBpl), mos.ProvisionalLoss, mos.ProvisionalLossNote)
 	rows := codecRows()
 	var grounded, ungrounded []string
 	for _, r := range rows {
@@ -160,7 +178,12 @@ call over the same network, a conservative floor for a wideband codec.
 			}
 			pts = strings.Join(s, ", ")
 		}
-		w("| %s | %s | %s | %s | %s |\n", r.name, pts, num(r.imp.Ie), num(r.imp.Bpl), r.imp.Grounding)
+		bpl := bplCell(r.imp)
+		src := r.imp.Source
+		if src == "" {
+			src = "-"
+		}
+		w("| %s | %s | %s | %s | %s | %s |\n", r.name, pts, num(r.imp.Ie), bpl, r.imp.Grounding, src)
 		if r.imp.Grounded() {
 			grounded = append(grounded, r.name)
 		} else {
@@ -203,6 +226,15 @@ func ungroundedExample(ungrounded []string) string {
 		return ungrounded[0]
 	}
 	return "G722"
+}
+
+// bplCell is a Bpl as the page shows it: "(placeholder)" when G.113
+// gives the codec none.
+func bplCell(imp mos.Impairment) string {
+	if imp.BplPlaceholder {
+		return num(imp.Bpl) + " (placeholder)"
+	}
+	return num(imp.Bpl)
 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }

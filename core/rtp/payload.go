@@ -41,11 +41,20 @@ const (
 	PTComfortNoiseOld = 19
 )
 
+// PTG721 is the static payload type RFC 1890 assigned to G721 (G.726 at
+// 32 kbit/s); RFC 3551 §4.5.4 moved G726-32 to a dynamic type and left 2
+// unassigned, but deployed stacks still send it.
+const PTG721 = 2
+
 // StaticCodec returns the RFC 3551 codec of a static payload type (the
-// table is core/sdp's; 19 is the pre-RFC 3551 comfort-noise value).
+// table is core/sdp's; 19 is the pre-RFC 3551 comfort-noise value and 2 the
+// RFC 1890 G.726-32 one).
 func StaticCodec(pt uint8) (Codec, bool) {
-	if pt == PTComfortNoiseOld {
+	switch pt {
+	case PTComfortNoiseOld:
 		return Codec{"CN", 8000, KindComfortNoise}, true
+	case PTG721:
+		return Codec{"G726-32", 8000, KindAudio}, true
 	}
 	enc, clock, ok := sdp.StaticPayload(int(pt))
 	if !ok {
@@ -75,6 +84,15 @@ var dynamic = map[string]Codec{
 	"g726-24":         {"G726-24", 8000, KindAudio},
 	"g726-32":         {"G726-32", 8000, KindAudio},
 	"g726-40":         {"G726-40", 8000, KindAudio},
+	"aal2-g726-16":    {"AAL2-G726-16", 8000, KindAudio},
+	"aal2-g726-24":    {"AAL2-G726-24", 8000, KindAudio},
+	"aal2-g726-32":    {"AAL2-G726-32", 8000, KindAudio},
+	"aal2-g726-40":    {"AAL2-G726-40", 8000, KindAudio},
+	"g728":            {"G728", 8000, KindAudio},
+	"g723":            {"G723", 8000, KindAudio},
+	"gsm":             {"GSM", 8000, KindAudio},
+	"gsm-efr":         {"GSM-EFR", 8000, KindAudio},
+	"gsm-hr-08":       {"GSM-HR-08", 8000, KindAudio},
 	"speex":           {"speex", 8000, KindAudio},
 	"silk":            {"SILK", 16000, KindAudio},
 	"g729":            {"G729", 8000, KindAudio},

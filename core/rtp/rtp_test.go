@@ -244,7 +244,7 @@ func TestStaticCodec(t *testing.T) {
 		{19, Codec{"CN", 8000, KindComfortNoise}, true},
 		{34, Codec{"H263", 90000, KindVideo}, true},
 		{96, Codec{}, false},
-		{2, Codec{}, false},
+		{2, Codec{"G726-32", 8000, KindAudio}, true}, // RFC 1890 G721: G.726 at 32 kbit/s
 	}
 	for _, tc := range tests {
 		got, ok := StaticCodec(tc.pt)
