@@ -1,0 +1,76 @@
+package analysis_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sipnab/sipnab/core/analysis"
+)
+
+// TestClauseConstruction: a clause names a registered rule and carries
+// every input the rule declares; the verdict is built from sound problem
+// clauses only, so a verdict other than none without evidence cannot be
+// made.
+func TestClauseConstruction(t *testing.T) {
+	tests := []struct {
+		name    string
+		rule    string
+		values  map[string]float64
+		wantErr string
+	}{
+		{"unknown rule refused", "media_problem", map[string]float64{"x": 1}, `unknown rule "media_problem"`},
+		{"no values refused", "high_loss", nil, "loss_pct, expected not measured"},
+		{"one input missing refused", "high_jitter", map[string]float64{"jitter_ms": 80}, "packets not measured"},
+		{"no RTP in the capture refused", "no_media", map[string]float64{"rtp_streams": 0, "capture_rtp_packets": 0}, "the capture holds no RTP at all"},
+		{"measured inputs accepted", "high_loss", map[string]float64{"loss_pct": 7.5, "expected": 200}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := analysis.NewClause(tc.rule, tc.values)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("got %v, want a clause", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("got %v, want an error containing %q", err, tc.wantErr)
+			case tc.wantErr == "" && (c.Rule != tc.rule || c.Valid() != nil):
+				t.Fatalf("got %+v", c)
+			}
+		})
+	}
+}
+
+func TestVerdictOfClauses(t *testing.T) {
+	loss, _ := analysis.NewClause("high_loss", map[string]float64{"loss_pct": 7.5, "expected": 200})
+	ff, _ := analysis.NewClause("final_failure", map[string]float64{"code": 486})
+	orphan, _ := analysis.NewClause("orphaned_media", map[string]float64{"packets": 10})
+	tests := []struct {
+		name string
+		cs   []analysis.Clause
+		want string
+	}{
+		{"no clause is none", nil, "none"},
+		{"a clause built by hand without its inputs is none", []analysis.Clause{{Rule: "high_loss"}}, "none"},
+		{"a clause of an unknown rule is none", []analysis.Clause{{Rule: "media_problem", Values: map[string]float64{"x": 1}}}, "none"},
+		{"an observation is none", []analysis.Clause{orphan}, "none"},
+		{"media", []analysis.Clause{loss}, "media"},
+		{"signaling", []analysis.Clause{ff}, "signaling"},
+		{"both", []analysis.Clause{ff, loss}, "both"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := analysis.VerdictOf(tc.cs); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRulesDocumented: every registered rule has a family, inputs and a
+// line of documentation.
+func TestRulesDocumented(t *testing.T) {
+	for _, r := range analysis.Rules() {
+		if r.Family == "" || len(r.Inputs) == 0 || r.Doc == "" {
+			t.Errorf("%s: got %+v", r.ID, r)
+		}
+	}
+}
