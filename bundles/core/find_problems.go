@@ -26,8 +26,8 @@ func findProblemsTool(d *deps) sdk.Tool {
 		Name:  "find_problems",
 		Title: "Find problem dialogs",
 		Description: "list_dialogs page of dialogs matching problem aliases (problems, slow-setup, short-calls, one-way, " +
-			"nat-issues, codec-asym, ptime-asym, payload-asym, duration-asym, late-media), each row with the clauses " +
-			"it matched and its measured values; by_method exposes keepalives.",
+			"nat-issues, codec-asym, ptime-asym, payload-asym, duration-asym, late-media); rows name clauses matched " +
+			"and values; by_method exposes keepalives.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown alias in kinds (the message lists the aliases and suggests the nearest)"},
@@ -78,13 +78,13 @@ type ProblemRow struct {
 	dialog.Summary
 	// Matched are the alias clauses the row matched (at least one: a row
 	// is on the page because it matched), each with its measured values.
-	Matched []query.Matched `json:"matched" nonnull:"true" desc:"alias clauses matched, each with the row's measured values"`
+	Matched []query.Matched `json:"matched" nonnull:"true" desc:"alias clauses matched, with measured values"`
 }
 
 // ProblemPage is find_problems' answer.
 type ProblemPage struct {
 	// Dialogs are the page's rows in created_at order (Call-ID breaks ties).
-	Dialogs []ProblemRow `json:"dialogs" nonnull:"true" desc:"dialog rows in created_at order with the clauses they matched; from_user and to_user fenced"`
+	Dialogs []ProblemRow `json:"dialogs" nonnull:"true" desc:"dialog rows in created_at order; from_user and to_user fenced"`
 	// ByMethod counts every matching dialog by the method that opened it.
 	ByMethod []query.MethodCount `json:"by_method" nonnull:"true" desc:"every matching dialog counted by opening method, largest first; past 50 methods the rest count as (other)"`
 	sdk.Page

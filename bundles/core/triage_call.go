@@ -23,10 +23,10 @@ type Triage struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
 	// Verdict says where the problem is: signaling, media, both or none.
 	// It is derived from Evidence alone.
-	Verdict string `json:"verdict" enum:"signaling|media|both|none" desc:"where the problem is, derived from evidence"`
+	Verdict string `json:"verdict" enum:"signaling|media|both|none" desc:"where the problem is"`
 	// Evidence are the clauses that fired ([] when none): the rule, the
 	// measured values, the threshold, the messages and frames.
-	Evidence []analysis.Clause `json:"evidence" nonnull:"true" desc:"clauses that fired: rule, values, threshold, messages, frames"`
+	Evidence []analysis.Clause `json:"evidence" nonnull:"true" desc:"clauses that fired"`
 	// State is the dialog's state.
 	State string `json:"state" desc:"dialog state"`
 	// FinalStatusCode is the final response to the call's INVITE; absent
@@ -104,8 +104,8 @@ func triageCallTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "triage_call",
 		Title: "Triage one call",
-		Description: "One call's verdict: problem in signaling, media, both or none, with the clauses it rests on " +
-			"(rule, values, threshold, frames), hints and the termination cause.",
+		Description: "One call's verdict (signaling, media, both or none) from the clauses that fired, with hints " +
+			"and the termination cause.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},

@@ -130,23 +130,23 @@ func LookupRule(id string) (RuleInfo, bool) {
 // NewClause.
 type Clause struct {
 	// Rule is the rule's stable id (explain_rule, docs/bundles/core.md).
-	Rule string `json:"rule" desc:"stable id of the rule that fired"`
+	Rule string `json:"rule" desc:"rule id"`
 	// Values are the measured values the rule judged, by name (the name
 	// carries the unit: _ms, _pct, _sec; counts bare).
-	Values map[string]float64 `json:"values" nonnull:"true" desc:"measured values, by name"`
+	Values map[string]float64 `json:"values" nonnull:"true" desc:"measured values"`
 	// Threshold are the limits the values were compared with; absent for
 	// a rule without one (a final failure, a missing direction).
-	Threshold map[string]float64 `json:"threshold,omitempty" desc:"limits compared with, by the value's name"`
+	Threshold map[string]float64 `json:"threshold,omitempty" desc:"limits compared with"`
 	// Observed are measured facts that are not numbers (a codec per
 	// direction, a stream's SSRC); absent when none.
-	Observed map[string]string `json:"observed,omitempty" desc:"measured facts that are not numbers"`
+	Observed map[string]string `json:"observed,omitempty" desc:"measured non-numeric facts"`
 	// Messages are the indexes (get_dialog's) of the messages that prove
 	// it; absent when none was retained or the rule rests on RTP.
-	Messages []int `json:"messages,omitempty" desc:"get_dialog message indexes that prove it"`
+	Messages []int `json:"messages,omitempty" desc:"proving message indexes"`
 	// Frames are the evidence pointers (<source>#<ordinal>@<digest>,
 	// show_evidence) of those messages, or of a stream's first packet;
 	// absent when the source kept none (a live source).
-	Frames []string `json:"frames,omitempty" desc:"evidence pointers of the proving frames"`
+	Frames []string `json:"frames,omitempty" desc:"proving frame pointers"`
 }
 
 // NewClause builds the clause of a rule that fired on measured values. It

@@ -1,10 +1,14 @@
 package analysis_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/internal/testcap"
 )
 
 // TestClauseConstruction: a clause names a registered rule and carries
@@ -72,5 +76,29 @@ func TestRulesDocumented(t *testing.T) {
 		if r.Family == "" || len(r.Inputs) == 0 || r.Doc == "" {
 			t.Errorf("%s: got %+v", r.ID, r)
 		}
+	}
+}
+
+// TestRulesTableInDocs: docs/bundles/core.md lists every registered rule,
+// its half and inputs, and no other.
+func TestRulesTableInDocs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testcap.Root(), "docs", "bundles", "core.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range analysis.Rules() {
+		want = append(want, fmt.Sprintf("| `%s` | %s | %s | %s |", r.ID, r.Family, strings.Join(r.Inputs, ", "), r.Doc))
+	}
+	_, sec, _ := strings.Cut(string(b), "## Evidence\n")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	var got []string
+	for _, l := range strings.Split(sec, "\n") {
+		if strings.HasPrefix(l, "| `") && strings.Count(l, " | ") == 3 {
+			got = append(got, l)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("docs/bundles/core.md rules table:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

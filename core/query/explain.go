@@ -15,10 +15,10 @@ type Matched struct {
 	Alias string `json:"alias" desc:"problem alias"`
 	// Clause is the alias clause that matched, with the run's threshold
 	// ("rtp.loss > 5").
-	Clause string `json:"clause" desc:"alias clause matched, threshold included"`
+	Clause string `json:"clause" desc:"clause matched"`
 	// Measured are the row's values of the clause's fields
 	// ("rtp.loss=64.286").
-	Measured string `json:"measured" desc:"the row's values of the clause's fields"`
+	Measured string `json:"measured" desc:"row's values"`
 }
 
 // Explain returns the clauses a row matches, each with its measured
