@@ -102,3 +102,35 @@ func TestRulesTableInDocs(t *testing.T) {
 		t.Errorf("docs/bundles/core.md rules table:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestCaptureFindingsNameRegisteredRules: every capture-level finding
+// (what was not read, orphaned media, malformed RTCP) names a registered
+// rule whose inputs its row measures.
+func TestCaptureFindingsNameRegisteredRules(t *testing.T) {
+	st, facts := load(t, "Asterisk_ZFONE_XLITE.pcap")
+	cf := analysis.CaptureFacts{
+		SourceExhausted: true, DialogsEvicted: 2, MessagesDropped: 3,
+		Undecodable: map[string]uint64{"truncated": 4}, PortGatedSIP: map[string]uint64{"5080": 5},
+	}
+	r := analysis.CaptureReport(facts, st, cf, analysis.Options{})
+	if len(r.Findings) < 7 {
+		t.Fatalf("got %d findings, want the capture's and the shed ones", len(r.Findings))
+	}
+	for _, f := range r.Findings {
+		ri, ok := analysis.LookupRule(f.Rule)
+		if !ok {
+			t.Errorf("%s: rule %q is not registered", f.Kind, f.Rule)
+			continue
+		}
+		for _, e := range f.Evidence {
+			if ri.Family != analysis.FamilyCapture {
+				break
+			}
+			for _, in := range ri.Inputs {
+				if _, ok := e.Counts[in]; !ok {
+					t.Errorf("%s: row %+v lacks %s", f.Kind, e, in)
+				}
+			}
+		}
+	}
+}
