@@ -189,33 +189,58 @@ type dialogPageArgs struct {
 // truncated and next_cursor), the envelope with the source flags read
 // before the store.
 func dialogPage(ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs) (DialogPage, error) {
-	if err := c.Project("dialogs", a.fields, sdk.FieldNames[dialog.Summary]()); err != nil {
+	rows, pg, err := rowsPage(ctx, d, c, a, sdk.FieldNames[dialog.Summary](),
+		func(_ *query.Querier, r dialog.Summary) dialog.Summary { return r },
+		func(rows []dialog.Summary, bm []query.MethodCount, pg sdk.Page) any {
+			return DialogPage{Dialogs: rows, ByMethod: bm, Page: pg}
+		})
+	if err != nil {
 		return DialogPage{}, err
+	}
+	return DialogPage{Dialogs: rows, ByMethod: cleanByMethod(pg.byMethod), Page: pg.page}, nil
+}
+
+// pageParts are the envelope parts of a fitted page.
+type pageParts struct {
+	byMethod []query.MethodCount
+	page     sdk.Page
+}
+
+// rowsPage runs a list query, makes each fenced row with mk, and fits the
+// rows to the response ceiling; shape builds the answer (rows empty) to
+// size its envelope. It returns the rows that fit.
+func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs, names []string,
+	mk func(q *query.Querier, r dialog.Summary) R, shape func(rows []R, bm []query.MethodCount, pg sdk.Page) any) ([]R, pageParts, error) {
+	if err := c.Project("dialogs", a.fields, names); err != nil {
+		return nil, pageParts{}, err
 	}
 	after, err := dialogCursor(a.cursor)
 	if err != nil {
-		return DialogPage{}, err
+		return nil, pageParts{}, err
 	}
 	ceiling, err := responseCeiling(c, a.maxResponseBytes)
 	if err != nil {
-		return DialogPage{}, err
+		return nil, pageParts{}, err
 	}
 	// Status first, store after: flags that say the source was read whole
 	// then describe rows read after the load ended.
 	src := sourceState(d.capture.Status())
-	p, err := querier(d).List(ctx, query.ListOptions{Filter: a.filter, Order: dialog.ByCreated, After: after, Limit: c.Limit(a.limit)})
+	q := querier(d)
+	p, err := q.List(ctx, query.ListOptions{Filter: a.filter, Order: dialog.ByCreated, After: after, Limit: c.Limit(a.limit)})
 	if err != nil {
-		return DialogPage{}, sdk.Internal("listing dialogs: %v", err)
+		return nil, pageParts{}, sdk.Internal("listing dialogs: %v", err)
 	}
-	rows := make([]dialog.Summary, len(p.Rows))
+	plain := make([]dialog.Summary, len(p.Rows))
+	rows := make([]R, len(p.Rows))
 	for i := range p.Rows {
-		rows[i] = fencedRow(c, p.Rows[i])
+		plain[i] = fencedRow(c, p.Rows[i])
+		rows[i] = mk(q, plain[i])
 	}
-	page := func(k int) DialogPage {
+	parts := func(k int) pageParts {
 		more := p.More || k < len(rows)
 		last := a.cursor
 		if k > 0 {
-			last = query.CursorOf(&rows[k-1], dialog.ByCreated)
+			last = query.CursorOf(&plain[k-1], dialog.ByCreated)
 		}
 		next := ""
 		if more && k > 0 {
@@ -223,24 +248,22 @@ func dialogPage(ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs) (Di
 		}
 		pg := sdk.NewPage(k, p.TotalMatched, more, next, src, listSchemaVersion)
 		pg.ResumeAt(src, last)
-		return DialogPage{Dialogs: []dialog.Summary{}, ByMethod: p.ByMethod, Page: pg}
+		return pageParts{byMethod: p.ByMethod, page: pg}
 	}
 	sizes, err := rowBytes(rows, a.fields)
 	if err != nil {
-		return DialogPage{}, sdk.Internal("sizing rows: %v", err)
+		return nil, pageParts{}, sdk.Internal("sizing rows: %v", err)
 	}
 	k, err := fitRows(sizes, ceiling, func(k int) (int, error) {
-		b, err := json.Marshal(page(k))
+		pp := parts(k)
+		b, err := json.Marshal(shape([]R{}, pp.byMethod, pp.page))
 		return len(b), err
 	})
 	if err != nil {
-		return DialogPage{}, sdk.Internal("sizing the page: %v", err)
+		return nil, pageParts{}, sdk.Internal("sizing the page: %v", err)
 	}
 	if k == 0 && len(rows) > 0 {
-		return DialogPage{}, sdk.InvalidParams("max_response_bytes %d cannot hold one row (the next one needs about %d bytes): raise it or name fewer fields", ceiling, sizes[0]+512)
+		return nil, pageParts{}, sdk.InvalidParams("max_response_bytes %d cannot hold one row (the next one needs about %d bytes): raise it or name fewer fields", ceiling, sizes[0]+512)
 	}
-	out := page(k)
-	out.Dialogs = append(out.Dialogs, rows[:k]...)
-	out.ByMethod = cleanByMethod(out.ByMethod)
-	return out, nil
+	return append([]R{}, rows[:k]...), parts(k), nil
 }

@@ -141,7 +141,12 @@ func lqCode(err error) int {
 // lqRow is a dialog row as the wire shows it; pointers tell absent from
 // zero.
 type lqRow struct {
-	CallID          string   `json:"call_id"`
+	CallID  string `json:"call_id"`
+	Matched []struct {
+		Alias    string `json:"alias"`
+		Clause   string `json:"clause"`
+		Measured string `json:"measured"`
+	} `json:"matched"`
 	State           *string  `json:"state"`
 	Method          *string  `json:"method"`
 	MsgCount        *int     `json:"msg_count"`

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -24,7 +26,8 @@ func findProblemsTool(d *deps) sdk.Tool {
 		Name:  "find_problems",
 		Title: "Find problem dialogs",
 		Description: "list_dialogs page of dialogs matching problem aliases (problems, slow-setup, short-calls, one-way, " +
-			"nat-issues, codec-asym, ptime-asym, payload-asym, duration-asym, late-media); by_method exposes keepalives.",
+			"nat-issues, codec-asym, ptime-asym, payload-asym, duration-asym, late-media); rows name clauses matched " +
+			"and values; by_method exposes keepalives.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown alias in kinds (the message lists the aliases and suggests the nearest)"},
@@ -33,20 +36,56 @@ func findProblemsTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
 			{Code: sdk.CodeInvalidParams, When: "a negative max_response_bytes"},
 		},
-	}, func(ctx context.Context, c *sdk.Call, in findProblemsIn) (DialogPage, error) {
+	}, func(ctx context.Context, c *sdk.Call, in findProblemsIn) (ProblemPage, error) {
 		q := querier(d)
 		kinds, err := q.CompileKinds(in.Kinds)
 		if err != nil {
 			if errors.Is(err, filter.ErrUnknownKind) {
-				return DialogPage{}, sdk.InvalidParams("%v", err)
+				return ProblemPage{}, sdk.InvalidParams("%v", err)
 			}
-			return DialogPage{}, sdk.Internal("compiling kinds: %v", err)
+			return ProblemPage{}, sdk.Internal("compiling kinds: %v", err)
 		}
 		f, err := compileFilter(q, in.Filter)
 		if err != nil {
-			return DialogPage{}, err
+			return ProblemPage{}, err
 		}
-		return dialogPage(ctx, d, c, dialogPageArgs{filter: filter.And(kinds, f), limit: in.Limit, cursor: in.Cursor,
-			fields: in.Fields, maxResponseBytes: in.MaxResponseBytes})
+		clauses, err := filter.AliasClauses(in.Kinds, q.Thresholds())
+		if err != nil {
+			return ProblemPage{}, sdk.Internal("splitting kinds: %v", err)
+		}
+		rows, pg, err := rowsPage(ctx, d, c, dialogPageArgs{filter: filter.And(kinds, f), limit: in.Limit, cursor: in.Cursor,
+			fields: in.Fields, maxResponseBytes: in.MaxResponseBytes}, sdk.FieldNames[ProblemRow](),
+			func(q *query.Querier, r dialog.Summary) ProblemRow {
+				m := q.Explain(&r, clauses)
+				if m == nil {
+					m = []query.Matched{}
+				}
+				return ProblemRow{Summary: r, Matched: m}
+			},
+			func(rows []ProblemRow, bm []query.MethodCount, pg sdk.Page) any {
+				return ProblemPage{Dialogs: rows, ByMethod: bm, Page: pg}
+			})
+		if err != nil {
+			return ProblemPage{}, err
+		}
+		return ProblemPage{Dialogs: rows, ByMethod: cleanByMethod(pg.byMethod), Page: pg.page}, nil
 	})
+}
+
+// ProblemRow is a find_problems row: the list_dialogs row and the alias
+// clauses it matched, each with the row's measured values.
+type ProblemRow struct {
+	dialog.Summary
+	// Matched are the alias clauses the row matched (at least one: a row
+	// is on the page because it matched), each with its measured values.
+	Matched []query.Matched `json:"matched" nonnull:"true" desc:"alias clauses matched, with measured values"`
+}
+
+// ProblemPage is find_problems' answer.
+type ProblemPage struct {
+	// Dialogs are the page's rows in created_at order (Call-ID breaks ties).
+	Dialogs []ProblemRow `json:"dialogs" nonnull:"true" desc:"dialog rows in created_at order; from_user and to_user fenced"`
+	// ByMethod counts every matching dialog by the method that opened it.
+	ByMethod []query.MethodCount `json:"by_method" nonnull:"true" desc:"every matching dialog counted by opening method, largest first; past 50 methods the rest count as (other)"`
+	sdk.Page
 }

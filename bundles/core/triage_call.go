@@ -22,7 +22,11 @@ type Triage struct {
 	// CallID is the dialog judged, verbatim.
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
 	// Verdict says where the problem is: signaling, media, both or none.
+	// It is derived from Evidence alone.
 	Verdict string `json:"verdict" enum:"signaling|media|both|none" desc:"where the problem is"`
+	// Evidence are the clauses that fired ([] when none): the rule, the
+	// measured values, the threshold, the messages and frames.
+	Evidence []analysis.Clause `json:"evidence" nonnull:"true" desc:"clauses that fired"`
 	// State is the dialog's state.
 	State string `json:"state" desc:"dialog state"`
 	// FinalStatusCode is the final response to the call's INVITE; absent
@@ -100,8 +104,8 @@ func triageCallTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "triage_call",
 		Title: "Triage one call",
-		Description: "One call's verdict: problem in signaling, media, both or none, with hints and the " +
-			"termination cause.",
+		Description: "One call's verdict (signaling, media, both or none) from the clauses that fired, with hints " +
+			"and the termination cause.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
@@ -142,6 +146,7 @@ func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, cal
 	out := Triage{
 		CallID:          det.CallID,
 		Verdict:         dd.Verdict,
+		Evidence:        fenceClauses(c, dd.Evidence),
 		State:           det.State,
 		FinalStatusCode: det.FinalStatusCode,
 		Signaling:       TriageSignaling{Hints: []string{}},
@@ -159,7 +164,7 @@ func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, cal
 		out.Signaling.Abandoned = s.Abandoned
 		out.Signaling.PostDialDelay = s.PostDialDelay
 		out.Signaling.RegistrationFailure = s.RegistrationFailure
-		out.Signaling.Problem = s.Problem()
+		out.Signaling.Problem = analysis.ProblemIn(dd.Evidence, analysis.FamilySignaling)
 		if s.Hints != nil {
 			out.Signaling.Hints = s.Hints
 		}
@@ -186,7 +191,7 @@ func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, cal
 	}
 	m := &dd.Media
 	out.Media = TriageMedia{
-		Problem:     m.Problem(),
+		Problem:     analysis.ProblemIn(dd.Evidence, analysis.FamilyMedia),
 		Applicable:  m.Applicable,
 		Reason:      m.Reason,
 		OneWayAudio: m.OneWayAudio,
@@ -206,6 +211,24 @@ func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, cal
 		out.Termination = &term
 	}
 	return out, nil
+}
+
+// fenceClauses copies clauses with the sender-written facts fenced: the
+// codec names of a codec asymmetry (SDP rtpmap text). Every other value is
+// a number, sipnab's own word or an address.
+func fenceClauses(c *sdk.Call, cs []analysis.Clause) []analysis.Clause {
+	out := make([]analysis.Clause, len(cs))
+	for i, cl := range cs {
+		if cl.Rule == "codec_asymmetry" {
+			for _, k := range []string{"forward", "reverse"} {
+				if v := cl.Observed[k]; v != "" {
+					cl = cl.WithObserved(k, c.Fence(v))
+				}
+			}
+		}
+		out[i] = cl
+	}
+	return out
 }
 
 // maxCauseTextChars caps a termination cause text (MAX_CAUSE_TEXT_CHARS):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,14 @@ func rptFenced(s string) string { return sdk.FenceOpen + s + sdk.FenceClose }
 // rptPath walks a decoded JSON value by dotted path ("media.hints").
 func rptPath(v any, path string) any {
 	for _, k := range strings.Split(path, ".") {
+		if l, ok := v.([]any); ok {
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(l) {
+				return nil
+			}
+			v = l[i]
+			continue
+		}
 		m, ok := v.(map[string]any)
 		if !ok {
 			return nil
@@ -167,6 +176,8 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 			want: map[string]any{
 				"verdict": "signaling", "signaling.ack_missing.cseq": 1.0, "signaling.ack_missing.answer_copies": 1.0,
 				"signaling.ack_missing.waited_ms": 108001.0, "signaling.not_judged": nil,
+				"evidence.0.rule": "ack_missing", "evidence.0.values.waited_ms": 108001.0, "evidence.0.threshold.waited_ms": 32000.0,
+				"evidence.0.messages.0": 5.0, "evidence.0.frames.0": "sipp-branch-scenario.pcapng#1747@8dc18b66a76d7bb2",
 			},
 		},
 		{
@@ -175,22 +186,31 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 			want: map[string]any{
 				"verdict": "signaling", "state": "Failed", "final_status_code": 603.0,
 				"signaling.final_failure.class": "declined",
+				"evidence.0.rule":               "final_failure", "evidence.0.values.code": 603.0, "evidence.0.observed.class": "declined",
+				"evidence.0.messages.0": 2.0, "evidence.1": nil,
 			},
 		},
 		{
 			// Video one way from an address the SDP did not announce.
 			capture: "h263-over-rtp.pcap", callID: "",
+			// A video stream says nothing about audio: no one-way audio
+			// (was true); the NAT mismatch is the clause.
 			want: map[string]any{
-				"verdict": "media", "media.problem": true, "media.one_way_audio": true,
+				"verdict": "media", "media.problem": true, "media.one_way_audio": false,
 				"media.nat_mismatch": true, "media.stream_count": 1.0, "signaling.problem": false,
+				"evidence.0.rule": "nat_mismatch", "evidence.0.values.streams": 1.0,
+				"evidence.0.observed.actual_source": "192.168.6.199:57128", "evidence.1": nil,
 			},
 		},
 		{
-			// SDP negotiated, answered, no RTP at the capture point.
+			// SDP negotiated, answered, and no RTP anywhere in the capture
+			// (tshark: 0 RTP frames): the capture point does not see media,
+			// so no_media is not judged (was verdict media).
 			capture: "sip-sdp-example.pcap", callID: "",
 			want: map[string]any{
-				"verdict": "media", "media.no_media": true, "media.applicable": true, "media.stream_count": 0.0,
-				"termination.cause_code": 16.0, "termination.cause_text": rptFenced("local"),
+				"verdict": "none", "media.no_media": false, "media.applicable": false, "media.stream_count": 0.0,
+				"media.reason":           "the capture holds no RTP at all: media was not captured at this point",
+				"termination.cause_code": 16.0, "termination.cause_text": rptFenced("local"), "evidence.0": nil,
 			},
 		},
 	}
@@ -222,7 +242,7 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 			if m["source_exhausted"] != true {
 				t.Errorf("source_exhausted: got %v after the load", m["source_exhausted"])
 			}
-			for _, k := range []string{"signaling.hints", "media.hints"} {
+			for _, k := range []string{"signaling.hints", "media.hints", "evidence"} {
 				if _, ok := rptPath(m, k).([]any); !ok {
 					t.Errorf("%s: got %v, want an array ([] when empty)", k, rptPath(m, k))
 				}

@@ -111,6 +111,20 @@ func cleanReport(r callreport.Report) callreport.Report {
 		}
 		r.Diagnosis.Signaling = &sd
 	}
+	if len(r.Diagnosis.Evidence) > 0 {
+		cs := make([]analysis.Clause, len(r.Diagnosis.Evidence))
+		for i, cl := range r.Diagnosis.Evidence {
+			if cl.Rule == "codec_asymmetry" {
+				for _, k := range []string{"forward", "reverse"} {
+					if v := cl.Observed[k]; v != "" {
+						cl = cl.WithObserved(k, u(v))
+					}
+				}
+			}
+			cs[i] = cl
+		}
+		r.Diagnosis.Evidence = cs
+	}
 	if a := r.Diagnosis.Media.CodecAsymmetry; a != nil {
 		r.Diagnosis.Media.CodecAsymmetry = &analysis.Asymmetry{Forward: u(a.Forward), Reverse: u(a.Reverse)}
 	}

@@ -52,8 +52,11 @@ func TestDiagnosePublicCaptures(t *testing.T) {
 			}
 		}},
 		{"sip-sdp-example.pcap", "1450530377152201062221@10.33.6.101", func(t *testing.T, d analysis.DialogDiagnosis) {
-			// Offer/answer and an answered call, no RTP in the capture.
-			if !d.Media.NoMedia || !d.Media.Applicable || d.Verdict != "media" || len(d.Media.SDPMedia) != 4 {
+			// Offer/answer and an answered call, no RTP anywhere in the
+			// capture: the capture point does not see media, so no_media
+			// is not judged (tshark: 0 RTP frames).
+			if d.Media.NoMedia || d.Media.Applicable || d.Verdict != "none" || len(d.Media.SDPMedia) != 4 ||
+				d.Media.Reason != "the capture holds no RTP at all: media was not captured at this point" {
 				t.Errorf("got %+v", d.Media)
 			}
 		}},
@@ -64,10 +67,16 @@ func TestDiagnosePublicCaptures(t *testing.T) {
 			}
 		}},
 		{"h263-over-rtp.pcap", "NmNhYWNhMjY0Y2M0OTc4YTI2MzgzZTNlYTRhZTMxNTE.", func(t *testing.T, d analysis.DialogDiagnosis) {
-			// One video stream; its sender announced 127.0.0.1:57128 and
-			// sends from 192.168.6.199:57128.
-			if !d.Media.OneWayAudio || !d.Media.NATMismatch || len(d.Media.NATEvidence) != 1 || d.Media.NATEvidence[0].Actual != "192.168.6.199:57128" {
+			// One video stream (tshark: 45 H263 packets, no audio RTP);
+			// its sender announced 127.0.0.1:57128 and sends from
+			// 192.168.6.199:57128. A video stream says nothing about
+			// audio: no one_way_audio (was true).
+			if d.Media.OneWayAudio || !d.Media.NATMismatch || len(d.Media.NATEvidence) != 1 || d.Media.NATEvidence[0].Actual != "192.168.6.199:57128" {
 				t.Errorf("got %+v", d.Media)
+			}
+			if len(d.Evidence) != 1 || d.Evidence[0].Rule != "nat_mismatch" || d.Evidence[0].Values["streams"] != 1 ||
+				d.Evidence[0].Observed["actual_source"] != "192.168.6.199:57128" || len(d.Evidence[0].Frames) != 1 {
+				t.Errorf("evidence: got %+v", d.Evidence)
 			}
 		}},
 		{"sip-488-codec-reject.pcapng", "NA4y5nr9Jk", func(t *testing.T, d analysis.DialogDiagnosis) {

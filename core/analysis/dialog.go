@@ -17,6 +17,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/packet"
 )
 
 // Thresholds (engine.md §10, §11).
@@ -72,6 +73,9 @@ type DialogFacts struct {
 	// Unanswered are the requests retransmitted without any response, as
 	// the store counted them (every message, retention cap or not).
 	Unanswered []dialog.Unanswered
+	// Frames are the evidence pointers of the retained messages, by
+	// message index (zero when unknown): a clause's frames.
+	Frames []packet.FrameRef
 }
 
 // MediaSource is the read side of the stream store diagnosis needs.
@@ -262,7 +266,12 @@ type SignalingDiagnosis struct {
 type DialogDiagnosis struct {
 	CallID string `json:"call_id"`
 	// Verdict names where the problem is: signaling, media, both or none.
-	Verdict   string              `json:"verdict"`
+	// It is derived from Evidence alone (VerdictOf).
+	Verdict string `json:"verdict"`
+	// Evidence are the clauses that fired ([] when none): each names its
+	// rule, the values it measured, its threshold and the messages and
+	// frames that prove it.
+	Evidence  []Clause            `json:"evidence"`
 	Signaling *SignalingDiagnosis `json:"signaling_diagnosis,omitempty"`
 	Media     MediaDiagnosis      `json:"media"`
 	// NotJudged lists the signaling detections the capture could not
@@ -283,25 +292,35 @@ func Diagnose(d DialogFacts, src MediaSource, opts Options) DialogDiagnosis {
 	opts = opts.withDefaults()
 	out := DialogDiagnosis{CallID: d.CallID}
 	streams := src.StreamsFor(d.CallID)
-	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), opts)
+	captureRTP := captureRTPPackets(src, streams)
+	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), opts, captureRTP)
 	seen := make([]time.Time, 0, len(streams))
 	for i := range streams {
 		seen = append(seen, streams[i].LastSeen)
 	}
 	out.Signaling, out.NotJudged = diagnoseSignalingFull(&d, seen, opts)
-	sig := out.Signaling.Problem()
-	med := out.Media.Problem()
-	switch {
-	case sig && med:
-		out.Verdict = "both"
-	case sig:
-		out.Verdict = "signaling"
-	case med:
-		out.Verdict = "media"
-	default:
-		out.Verdict = "none"
+	var e evidenceOf
+	signalingClauses(&d, out.Signaling, opts, &e)
+	mediaClauses(&out.Media, streams, opts, captureRTP, &e)
+	out.Evidence = e.clauses
+	if out.Evidence == nil {
+		out.Evidence = []Clause{}
 	}
+	out.NotJudged = append(out.NotJudged, e.refused...)
+	out.Verdict = VerdictOf(out.Evidence)
 	return out
+}
+
+// captureRTPPackets is how many RTP packets the capture holds: the stream
+// store's counter, or at least the dialog's own streams' packets when the
+// source keeps no counter.
+func captureRTPPackets(src MediaSource, streams []media.StreamInfo) uint64 {
+	n := src.Stats().RTPPackets
+	var own uint64
+	for i := range streams {
+		own += streams[i].Packets
+	}
+	return max(n, own)
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
@@ -312,7 +331,7 @@ type sides struct {
 	all           map[netip.AddrPort]bool
 }
 
-func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, opts Options) MediaDiagnosis {
+func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, opts Options, captureRTP uint64) MediaDiagnosis {
 	lossLimit, jitterLimit := opts.LossLimit(), opts.JitterLimit()
 	m := MediaDiagnosis{Hints: []string{}, SDPMedia: []string{}, ActualMedia: []string{}, StreamCount: len(streams)}
 	sd := sides{offer: map[netip.AddrPort]bool{}, answer: map[netip.AddrPort]bool{}, all: map[netip.AddrPort]bool{}}
@@ -347,6 +366,11 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 				m.Reason = fmt.Sprintf("the call ended with %d before media and no RTP reached the capture point", d.FinalCode)
 			}
 			return m
+		case captureRTP == 0:
+			// no RTP anywhere: the capture point does not see media, so
+			// its absence says nothing about this call
+			m.Reason = "the capture holds no RTP at all: media was not captured at this point"
+			return m
 		}
 		m.Applicable = true
 		m.NoMedia = true
@@ -375,13 +399,18 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 	}
 	fwd, rev := directions(streams)
 
-	// One-way audio: one direction silent (see OneWayQuietPackets).
-	loud, quiet := fwd, rev
-	if packetsOf(rev) > packetsOf(fwd) {
-		loud, quiet = rev, fwd
+	// One-way audio: one direction silent (see OneWayQuietPackets),
+	// judged on the streams that can carry audio: a video or fax stream
+	// alone says nothing about audio.
+	loud, quiet := notVideo(fwd), notVideo(rev)
+	if packetsOf(quiet) > packetsOf(loud) {
+		loud, quiet = quiet, loud
 	}
 	lp, qp := packetsOf(loud), packetsOf(quiet)
 	silent := lp > 0 && (qp == 0 || (qp <= OneWayQuietPackets && lp >= OneWayMinPackets))
+	if len(loud) == 0 {
+		silent = false
+	}
 	if d.Answered && silent && !m.Fax {
 		share := 0.0
 		if pkts > 0 {
@@ -444,9 +473,11 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		fp, rp := pts(fwd), pts(rev)
 		if fc == rc && fp != rp {
 			m.PayloadAsymmetry = &Asymmetry{Forward: fp, Reverse: rp}
+			m.Hints = append(m.Hints, "the two directions send the same codec under different RTP payload types")
 		}
 		if pf, pr, ok := ptimes(fwd, rev); ok && math.Abs(pf-pr) > PtimeAsymmetryMs {
 			m.PtimeAsymmetry = &Asymmetry{Forward: fmt.Sprintf("%.0f ms", pf), Reverse: fmt.Sprintf("%.0f ms", pr)}
+			m.Hints = append(m.Hints, fmt.Sprintf("the two directions packetize differently (%.0f ms and %.0f ms)", pf, pr))
 		}
 		df, dr := span(fwd), span(rev)
 		diff := math.Abs(df - dr)
@@ -637,6 +668,17 @@ func describeDirection(s *media.StreamInfo, sd sides) string {
 		return "answerer→offerer"
 	}
 	return s.Src + "→" + s.Dst
+}
+
+// notVideo keeps the streams that can carry audio (not video, not fax).
+func notVideo(ss []*media.StreamInfo) []*media.StreamInfo {
+	out := make([]*media.StreamInfo, 0, len(ss))
+	for _, s := range ss {
+		if s.Kind != "video" && s.Kind != "fax" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // packetsOf sums the packets of streams.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/packet"
 )
 
 // FactsFrom reads the facts diagnosis needs from a dialog store detail. A
@@ -29,6 +30,12 @@ func FactsFrom(d dialog.Detail) DialogFacts {
 	}
 	if p := d.TimingDetail.PDDMs; p != nil {
 		f.PDD, f.HasPDD = time.Duration(*p)*time.Millisecond, true
+	}
+	if len(d.Messages) > 0 {
+		f.Frames = make([]packet.FrameRef, len(d.Messages))
+		for i := range d.Messages {
+			f.Frames[i] = d.Messages[i].Frame
+		}
 	}
 	f.Legs = make([]LegFacts, 0, len(d.Legs))
 	for _, l := range d.Legs {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -24,24 +25,35 @@ const (
 
 var severityRank = map[string]int{SeverityCritical: 0, SeverityHigh: 1, SeverityMedium: 2, SeverityLow: 3, SeverityInfo: 4}
 
-// Evidence is one occurrence of a finding.
+// Evidence is one occurrence of a finding: its measured counts and, for a
+// dialog's detection, the messages and frames of the clause that fired.
 type Evidence struct {
 	CallID    string           `json:"call_id,omitempty"`
 	Endpoints []string         `json:"endpoints,omitempty"`
 	At        *time.Time       `json:"at,omitempty"`
 	Counts    map[string]int64 `json:"counts,omitempty"`
 	Note      string           `json:"note,omitempty"`
+	// Messages are the proving messages' indexes (get_dialog's); Frames
+	// their evidence pointers, or a stream's first packet's.
+	Messages []int    `json:"messages,omitempty"`
+	Frames   []string `json:"frames,omitempty"`
 }
 
 // Finding is one kind of problem across the capture.
 type Finding struct {
-	Kind            string     `json:"kind"`
-	Severity        string     `json:"severity"`
-	Occurrences     int64      `json:"occurrences"`
-	Unit            string     `json:"unit"` // dialogs, streams, frames, messages, ...
-	Summary         string     `json:"summary"`
-	Evidence        []Evidence `json:"evidence"`
-	EvidenceOmitted int64      `json:"evidence_omitted"`
+	Kind string `json:"kind"`
+	// Rule is the stable id of the rule behind the finding (a dialog
+	// clause's rule, or a capture rule named like the kind).
+	Rule string `json:"rule"`
+	// Threshold are the limits the rule compared with; absent for a rule
+	// without one.
+	Threshold       map[string]float64 `json:"threshold,omitempty"`
+	Severity        string             `json:"severity"`
+	Occurrences     int64              `json:"occurrences"`
+	Unit            string             `json:"unit"` // dialogs, streams, frames, messages, ...
+	Summary         string             `json:"summary"`
+	Evidence        []Evidence         `json:"evidence"`
+	EvidenceOmitted int64              `json:"evidence_omitted"`
 }
 
 func (f *Finding) add(e Evidence) {
@@ -108,13 +120,17 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 	get := func(kind, sev, unit, summary string) *Finding {
 		f := byKind[kind]
 		if f == nil {
-			f = &Finding{Kind: kind, Severity: sev, Unit: unit, Summary: summary, Evidence: []Evidence{}}
+			f = &Finding{Kind: kind, Rule: kind, Severity: sev, Unit: unit, Summary: summary, Evidence: []Evidence{}}
 			byKind[kind] = f
 		}
 		return f
 	}
 	for _, d := range dialogs {
 		dd := Diagnose(d, src, opts)
+		// Every dialog row rests on the clause of its rule: a detection
+		// without a sound clause makes no row, as it makes no verdict.
+		cl := newClauseQueue(dd.Evidence)
+		get := cl.finder(get)
 		at := func(t time.Time) *time.Time {
 			if t.IsZero() {
 				return nil
@@ -129,6 +145,7 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		if m.NoMedia {
 			e := ev
 			e.Endpoints = m.SDPMedia
+			e.Counts = map[string]int64{"sdp_endpoints": int64(len(m.SDPMedia)), "rtp_streams": 0}
 			get("no_media", SeverityHigh, "dialogs", "answered calls with negotiated SDP and no RTP").add(e)
 		}
 		if m.OneWayAudio {
@@ -144,11 +161,13 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			for _, n := range m.NATEvidence {
 				e.Endpoints = append(e.Endpoints, n.Actual)
 			}
+			e.Counts = map[string]int64{"streams": int64(len(m.NATEvidence))}
 			get("nat_mismatch", SeverityMedium, "dialogs", "media from an address the SDP did not announce").add(e)
 		}
 		if m.PrivateMediaAddress {
 			e := ev
 			e.Endpoints = m.PrivateAddresses
+			e.Counts = map[string]int64{"private_addresses": int64(len(m.PrivateAddresses))}
 			get("private_media_address", SeverityMedium, "dialogs", "private address announced to a public peer").add(e)
 		}
 		for _, q := range m.HighLoss {
@@ -170,10 +189,12 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			e.Counts = map[string]int64{"late_ms": int64(*m.LateMediaMs)}
 			get("late_media", SeverityLow, "dialogs", "first RTP more than 500 ms after the answer").add(e)
 		}
+		fwd, rev := directions(src.StreamsFor(d.CallID))
 		for kind, a := range map[string]*Asymmetry{"codec_asymmetry": m.CodecAsymmetry, "ptime_asymmetry": m.PtimeAsymmetry, "payload_asymmetry": m.PayloadAsymmetry} {
 			if a != nil {
 				e := ev
 				e.Note = a.Forward + " / " + a.Reverse
+				e.Counts = map[string]int64{"forward_streams": int64(len(fwd)), "reverse_streams": int64(len(rev))}
 				get(kind, SeverityLow, "dialogs", "the two directions of a call differ").add(e)
 			}
 		}
@@ -231,6 +252,7 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 	if st.RTCPMalformed > 0 {
 		f := get("rtcp_malformed", SeverityInfo, "packets", "RTCP datagrams that did not parse whole")
 		f.Occurrences += int64(st.RTCPMalformed)
+		f.Evidence = append(f.Evidence, Evidence{Counts: map[string]int64{"packets": int64(st.RTCPMalformed)}})
 	}
 
 	r := Report{
@@ -274,16 +296,70 @@ func evidenceLess(a, b *Evidence) bool {
 	return a.Note < b.Note
 }
 
-// finder returns the finding of a kind, creating it on first use.
-type finder func(kind, sev, unit, summary string) *Finding
+// finder returns the finding of a kind, creating it on first use, to add
+// one evidence row to.
+type finder func(kind, sev, unit, summary string) rowAdder
+
+type rowAdder interface{ add(Evidence) }
+
+// clauseQueue hands a dialog's clauses, in the order Diagnose made them,
+// to the rows of the capture report: each row takes the next clause of its
+// rule, with its messages, frames and threshold.
+type clauseQueue map[string][]*Clause
+
+func newClauseQueue(cs []Clause) clauseQueue {
+	q := clauseQueue{}
+	for i := range cs {
+		q[cs[i].Rule] = append(q[cs[i].Rule], &cs[i])
+	}
+	return q
+}
+
+// ruleOfKind names the rule of a finding kind: final_failure_<class> is
+// final_failure's; every other kind is its rule's id.
+func ruleOfKind(kind string) string {
+	if strings.HasPrefix(kind, "final_failure_") {
+		return "final_failure"
+	}
+	return kind
+}
+
+// clauseRow adds a row only on the clause of its rule, creating the
+// finding then: a detection without a sound clause makes no row (and no
+// verdict).
+type clauseRow struct {
+	get                      func(kind, sev, unit, summary string) *Finding
+	kind, sev, unit, summary string
+	q                        clauseQueue
+}
+
+func (r clauseRow) add(e Evidence) {
+	rule := ruleOfKind(r.kind)
+	l := r.q[rule]
+	if len(l) == 0 {
+		return
+	}
+	c := l[0]
+	r.q[rule] = l[1:]
+	f := r.get(r.kind, r.sev, r.unit, r.summary)
+	f.Rule = c.Rule
+	if f.Threshold == nil && len(c.Threshold) > 0 {
+		f.Threshold = c.Threshold
+	}
+	e.Messages, e.Frames = c.Messages, c.Frames
+	f.add(e)
+}
+
+func (q clauseQueue) finder(get func(kind, sev, unit, summary string) *Finding) finder {
+	return func(kind, sev, unit, summary string) rowAdder {
+		return clauseRow{get: get, kind: kind, sev: sev, unit: unit, summary: summary, q: q}
+	}
+}
 
 // addSignaling adds one dialog's signaling detections to the findings.
 // Every evidence row names the message (index) it rests on.
 func addSignaling(get finder, d *DialogFacts, s *SignalingDiagnosis, at *time.Time) {
-	ev := func(counts map[string]int64, note string, idx []int) Evidence {
-		if len(idx) > 0 {
-			counts["message_index"] = int64(idx[0])
-		}
+	ev := func(counts map[string]int64, note string, _ []int) Evidence {
 		return Evidence{CallID: d.CallID, At: at, Counts: counts, Note: note}
 	}
 	if ff := s.FinalFailure; ff != nil {

@@ -296,6 +296,10 @@ func addrs(src, dst interface {
 // issues lists what the diagnosis found, signaling first.
 func (c *Call) issues() []string {
 	var out []string
+	// the clauses the verdict rests on, first
+	for _, cl := range c.Diagnosis.Evidence {
+		out = append(out, "evidence "+clean(cl.String(), 600))
+	}
 	if s := c.Diagnosis.Signaling; s != nil {
 		if ff := s.FinalFailure; ff != nil {
 			out = append(out, strings.TrimSpace(fmt.Sprintf("final failure: %d %s (%s)", ff.Code, clean(ff.Reason, 80), ff.Class)))

@@ -123,6 +123,11 @@ func (r *Record) Diagnosis() *analysis.MediaDiagnosis {
 		facts = analysis.DialogFacts{CallID: r.Row.CallID, Method: r.Row.Method, State: r.Row.State, CreatedAt: r.Row.CreatedAt}
 	}
 	src := fixedMedia{streams: r.streams, endpoints: r.endpoints}
+	if r.q.media != nil {
+		// the capture's RTP counter: no_media judges only a capture that
+		// holds RTP
+		src.stats = r.q.media.Stats()
+	}
 	m := analysis.Diagnose(facts, src, analysis.Options{SlowSetup: r.q.slowSetup()}).Media
 	r.diag = &m
 	return r.diag
@@ -133,12 +138,13 @@ func (r *Record) Diagnosis() *analysis.MediaDiagnosis {
 type fixedMedia struct {
 	streams   []media.StreamInfo
 	endpoints []media.Endpoint
+	stats     media.Stats
 }
 
 func (f fixedMedia) StreamsFor(string) []media.StreamInfo { return f.streams }
 func (f fixedMedia) EndpointsFor(string) []media.Endpoint { return f.endpoints }
 func (f fixedMedia) All() []media.StreamInfo              { return f.streams }
-func (f fixedMedia) Stats() media.Stats                   { return media.Stats{} }
+func (f fixedMedia) Stats() media.Stats                   { return f.stats }
 
 // UA returns the first non-empty User-Agent (Server on a response) among
 // the retained messages.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -138,13 +139,13 @@ func RenderFindings(r analysis.Report, name string, f FindingsFormat) string {
 	for i := range r.Findings {
 		fd := &r.Findings[i]
 		if md {
-			fmt.Fprintf(&b, "\n### %d. %s: %s, %s\n\n%s.\n", i+1, mdEscape(fd.Kind), fd.Severity,
-				count(fd.Occurrences, fd.Unit), mdEscape(fd.Summary))
+			fmt.Fprintf(&b, "\n### %d. %s: %s, %s\n\n%s%s.\n", i+1, mdEscape(fd.Kind), fd.Severity,
+				count(fd.Occurrences, fd.Unit), mdEscape(fd.Summary), mdEscape(thresholdText(fd)))
 			if len(fd.Evidence) > 0 || fd.EvidenceOmitted > 0 {
 				b.WriteString("\n")
 			}
 		} else {
-			fmt.Fprintf(&b, "\n%d. [%s] %s: %s (%s)\n", i+1, fd.Severity, fd.Kind, count(fd.Occurrences, fd.Unit), fd.Summary)
+			fmt.Fprintf(&b, "\n%d. [%s] %s: %s (%s%s)\n", i+1, fd.Severity, fd.Kind, count(fd.Occurrences, fd.Unit), fd.Summary, thresholdText(fd))
 		}
 		for j := range fd.Evidence {
 			if md {
@@ -246,6 +247,13 @@ func evidenceLine(e *analysis.Evidence, md bool) string {
 		}
 		parts = append(parts, s)
 	}
+	if len(e.Frames) > 0 {
+		s := "frames " + strings.Join(e.Frames, " ")
+		if md {
+			s = mdEscape(s)
+		}
+		parts = append(parts, s)
+	}
 	if e.Note != "" {
 		// sender text (a reason phrase): no control, bidi or fence code
 		// point, as every rendered document prints it
@@ -259,6 +267,24 @@ func evidenceLine(e *analysis.Evidence, md bool) string {
 		return "(no detail)"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// thresholdText names the limits a finding's rule compared with
+// ("; threshold pdd_ms=11000"), "" when it has none.
+func thresholdText(f *analysis.Finding) string {
+	if len(f.Threshold) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(f.Threshold))
+	for k := range f.Threshold {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	kv := make([]string, 0, len(keys))
+	for _, k := range keys {
+		kv = append(kv, k+"="+strconv.FormatFloat(f.Threshold[k], 'g', -1, 64))
+	}
+	return "; threshold " + strings.Join(kv, " ")
 }
 
 // count renders an occurrence count with its unit, singular for one.
@@ -460,7 +486,7 @@ func writeMediaText(w io.Writer, doc *Document, r analysis.Report, lim limits) {
 	}
 	for i := range r.Findings {
 		fd := &r.Findings[i]
-		fmt.Fprintf(w, "  [%s] %s: %s (%s)\n", fd.Severity, fd.Kind, count(fd.Occurrences, fd.Unit), fd.Summary)
+		fmt.Fprintf(w, "  [%s] %s: %s (%s%s)\n", fd.Severity, fd.Kind, count(fd.Occurrences, fd.Unit), fd.Summary, thresholdText(fd))
 		shown := min(len(fd.Evidence), findingsEvidenceShown)
 		for j := 0; j < shown; j++ {
 			fmt.Fprintf(w, "      %s\n", evidenceLine(&fd.Evidence[j], false))

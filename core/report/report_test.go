@@ -302,13 +302,13 @@ func TestWriteTextWithThresholds(t *testing.T) {
 		want, not     []string
 	}{
 		{"defaults", "Asterisk_ZFONE_XLITE.pcap", DefaultOptions(),
-			[]string{"WORST STREAMS (1 of 3 degraded)", "high_loss: 1 stream (streams losing more than 5% of packets)", "loss 64.29% > 5%"},
+			[]string{"WORST STREAMS (1 of 3 degraded)", "high_loss: 1 stream (streams losing more than 5% of packets; threshold loss_pct=5)", "loss 64.29% > 5%"},
 			[]string{"high_jitter"}},
 		{"loss 70 %", "Asterisk_ZFONE_XLITE.pcap", th(11, 70, 50),
 			[]string{"WORST STREAMS (1 of 3 degraded)", "R 22.5 < 70"},
 			[]string{"high_loss", "loss 64.29% >"}},
 		{"jitter 0.5 ms", "Asterisk_ZFONE_XLITE.pcap", th(11, 5, 0.5),
-			[]string{"WORST STREAMS (2 of 3 degraded)", "high_jitter: 1 stream (streams with jitter (jitter_ms) over 0.5 ms)", "jitter 0.6 ms > 0.5 ms"},
+			[]string{"WORST STREAMS (2 of 3 degraded)", "high_jitter: 1 stream (streams with jitter (jitter_ms) over 0.5 ms; threshold jitter_ms=0.5)", "jitter 0.6 ms > 0.5 ms"},
 			nil},
 		{"pdd 0.5 s", "b2bua-asterisk.pcapng", th(0.5, 5, 50),
 			[]string{"post_dial_delay: 2 dialogs"},
