@@ -7,7 +7,9 @@ package tests
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -246,4 +248,153 @@ func buildSIPTCP6060(t *testing.T, path string) {
 	f.rtp(accT0.Add(500*time.Millisecond), 10, "10.50.0.3:18000", "10.50.0.4:19000", 0x50600003, 0x50600004, &qc, &qd)
 	sortFrames(f.frames)
 	accPcap(t, path, uint32(layers.LinkTypeEthernet), binary.LittleEndian, false, f.frames)
+}
+
+// scDecode decodes a tool's first block into v.
+func scDecode(t *testing.T, r toolResult, v any) {
+	t.Helper()
+	if r.Err != nil || r.IsError || len(r.Content) == 0 {
+		t.Fatalf("error %+v %s", r.Err, r.Response)
+	}
+	if err := json.Unmarshal([]byte(r.Content[0].Text), v); err != nil {
+		t.Fatalf("%v\n%s", err, r.Content[0].Text)
+	}
+}
+
+// TestVerdictT38RefusedThenAudioE2E: the T.38 re-INVITE refused 488 is
+// rejected with its code, never no_answer; T38Switch is only proposed; the
+// audio re-INVITE is the fallback.
+func TestVerdictT38RefusedThenAudioE2E(t *testing.T) {
+	s := startRaw(t, "-N", "--mcp", "-I", verdictPath("t38-reinvite-488-then-audio.pcap"))
+	s.waitLoaded()
+	var neg struct {
+		Result       string `json:"result"`
+		Negotiations []struct {
+			Transaction       string   `json:"transaction"`
+			OfferMessageIndex int      `json:"offer_message_index"`
+			Result            string   `json:"result"`
+			RejectedCode      int      `json:"rejected_code"`
+			T38               string   `json:"t38"`
+			Notes             []string `json:"notes"`
+		} `json:"negotiations"`
+	}
+	scDecode(t, s.call("check_codec_negotiation", map[string]any{"call_id": "t38-fallback-1"}), &neg)
+	got := []string{}
+	for _, n := range neg.Negotiations {
+		got = append(got, fmt.Sprintf("%d %s %s %d %s", n.OfferMessageIndex, n.Transaction, n.Result, n.RejectedCode, n.T38))
+	}
+	want := []string{"0 INVITE ok 0 ", "4 re-INVITE rejected 488 refused", "7 re-INVITE ok 0 "}
+	if strings.Join(got, "|") != strings.Join(want, "|") || neg.Result != "ok" {
+		t.Fatalf("got %s %q, want ok %q", neg.Result, got, want)
+	}
+	if n := strings.Join(neg.Negotiations[1].Notes, "|"); !strings.Contains(n, "refused with 488") || !strings.Contains(n, "RFC 3261 §14.1") {
+		t.Errorf("T.38 offer notes %q: want the 488 and RFC 3261 §14.1", n)
+	}
+	if n := strings.Join(neg.Negotiations[2].Notes, "|"); !strings.Contains(n, "fallback to audio: the T.38 offer at message 4 was refused with 488") {
+		t.Errorf("audio re-offer notes %q: want the fallback named", n)
+	}
+
+	var tl struct {
+		Exchanges []struct {
+			MessageIndex   int      `json:"message_index"`
+			Direction      string   `json:"direction"`
+			Outcome        string   `json:"outcome"`
+			RejectedCode   int      `json:"rejected_code"`
+			Events         []string `json:"events"`
+			ProposedEvents []string `json:"proposed_events"`
+			T38            string   `json:"t38"`
+			Frame          string   `json:"frame"`
+		} `json:"exchanges"`
+	}
+	scDecode(t, s.call("get_sdp_timeline", map[string]any{"call_id": "t38-fallback-1"}), &tl)
+	got = got[:0]
+	for _, e := range tl.Exchanges {
+		got = append(got, fmt.Sprintf("%d %s %s %d ev=%s proposed=%s t38=%s", e.MessageIndex, e.Direction, e.Outcome, e.RejectedCode,
+			strings.Join(e.Events, ","), strings.Join(e.ProposedEvents, ","), e.T38))
+	}
+	want = []string{
+		"0 offer answered 0 ev= proposed= t38=",
+		"2 answer  0 ev= proposed= t38=",
+		"4 offer rejected 488 ev= proposed=T38Switch t38=refused",
+		"7 offer answered 0 ev=T38Fallback proposed= t38=",
+		"8 answer  0 ev= proposed= t38=",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.HasPrefix(tl.Exchanges[2].Frame, "t38-reinvite-488-then-audio.pcap#55@") {
+		t.Errorf("T.38 offer frame %q, want frame 55", tl.Exchanges[2].Frame)
+	}
+}
+
+// TestVerdictB2BUARewriteE2E: the SBC's legs are tied across the address
+// rewrite by sess-id and version; the phones' constant sess-id ties
+// nothing, and a call with no other leg is not called a proxy.
+func TestVerdictB2BUARewriteE2E(t *testing.T) {
+	s := startRaw(t, "-N", "--mcp", "-I", verdictPath("b2bua-sbc-rewrite.pcap"))
+	s.waitLoaded()
+	type legs struct {
+		Legs []struct {
+			CallID          string `json:"call_id"`
+			Strategy        string `json:"strategy"`
+			Score           int    `json:"score"`
+			IdentifierMatch bool   `json:"identifier_match"`
+		} `json:"legs"`
+		Hop         string          `json:"hop"`
+		HopEvidence string          `json:"hop_evidence"`
+		TimingClock json.RawMessage `json:"timing_clock"`
+	}
+	for _, tc := range []struct{ src, want, hop string }{
+		{"legA-7f3a9c@10.30.0.10", "sbc-b-91d2e0 sdp_origin 90 true", ""},
+		{"sbc-b-91d2e0", "legA-7f3a9c@10.30.0.10 sdp_origin 90 true", ""},
+		{"phones-c-1", "", "unknown"},
+		{"phones-d-1", "", "unknown"},
+	} {
+		var got legs
+		scDecode(t, s.call("find_correlated", map[string]any{"call_id": tc.src}), &got)
+		var lines []string
+		for _, l := range got.Legs {
+			lines = append(lines, fmt.Sprintf("%s %s %d %v", l.CallID, l.Strategy, l.Score, l.IdentifierMatch))
+		}
+		if strings.Join(lines, "|") != tc.want || got.Hop != tc.hop || got.HopEvidence != "" || got.TimingClock != nil {
+			t.Errorf("%s: got %q hop %q %q clock %s, want %q hop %q", tc.src, lines, got.Hop, got.HopEvidence, got.TimingClock, tc.want, tc.hop)
+		}
+	}
+}
+
+// TestVerdictSIPOnTCP6060E2E: the generated command carries the decode-as
+// and, run as given, selects exactly the call's 6 SIP and 40 RTP frames.
+func TestVerdictSIPOnTCP6060E2E(t *testing.T) {
+	s := startRaw(t, "-N", "--mcp", "-I", verdictPath("sip-tcp-6060.pcap"))
+	s.waitLoaded()
+	var wf struct {
+		Tshark   string   `json:"tshark"`
+		DecodeAs []string `json:"decode_as"`
+	}
+	scDecode(t, s.call("generate_wireshark_filter", map[string]any{"call_id": "tcp6060-call-1"}), &wf)
+	if strings.Join(wf.DecodeAs, " ") != "tcp.port==6060,sip" || !strings.Contains(wf.Tshark, " -d tcp.port==6060,sip ") {
+		t.Fatalf("got decode_as %q, command %s: want -d tcp.port==6060,sip", wf.DecodeAs, wf.Tshark)
+	}
+	if _, err := exec.LookPath("tshark"); err != nil {
+		t.Skip("tshark is not installed: the command cannot be run")
+	}
+	out, err := exec.Command("sh", "-c", wf.Tshark+" -T fields -e frame.number -e sip.Call-ID -e rtp.ssrc").Output()
+	if err != nil {
+		t.Fatalf("%s: %v", wf.Tshark, err)
+	}
+	sip, rtp := 0, map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(l, "\t")
+		switch {
+		case len(f) > 1 && f[1] == "tcp6060-call-1":
+			sip++
+		case len(f) > 2 && f[2] != "":
+			rtp[f[2]]++
+		default:
+			t.Errorf("frame %q selected: not the call's", l)
+		}
+	}
+	if sip != 6 || rtp["0x60600001"] != 20 || rtp["0x60600002"] != 20 || len(rtp) != 2 {
+		t.Errorf("tshark selected %d SIP frames and RTP %v; want 6 and 20 each of 0x60600001, 0x60600002", sip, rtp)
+	}
 }
