@@ -30,10 +30,13 @@ type CodecNegotiation struct {
 	Common   []string `json:"common" nonnull:"true" desc:"offered codecs the answer accepted, in offer order (fenced)"`
 	// Result: ok; no_common_codec (an answer that shares no media codec, or
 	// rejects every stream); no_answer (an offer, no SDP answer);
+	// rejected (a final error refused the offer, no answer: rejected_code);
 	// sdp_present_but_no_codecs (SDP but no codec to compare);
 	// no_sdp_in_capture (no offer or answer at all: nothing called for a
 	// reply, so do not look for one).
-	Result string `json:"result" enum:"ok|no_common_codec|no_answer|sdp_present_but_no_codecs|no_sdp_in_capture" desc:"outcome of the setup negotiation"`
+	Result string `json:"result" enum:"ok|no_common_codec|rejected|no_answer|sdp_present_but_no_codecs|no_sdp_in_capture" desc:"outcome of the setup negotiation"`
+	// RejectedCode is the final response that refused the setup offer.
+	RejectedCode int `json:"rejected_code,omitempty" desc:"final response code that refused the setup offer"`
 	// SDPExchangeCount counts the offers and answers of the call.
 	SDPExchangeCount int `json:"sdp_exchange_count" desc:"offers and answers in the call (get_sdp_timeline lists them)"`
 	// FinalStatusCode is the final response to the call's INVITE; absent
@@ -63,7 +66,9 @@ type NegotiationOut struct {
 	Offered            []string `json:"offered" nonnull:"true" desc:"codecs offered (fenced)"`
 	Answered           []string `json:"answered" nonnull:"true" desc:"codecs accepted (fenced)"`
 	Common             []string `json:"common" nonnull:"true" desc:"offered codecs accepted (fenced)"`
-	Result             string   `json:"result" enum:"ok|no_common_codec|no_answer|sdp_present_but_no_codecs" desc:"outcome of this offer"`
+	Result             string   `json:"result" enum:"ok|no_common_codec|rejected|no_answer|sdp_present_but_no_codecs" desc:"outcome of this offer"`
+	RejectedCode       int      `json:"rejected_code,omitempty" desc:"final response code that refused the offer"`
+	T38                string   `json:"t38,omitempty" enum:"accepted|refused|offered" desc:"fate of a T.38 offer"`
 	Notes              []string `json:"notes,omitempty" desc:"what the result alone does not say"`
 }
 
@@ -72,7 +77,7 @@ func checkCodecNegotiationTool(d *deps) sdk.Tool {
 		Name:  "check_codec_negotiation",
 		Title: "Offered versus answered codecs of a call",
 		Description: "Compares the call's SDP offer with its answer: offered, answered and common codecs and a result " +
-			"(ok, no_common_codec, no_answer, sdp_present_but_no_codecs, no_sdp_in_capture), every re-offer too.",
+			"(ok, no_common_codec, rejected, no_answer, sdp_present_but_no_codecs, no_sdp_in_capture), every re-offer too.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
@@ -111,13 +116,14 @@ func checkCodecNegotiation(d *deps, c *sdk.Call, callID string) (CodecNegotiatio
 		out.Negotiations = append(out.Negotiations, NegotiationOut{
 			Transaction: n.Transaction, OfferMessageIndex: n.OfferMessage, AnswerMessageIndex: n.AnswerMessage,
 			Offered: fenceCodecs(c, n.Offered), Answered: fenceCodecs(c, n.Answered), Common: fenceCodecs(c, n.Common),
-			Result: n.Result, Notes: n.Notes,
+			Result: n.Result, RejectedCode: n.RejectedCode, T38: n.T38, Notes: n.Notes,
 		})
 	}
 	if s := ck.Setup; s != nil {
 		out.Offered, out.Answered, out.Common = fenceCodecs(c, s.Offered), fenceCodecs(c, s.Answered), fenceCodecs(c, s.Common)
 		off := s.OfferMessage
 		out.OfferMessageIndex, out.AnswerMessageIndex = &off, s.AnswerMessage
+		out.RejectedCode = s.RejectedCode
 		out.Notes = append(out.Notes, s.Notes...)
 	}
 	return out, nil

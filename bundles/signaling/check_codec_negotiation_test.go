@@ -1,6 +1,7 @@
 package signaling
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,8 +15,9 @@ import (
 //     its SDP says something else. Both INVITEs (frame 7, and frame 10 after
 //     the 401) offer m=audio 0 RTP/AVP 0 with c=0.0.0.0 and a=inactive:
 //     PCMU on a stream whose port 0 disables it (RFC 3264 §5.1). The 401
-//     and the 488 carry no body. So: no answer, final 488, and a note that
-//     the offer proposed no usable media.
+//     and the 488 carry no body. So: the first offer rejected 401, the
+//     setup offer rejected 488 (never no_answer), and a note that the
+//     offer proposed no usable media.
 //   - codec-negotiation.pcap: PCMU/PCMA/G722 offered, PCMU answered; the
 //     re-INVITE offers G722/PCMU and G722 is answered.
 //   - sip_call.pcap: no body at all: no_sdp_in_capture, not no_answer.
@@ -27,20 +29,21 @@ func TestCheckCodecNegotiationCaptures(t *testing.T) {
 		result                    string
 		offered, answered, common string
 		exchanges, final          int
+		rejected                  int
 		offerMsg, answerMsg       int // -1 = absent
 		negotiations              []string
 		noteHas                   string
 	}{
 		{
 			name: "488 to an offer with every stream disabled", file: "sip-488-codec-reject.pcapng", callID: "NA4y5nr9Jk",
-			result: "no_answer", offered: "PCMU/8000", exchanges: 2, final: 488, offerMsg: 3, answerMsg: -1,
-			negotiations: []string{"INVITE no_answer", "INVITE no_answer"}, noteHas: "port 0",
+			result: "rejected", rejected: 488, offered: "PCMU/8000", exchanges: 2, final: 488, offerMsg: 3, answerMsg: -1,
+			negotiations: []string{"INVITE rejected 401", "INVITE rejected 488"}, noteHas: "port 0",
 		},
 		{
 			name: "PCMU at setup, G722 after the re-INVITE", file: "codec-negotiation.pcap", callID: "1-3685341@127.0.0.1",
 			result: "ok", offered: "PCMU/8000,PCMA/8000,G722/8000", answered: "PCMU/8000", common: "PCMU/8000",
 			exchanges: 4, final: 200, offerMsg: 0, answerMsg: 3,
-			negotiations: []string{"INVITE ok", "re-INVITE ok"},
+			negotiations: []string{"INVITE ok 0", "re-INVITE ok 0"},
 		},
 		{
 			name: "no SDP in the call", file: "sip_call.pcap", callID: "test-call-1@10.0.0.1",
@@ -60,6 +63,9 @@ func TestCheckCodecNegotiationCaptures(t *testing.T) {
 				t.Errorf("got %s offered %q answered %q common %q, want %s %q %q %q", got.Result,
 					sxUnfenceAll(got.Offered), sxUnfenceAll(got.Answered), sxUnfenceAll(got.Common), tc.result, tc.offered, tc.answered, tc.common)
 			}
+			if got.RejectedCode != tc.rejected {
+				t.Errorf("got rejected_code %d, want %d", got.RejectedCode, tc.rejected)
+			}
 			if got.SDPExchangeCount != tc.exchanges || got.FinalStatusCode != tc.final {
 				t.Errorf("got %d exchanges, final %d; want %d and %d", got.SDPExchangeCount, got.FinalStatusCode, tc.exchanges, tc.final)
 			}
@@ -68,7 +74,7 @@ func TestCheckCodecNegotiationCaptures(t *testing.T) {
 			}
 			negs := []string{}
 			for _, n := range got.Negotiations {
-				negs = append(negs, n.Transaction+" "+n.Result)
+				negs = append(negs, fmt.Sprintf("%s %s %d", n.Transaction, n.Result, n.RejectedCode))
 			}
 			if strings.Join(negs, "|") != strings.Join(tc.negotiations, "|") {
 				t.Errorf("got negotiations %q, want %q", negs, tc.negotiations)

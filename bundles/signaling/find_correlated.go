@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/sipnab/sipnab/core/callreport"
@@ -28,21 +29,28 @@ type CorrelatedLeg struct {
 	Score int `json:"score" desc:"confidence of the strategy, 0 to 100"`
 	// Strategy is the first strategy, in descending score, that tied the
 	// legs.
-	Strategy string `json:"strategy" enum:"session_id|x_call_id|charging_vector_related_icid|sdp_origin|charging_vector_icid|via_branch|timing_heuristic" desc:"how the legs were tied"`
-	// IdentifierMatch is false for a timing_heuristic guess.
-	IdentifierMatch bool `json:"identifier_match" desc:"tied by an identifier (false: a timing guess)"`
-	// ObservedGapMs is the start gap a timing match observed; absent on
-	// identifier matches.
-	ObservedGapMs *int64 `json:"observed_gap_ms,omitempty" desc:"start gap of a timing match, ms"`
+	Strategy string `json:"strategy" enum:"session_id|x_call_id|charging_vector_related_icid|sdp_origin|charging_vector_icid|via_branch|embedded_tag|same_users|timing_heuristic" desc:"how the legs were tied"`
+	// IdentifierMatch is false for a same_users or timing_heuristic guess.
+	IdentifierMatch bool `json:"identifier_match" desc:"tied by an identifier (false: a guess)"`
+	// ObservedGapMs is the start gap a guess observed (capture
+	// timestamps); absent on identifier matches.
+	ObservedGapMs *int64 `json:"observed_gap_ms,omitempty" desc:"start gap of a guess, ms, capture timestamps"`
 }
 
 // FindCorrelated is find_correlated's answer.
 type FindCorrelated struct {
 	// SourceCallID is the Call-ID asked about.
 	SourceCallID string `json:"source_call_id" desc:"Call-ID asked about, verbatim"`
-	// Legs are the other legs, highest score first; empty when the hop
-	// stayed a proxy or the Call-ID is unknown.
+	// Legs are the other legs, highest score first; empty when none was
+	// found or the Call-ID is unknown.
 	Legs []CorrelatedLeg `json:"legs" nonnull:"true" desc:"other legs, highest score first"`
+	// Hop says, when no leg was found, what the capture shows of the hop:
+	// proxy (HopEvidence names the request seen on two hops with one more
+	// Via) or unknown (one hop captured: a B2BUA's other leg may be
+	// outside the capture). Absent when legs were found.
+	Hop string `json:"hop,omitempty" enum:"proxy|unknown" desc:"no leg found: proxy (with hop_evidence) or unknown"`
+	// HopEvidence is the evidence of a proxy hop.
+	HopEvidence string `json:"hop_evidence,omitempty" desc:"request, hops, Via counts and frames showing a proxy"`
 	// Returned counts the legs in this answer.
 	Returned int `json:"returned" desc:"legs in this answer"`
 	// TotalMatched counts every leg found, whatever the limit.
@@ -50,9 +58,11 @@ type FindCorrelated struct {
 	// HeuristicOnly: every leg returned is a timing guess (a tree built only
 	// from timing is a hypothesis).
 	HeuristicOnly bool `json:"heuristic_only" desc:"every leg returned is a timing guess"`
-	// TimingClock is this node's clock state, present only when a timing
-	// match is returned: a 2 s window means nothing past the clock's error.
-	TimingClock *correlate.Clock `json:"timing_clock,omitempty" desc:"node clock state; only beside a timing match"`
+	// TimingClock is this node's clock state, present only beside a guess
+	// on a live capture, whose frames this clock stamped. A file's
+	// timestamps came from the capturing host's clock, not this one: its
+	// gaps are read from capture time only and carry no clock reading.
+	TimingClock *correlate.Clock `json:"timing_clock,omitempty" desc:"node clock state; only beside a guess on a live capture"`
 	sdk.SourceFlags
 	// CaptureIdentity names the capture (node, instance) the legs are in.
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
@@ -64,9 +74,8 @@ func findCorrelatedTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "find_correlated",
 		Title: "Find the other legs of a call",
-		Description: "Other legs of a call (B2BUA, SBC, Call-ID-changing proxy) by strategy: session_id, x_call_id 100, " +
-			"related-icid 95, sdp_origin 90, icid 85, via_branch 80, timing_heuristic 50 (a guess; timing_clock). " +
-			"Empty legs: the hop stayed a proxy.",
+		Description: "Other legs of a call (B2BUA, SBC, Call-ID-changing proxy): session_id, x_call_id 100, related-icid 95, " +
+			"sdp_origin 90, icid 85, via_branch 80, embedded_tag 75; guesses same_users 60, timing_heuristic 50. No leg: hop.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
@@ -104,10 +113,30 @@ func findCorrelated(d *deps, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, 
 	out.Returned = len(out.Legs)
 	out.HeuristicOnly = heuristicOnly(out.Legs)
 	if timing {
-		clk := correlate.ReadClock()
-		out.TimingClock = &clk
+		out.TimingClock = timingClock(capture.Status().Source)
+	}
+	if len(res.Legs) == 0 {
+		if det, ok := capture.Dialogs().Get(in.CallID); ok {
+			out.Hop = "unknown"
+			if ev := correlate.ProxyEvidence(&det); ev != "" {
+				out.Hop, out.HopEvidence = "proxy", ev
+			}
+		}
 	}
 	return out, nil
+}
+
+// timingClock reads this node's clock beside a guess only when a live
+// source feeds the capture (its frames carry this clock's time); a file or
+// HEP's timestamps came from other clocks, whose state is not known here.
+func timingClock(source string) *correlate.Clock {
+	for _, s := range strings.Split(source, "+") {
+		if s == "live" {
+			clk := correlate.ReadClock()
+			return &clk
+		}
+	}
+	return nil
 }
 
 func correlatedLeg(l correlate.Leg) CorrelatedLeg {

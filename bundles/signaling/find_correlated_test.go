@@ -94,7 +94,9 @@ func crPacket(ts time.Time, src, dst, msg string) *packet.Packet {
 // from a to b, with extra headers on the INVITE.
 func crCallMessages(callID, a, b string, extra ...string) []struct{ src, dst, text string } {
 	hdr := func(method string, cseq int, toTag string, ext []string) string {
-		to := "<sip:bob@example.com>"
+		// The callee's user is the call's own (bob-<Call-ID>), so two
+		// crafted calls are never tied by same_users unless a test says so.
+		to := "<sip:bob-" + callID + "@example.com>"
 		if toTag != "" {
 			to += ";tag=" + toTag
 		}
@@ -357,17 +359,22 @@ func TestFindCorrelatedOnPublicCaptures(t *testing.T) {
 		// a stateful proxy that kept the Call-ID: one dialog, no other leg.
 		want          []string
 		heuristicOnly bool
+		// hop and hopEvidence: what a no-leg answer says of the hop.
+		hop, hopEvidence string
 	}{
 		{"B2BUA A leg", "b2bua-asterisk.pcapng", "M2Q0ZDc1ZGM1NzIyMTlhZTA3NDU3NTgzMzA5YmJmZWQ.",
-			[]string{"37686afc57ce24ac655742b3644a7bb8@172.16.98.101:5060 timing_heuristic 50 gap=3"}, true},
+			[]string{"37686afc57ce24ac655742b3644a7bb8@172.16.98.101:5060 timing_heuristic 50 gap=3"}, true, "", ""},
 		{"B2BUA B leg", "b2bua-asterisk.pcapng", "37686afc57ce24ac655742b3644a7bb8@172.16.98.101:5060",
-			[]string{"M2Q0ZDc1ZGM1NzIyMTlhZTA3NDU3NTgzMzA5YmJmZWQ. timing_heuristic 50 gap=3"}, true},
+			[]string{"M2Q0ZDc1ZGM1NzIyMTlhZTA3NDU3NTgzMzA5YmJmZWQ. timing_heuristic 50 gap=3"}, true, "", ""},
 		{"B2BUA: two SUBSCRIBEs of one phone in the same millisecond are a guess", "b2bua-asterisk.pcapng", "uVLqPBHzonzafYtf4mb61g..",
-			[]string{"wW4O8aPUVBylqQEYo_ROXg.. timing_heuristic 50 gap=0"}, true},
+			[]string{"wW4O8aPUVBylqQEYo_ROXg.. timing_heuristic 50 gap=0"}, true, "", ""},
+		// One hop of a REGISTER: nothing shows a proxy, so none is claimed.
 		{"B2BUA REGISTER: nothing", "b2bua-asterisk.pcapng", "NWVjMzY1YTgzYWY1MGQ3MTRiYjQ5ODFlNjMzY2NmNGE.",
-			[]string{}, false},
+			[]string{}, false, "unknown", ""},
+		// Frames 1 and 3: the INVITE 10.33.6.101→10.33.6.102 with one Via,
+		// then 10.33.6.102→10.33.6.100 with two.
 		{"stateful proxy kept the Call-ID", "sip-proxy.pcap", "75104938772201062721@10.33.6.101",
-			[]string{}, false},
+			[]string{}, false, "proxy", "INVITE CSeq 1 seen on two hops: 10.33.6.101:5060→10.33.6.102:5080 with 1 Via (frame sip-proxy.pcap#1@"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -380,7 +387,7 @@ func TestFindCorrelatedOnPublicCaptures(t *testing.T) {
 				if l.ObservedGapMs != nil {
 					s += fmt.Sprintf(" gap=%d", *l.ObservedGapMs)
 				}
-				if l.IdentifierMatch != (l.Strategy != "timing_heuristic") {
+				if l.IdentifierMatch != (l.Strategy != "timing_heuristic" && l.Strategy != "same_users") {
 					t.Errorf("%s: identifier_match %v with strategy %s", l.CallID, l.IdentifierMatch, l.Strategy)
 				}
 				lines = append(lines, s)
@@ -392,8 +399,14 @@ func TestFindCorrelatedOnPublicCaptures(t *testing.T) {
 				t.Errorf("got source %q total %d returned %d heuristic_only %v, want %q %d %d %v",
 					got.SourceCallID, got.TotalMatched, got.Returned, got.HeuristicOnly, tc.source, len(tc.want), len(tc.want), tc.heuristicOnly)
 			}
-			if (got.TimingClock != nil) != tc.heuristicOnly {
-				t.Errorf("got timing_clock %v, want it exactly when a timing match is returned", got.TimingClock)
+			if got.TimingClock != nil {
+				t.Errorf("got timing_clock %+v from a file: its gaps are capture time, the analysis host's clock is no evidence", got.TimingClock)
+			}
+			if len(got.Legs) == 0 && (got.Hop != tc.hop || !strings.Contains(got.HopEvidence, tc.hopEvidence)) {
+				t.Errorf("got hop %q evidence %q, want %q with %q", got.Hop, got.HopEvidence, tc.hop, tc.hopEvidence)
+			}
+			if len(got.Legs) > 0 && (got.Hop != "" || got.HopEvidence != "") {
+				t.Errorf("got hop %q %q beside legs", got.Hop, got.HopEvidence)
 			}
 			if !got.SourceExhausted || got.CaptureIdentity.Node != "test-node" {
 				t.Errorf("got source_exhausted %v node %q", got.SourceExhausted, got.CaptureIdentity.Node)
@@ -432,9 +445,11 @@ func TestFindCorrelatedOnCraftedLegs(t *testing.T) {
 		hOnly  bool
 		errors int
 	}{
-		{"every leg", map[string]any{"call_id": "a-leg"}, "b-leg:session_id c-leg:x_call_id bystander:timing_heuristic", 3, true, false, 0},
+		// The capture is fed packet by packet, no live source: no host
+		// clock reading beside a guess.
+		{"every leg", map[string]any{"call_id": "a-leg"}, "b-leg:session_id c-leg:x_call_id bystander:timing_heuristic", 3, false, false, 0},
 		{"limit keeps the best", map[string]any{"call_id": "a-leg", "limit": 2}, "b-leg:session_id c-leg:x_call_id", 3, false, false, 0},
-		{"bystander sees only guesses, nearest first", map[string]any{"call_id": "bystander"}, "c-leg:timing_heuristic b-leg:timing_heuristic a-leg:timing_heuristic", 3, true, true, 0},
+		{"bystander sees only guesses, nearest first", map[string]any{"call_id": "bystander"}, "c-leg:timing_heuristic b-leg:timing_heuristic a-leg:timing_heuristic", 3, false, true, 0},
 		{"unknown Call-ID is an empty answer", map[string]any{"call_id": "nobody"}, "", 0, false, false, 0},
 		{"call_id required", map[string]any{}, "", 0, false, false, sdk.CodeInvalidParams},
 		{"negative limit", map[string]any{"call_id": "a-leg", "limit": -1}, "", 0, false, false, sdk.CodeInvalidParams},
@@ -464,13 +479,23 @@ func TestFindCorrelatedOnCraftedLegs(t *testing.T) {
 			if !strings.Contains(r.Blocks[0], `"legs":[`) {
 				t.Errorf("legs must be an array, never null: %s", r.Blocks[0])
 			}
-			if tc.clock {
-				if got.TimingClock == nil || !got.TimingClock.Available || got.TimingClock.MaxErrorUs == nil {
-					t.Errorf("got timing_clock %+v, want an adjtimex reading", got.TimingClock)
-				}
-			} else if strings.Contains(r.Blocks[0], "timing_clock") {
-				t.Errorf("timing_clock beside identifier matches only: %s", r.Blocks[0])
+			if strings.Contains(r.Blocks[0], "timing_clock") {
+				t.Errorf("timing_clock on a capture no live source fed: %s", r.Blocks[0])
 			}
 		})
+	}
+}
+
+// TestTimingClockOnlyForALiveSource: the analysis host's clock stamped only
+// the frames a live source read; a file's or a HEP agent's gaps are capture
+// time, and a reading of this host's clock says nothing of them.
+func TestTimingClockOnlyForALiveSource(t *testing.T) {
+	for _, tc := range []struct {
+		source string
+		want   bool
+	}{{"file", false}, {"hep", false}, {"none", false}, {"live", true}, {"file+live", true}} {
+		if got := timingClock(tc.source) != nil; got != tc.want {
+			t.Errorf("%s: got clock %v, want %v", tc.source, got, tc.want)
+		}
 	}
 }

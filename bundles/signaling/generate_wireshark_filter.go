@@ -37,6 +37,9 @@ type WiresharkFilter struct {
 	// (retransmissions included): the frames the SIP part should select,
 	// give or take frames carrying several messages over TCP.
 	SIPMessages int `json:"sip_messages" desc:"SIP messages sipnab holds for the Call-ID"`
+	// DecodeAs are the -d arguments the command carries: SIP on ports
+	// tshark does not decode as SIP by default (UDP/TCP 5060).
+	DecodeAs []string `json:"decode_as,omitempty" desc:"tshark -d arguments for SIP on non-default ports"`
 	// StreamsIncluded are the media streams the filter names ([] without
 	// media).
 	StreamsIncluded []FilterStream `json:"streams_included" nonnull:"true" desc:"media streams the filter names"`
@@ -66,8 +69,8 @@ func generateWiresharkFilterTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "generate_wireshark_filter",
 		Title: "Wireshark filter for a call",
-		Description: "A Wireshark display filter selecting one call (SIP by Call-ID; with include_media, RTP by SSRC and " +
-			"5-tuple and its RTCP) and the tshark command line applying it. Refuses Call-IDs with control characters.",
+		Description: "A Wireshark display filter selecting one call (SIP by Call-ID; with include_media, RTP by 5-tuple and " +
+			"SSRC and its RTCP) and the tshark command (decode-as for SIP off port 5060). Refuses Call-IDs with control characters.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
@@ -144,7 +147,9 @@ func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, er
 	}
 
 	capture, capNote := captureArg(d)
-	out.Tshark = wsfilter.Command(capture, f.Display, wsfilter.Options{Heuristics: len(f.Streams) > 0})
+	decode := sipDecodeAs(d, sum.CallID)
+	out.Tshark = wsfilter.Command(capture, f.Display, wsfilter.Options{Heuristics: len(f.Streams) > 0, DecodeAs: decode})
+	out.DecodeAs = decode
 	out.Notes = append(out.Notes, "SIP is selected by Call-ID: every message under it (every leg, retransmissions, both sides of a proxy). "+
 		"Other legs of the call (a B2BUA's far side) carry other Call-IDs: find_correlated lists them.")
 	if capNote != "" {
@@ -156,7 +161,8 @@ func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, er
 	case len(f.Streams) == 0:
 		out.Notes = append(out.Notes, "no RTP stream is tied to this call, so the filter selects SIP only")
 	default:
-		out.Notes = append(out.Notes, "RTP is selected by SSRC and 5-tuple, RTCP by the sender's SSRC between the same hosts; "+
+		out.Notes = append(out.Notes, "RTP is selected by 5-tuple and SSRC (a frame on the 5-tuple that tshark does not read as RTP, "+
+			"e.g. re-dissected as T.38 after an SDP offer, is selected too), RTCP by the sender's SSRC between the same hosts; "+
 			"the -o rtp.heuristic_rtp:TRUE and rtcp.heuristic_rtcp:TRUE options let tshark decode media it cannot tie to SDP it saw")
 	}
 	if f.StreamsOmitted > 0 {
@@ -167,6 +173,74 @@ func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, er
 	}
 	out.Notes = append(out.Notes, transportNotes(d, sum.CallID)...)
 	return out, nil
+}
+
+// sipDefaultPort is the port tshark's SIP dissector registers for UDP and
+// TCP (tshark -G decodes: udp.port 5060, tcp.port 5060; TLS 5061 needs
+// keys anyway).
+const sipDefaultPort = 5060
+
+// maxDecodeAs bounds the -d arguments of one command.
+const maxDecodeAs = 8
+
+// sipDecodeAs returns the tshark -d arguments ("tcp.port==6060,sip") that
+// make tshark read every plain UDP or TCP SIP message of the call as SIP:
+// for each message on neither port 5060, one of its ports, the port most
+// of the call's messages share first (a server port covers both
+// directions). Messages read out of HEP or from TLS are not on the wire
+// as plain SIP and need none.
+func sipDecodeAs(d *deps, callID string) []string {
+	det, ok := d.capture.Dialogs().Get(callID)
+	if !ok {
+		return nil
+	}
+	type portKey struct {
+		proto string
+		port  uint16
+	}
+	type need struct{ a, b portKey }
+	var needs []need
+	count := map[portKey]int{}
+	for i := range det.Messages {
+		m := &det.Messages[i]
+		if m.Origin == packet.OriginHEP || m.Origin == packet.OriginUprobe {
+			continue
+		}
+		proto := ""
+		switch m.Transport {
+		case packet.TransportUDP:
+			proto = "udp"
+		case packet.TransportTCP:
+			proto = "tcp"
+		default:
+			continue
+		}
+		sp, dp := m.Src.Port(), m.Dst.Port()
+		if sp == sipDefaultPort || dp == sipDefaultPort || sp == 0 || dp == 0 {
+			continue
+		}
+		n := need{portKey{proto, sp}, portKey{proto, dp}}
+		needs = append(needs, n)
+		count[n.a]++
+		count[n.b]++
+	}
+	chosen := map[portKey]bool{}
+	var out []string
+	for _, n := range needs {
+		if chosen[n.a] || chosen[n.b] {
+			continue
+		}
+		p := n.b
+		if count[n.a] > count[n.b] || (count[n.a] == count[n.b] && n.a.port < n.b.port) {
+			p = n.a
+		}
+		if len(out) >= maxDecodeAs {
+			break
+		}
+		chosen[p] = true
+		out = append(out, fmt.Sprintf("%s.port==%d,sip", p.proto, p.port))
+	}
+	return out
 }
 
 // transportNotes say which of the call's messages tshark cannot select

@@ -61,7 +61,7 @@ type CallTree struct {
 	// FirstActivity and LastActivity span the legs returned.
 	FirstActivity time.Time `json:"first_activity" desc:"first message of any leg returned"`
 	LastActivity  time.Time `json:"last_activity" desc:"last message of any leg returned"`
-	// TimingClock is this node's clock state, present only when a timing
+	// TimingClock is this node's clock state, present only beside a timing
 	// leaf is returned.
 	TimingClock *correlate.Clock `json:"timing_clock,omitempty" desc:"node clock state; only beside a timing leaf"`
 	sdk.SourceFlags
@@ -155,8 +155,7 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 		out.Truncated = &f
 	}
 	if timing {
-		clk := correlate.ReadClock()
-		out.TimingClock = &clk
+		out.TimingClock = timingClock(d.capture.Status().Source)
 	}
 	return out, nil
 }

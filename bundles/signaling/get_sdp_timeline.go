@@ -75,9 +75,19 @@ type SDPExchangeOut struct {
 	// Timestamp is the carrying message's capture time.
 	Timestamp time.Time `json:"timestamp" desc:"capture time of the carrying message"`
 	// Event is the first of Events; absent when nothing changed.
-	Event string `json:"event,omitempty" enum:"T38Switch|T38End|Hold|Resume|MediaAnchorChange|CodecChange" desc:"what changed against the same party's previous SDP (first of events)"`
+	Event string `json:"event,omitempty" enum:"T38Switch|T38End|Hold|Resume|MediaAnchorChange|CodecChange|T38Fallback" desc:"what changed against the same party's previous SDP (first of events)"`
 	// Events lists every change against the same party's previous SDP.
 	Events []string `json:"events,omitempty" desc:"every change against the same party's previous SDP"`
+	// Outcome is, on an offer, answered, rejected (a final error and no
+	// answer: nothing changed) or no_answer.
+	Outcome string `json:"outcome,omitempty" enum:"answered|rejected|no_answer" desc:"offers: answered, rejected or no_answer"`
+	// RejectedCode is the final response that refused the offer.
+	RejectedCode int `json:"rejected_code,omitempty" desc:"final response code that refused the offer"`
+	// ProposedEvents are what a refused offer would have changed: they
+	// did not happen (RFC 3261 §14.1).
+	ProposedEvents []string `json:"proposed_events,omitempty" desc:"changes a refused offer proposed; they did not happen"`
+	// T38 is the fate of a T.38 offer.
+	T38 string `json:"t38,omitempty" enum:"accepted|refused|offered" desc:"fate of a T.38 offer"`
 	// Src and Dst are the carrying message's addresses.
 	Src string `json:"src,omitempty" desc:"sender of the carrying message"`
 	Dst string `json:"dst,omitempty" desc:"receiver of the carrying message"`
@@ -106,8 +116,8 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_sdp_timeline",
 		Title: "SDP offer/answer history of a call",
-		Description: "Every SDP offer and answer of one call in order: codecs, media address and port, ptime, direction, " +
-			"and what changed (Hold, Resume, T38Switch, T38End, MediaAnchorChange, CodecChange).",
+		Description: "Every SDP offer and answer of a call in order: codecs, media address/port, ptime, direction, changes " +
+			"(Hold, Resume, T38Switch, T38End, T38Fallback, MediaAnchorChange, CodecChange), each offer's outcome.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
@@ -161,6 +171,7 @@ func getSDPTimeline(d *deps, c *sdk.Call, callID string) (SDPTimeline, error) {
 			Ptime: e.Ptime, Mode: e.Mode, Timestamp: e.Timestamp, Events: e.Events,
 			Src: addrText(e.Src.String(), e.Src.IsValid()), Dst: addrText(e.Dst.String(), e.Dst.IsValid()),
 			Frame: e.Frame, Streams: make([]SDPStreamOut, 0, len(e.Streams)), SDPProblems: e.Problems,
+			Outcome: e.Outcome, RejectedCode: e.RejectedCode, ProposedEvents: e.Proposed, T38: e.T38,
 		}
 		if e.StatusCode != 0 {
 			x.Message = strconv.Itoa(e.StatusCode)

@@ -24,12 +24,14 @@ const (
 	SDPOrigin                 Strategy = "sdp_origin"
 	ChargingVectorICID        Strategy = "charging_vector_icid"
 	ViaBranch                 Strategy = "via_branch"
+	EmbeddedTag               Strategy = "embedded_tag"
+	SameUsers                 Strategy = "same_users"
 	TimingHeuristic           Strategy = "timing_heuristic"
 )
 
 // Strategies lists every strategy in evaluation order.
 func Strategies() []Strategy {
-	return []Strategy{SessionID, XCallID, ChargingVectorRelatedICID, SDPOrigin, ChargingVectorICID, ViaBranch, TimingHeuristic}
+	return []Strategy{SessionID, XCallID, ChargingVectorRelatedICID, SDPOrigin, ChargingVectorICID, ViaBranch, EmbeddedTag, SameUsers, TimingHeuristic}
 }
 
 // Score is the strategy's confidence, 0 to 100.
@@ -45,6 +47,10 @@ func (s Strategy) Score() int {
 		return 85
 	case ViaBranch:
 		return 80
+	case EmbeddedTag:
+		return 75
+	case SameUsers:
+		return 60
 	case TimingHeuristic:
 		return 50
 	}
@@ -52,8 +58,8 @@ func (s Strategy) Score() int {
 }
 
 // Identifier reports whether the strategy matches on an identifier (every
-// strategy but timing_heuristic, which is a guess).
-func (s Strategy) Identifier() bool { return s != TimingHeuristic && s.Score() > 0 }
+// strategy but same_users and timing_heuristic, which are guesses).
+func (s Strategy) Identifier() bool { return s != TimingHeuristic && s != SameUsers && s.Score() > 0 }
 
 // Defaults.
 const (
@@ -72,6 +78,14 @@ const (
 	DefaultMaxKeysPerDialog = 16
 	// MinBranchLen is the shortest Via branch indexed.
 	MinBranchLen = 8
+	// MinTagLen is the shortest tag looked for inside another leg's tags
+	// (embedded_tag): shorter ones occur inside unrelated strings by
+	// chance.
+	MinTagLen = 8
+	// MinUserDigits is the shortest run of digits same_users compares
+	// (the last MinUserDigits digits of a number, so "+49301234567" and
+	// "0301234567" match across a prefix rewrite).
+	MinUserDigits = 7
 )
 
 // Config tunes a Correlator. Zero fields take the defaults.
@@ -150,18 +164,22 @@ type Stats struct {
 	// DialogKeysDropped counts values the dialogs indexed carried past
 	// MaxKeysPerDialog.
 	DialogKeysDropped uint64
+	// ConstantOrigins counts the SDP sess-ids found shared by unrelated
+	// endpoints and so never used as identifiers.
+	ConstantOrigins int
 }
 
 // keyKind namespaces the index.
 type keyKind uint8
 
 const (
-	kindSession keyKind = iota // a Session-ID UUID
-	kindXNamed                 // a Call-ID named by an X-Call-ID-style header
-	kindICID                   // a P-Charging-Vector icid-value
-	kindRelated                // a P-Charging-Vector related-icid
-	kindOrigin                 // an SDP o= tuple
-	kindBranch                 // an INVITE Via branch
+	kindSession   keyKind = iota // a Session-ID UUID
+	kindXNamed                   // a Call-ID named by an X-Call-ID-style header
+	kindICID                     // a P-Charging-Vector icid-value
+	kindRelated                  // a P-Charging-Vector related-icid
+	kindOrigin                   // an SDP o= tuple: sess-id, username, nettype, addrtype, address
+	kindOriginVer                // an SDP sess-id and version, whatever the address (a rewrite)
+	kindBranch                   // an INVITE Via branch
 	numKinds
 )
 
@@ -179,8 +197,13 @@ type entry struct {
 	updated  time.Time
 	keys     [numKinds][]string
 	hosts    []netip.Addr
-	dropped  int    // values past MaxKeysPerDialog
-	gen      uint64 // refresh generation that last saw the dialog
+	tags     []string // From and To tags of at least MinTagLen
+	from, to string   // users of the dialog-creating request's From and To
+	// origins are the (sess-id, sender party, "username address") the
+	// dialog's SDP carried, for the constant test.
+	origins []originSeen
+	dropped int    // values past MaxKeysPerDialog
+	gen     uint64 // refresh generation that last saw the dialog
 }
 
 // Correlator answers correlation queries over one dialog store. It is safe
@@ -197,11 +220,22 @@ type Correlator struct {
 	index     map[key][]*entry
 	byCreated []*entry
 	stats     Stats
+	// constant holds the sess-ids that identify no session (shared by
+	// unrelated endpoints); tuples the distinct origins seen per sess-id.
+	// Both bounded by MaxKeys.
+	constant map[string]bool
+	tuples   map[string][]string
+}
+
+// originSeen is one SDP origin a dialog carried.
+type originSeen struct {
+	sessID, party, tuple string
 }
 
 // New returns a Correlator over a dialog store.
 func New(store *dialog.Store, cfg Config) *Correlator {
-	return &Correlator{store: store, cfg: cfg.withDefaults(), entries: map[string]*entry{}, index: map[key][]*entry{}}
+	return &Correlator{store: store, cfg: cfg.withDefaults(), entries: map[string]*entry{}, index: map[key][]*entry{},
+		constant: map[string]bool{}, tuples: map[string][]string{}}
 }
 
 // Config returns the effective configuration.
@@ -253,6 +287,7 @@ func (c *Correlator) refresh() {
 			e = c.extract(&det)
 			c.entries[r.CallID] = e
 			c.indexEntry(e)
+			c.learnOrigins(e)
 		}
 		e.gen = c.gen
 		byCreated = append(byCreated, e)
@@ -267,7 +302,45 @@ func (c *Correlator) refresh() {
 	c.byCreated = byCreated
 	c.stats.Dialogs = len(c.byCreated)
 	c.stats.Keys = len(c.index)
+	c.stats.ConstantOrigins = len(c.constant)
 	c.rev, c.built = rev, true
+}
+
+// learnOrigins marks as constant a sess-id that unrelated endpoints share:
+// one sent by both parties of a dialog (two phones in one call), or one
+// seen under three distinct origins (username and address) in the capture
+// (a B2BUA that rewrites the address shows two). RFC 4566 §5.2 asks the
+// sess-id to be unique; an implementation that sends a constant makes it
+// identify the implementation, not the session.
+func (c *Correlator) learnOrigins(e *entry) {
+	byParty := map[string]string{} // sess-id -> first party
+	for _, o := range e.origins {
+		if p, ok := byParty[o.sessID]; ok && p != o.party {
+			c.markConstant(o.sessID)
+		} else if !ok {
+			byParty[o.sessID] = o.party
+		}
+		ts := c.tuples[o.sessID]
+		if slices.Contains(ts, o.tuple) {
+			continue
+		}
+		if ts == nil && len(c.tuples) >= c.cfg.MaxKeys {
+			c.stats.KeysRefused++
+			continue
+		}
+		ts = append(ts, o.tuple)
+		if len(ts) >= 3 {
+			c.markConstant(o.sessID)
+			ts = ts[:3]
+		}
+		c.tuples[o.sessID] = ts
+	}
+}
+
+func (c *Correlator) markConstant(sessID string) {
+	if !c.constant[sessID] && len(c.constant) < c.cfg.MaxKeys {
+		c.constant[sessID] = true
+	}
 }
 
 // indexEntry posts a dialog under each of its values, within the bounds.
@@ -359,8 +432,27 @@ func (c *Correlator) extract(det *dialog.Detail) *entry {
 		}
 		if body, ok := msg.SDPBody(); ok && len(body) > 0 {
 			if s, err := sdp.Parse(body); err == nil && s.HasOrigin {
-				add(kindOrigin, originKey(s.Origin))
+				if k := originKey(s.Origin); k != "" {
+					add(kindOrigin, k)
+					add(kindOriginVer, s.Origin.SessionID+" "+s.Origin.SessionVersion)
+					party := msg.From.Tag
+					if !msg.IsRequest {
+						party = msg.To.Tag
+					}
+					if len(e.origins) < c.cfg.MaxKeysPerDialog {
+						e.origins = append(e.origins, originSeen{s.Origin.SessionID, party,
+							s.Origin.Username + " " + strings.ToLower(s.Origin.Address)})
+					}
+				}
 			}
+		}
+		for _, t := range []string{msg.From.Tag, msg.To.Tag} {
+			if len(t) >= MinTagLen && !slices.Contains(e.tags, t) && len(e.tags) < c.cfg.MaxKeysPerDialog {
+				e.tags = append(e.tags, t)
+			}
+		}
+		if msg.IsRequest && e.from == "" && e.to == "" && msg.To.Tag == "" {
+			e.from, e.to = userKey(msg.From.User), userKey(msg.To.User)
 		}
 		if msg.IsRequest && msg.Method == "INVITE" {
 			for _, v := range msg.Vias {
@@ -374,13 +466,55 @@ func (c *Correlator) extract(det *dialog.Detail) *entry {
 }
 
 // originKey is the o= tuple that identifies a session (RFC 4566 §5.2: the
-// version is excluded, it moves on every change). A sess-id of zero is no
-// identifier and yields "".
+// version is excluded, it moves on every change), sess-id first. A sess-id
+// that identifies nothing (0, or an RFC example value an implementation
+// copied) yields "".
 func originKey(o sdp.Origin) string {
-	if strings.Trim(o.SessionID, "0") == "" {
+	if exampleSessID(o.SessionID) {
 		return ""
 	}
-	return strings.Join([]string{o.Username, o.SessionID, o.NetType, o.AddrType, strings.ToLower(o.Address)}, " ")
+	return strings.Join([]string{o.SessionID, o.Username, o.NetType, o.AddrType, strings.ToLower(o.Address)}, " ")
+}
+
+// exampleSessID reports a sess-id that is no identifier: zero, or the
+// values of the RFC 4566 §5 and RFC 3264 §10 examples
+// ("o=jdoe 2890844526 2890842807", "o=alice 2890844526 2890844526"),
+// which implementations copy verbatim.
+func exampleSessID(id string) bool {
+	switch strings.TrimLeft(id, "0") {
+	case "", "2890844526", "2890844527", "2890842807":
+		return true
+	}
+	return false
+}
+
+// sessIDOf is the sess-id a kindOrigin or kindOriginVer value starts with.
+func sessIDOf(v string) string {
+	if i := strings.IndexByte(v, ' '); i >= 0 {
+		return v[:i]
+	}
+	return v
+}
+
+// userKey reduces a URI user to what survives a B2BUA's number rewrite:
+// the last MinUserDigits digits of a telephone number (visual separators
+// and a leading + dropped, RFC 3966), else the user lower-cased. Users of
+// fewer digits (extensions) compare whole.
+func userKey(u string) string {
+	var d []byte
+	for i := 0; i < len(u); i++ {
+		switch c := u[i]; {
+		case c >= '0' && c <= '9':
+			d = append(d, c)
+		case c == '+' || c == '-' || c == '.' || c == '(' || c == ')':
+		default:
+			return strings.ToLower(u)
+		}
+	}
+	if len(d) > MinUserDigits {
+		d = d[len(d)-MinUserDigits:]
+	}
+	return string(d)
 }
 
 func isHex32(s string) bool {
@@ -438,11 +572,18 @@ func (c *Correlator) find(src *entry) []Leg {
 			take(ChargingVectorRelatedICID, e, 0)
 		}
 	}
-	// sdp_origin: a shared o= tuple between legs alive at the same time.
-	for _, o := range src.keys[kindOrigin] {
-		for _, e := range posted(kindOrigin, o) {
-			if c.coexist(src, e) {
-				take(SDPOrigin, e, 0)
+	// sdp_origin: a shared o= tuple, or a shared sess-id and version
+	// whatever the address (a B2BUA or SBC that rewrote it), between legs
+	// alive at the same time; never a constant sess-id.
+	for _, k := range []keyKind{kindOrigin, kindOriginVer} {
+		for _, o := range src.keys[k] {
+			if c.constant[sessIDOf(o)] {
+				continue
+			}
+			for _, e := range posted(k, o) {
+				if c.coexist(src, e) {
+					take(SDPOrigin, e, 0)
+				}
 			}
 		}
 	}
@@ -458,22 +599,38 @@ func (c *Correlator) find(src *entry) []Leg {
 			take(ViaBranch, e, 0)
 		}
 	}
-	// timing_heuristic: same family, a shared signaling address, started
-	// within the window.
+	// Within the window: embedded_tag (one leg's tag inside the other's
+	// tag or Call-ID, as B2BUAs derive the far leg's from the near one's),
+	// then same_users (the same From and To users, a guess), then
+	// timing_heuristic (same family, a shared signaling address).
 	w := c.cfg.Window
 	lo, _ := slices.BinarySearchFunc(c.byCreated, src.created.Add(-w), func(e *entry, t time.Time) int { return e.created.Compare(t) })
-	for _, e := range c.byCreated[lo:] {
+	window := c.byCreated[lo:]
+	for _, e := range window {
+		if e.created.After(src.created.Add(w)) {
+			break
+		}
+		if !seen[e] && embedded(src, e) {
+			take(EmbeddedTag, e, 0)
+		}
+	}
+	for _, e := range window {
+		if e.created.After(src.created.Add(w)) {
+			break
+		}
+		if seen[e] || e.family != src.family || src.family != invite || src.from == "" || src.to == "" || e.from != src.from || e.to != src.to {
+			continue
+		}
+		take(SameUsers, e, absGap(e.created.Sub(src.created)).Milliseconds())
+	}
+	for _, e := range window {
 		if e.created.After(src.created.Add(w)) {
 			break
 		}
 		if seen[e] || e.family != src.family || !shareHost(src.hosts, e.hosts) {
 			continue
 		}
-		gap := e.created.Sub(src.created)
-		if gap < 0 {
-			gap = -gap
-		}
-		take(TimingHeuristic, e, gap.Milliseconds())
+		take(TimingHeuristic, e, absGap(e.created.Sub(src.created)).Milliseconds())
 	}
 
 	slices.SortStableFunc(legs, func(a, b Leg) int {
@@ -489,6 +646,36 @@ func (c *Correlator) find(src *entry) []Leg {
 		return strings.Compare(a.CallID, b.CallID)
 	})
 	return legs
+}
+
+// invite is the family same_users compares: calls, not subscriptions or
+// registrations (a phone refreshes several of those at once).
+var invite = dialog.FamilyInvite.String()
+
+func absGap(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// embedded reports whether a tag of one leg (MinTagLen or longer) appears
+// inside a different tag or the Call-ID of the other.
+func embedded(a, b *entry) bool {
+	in := func(x, y *entry) bool {
+		for _, t := range x.tags {
+			if strings.Contains(y.callID, t) {
+				return true
+			}
+			for _, u := range y.tags {
+				if u != t && strings.Contains(u, t) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return in(a, b) || in(b, a)
 }
 
 // coexist reports whether two dialogs' spans, widened by the window,

@@ -27,6 +27,11 @@ type leg struct {
 	vias []string
 	// SDP bodies of the INVITE and of its 200 ("" for none)
 	offer, answerSDP string
+	// From and To users (default alice-<callID>, bob-<callID>: no two
+	// legs share them unless a case says so)
+	fromUser, toUser string
+	// From tag and To tag (default a-<callID>, b-<callID>)
+	fromTag, toTag string
 }
 
 func (l leg) messages() []dialog.Observation {
@@ -42,6 +47,15 @@ func (l leg) messages() []dialog.Observation {
 	if l.method == "" {
 		l.method = "INVITE"
 	}
+	if l.fromUser == "" {
+		l.fromUser, l.toUser = "alice-"+l.callID, "bob-"+l.callID
+	}
+	if l.fromTag == "" {
+		l.fromTag = "a-" + l.callID
+	}
+	if l.toTag == "" {
+		l.toTag = "b-" + l.callID
+	}
 	if len(l.vias) == 0 {
 		l.vias = []string{"z9hG4bK-" + l.callID}
 	}
@@ -52,8 +66,8 @@ func (l leg) messages() []dialog.Observation {
 	build := func(start, toTag string, cseq int, method string, extra []string, body string) *sip.Message {
 		var b strings.Builder
 		b.WriteString(start + "\r\n" + vias)
-		b.WriteString("From: \"Alice\" <sip:alice@example.com>;tag=a-" + l.callID + "\r\n")
-		to := "To: <sip:bob@example.com>"
+		b.WriteString("From: \"Alice\" <sip:" + l.fromUser + "@example.com>;tag=" + l.fromTag + "\r\n")
+		to := "To: <sip:" + l.toUser + "@example.com>"
 		if toTag != "" {
 			to += ";tag=" + toTag
 		}
@@ -81,15 +95,15 @@ func (l leg) messages() []dialog.Observation {
 	if l.method != "INVITE" {
 		return []dialog.Observation{
 			obs(0, build(l.method+" sip:bob@example.com SIP/2.0", "", 1, l.method, l.invite, ""), a, b),
-			obs(l.span, build("SIP/2.0 200 OK", "b-"+l.callID, 1, l.method, l.answer, ""), b, a),
+			obs(l.span, build("SIP/2.0 200 OK", l.toTag, 1, l.method, l.answer, ""), b, a),
 		}
 	}
 	return []dialog.Observation{
 		obs(0, build("INVITE sip:bob@example.com SIP/2.0", "", 1, "INVITE", l.invite, l.offer), a, b),
-		obs(100*time.Millisecond, build("SIP/2.0 200 OK", "b-"+l.callID, 1, "INVITE", l.answer, l.answerSDP), b, a),
-		obs(200*time.Millisecond, build("ACK sip:bob@example.com SIP/2.0", "b-"+l.callID, 1, "ACK", nil, ""), a, b),
-		obs(l.span-100*time.Millisecond, build("BYE sip:bob@example.com SIP/2.0", "b-"+l.callID, 2, "BYE", nil, ""), a, b),
-		obs(l.span, build("SIP/2.0 200 OK", "b-"+l.callID, 2, "BYE", nil, ""), b, a),
+		obs(100*time.Millisecond, build("SIP/2.0 200 OK", l.toTag, 1, "INVITE", l.answer, l.answerSDP), b, a),
+		obs(200*time.Millisecond, build("ACK sip:bob@example.com SIP/2.0", l.toTag, 1, "ACK", nil, ""), a, b),
+		obs(l.span-100*time.Millisecond, build("BYE sip:bob@example.com SIP/2.0", l.toTag, 2, "BYE", nil, ""), a, b),
+		obs(l.span, build("SIP/2.0 200 OK", l.toTag, 2, "BYE", nil, ""), b, a),
 	}
 }
 
@@ -352,6 +366,57 @@ func TestStrategies(t *testing.T) {
 			},
 			source: "A",
 			want:   []string{"S session_id 100", "I charging_vector_icid 85", "V via_branch 80", "T timing_heuristic 50 gap=900ms"},
+		},
+		{
+			name: "sdp_origin across an SBC's address rewrite: sess-id and version",
+			legs: []leg{
+				{callID: "A", a: a1, b: b1, offer: sdpBody("alice 770011 3 IN IP4 10.1.1.1", "10.1.1.1", 6000)},
+				{callID: "B", a: a2, b: b2, at: 40 * time.Millisecond, offer: sdpBody("alice 770011 3 IN IP4 203.0.113.9", "203.0.113.9", 40000)},
+			},
+			source: "A", want: []string{"B sdp_origin 90"},
+		},
+		{
+			name: "a sess-id both phones of one call send is a constant, not an identifier",
+			legs: []leg{
+				{callID: "P", a: a1, b: b1, offer: sdpBody("phone 4242 1 IN IP4 10.2.0.1", "10.2.0.1", 6000),
+					answerSDP: sdpBody("phone 4242 1 IN IP4 10.2.0.2", "10.2.0.2", 6000)},
+				{callID: "Q", a: a2, b: b2, at: 50 * time.Millisecond, offer: sdpBody("phone 4242 1 IN IP4 10.3.0.1", "10.3.0.1", 6000)},
+			},
+			source: "Q", want: []string{},
+		},
+		{
+			name: "a sess-id under three origins is a constant",
+			legs: []leg{
+				{callID: "P", a: a1, b: b1, offer: sdpBody("x 5151 1 IN IP4 10.2.0.1", "10.2.0.1", 6000)},
+				{callID: "Q", a: a2, b: b2, at: 50 * time.Millisecond, offer: sdpBody("y 5151 1 IN IP4 10.3.0.1", "10.3.0.1", 6000)},
+				{callID: "R", a: a3, b: b3, at: 90 * time.Millisecond, offer: sdpBody("z 5151 1 IN IP4 10.4.0.1", "10.4.0.1", 6000)},
+			},
+			source: "P", want: []string{},
+		},
+		{
+			name: "the RFC 4566 example sess-id identifies nothing, even as the same tuple",
+			legs: []leg{
+				{callID: "A", a: a1, b: b1, offer: sdpBody("jdoe 2890844526 2890842807 IN IP4 10.47.16.5", "10.47.16.5", 6000)},
+				{callID: "B", a: a2, b: b2, at: time.Second, offer: sdpBody("jdoe 2890844526 2890842807 IN IP4 10.47.16.5", "10.47.16.5", 6000)},
+			},
+			source: "A", want: []string{},
+		},
+		{
+			name: "embedded_tag: the far leg's From tag carries the near leg's",
+			legs: []leg{
+				{callID: "A", a: a1, b: b1, fromTag: "as6f0c91d2"},
+				{callID: "B", a: a2, b: b2, at: 30 * time.Millisecond, fromTag: "b2b-as6f0c91d2-1"},
+			},
+			source: "B", want: []string{"A embedded_tag 75"},
+		},
+		{
+			name: "same_users across a number rewrite within the window is a guess",
+			legs: []leg{
+				{callID: "A", a: a1, b: b1, fromUser: "+49301234567", toUser: "2001"},
+				{callID: "B", a: a2, b: b2, at: 120 * time.Millisecond, fromUser: "0301234567", toUser: "2001"},
+				{callID: "C", a: a3, b: b3, at: 5 * time.Second, fromUser: "0301234567", toUser: "2001"},
+			},
+			source: "A", want: []string{"B same_users 60 gap=120ms"},
 		},
 	}
 	for _, tc := range cases {

@@ -9,8 +9,14 @@ const (
 	// ResultNoCommonCodec: an answer came back, but it shares no media
 	// codec with the offer (or rejected every stream with port 0).
 	ResultNoCommonCodec = "no_common_codec"
-	// ResultNoAnswer: an offer was captured and no answer to it.
+	// ResultNoAnswer: an offer was captured and neither an answer nor a
+	// final response refusing it.
 	ResultNoAnswer = "no_answer"
+	// ResultRejected: the offer's transaction ended with a final error
+	// (488 Not Acceptable Here, 606 Not Acceptable, 491, a 401/407
+	// challenge...) and no answer; RejectedCode holds the code. The session
+	// stays as it was (RFC 3261 §14.1).
+	ResultRejected = "rejected"
 	// ResultNoCodecs: SDP was captured, but no offer listed a codec to
 	// compare (no m= line with a format, or every body was unreadable).
 	ResultNoCodecs = "sdp_present_but_no_codecs"
@@ -38,8 +44,14 @@ type Negotiation struct {
 	Answered []string `json:"answered" desc:"codecs the answer accepted"`
 	// Common lists the offered codecs the answer accepted, in offer order.
 	Common []string `json:"common" desc:"offered codecs the answer accepted, in offer order"`
-	// Result is ok, no_common_codec, no_answer or sdp_present_but_no_codecs.
-	Result string `json:"result" enum:"ok|no_common_codec|no_answer|sdp_present_but_no_codecs" desc:"outcome of this offer"`
+	// Result is ok, no_common_codec, rejected, no_answer or
+	// sdp_present_but_no_codecs.
+	Result string `json:"result" enum:"ok|no_common_codec|rejected|no_answer|sdp_present_but_no_codecs" desc:"outcome of this offer"`
+	// RejectedCode is the final response that refused the offer (result
+	// rejected only).
+	RejectedCode int `json:"rejected_code,omitempty" desc:"final response code that refused the offer"`
+	// T38 is the fate of a T.38 offer: accepted, refused or offered.
+	T38 string `json:"t38,omitempty" desc:"fate of a T.38 offer"`
 	// Notes say what the result alone does not.
 	Notes []string `json:"notes,omitempty" desc:"what the result alone does not say"`
 }
@@ -66,6 +78,7 @@ type Check struct {
 // telephone-event or comfort noise alone do not make a call.
 func Negotiate(tl *Timeline) Check {
 	var c Check
+	var refusedT38 *Exchange // the last T.38 offer refused
 	for i := range tl.Exchanges {
 		off := &tl.Exchanges[i]
 		if off.Direction != Offer {
@@ -111,7 +124,11 @@ func Negotiate(tl *Timeline) Check {
 			}
 		}
 		n.Offered, n.Answered = offered.list, answered.list
+		n.T38 = off.T38
 		switch {
+		case off.Outcome == OutcomeRejected:
+			n.Result, n.RejectedCode = ResultRejected, off.RejectedCode
+			n.Notes = append(n.Notes, fmt.Sprintf("refused with %d and no SDP answer: the session stays as it was (RFC 3261 §14.1)", off.RejectedCode))
 		case total == 0:
 			n.Result = ResultNoCodecs
 		case ans == nil:
@@ -125,6 +142,21 @@ func Negotiate(tl *Timeline) Check {
 			}
 		default:
 			n.Result = ResultOK
+		}
+		if off.T38 == T38Refused && off.Outcome == OutcomeAnswered {
+			n.Notes = append(n.Notes, "the answer declined the T.38 image stream (port 0 or absent): no switch to fax")
+		}
+		for _, e := range off.Events {
+			if e == EventT38Fallback && refusedT38 != nil {
+				how := "its answer declined the image stream"
+				if refusedT38.RejectedCode != 0 {
+					how = fmt.Sprintf("refused with %d", refusedT38.RejectedCode)
+				}
+				n.Notes = append(n.Notes, fmt.Sprintf("fallback to audio: the T.38 offer at message %d was %s", refusedT38.MessageIndex, how))
+			}
+		}
+		if off.T38 == T38Refused {
+			refusedT38 = off
 		}
 		c.All = append(c.All, n)
 	}

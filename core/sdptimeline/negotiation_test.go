@@ -11,6 +11,7 @@ type neg struct {
 	offer, answer             int // message indices; -1 = none
 	offered, answered, common string
 	result                    string
+	code                      int // rejected code
 }
 
 func negRow(n Negotiation) neg {
@@ -19,7 +20,7 @@ func negRow(n Negotiation) neg {
 		a = *n.AnswerMessage
 	}
 	return neg{offer: n.OfferMessage, answer: a, offered: strings.Join(n.Offered, ","),
-		answered: strings.Join(n.Answered, ","), common: strings.Join(n.Common, ","), result: n.Result}
+		answered: strings.Join(n.Answered, ","), common: strings.Join(n.Common, ","), result: n.Result, code: n.RejectedCode}
 }
 
 // TestNegotiateCaptures checks each verdict against the SDP read by hand
@@ -33,13 +34,14 @@ func TestNegotiateCaptures(t *testing.T) {
 		noteHas            string
 	}{
 		{
-			// The 488 is no codec mismatch: the offer's only stream has port
-			// 0 (c=0.0.0.0, inactive), and neither the 401 nor the 488 carries
-			// SDP. The setup is the retry after the challenge (message 3).
+			// Frames 7-13: INVITE (CSeq 20) refused 401, the credentialed
+			// INVITE (CSeq 21, message 3) refused 488; neither response
+			// carries SDP. The offer's only stream has port 0 (c=0.0.0.0,
+			// inactive). The setup is the retry, rejected with 488.
 			name: "sip-488-codec-reject", file: "sip-488-codec-reject.pcapng", callID: "NA4y5nr9Jk",
-			result: ResultNoAnswer, all: 2,
-			setup:   &neg{offer: 3, answer: -1, offered: "PCMU/8000", result: ResultNoAnswer},
-			noteHas: "port 0",
+			result: ResultRejected, all: 2,
+			setup:   &neg{offer: 3, answer: -1, offered: "PCMU/8000", result: ResultRejected, code: 488},
+			noteHas: "refused with 488",
 		},
 		{
 			name: "codec-negotiation setup settles on PCMU", file: "codec-negotiation.pcap", callID: "1-3685341@127.0.0.1",
@@ -133,14 +135,24 @@ func TestNegotiateCrafted(t *testing.T) {
 			want:  neg{offer: 0, answer: 1, offered: "OPUS/48000/2", answered: "opus/48000/2", common: "OPUS/48000/2", result: ResultOK},
 		},
 		{
-			name:  "an offer without m= lines",
-			build: call(sdpBody("10.0.0.1"), ""),
-			want:  neg{offer: 0, answer: -1, result: ResultNoCodecs},
+			name: "an offer without m= lines",
+			build: func(t *testing.T) *builder {
+				return (&builder{t: t}).req("INVITE", 1, alice, bob, false, sdpBody("10.0.0.1"))
+			},
+			want: neg{offer: 0, answer: -1, result: ResultNoCodecs},
 		},
 		{
-			name:  "offer rejected without an answer",
-			build: call(sdpBody("10.0.0.1", audio(4000, "", "0")), ""),
-			want:  neg{offer: 0, answer: -1, offered: "PCMU/8000", result: ResultNoAnswer},
+			name: "an offer without a final response has no answer",
+			build: func(t *testing.T) *builder {
+				return (&builder{t: t}).req("INVITE", 1, alice, bob, false, sdpBody("10.0.0.1", audio(4000, "", "0")))
+			},
+			want: neg{offer: 0, answer: -1, offered: "PCMU/8000", result: ResultNoAnswer},
+		},
+		{
+			name:    "an offer refused 488 without an answer is rejected with its code",
+			build:   call(sdpBody("10.0.0.1", audio(4000, "", "0")), ""),
+			want:    neg{offer: 0, answer: -1, offered: "PCMU/8000", result: ResultRejected, code: 488},
+			noteHas: "RFC 3261 §14.1",
 		},
 	}
 	for _, tc := range tests {
@@ -161,6 +173,47 @@ func TestNegotiateCrafted(t *testing.T) {
 			}
 		})
 	}
+	t.Run("re-offers refused 606 and 491 are rejected, the setup stays ok", func(t *testing.T) {
+		b := &builder{t: t}
+		b.req("INVITE", 1, alice, bob, false, sdpBody("10.0.0.1", audio(4000, "", "0"))).
+			resp(200, "INVITE", 1, bob, alice, sdpBody("10.0.0.2", audio(5000, "", "0"))).
+			req("ACK", 1, alice, bob, true, "").
+			req("INVITE", 2, alice, bob, true, sdpBody("10.0.0.1", audio(4000, "", "18"))).
+			resp(606, "INVITE", 2, bob, alice, "").
+			req("UPDATE", 3, bob, alice, true, sdpBody("10.0.0.2", audio(5000, "", "8"))).
+			resp(491, "UPDATE", 3, alice, bob, "")
+		tl := Build(b.msgs)
+		c := Negotiate(&tl)
+		got := []neg{}
+		for _, n := range c.All {
+			got = append(got, negRow(n))
+		}
+		want := []neg{
+			{offer: 0, answer: 1, offered: "PCMU/8000", answered: "PCMU/8000", common: "PCMU/8000", result: ResultOK},
+			{offer: 3, answer: -1, offered: "G729/8000", result: ResultRejected, code: 606},
+			{offer: 5, answer: -1, offered: "PCMA/8000", result: ResultRejected, code: 491},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("got\n%+v\nwant\n%+v", got, want)
+		}
+		if c.Result != ResultOK {
+			t.Errorf("got setup result %q, want ok", c.Result)
+		}
+	})
+	t.Run("T.38 refused 488, then the fallback to audio", func(t *testing.T) {
+		tl := Build(t38Refused(t).msgs)
+		c := Negotiate(&tl)
+		if len(c.All) != 3 {
+			t.Fatalf("got %d negotiations, want 3", len(c.All))
+		}
+		fax, back := c.All[1], c.All[2]
+		if fax.Result != ResultRejected || fax.RejectedCode != 488 || fax.T38 != T38Refused {
+			t.Errorf("got T.38 offer %+v, want rejected 488, t38 refused", fax)
+		}
+		if back.Result != ResultOK || !strings.Contains(strings.Join(back.Notes, "|"), "fallback to audio: the T.38 offer at message 3 was refused with 488") {
+			t.Errorf("got audio re-offer %+v, want ok with the fallback note", back)
+		}
+	})
 	t.Run("unreadable SDP only", func(t *testing.T) {
 		b := &builder{t: t}
 		tl := Build(b.req("INVITE", 1, alice, bob, false, "garbage").msgs)

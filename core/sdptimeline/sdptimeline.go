@@ -45,7 +45,20 @@
 //     addresses and port 0 excluded; not reported beside a T.38 switch,
 //     where the primary stream itself changes).
 //   - CodecChange: the first codec of the primary stream changed (not
-//     reported beside a T.38 switch, which changes it by definition).
+//     reported beside a T.38 switch, which changes it by definition, nor
+//     for a disabled stream).
+//   - T38Fallback: an audio offer after a T.38 offer that was refused.
+//
+// # Outcomes
+//
+// Every offer is answered (an SDP answer was captured), rejected (its
+// transaction ended with a final error, 488, 606, 491, a 401/407
+// challenge, and no answer) or no_answer (neither was captured). A refused
+// offer changes nothing (RFC 3261 §14.1: "as if no re-INVITE had been
+// issued"): its would-be events are listed as Proposed, never as Events,
+// and its party's state does not move. A T.38 offer is accepted when its
+// answer keeps an image stream with a port, refused when rejected or when
+// the answer declines that stream (RFC 3264 §6), offered otherwise.
 //
 // # Bounds
 //
@@ -78,6 +91,26 @@ const (
 	EventResume            = "Resume"
 	EventMediaAnchorChange = "MediaAnchorChange"
 	EventCodecChange       = "CodecChange"
+	EventT38Fallback       = "T38Fallback"
+)
+
+// Outcomes of an offer.
+const (
+	// OutcomeAnswered: an SDP answer to the offer was captured.
+	OutcomeAnswered = "answered"
+	// OutcomeRejected: the offer's transaction ended with a final error
+	// response (a 488 or 606, a 491 glare, a 401/407 challenge...) and no
+	// answer (RFC 3261 §14.1, RFC 3264 §6).
+	OutcomeRejected = "rejected"
+	// OutcomeNoAnswer: neither an answer nor a final error was captured.
+	OutcomeNoAnswer = "no_answer"
+)
+
+// T.38 fates of an offer carrying an active image stream.
+const (
+	T38Accepted = "accepted"
+	T38Refused  = "refused"
+	T38Offered  = "offered"
 )
 
 // Stream is one m= line of a description.
@@ -139,6 +172,22 @@ type Exchange struct {
 	AnswersExchange int `json:"-"`
 	// Problems counts what the SDP parser tolerated in the body.
 	Problems int `json:"sdp_problems,omitempty" desc:"problems the SDP parser tolerated in the body"`
+	// Outcome is, on an offer, what became of it: OutcomeAnswered,
+	// OutcomeRejected or OutcomeNoAnswer. Empty on answers.
+	Outcome string `json:"-"`
+	// RejectedCode is, on a rejected offer, the final response code that
+	// ended its transaction without an answer (488, 606, 491...).
+	RejectedCode int `json:"rejected_code,omitempty" desc:"final response that refused this offer (no answer came)"`
+	// Proposed lists, on a rejected offer (or a T.38 offer whose answer
+	// declined the image stream), the events the offer would have caused:
+	// they did not happen (RFC 3261 §14.1: the session is unchanged).
+	Proposed []string `json:"proposed_events,omitempty" desc:"events a refused offer proposed; they did not happen"`
+	// T38 is, on an offer with an active T.38 image stream, what became of
+	// the fax attempt: accepted, refused or offered (no answer captured).
+	T38 string `json:"t38,omitempty" enum:"accepted|refused|offered" desc:"fate of a T.38 offer"`
+
+	party   string
+	reoffer bool
 }
 
 // Timeline is the offer/answer history of one dialog.
@@ -254,7 +303,7 @@ func Build(msgs []dialog.Message) Timeline {
 	reinvite := map[txKey]bool{} // INVITE tx sent inside a dialog
 	pending := map[string]int{}  // From tag -> exchange index of a response offer awaiting PRACK/ACK
 	copies := map[copyKey]bool{} // bodies already listed
-	parties := map[string]*partyState{}
+	final := finals(msgs)        // tx -> its final response
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Msg == nil || m.Retransmission {
@@ -339,43 +388,161 @@ func Build(msgs []dialog.Message) Timeline {
 		// Events against the same party's previous description.
 		// A party sends requests under its From tag and responses under its
 		// To tag.
-		party := msg.From.Tag
+		ex.party = msg.From.Tag
 		if !msg.IsRequest {
-			party = msg.To.Tag
+			ex.party = msg.To.Tag
 		}
-		if party == "" {
-			party = "addr:" + m.Src.String()
+		if ex.party == "" {
+			ex.party = "addr:" + m.Src.String()
 		}
-		ps := parties[party]
-		if ps == nil {
-			ps = &partyState{}
-			parties[party] = ps
-		}
-		ex.Events = events(ps, &ex, ex.Transaction == "re-INVITE" || ex.Transaction == "UPDATE")
+		ex.reoffer = ex.Transaction == "re-INVITE" || ex.Transaction == "UPDATE"
 
 		idx := len(tl.Exchanges)
 		if ex.Direction == Offer {
 			if msg.IsRequest {
 				offerOf[key] = idx
+				// A request's offer is refused when its transaction ends
+				// with a final error and no answer (set below when one
+				// answers it).
+				if c := final[key]; c >= 300 {
+					ex.RejectedCode = c
+				}
 			} else {
 				pending[msg.From.Tag] = idx
 			}
 		}
 		tl.Exchanges = append(tl.Exchanges, ex)
 	}
+	outcomes(&tl)
 	return tl
+}
+
+// finals maps every transaction of offer/answer to its final response: a
+// 2xx when any branch sent one, else the first final error.
+func finals(msgs []dialog.Message) map[txKey]int {
+	final := map[txKey]int{}
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Msg == nil || m.Retransmission || m.Msg.IsRequest || m.Msg.StatusCode < 200 {
+			continue
+		}
+		switch m.Msg.CSeq.Method {
+		case "INVITE", "UPDATE", "PRACK":
+		default:
+			continue
+		}
+		k := txKey{m.Msg.From.Tag, m.Msg.CSeq.Number, m.Msg.CSeq.Method}
+		if c, ok := final[k]; !ok || (m.Msg.StatusCode < 300 && c >= 300) {
+			final[k] = m.Msg.StatusCode
+		}
+	}
+	return final
+}
+
+// outcomes settles what became of every offer, then reads the events of
+// each exchange against its party's previous description. An offer that
+// was refused changes nothing: RFC 3261 §14.1 keeps the session "as if no
+// re-INVITE had been issued", so its would-be events are Proposed, not
+// Events, and its party's state stays. A T.38 offer is accepted only when
+// its answer keeps an image stream with a port (RFC 3264 §6); an audio
+// re-offer after a refused T.38 offer is the fallback to audio.
+func outcomes(tl *Timeline) {
+	answer := make([]int, len(tl.Exchanges)) // offer index -> its last answer, -1 without
+	for i := range answer {
+		answer[i] = -1
+	}
+	for j := range tl.Exchanges {
+		if a := tl.Exchanges[j].AnswersExchange; tl.Exchanges[j].Direction == Answer && a >= 0 && a < len(answer) {
+			answer[a] = j
+		}
+	}
+	parties := map[string]*partyState{}
+	t38Refused := false // a T.38 offer was refused and no T.38 session began since
+	for i := range tl.Exchanges {
+		ex := &tl.Exchanges[i]
+		ps := parties[ex.party]
+		if ps == nil {
+			ps = &partyState{}
+			parties[ex.party] = ps
+		}
+		if ex.Direction != Offer {
+			ex.Events = events(ps, ex, ex.reoffer, true)
+			if activeT38(ex) {
+				t38Refused = false
+			}
+			continue
+		}
+		switch {
+		case answer[i] >= 0:
+			ex.Outcome, ex.RejectedCode = OutcomeAnswered, 0
+		case ex.RejectedCode != 0:
+			ex.Outcome = OutcomeRejected
+		default:
+			ex.Outcome = OutcomeNoAnswer
+		}
+		t38 := activeT38(ex)
+		t38Taken := true
+		if t38 {
+			switch {
+			case ex.Outcome == OutcomeRejected:
+				ex.T38 = T38Refused
+			case ex.Outcome == OutcomeAnswered && !activeT38(&tl.Exchanges[answer[i]]):
+				ex.T38 = T38Refused
+			case ex.Outcome == OutcomeAnswered:
+				ex.T38 = T38Accepted
+			default:
+				ex.T38 = T38Offered
+			}
+			t38Taken = ex.T38 != T38Refused
+		}
+		if ex.Outcome == OutcomeRejected || (!t38Taken && primaryT38(ex)) {
+			// Read against a copy: the party's state does not move.
+			cp := *ps
+			ex.Proposed = events(&cp, ex, ex.reoffer, true)
+		} else {
+			ex.Events = events(ps, ex, ex.reoffer, t38Taken)
+			if !t38Taken {
+				ex.Proposed = []string{EventT38Switch}
+			}
+		}
+		fallback := t38Refused && !t38 && ex.MediaPort != 0 && ex.Outcome != OutcomeRejected
+		if fallback {
+			ex.Events = append(ex.Events, EventT38Fallback)
+		}
+		switch {
+		case t38 && ex.T38 == T38Refused:
+			t38Refused = true
+		case t38 && ex.T38 == T38Accepted, fallback:
+			t38Refused = false
+		}
+	}
+}
+
+// primaryT38 reports whether the primary stream of a description is a T.38
+// one (a fax offer without an active audio stream).
+func primaryT38(ex *Exchange) bool {
+	p := primary(ex.Streams)
+	return p >= 0 && ex.Streams[p].T38
+}
+
+// activeT38 reports whether a description carries a T.38 image stream with
+// a port.
+func activeT38(ex *Exchange) bool {
+	for _, s := range ex.Streams {
+		if s.T38 && s.Port != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // events compares a description with its party's previous one and updates
 // the party's state.
-func events(ps *partyState, ex *Exchange, reoffer bool) []string {
+// t38Taken false reads a T.38 offer whose answer declined the image stream
+// as not switching to T.38.
+func events(ps *partyState, ex *Exchange, reoffer, t38Taken bool) []string {
 	held := isHold(ex)
-	t38 := false
-	for _, s := range ex.Streams {
-		if s.T38 && s.Port != 0 {
-			t38 = true
-		}
-	}
+	t38 := activeT38(ex) && t38Taken
 	codec := ""
 	if len(ex.Codecs) > 0 {
 		codec = ex.Codecs[0]
@@ -401,7 +568,7 @@ func events(ps *partyState, ex *Exchange, reoffer bool) []string {
 	if ps.seen && anchored && ps.addr != "" && t38 == ps.t38Active && (ps.addr != ex.MediaAddr || ps.port != ex.MediaPort) {
 		ev = append(ev, EventMediaAnchorChange)
 	}
-	if ps.seen && codec != "" && ps.codec != "" && CodecKey(codec) != CodecKey(ps.codec) && t38 == ps.t38Active {
+	if ps.seen && codec != "" && ex.MediaPort != 0 && ps.codec != "" && CodecKey(codec) != CodecKey(ps.codec) && t38 == ps.t38Active {
 		ev = append(ev, EventCodecChange)
 	}
 
@@ -415,7 +582,7 @@ func events(ps *partyState, ex *Exchange, reoffer bool) []string {
 	if anchored {
 		ps.addr, ps.port = ex.MediaAddr, ex.MediaPort
 	}
-	if codec != "" {
+	if codec != "" && ex.MediaPort != 0 {
 		ps.codec = codec
 	}
 	return ev

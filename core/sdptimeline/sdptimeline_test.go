@@ -219,6 +219,122 @@ func (b *builder) retransmitted() *builder {
 	return b
 }
 
+// t38Refused is a G.711 call whose callee re-INVITEs to T.38 (m=audio 0
+// plus m=image), is refused 488, then re-INVITEs audio again.
+func t38Refused(t *testing.T) *builder {
+	b := &builder{t: t}
+	return b.req("INVITE", 1, alice, bob, false, sdpBody("10.0.0.1", audio(4000, "", "0", "8"))).
+		resp(200, "INVITE", 1, bob, alice, sdpBody("10.0.0.2", audio(5000, "", "0"))).
+		req("ACK", 1, alice, bob, true, "").
+		req("INVITE", 1, bob, alice, true, sdpBody("10.0.0.2", audio(0, "", "0"), t38)).
+		resp(488, "INVITE", 1, alice, bob, "").
+		req("ACK", 1, bob, alice, true, "").
+		req("INVITE", 2, bob, alice, true, sdpBody("10.0.0.2", audio(5002, "", "0"))).
+		resp(200, "INVITE", 2, alice, bob, sdpBody("10.0.0.1", audio(4000, "", "0")))
+}
+
+// TestOfferOutcomes checks what became of each offer: a refused offer
+// changes nothing (RFC 3261 §14.1), its would-be events are proposed only.
+func TestOfferOutcomes(t *testing.T) {
+	type out struct {
+		msg              int
+		outcome          string
+		code             int
+		t38              string
+		events, proposed string
+	}
+	tests := []struct {
+		name  string
+		build func(t *testing.T) *builder
+		want  []out
+	}{
+		{
+			name:  "T.38 re-INVITE refused 488, then an audio re-INVITE: no T38Switch, a T38Fallback",
+			build: t38Refused,
+			want: []out{
+				{0, OutcomeAnswered, 0, "", "", ""},
+				{3, OutcomeRejected, 488, T38Refused, "", "T38Switch"},
+				{6, OutcomeAnswered, 0, "", "MediaAnchorChange,T38Fallback", ""},
+			},
+		},
+		{
+			name: "T.38 offered and accepted, then audio again: T38Switch, T38End",
+			build: func(t *testing.T) *builder {
+				b := &builder{t: t}
+				return b.req("INVITE", 1, alice, bob, false, sdpBody("10.0.0.1", audio(4000, "", "0"))).
+					resp(200, "INVITE", 1, bob, alice, sdpBody("10.0.0.2", audio(5000, "", "0"))).
+					req("INVITE", 2, alice, bob, true, sdpBody("10.0.0.1", audio(0, "", "0"), t38)).
+					resp(200, "INVITE", 2, bob, alice, sdpBody("10.0.0.2", audio(0, "", "0"), t38)).
+					req("INVITE", 3, alice, bob, true, sdpBody("10.0.0.1", audio(4000, "", "0"))).
+					resp(200, "INVITE", 3, bob, alice, sdpBody("10.0.0.2", audio(5000, "", "0")))
+			},
+			want: []out{
+				{0, OutcomeAnswered, 0, "", "", ""},
+				{2, OutcomeAnswered, 0, T38Accepted, "T38Switch", ""},
+				{4, OutcomeAnswered, 0, "", "T38End", ""},
+			},
+		},
+		{
+			name: "T.38 declined by an answer with image port 0: refused, no switch, no codec change",
+			build: func(t *testing.T) *builder {
+				b := &builder{t: t}
+				return b.req("INVITE", 1, alice, bob, false, sdpBody("10.0.0.1", audio(4000, "", "0"))).
+					resp(200, "INVITE", 1, bob, alice, sdpBody("10.0.0.2", audio(5000, "", "0"))).
+					req("INVITE", 2, alice, bob, true, sdpBody("10.0.0.1", audio(0, "", "0"), t38)).
+					resp(200, "INVITE", 2, bob, alice, sdpBody("10.0.0.2", audio(0, "", "0"), "m=image 0 udptl t38\r\n"))
+			},
+			want: []out{
+				{0, OutcomeAnswered, 0, "", "", ""},
+				{2, OutcomeAnswered, 0, T38Refused, "", "T38Switch"},
+			},
+		},
+		{
+			name: "T.38 offered, no response captured",
+			build: func(t *testing.T) *builder {
+				b := &builder{t: t}
+				return b.req("INVITE", 1, alice, bob, false, sdpBody("10.0.0.1", audio(4000, "", "0"))).
+					resp(200, "INVITE", 1, bob, alice, sdpBody("10.0.0.2", audio(5000, "", "0"))).
+					req("INVITE", 2, alice, bob, true, sdpBody("10.0.0.1", t38))
+			},
+			want: []out{
+				{0, OutcomeAnswered, 0, "", "", ""},
+				{2, OutcomeNoAnswer, 0, T38Offered, "T38Switch", ""},
+			},
+		},
+		{
+			name: "a hold re-INVITE refused 491 does not hold; the retry does",
+			build: func(t *testing.T) *builder {
+				b := &builder{t: t}
+				return b.req("INVITE", 1, alice, bob, false, sdpBody("10.0.0.1", audio(4000, "", "0"))).
+					resp(200, "INVITE", 1, bob, alice, sdpBody("10.0.0.2", audio(5000, "", "0"))).
+					req("INVITE", 2, alice, bob, true, sdpBody("10.0.0.1", audio(4000, "sendonly", "0"))).
+					resp(491, "INVITE", 2, bob, alice, "").
+					req("INVITE", 3, alice, bob, true, sdpBody("10.0.0.1", audio(4000, "sendonly", "0"))).
+					resp(200, "INVITE", 3, bob, alice, sdpBody("10.0.0.2", audio(5000, "recvonly", "0")))
+			},
+			want: []out{
+				{0, OutcomeAnswered, 0, "", "", ""},
+				{2, OutcomeRejected, 491, "", "", "Hold"},
+				{4, OutcomeAnswered, 0, "", "Hold", ""},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := Build(tc.build(t).msgs)
+			got := []out{}
+			for _, e := range tl.Exchanges {
+				if e.Direction == Offer {
+					got = append(got, out{e.MessageIndex, e.Outcome, e.RejectedCode, e.T38, strings.Join(e.Events, ","), strings.Join(e.Proposed, ",")})
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestCrafted(t *testing.T) {
 	base := func(t *testing.T) *builder {
 		b := &builder{t: t}

@@ -110,11 +110,16 @@ func ForCall(callID string, streams []Stream) (Filter, error) {
 	var rtp, rtcp []string
 	seenRTCP := map[string]bool{}
 	for _, s := range streams {
+		// Media is selected by 5-tuple as well as SSRC: after an SDP change
+		// (a T.38 offer, even one refused) tshark re-dissects the port as
+		// another protocol, and those frames carry no rtp.ssrc. A frame on
+		// the stream's 5-tuple is the stream's unless tshark reads it as RTP
+		// of another SSRC (which another clause names when it is the call's).
 		if s.Fax {
-			rtp = append(rtp, "(udptl && "+tuple(s.Src, s.Dst)+")")
+			rtp = append(rtp, "("+tuple(s.Src, s.Dst)+" && !rtp)")
 			continue
 		}
-		rtp = append(rtp, fmt.Sprintf("(rtp.ssrc == 0x%08x && %s)", s.SSRC, tuple(s.Src, s.Dst)))
+		rtp = append(rtp, fmt.Sprintf("(%s && (rtp.ssrc == 0x%08x || !rtp))", tuple(s.Src, s.Dst), s.SSRC))
 		if s.RTCP {
 			c := fmt.Sprintf("(rtcp.senderssrc == 0x%08x && %s)", s.SSRC, hosts(s.Src.Addr(), s.Dst.Addr()))
 			if !seenRTCP[c] {
@@ -157,6 +162,10 @@ type Options struct {
 	// -o rtcp.heuristic_rtcp:TRUE, so tshark decodes RTP it cannot tie to
 	// SDP it saw (the SSRC and 5-tuple clauses keep the match exact).
 	Heuristics bool
+	// DecodeAs are tshark -d arguments ("tcp.port==6060,sip"): SIP on a
+	// port tshark's SIP dissector does not register (UDP and TCP 5060)
+	// is otherwise read as whatever owns that port (X11 on 6000-6063).
+	DecodeAs []string
 }
 
 // Command renders `tshark -r <capture> [-o ...] -Y '<filter>'` with every
@@ -168,6 +177,9 @@ func Command(capture, filter string, o Options) string {
 		capArg = ShellQuote(capture)
 	}
 	args := []string{"tshark", "-r", capArg}
+	for _, d := range o.DecodeAs {
+		args = append(args, "-d", ShellQuote(d))
+	}
 	if o.Heuristics {
 		args = append(args, "-o", "rtp.heuristic_rtp:TRUE", "-o", "rtcp.heuristic_rtcp:TRUE")
 	}

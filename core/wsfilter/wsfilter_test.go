@@ -48,9 +48,11 @@ func TestForCall(t *testing.T) {
 	}
 	want := map[string]string{
 		"sip": `sip.Call-ID == "1-1966@10.0.2.20"`,
-		"rtp": `(rtp.ssrc == 0x343da99b && ip.src == 10.0.2.15 && udp.srcport == 27942 && ip.dst == 10.0.2.20 && udp.dstport == 6000) || ` +
-			`(rtp.ssrc == 0x00000001 && ipv6.src == 2001:db8::1 && udp.srcport == 4000 && ipv6.dst == 2001:db8::2 && udp.dstport == 5000) || ` +
-			`(udptl && ip.src == 10.0.0.1 && udp.srcport == 6000 && ip.dst == 10.0.0.2 && udp.dstport == 6002)`,
+		// By 5-tuple as well as SSRC: frames tshark re-dissects as another
+		// protocol after an SDP change carry no rtp.ssrc.
+		"rtp": `(ip.src == 10.0.2.15 && udp.srcport == 27942 && ip.dst == 10.0.2.20 && udp.dstport == 6000 && (rtp.ssrc == 0x343da99b || !rtp)) || ` +
+			`(ipv6.src == 2001:db8::1 && udp.srcport == 4000 && ipv6.dst == 2001:db8::2 && udp.dstport == 5000 && (rtp.ssrc == 0x00000001 || !rtp)) || ` +
+			`(ip.src == 10.0.0.1 && udp.srcport == 6000 && ip.dst == 10.0.0.2 && udp.dstport == 6002 && !rtp)`,
 		"rtcp": `(rtcp.senderssrc == 0x343da99b && ip.src == 10.0.2.15 && ip.dst == 10.0.2.20)`,
 	}
 	for k, got := range map[string]string{"sip": f.SIP, "rtp": f.RTP, "rtcp": f.RTCP} {
@@ -96,6 +98,10 @@ func TestCommand(t *testing.T) {
 	got := Command("/data/my call.pcap", `sip.Call-ID == "it's"`, Options{Heuristics: true})
 	want := `tshark -r '/data/my call.pcap' -o rtp.heuristic_rtp:TRUE -o rtcp.heuristic_rtcp:TRUE -Y 'sip.Call-ID == "it'\''s"'`
 	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got, want := Command("x.pcap", "sip", Options{DecodeAs: []string{"tcp.port==6060,sip", "udp.port==5080,sip"}}),
+		`tshark -r x.pcap -d tcp.port==6060,sip -d udp.port==5080,sip -Y sip`; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	if got, want := Command("", "sip", Options{}), `tshark -r "$CAPTURE" -Y sip`; got != want {
