@@ -178,6 +178,11 @@ type MediaDiagnosis struct {
 	NoMedia             bool     `json:"no_media"`
 	PrivateMediaAddress bool     `json:"private_media_address"`
 	Hints               []string `json:"hints"`
+	// MediaNotCaptured: the capture holds no RTP at all (a signaling-only
+	// capture point), so this answered call's media is not judged
+	// (Applicable false): the capture report says it once, never as one
+	// no_media per call.
+	MediaNotCaptured bool `json:"media_not_captured,omitempty"`
 
 	SDPMedia    []string `json:"sdp_media"`    // announced endpoints
 	ActualMedia []string `json:"actual_media"` // streams seen, src→dst
@@ -283,7 +288,7 @@ func Diagnose(d DialogFacts, src MediaSource, opts Options) DialogDiagnosis {
 	opts = opts.withDefaults()
 	out := DialogDiagnosis{CallID: d.CallID}
 	streams := src.StreamsFor(d.CallID)
-	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), opts)
+	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), len(streams) > 0 || CaptureHasMedia(src), opts)
 	seen := make([]time.Time, 0, len(streams))
 	for i := range streams {
 		seen = append(seen, streams[i].LastSeen)
@@ -312,7 +317,21 @@ type sides struct {
 	all           map[netip.AddrPort]bool
 }
 
-func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, opts Options) MediaDiagnosis {
+// CaptureHasMedia reports whether the capture holds any media at all: a
+// stream (orphaned, evicted or bound), an RTP packet or a UDPTL packet.
+// Without any, a call's missing RTP says where the capture point sits, not
+// what the call did (issue 10 item 6).
+func CaptureHasMedia(src MediaSource) bool {
+	st := src.Stats()
+	if st.Streams > 0 || st.StreamsEvicted > 0 || st.RTPPackets > 0 || st.UDPTLPackets > 0 {
+		return true
+	}
+	return len(src.All()) > 0
+}
+
+// diagnoseMedia judges the dialog's media; mediaCaptured is false when the
+// capture holds no media at all (CaptureHasMedia).
+func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, mediaCaptured bool, opts Options) MediaDiagnosis {
 	lossLimit, jitterLimit := opts.LossLimit(), opts.JitterLimit()
 	m := MediaDiagnosis{Hints: []string{}, SDPMedia: []string{}, ActualMedia: []string{}, StreamCount: len(streams)}
 	sd := sides{offer: map[netip.AddrPort]bool{}, answer: map[netip.AddrPort]bool{}, all: map[netip.AddrPort]bool{}}
@@ -346,6 +365,11 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 			if d.HasFinal {
 				m.Reason = fmt.Sprintf("the call ended with %d before media and no RTP reached the capture point", d.FinalCode)
 			}
+			return m
+		}
+		if !mediaCaptured {
+			m.MediaNotCaptured = true
+			m.Reason = "the capture holds no RTP at all: media was not captured at this point (a signaling-only capture point), so this call's media is not judged"
 			return m
 		}
 		m.Applicable = true

@@ -113,8 +113,12 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		}
 		return f
 	}
+	notCaptured := int64(0) // answered calls with SDP in a capture with no RTP at all
 	for _, d := range dialogs {
 		dd := Diagnose(d, src, opts)
+		if dd.Media.MediaNotCaptured {
+			notCaptured++
+		}
 		at := func(t time.Time) *time.Time {
 			if t.IsZero() {
 				return nil
@@ -182,6 +186,13 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			e.Counts = map[string]int64{"forward_ms": int64(m.DurationAsymmetry.ForwardMs), "reverse_ms": int64(m.DurationAsymmetry.ReverseMs)}
 			get("duration_asymmetry", SeverityLow, "dialogs", "one direction's media lasted ≥5% and ≥2 s longer").add(e)
 		}
+	}
+
+	if notCaptured > 0 {
+		// Said once for the capture, never as one no_media per call: with
+		// no RTP anywhere the capture point sees signaling only.
+		get("media_not_captured", SeverityInfo, "captures", "no RTP anywhere in the capture: media was not captured at this point (an observation, not a failure)").
+			add(Evidence{Counts: map[string]int64{"answered_calls_with_sdp": notCaptured, "rtp_streams": 0}, Note: "signaling-only capture point"})
 	}
 
 	for i := range all {
