@@ -186,10 +186,13 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 			},
 		},
 		{
-			// SDP negotiated, answered, no RTP at the capture point.
+			// SDP negotiated, answered, and no RTP anywhere in the
+			// capture: media was not captured at this point, so it is not
+			// judged (issue 10 item 6), never no_media.
 			capture: "sip-sdp-example.pcap", callID: "",
 			want: map[string]any{
-				"verdict": "media", "media.no_media": true, "media.applicable": true, "media.stream_count": 0.0,
+				"verdict": "none", "media.no_media": false, "media.applicable": false, "media.problem": false, "media.stream_count": 0.0,
+				"media.reason": "the capture holds no RTP at all: media was not captured at this point (a signaling-only capture point), so this call's media is not judged",
 				"termination.cause_code": 16.0, "termination.cause_text": rptFenced("local"),
 			},
 		},

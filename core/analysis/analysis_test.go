@@ -200,7 +200,7 @@ func TestOneWayAndCNWithhold(t *testing.T) {
 	a := netip.MustParseAddrPort("198.51.100.1:4000")
 	b := netip.MustParseAddrPort("203.0.113.9:5000")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	run := func(cnEvery int) analysis.MediaDiagnosis {
+	run := func(cnEvery int, reverse bool) analysis.MediaDiagnosis {
 		st := media.NewStore(media.Config{})
 		st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.1", Media: []sdp.Media{{Type: "audio", Port: 4000, Formats: []sdp.Format{{PayloadType: 0}, {PayloadType: 13}}}}}, true, a)
 		st.OnSDP("c", t0, &sdp.Session{Conn: "10.1.1.1", Media: []sdp.Media{{Type: "audio", Port: 5000, Formats: []sdp.Format{{PayloadType: 0}}}}}, false, b)
@@ -210,19 +210,30 @@ func TestOneWayAndCNWithhold(t *testing.T) {
 				pt = 13
 			}
 			pkt := []byte{0x80, pt, 0, byte(i), 0, 0, byte(i >> 8), byte(i), 0, 0, 0, 1}
-			st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i) * 20 * time.Millisecond), Src: a, Dst: b, Transport: packet.TransportUDP, Payload: pkt})
+			src, dst := a, b
+			if reverse {
+				src, dst = b, a
+			}
+			st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i) * 20 * time.Millisecond), Src: src, Dst: dst, Transport: packet.TransportUDP, Payload: pkt})
 		}
 		return analysis.Diagnose(analysis.DialogFacts{CallID: "c", Answered: true, AnsweredAt: t0}, st, analysis.Options{}).Media
 	}
-	m := run(0)
+	m := run(0, false)
 	if !m.OneWayAudio || m.OneWayDirection != "offerer→answerer" {
 		t.Errorf("no CN: got one_way %v direction %q", m.OneWayAudio, m.OneWayDirection)
 	}
-	// The answer announced 10.1.1.1 (private) to a public peer.
-	if !m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 || m.PrivateAddresses[0] != "10.1.1.1:5000" {
-		t.Errorf("got private %v %v", m.PrivateMediaAddress, m.PrivateAddresses)
+	// The answer announced 10.1.1.1 (private) to a public peer, but media
+	// towards the answerer flowed (its own direction is the silent one):
+	// the private address is an observation, not the problem.
+	if m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 || m.PrivateAddresses[0] != "10.1.1.1:5000" || len(m.Observations) != 1 {
+		t.Errorf("got private %v %v observations %q", m.PrivateMediaAddress, m.PrivateAddresses, m.Observations)
 	}
-	m = run(2) // half the packets comfort noise
+	// Media towards the private answerer never flowed: a problem.
+	m = run(0, true)
+	if !m.OneWayAudio || m.OneWayDirection != "answerer→offerer" || !m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 {
+		t.Errorf("towards the private side silent: got one_way %v %q private %v %v", m.OneWayAudio, m.OneWayDirection, m.PrivateMediaAddress, m.PrivateAddresses)
+	}
+	m = run(2, false) // half the packets comfort noise
 	if m.OneWayAudio || m.OneWayWithheld == "" {
 		t.Errorf("CN share 0.5: got one_way %v withheld %q", m.OneWayAudio, m.OneWayWithheld)
 	}

@@ -183,6 +183,10 @@ type MediaDiagnosis struct {
 	// (Applicable false): the capture report says it once, never as one
 	// no_media per call.
 	MediaNotCaptured bool `json:"media_not_captured,omitempty"`
+	// Observations are weak signals that are not problems: a private SDP
+	// address or a NAT-rewritten source while media did not fail (issue 10
+	// item 6). They never set a verdict.
+	Observations []string `json:"observations,omitempty"`
 
 	SDPMedia    []string `json:"sdp_media"`    // announced endpoints
 	ActualMedia []string `json:"actual_media"` // streams seen, src→dst
@@ -375,7 +379,7 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		m.Applicable = true
 		m.NoMedia = true
 		m.Hints = append(m.Hints, "SDP was negotiated and the call answered, but no RTP reached the capture point: check firewalls and the media path, or whether the capture point sees media at all")
-		privateCheck(&m, eps, streams)
+		privateCheck(&m, eps, streams, failure{noMedia: true}, sd)
 		return m
 	}
 	m.Applicable = true
@@ -451,11 +455,17 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 			m.NATEvidence = append(m.NATEvidence, ev)
 		}
 		if len(m.NATEvidence) > 0 {
-			m.NATMismatch = true
-			m.Hints = append(m.Hints, "media arrives from an address or port the SDP did not announce: a NAT rewrites it; symmetric RTP (comedia) or an SBC fixes the return path")
+			// A weak signal: a problem only when media towards the
+			// rewritten side failed (issue 10 item 6).
+			if m.OneWayAudio {
+				m.NATMismatch = true
+				m.Hints = append(m.Hints, "media arrives from an address or port the SDP did not announce: a NAT rewrites it; symmetric RTP (comedia) or an SBC fixes the return path")
+			} else {
+				m.Observations = append(m.Observations, "media arrives from an address or port the SDP did not announce (a NAT rewrote it), and it flowed both ways: not a problem")
+			}
 		}
 	}
-	privateCheck(&m, eps, streams)
+	privateCheck(&m, eps, streams, failure{noMedia: false, oneWay: m.OneWayAudio, loud: loudOf(loud)}, sd)
 
 	// Asymmetries between directions (a silent direction's stray packets
 	// have no codec, packetization or duration worth comparing).
@@ -520,15 +530,63 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 	return m
 }
 
-// privateCheck flags announced private addresses when the dialog's media
-// also involves a public address.
-func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.StreamInfo) {
+// failure is what the media diagnosis measured as failed: no RTP at all,
+// or one-way audio with loud the first stream of the direction that flowed.
+type failure struct {
+	noMedia, oneWay bool
+	loud            *media.StreamInfo
+}
+
+func loudOf(ss []*media.StreamInfo) *media.StreamInfo {
+	if len(ss) == 0 {
+		return nil
+	}
+	return ss[0]
+}
+
+// towards reports whether media towards the offerer's side (offer true) or
+// the answerer's failed: no RTP at all, or one-way audio whose silent
+// direction is the one towards that side (when the sides cannot be told
+// apart, a one-way call counts as failed both ways).
+func (f failure) towards(offer bool, sd sides) bool {
+	switch {
+	case f.noMedia:
+		return true
+	case !f.oneWay:
+		return false
+	}
+	dir := ""
+	if f.loud != nil {
+		dir = describeDirection(f.loud, sd)
+	}
+	switch dir {
+	case "offerer→answerer": // the answerer heard, the offerer did not
+		return offer
+	case "answerer→offerer":
+		return !offer
+	}
+	return true
+}
+
+// privateCheck judges announced private addresses when the dialog's
+// signaling or media also involves a public address. A private c= is a
+// weak signal (issue 10 item 6): it is a problem (PrivateMediaAddress)
+// only when media towards that side failed, measured as no RTP or one-way
+// audio, and no ICE srflx/relay candidate (RFC 8445 §5.1.1) and no relay
+// anchoring the media (the same side's SDP in the dialog announcing a
+// public address that the RTP used, an SBC's rewrite) explains how media
+// reaches it. Otherwise the addresses are listed with an observation.
+func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.StreamInfo, fail failure, sd sides) {
 	public := false
 	var priv []string
+	privSide := map[bool]bool{} // offer → a private address on that side
+	ice := false
 	for _, e := range eps {
 		a := e.AddrPort.Addr()
 		if isPrivate(a) {
 			priv = append(priv, e.Address)
+			privSide[e.Offer] = true
+			ice = ice || e.ICETraversal
 		} else if a.IsValid() && !a.IsLoopback() {
 			public = true
 		}
@@ -536,18 +594,43 @@ func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.Strea
 			public = true
 		}
 	}
+	used := map[netip.AddrPort]bool{}
 	for i := range streams {
 		for _, x := range []string{streams[i].Src, streams[i].Dst} {
-			if ap, err := netip.ParseAddrPort(x); err == nil && !isPrivate(ap.Addr()) && !ap.Addr().IsLoopback() {
-				public = true
+			if ap, err := netip.ParseAddrPort(x); err == nil {
+				used[ap] = true
+				if !isPrivate(ap.Addr()) && !ap.Addr().IsLoopback() {
+					public = true
+				}
 			}
 		}
 	}
-	if public && len(priv) > 0 {
-		sort.Strings(priv)
+	if !public || len(priv) == 0 {
+		return
+	}
+	sort.Strings(priv)
+	m.PrivateAddresses = priv
+	// A relay anchors a side's media when that side's SDP in this dialog
+	// also announced a public address and the RTP used it.
+	relay := ""
+	for _, e := range eps {
+		a := e.AddrPort.Addr()
+		if privSide[e.Offer] && !isPrivate(a) && !a.IsLoopback() && used[e.AddrPort] {
+			relay = e.Address
+			break
+		}
+	}
+	failed := (privSide[true] && fail.towards(true, sd)) || (privSide[false] && fail.towards(false, sd))
+	switch {
+	case ice:
+		m.Observations = append(m.Observations, "an SDP announces a private address, with ICE srflx/relay candidates: the c= address is only the default candidate, not a problem")
+	case relay != "":
+		m.Observations = append(m.Observations, "an SDP announces a private address, but a relay anchors the media at "+relay+": not a problem")
+	case !failed:
+		m.Observations = append(m.Observations, "an SDP announces a private address to a public peer, yet media towards it did not fail (a NAT or symmetric RTP carried it): not a problem")
+	default:
 		m.PrivateMediaAddress = true
-		m.PrivateAddresses = priv
-		m.Hints = append(m.Hints, "an SDP announces a private address to a public peer: the far end cannot reach it without NAT traversal (STUN/ICE) or an SBC")
+		m.Hints = append(m.Hints, "an SDP announces a private address to a public peer and media towards it failed: the far end cannot reach it without NAT traversal (STUN/ICE), symmetric RTP or an SBC")
 	}
 }
 
