@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -70,6 +71,19 @@ type CaptureFacts struct {
 	DialogsEvicted uint64
 	// MessagesDropped counts SIP messages not retained (per-dialog caps).
 	MessagesDropped uint64
+	// SIPMalformed counts SIP messages the parser flagged (junk before the
+	// start line, an unparseable Content-Length, a missing mandatory
+	// header...); MalformedExamples names the first ones by frame.
+	SIPMalformed      uint64
+	MalformedExamples []MalformedExample
+}
+
+// MalformedExample is one malformed SIP message: its frame reference, its
+// Call-ID when it had one, and what the parser found wrong.
+type MalformedExample struct {
+	Frame   string
+	CallID  string
+	Reasons []string
 }
 
 // Report is the whole-capture verdict.
@@ -239,6 +253,23 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		f.Occurrences += int64(n)
 		f.Evidence = append(f.Evidence, Evidence{Note: "port " + port, Counts: map[string]int64{"messages": int64(n)}})
 	}
+	if cf.SIPMalformed > 0 {
+		// A report holding SIP the parser flagged is never clean (issue 10
+		// item 6): each row names the frame and what was wrong.
+		f := get("malformed_sip", SeverityMedium, "messages", "SIP messages the parser flagged as malformed (RFC 3261 §7, §20): read as far as possible, their conclusions may be wrong")
+		f.Occurrences += int64(cf.SIPMalformed)
+		for _, ex := range cf.MalformedExamples {
+			if len(f.Evidence) >= MaxEvidence {
+				break
+			}
+			note := strings.Join(ex.Reasons, ", ")
+			if ex.Frame != "" {
+				note = "frame " + ex.Frame + ": " + note
+			}
+			f.Evidence = append(f.Evidence, Evidence{CallID: ex.CallID, Note: note})
+		}
+		f.EvidenceOmitted = f.Occurrences - int64(len(f.Evidence))
+	}
 	if st.RTCPMalformed > 0 {
 		f := get("rtcp_malformed", SeverityInfo, "packets", "RTCP datagrams that did not parse whole")
 		f.Occurrences += int64(st.RTCPMalformed)
@@ -254,7 +285,9 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		SourceStoppedEarly: cf.SourceStoppedEarly,
 	}
 	for _, f := range byKind {
-		sort.SliceStable(f.Evidence, func(i, j int) bool { return evidenceLess(&f.Evidence[i], &f.Evidence[j]) })
+		if f.Kind != "malformed_sip" { // kept in frame order
+			sort.SliceStable(f.Evidence, func(i, j int) bool { return evidenceLess(&f.Evidence[i], &f.Evidence[j]) })
+		}
 		r.Findings = append(r.Findings, *f)
 	}
 	sort.Slice(r.Findings, func(i, j int) bool {

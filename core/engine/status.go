@@ -87,6 +87,11 @@ type Status struct {
 	SIPMessages uint64 `json:"sip_messages"`
 	// SIPMalformed counts SIP messages the parser flagged (they are kept).
 	SIPMalformed uint64 `json:"sip_malformed"`
+	// SIPMalformedReasons counts them by what was wrong ("junk before the
+	// start line", "unparseable Content-Length"...); SIPMalformedExamples
+	// names the first MaxMalformedExamples by frame. Absent when none.
+	SIPMalformedReasons  map[string]uint64 `json:"sip_malformed_reasons,omitempty"`
+	SIPMalformedExamples []MalformedSIP    `json:"sip_malformed_examples,omitempty"`
 	// SIPWithoutCallID counts SIP messages without a Call-ID (counted,
 	// in no dialog).
 	SIPWithoutCallID uint64 `json:"sip_without_call_id"`
@@ -181,6 +186,15 @@ func (c *Capture) Status() Status {
 		st.Media = &ms
 	}
 	c.decodeStats(&st)
+	c.malMu.Lock()
+	if len(c.malByReason) > 0 {
+		st.SIPMalformedReasons = make(map[string]uint64, len(c.malByReason))
+		for k, v := range c.malByReason {
+			st.SIPMalformedReasons[k] = v
+		}
+		st.SIPMalformedExamples = append([]MalformedSIP(nil), c.malExamples...)
+	}
+	c.malMu.Unlock()
 
 	c.smu.Lock()
 	load, loadDone, inputs := c.load, c.loadDone, c.inputs
