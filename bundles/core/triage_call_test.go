@@ -192,7 +192,7 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 			capture: "sip-sdp-example.pcap", callID: "",
 			want: map[string]any{
 				"verdict": "none", "media.no_media": false, "media.applicable": false, "media.problem": false, "media.stream_count": 0.0,
-				"media.reason": "the capture holds no RTP at all: media was not captured at this point (a signaling-only capture point), so this call's media is not judged",
+				"media.reason":           "the capture holds no RTP at all: media was not captured at this point (a signaling-only capture point), so this call's media is not judged",
 				"termination.cause_code": 16.0, "termination.cause_text": rptFenced("local"),
 			},
 		},
