@@ -69,7 +69,7 @@ type CaptureQuality struct {
 	// OtherTrafficFrames counts frames of traffic that could not carry SIP
 	// or RTP (ARP, LLDP, STP, ICMP echo): counted, never undecodable, never
 	// degrading the capture.
-	OtherTrafficFrames uint64 `json:"other_traffic_frames" desc:"non-VoIP frames (ARP, LLDP, STP, ICMP echo)"`
+	OtherTrafficFrames uint64 `json:"other_traffic_frames" desc:"non-VoIP frames (ARP, LLDP)"`
 	// Degraded: over 1% of frames undecodable, any invalid timestamp, a kernel drop, or a source stopped early.
 	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, kernel drops, or a source stopped early"`
 }

@@ -74,7 +74,7 @@ type TriageSignaling struct {
 	Hints []string `json:"hints" desc:"what to look at next"`
 	// Observations are weak signals that are not problems (a private SDP
 	// address or a NAT-rewritten source while media flowed).
-	Observations []string `json:"observations,omitempty" desc:"weak signals, not problems"`
+	Observations []string `json:"observations,omitempty" desc:"observed, not problems"`
 }
 
 // TriageMedia is the media half of a triage verdict.
@@ -97,7 +97,7 @@ type TriageMedia struct {
 	Hints []string `json:"hints" desc:"what to look at next"`
 	// Observations are weak signals that are not problems (a private SDP
 	// address or a NAT-rewritten source while media flowed).
-	Observations []string `json:"observations,omitempty" desc:"weak signals, not problems"`
+	Observations []string `json:"observations,omitempty" desc:"observed, not problems"`
 }
 
 var _ = addTool(triageCallTool)
