@@ -374,3 +374,28 @@ func TestHighJitterJudgesFinal(t *testing.T) {
 		})
 	}
 }
+
+// A relay that anchors the media: the phone's SDP announces 192.168.1.10
+// and an SBC's rewrite of that offer, in the same dialog, announces the
+// public 203.0.113.30, which the RTP uses. Even with the media one-way, the
+// private address is an observation: one_way_audio carries the failure.
+func TestPrivateAddressAnchoredByARelay(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	phone := netip.MustParseAddrPort("192.168.1.10:5060")
+	sbc := netip.MustParseAddrPort("203.0.113.30:5060")
+	relay := netip.MustParseAddrPort("203.0.113.30:40000")
+	server := netip.MustParseAddrPort("198.51.100.9:30000")
+	st := media.NewStore(media.Config{})
+	st.OnSDP("c", t0, &sdp.Session{Conn: "192.168.1.10", Media: []sdp.Media{{Type: "audio", Port: 4000, Formats: []sdp.Format{{PayloadType: 0}}}}}, true, phone)
+	st.OnSDP("c", t0, &sdp.Session{Conn: "203.0.113.30", Media: []sdp.Media{{Type: "audio", Port: 40000, Formats: []sdp.Format{{PayloadType: 0}}}}}, true, sbc)
+	st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.9", Media: []sdp.Media{{Type: "audio", Port: 30000, Formats: []sdp.Format{{PayloadType: 0}}}}}, false, server)
+	for i := 0; i < 100; i++ {
+		pkt := []byte{0x80, 0, 0, byte(i), 0, 0, byte(i >> 8), byte(i), 0, 0, 0, 1}
+		st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i) * 20 * time.Millisecond), Src: relay, Dst: server, Transport: packet.TransportUDP, Payload: pkt})
+	}
+	m := analysis.Diagnose(analysis.DialogFacts{CallID: "c", Answered: true, AnsweredAt: t0}, st, analysis.Options{}).Media
+	if !m.OneWayAudio || m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 || len(m.Observations) != 1 ||
+		!strings.Contains(m.Observations[0], "a relay anchors the media at 203.0.113.30:40000") {
+		t.Errorf("got one_way %v private %v %v observations %q", m.OneWayAudio, m.PrivateMediaAddress, m.PrivateAddresses, m.Observations)
+	}
+}
