@@ -235,8 +235,11 @@ func TestEngineAcceptanceDiagnosisCrafted(t *testing.T) {
 			}
 			return c
 		}(), func(t *testing.T, d analysis.DialogDiagnosis) {
-			if !d.Media.PrivateMediaAddress || len(d.Media.PrivateAddresses) != 1 || d.Media.PrivateAddresses[0] != "10.1.1.1:16000" {
-				t.Errorf("got private %v %v", d.Media.PrivateMediaAddress, d.Media.PrivateAddresses)
+			// RTP flowed both ways with the private address: listed, an
+			// observation, not a problem (issue 10 item 6).
+			if d.Media.PrivateMediaAddress || len(d.Media.PrivateAddresses) != 1 || d.Media.PrivateAddresses[0] != "10.1.1.1:16000" ||
+				len(d.Media.Observations) != 1 || d.Verdict != "none" {
+				t.Errorf("got private %v %v observations %q verdict %s", d.Media.PrivateMediaAddress, d.Media.PrivateAddresses, d.Media.Observations, d.Verdict)
 			}
 		}},
 	}

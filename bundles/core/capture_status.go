@@ -66,6 +66,10 @@ type CaptureQuality struct {
 	InvalidTimestamps uint64 `json:"invalid_timestamps" desc:"frames with an unusable timestamp"`
 	// UndecodableFrames counts frames that could not be decoded.
 	UndecodableFrames uint64 `json:"undecodable_frames" desc:"frames that could not be decoded"`
+	// OtherTrafficFrames counts frames of traffic that could not carry SIP
+	// or RTP (ARP, LLDP, STP, ICMP echo): counted, never undecodable, never
+	// degrading the capture.
+	OtherTrafficFrames uint64 `json:"other_traffic_frames" desc:"non-VoIP frames (ARP, LLDP)"`
 	// Degraded: over 1% of frames undecodable, any invalid timestamp, a kernel drop, or a source stopped early.
 	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, kernel drops, or a source stopped early"`
 }
@@ -157,8 +161,9 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 		out.StreamCount, out.OrphanedStreamCount = &n, &o
 	}
 	out.CaptureQuality = CaptureQuality{
-		InvalidTimestamps: st.InvalidTimestamps,
-		UndecodableFrames: st.UndecodableFrames,
+		InvalidTimestamps:  st.InvalidTimestamps,
+		UndecodableFrames:  st.UndecodableFrames,
+		OtherTrafficFrames: st.OtherTrafficFrames,
 		Degraded: st.InvalidTimestamps > 0 || st.SourceStoppedEarly ||
 			(st.FramesRead > 0 && st.UndecodableFrames*100 > st.FramesRead),
 	}

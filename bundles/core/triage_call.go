@@ -76,6 +76,9 @@ type TriageSignaling struct {
 	NotJudged []analysis.NotJudged `json:"not_judged,omitempty" desc:"detections the capture could not decide"`
 	// Hints say what to look at next ([] when nothing to say).
 	Hints []string `json:"hints" desc:"what to look at next"`
+	// Observations are weak signals that are not problems (a private SDP
+	// address or a NAT-rewritten source while media flowed).
+	Observations []string `json:"observations,omitempty" desc:"observed, not problems"`
 }
 
 // TriageMedia is the media half of a triage verdict.
@@ -96,6 +99,9 @@ type TriageMedia struct {
 	StreamCount int `json:"stream_count" desc:"RTP streams tied to the call"`
 	// Hints say what to look at next ([] when nothing to say).
 	Hints []string `json:"hints" desc:"what to look at next"`
+	// Observations are weak signals that are not problems (a private SDP
+	// address or a NAT-rewritten source while media flowed).
+	Observations []string `json:"observations,omitempty" desc:"observed, not problems"`
 }
 
 var _ = addTool(triageCallTool)
@@ -199,6 +205,8 @@ func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, cal
 		NoMedia:     m.NoMedia,
 		StreamCount: m.StreamCount,
 		Hints:       m.Hints,
+
+		Observations: m.Observations,
 	}
 	if out.Media.Hints == nil {
 		out.Media.Hints = []string{}

@@ -203,13 +203,13 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 			},
 		},
 		{
-			// SDP negotiated, answered, and no RTP anywhere in the capture
-			// (tshark: 0 RTP frames): the capture point does not see media,
-			// so no_media is not judged (was verdict media).
+			// SDP negotiated, answered, and no RTP anywhere in the
+			// capture: media was not captured at this point, so it is not
+			// judged (issue 10 item 6), never no_media.
 			capture: "sip-sdp-example.pcap", callID: "",
 			want: map[string]any{
-				"verdict": "none", "media.no_media": false, "media.applicable": false, "media.stream_count": 0.0,
-				"media.reason":           "the capture holds no RTP at all: media was not captured at this point",
+				"verdict": "none", "media.no_media": false, "media.applicable": false, "media.problem": false, "media.stream_count": 0.0,
+				"media.reason":           "the capture holds no RTP at all: media was not captured at this point (a signaling-only capture point), so this call's media is not judged",
 				"termination.cause_code": 16.0, "termination.cause_text": rptFenced("local"), "evidence.0": nil,
 			},
 		},

@@ -59,10 +59,10 @@ func explainRuleTool(*deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:        "explain_rule",
 		Title:       "Explain a lint rule",
-		Description: "One lint rule: what it checks, its severity and basis, the RFC and section it cites, and a link. An unknown id lists all 41.",
+		Description: "One lint rule: what it checks, its severity and basis, the RFC and section it cites, and a link. An unknown id lists all 43.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
-			{Code: sdk.CodeInvalidParams, When: "an unknown rule_id (the message lists all 41)"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown rule_id (the message lists all 43)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in explainRuleIn) (RuleExplanation, error) {
 		return ExplainRule(in.RuleID)

@@ -53,7 +53,7 @@ func addResources(env sdk.Env, _ *deps) {
 		URITemplate: lintTemplate,
 		Name:        "lint rule",
 		MIMEType:    "application/json",
-		Description: "One lint rule, exactly as explain_rule answers it: what it checks, severity, basis, RFC section. An unknown id lists all 41.",
+		Description: "One lint rule, exactly as explain_rule answers it: what it checks, severity, basis, RFC section. An unknown id lists all 43.",
 		Read: func(_ context.Context, _ string, vars map[string]string) (sdk.ResourceContent, error) {
 			return lintRuleResource(vars[varRuleID])
 		},

@@ -84,8 +84,8 @@ func TestLintResourceIsExplainRule(t *testing.T) {
 	b := resRegistered(t)
 	tp, tool := resTemplate(t, b, lintTemplate), resTool(t, b, "explain_rule")
 	ids := lint.IDs()
-	if len(ids) != 41 {
-		t.Fatalf("got %d rule ids, want 41", len(ids))
+	if len(ids) != 43 {
+		t.Fatalf("got %d rule ids, want 43", len(ids))
 	}
 	for _, id := range append(ids, "SIP-NO-SUCH-RULE") {
 		t.Run(id, func(t *testing.T) {
@@ -227,7 +227,7 @@ func TestSignalingCompletions(t *testing.T) {
 			}
 		})
 	}
-	if n := len(withPrefix(lint.IDs(), "SDP-")); n == 0 || n == 41 {
+	if n := len(withPrefix(lint.IDs(), "SDP-")); n == 0 || n == 43 {
 		t.Errorf("the SDP- prefix selects %d rules; the case cannot tell a filter from none", n)
 	}
 	if n := len(fieldNames()); n != filter.NumFields {

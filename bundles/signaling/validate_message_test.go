@@ -43,7 +43,7 @@ func TestValidateMessage(t *testing.T) {
 			if len(a.RulesNotEvaluated) != 1 || a.RulesNotEvaluated[0].Reason != lint.ReasonSingleMessage || len(a.RulesNotEvaluated[0].RuleIDs) != 19 {
 				t.Errorf("got rules_not_evaluated %+v, want the 19 dialog and media rules", a.RulesNotEvaluated)
 			}
-			if a.Suppressions.Patterns == nil || a.RuleCatalog.RuleCount != 41 {
+			if a.Suppressions.Patterns == nil || a.RuleCatalog.RuleCount != 43 {
 				t.Errorf("got suppressions %+v catalog %+v, want them present", a.Suppressions, a.RuleCatalog)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,10 +54,10 @@ func TestDiagnosePublicCaptures(t *testing.T) {
 		}},
 		{"sip-sdp-example.pcap", "1450530377152201062221@10.33.6.101", func(t *testing.T, d analysis.DialogDiagnosis) {
 			// Offer/answer and an answered call, no RTP anywhere in the
-			// capture: the capture point does not see media, so no_media
-			// is not judged (tshark: 0 RTP frames).
-			if d.Media.NoMedia || d.Media.Applicable || d.Verdict != "none" || len(d.Media.SDPMedia) != 4 ||
-				d.Media.Reason != "the capture holds no RTP at all: media was not captured at this point" {
+			// capture: media was not captured at this point, not judged
+			// (issue 10 item 6), never no_media.
+			if d.Media.NoMedia || d.Media.Applicable || !d.Media.MediaNotCaptured || d.Verdict != "none" || len(d.Media.SDPMedia) != 4 ||
+				!strings.Contains(d.Media.Reason, "media was not captured at this point") {
 				t.Errorf("got %+v", d.Media)
 			}
 		}},
@@ -205,7 +206,7 @@ func TestOneWayAndCNWithhold(t *testing.T) {
 	a := netip.MustParseAddrPort("198.51.100.1:4000")
 	b := netip.MustParseAddrPort("203.0.113.9:5000")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	run := func(cnEvery int) analysis.MediaDiagnosis {
+	run := func(cnEvery int, reverse bool) analysis.MediaDiagnosis {
 		st := media.NewStore(media.Config{})
 		st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.1", Media: []sdp.Media{{Type: "audio", Port: 4000, Formats: []sdp.Format{{PayloadType: 0}, {PayloadType: 13}}}}}, true, a)
 		st.OnSDP("c", t0, &sdp.Session{Conn: "10.1.1.1", Media: []sdp.Media{{Type: "audio", Port: 5000, Formats: []sdp.Format{{PayloadType: 0}}}}}, false, b)
@@ -215,19 +216,30 @@ func TestOneWayAndCNWithhold(t *testing.T) {
 				pt = 13
 			}
 			pkt := []byte{0x80, pt, 0, byte(i), 0, 0, byte(i >> 8), byte(i), 0, 0, 0, 1}
-			st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i) * 20 * time.Millisecond), Src: a, Dst: b, Transport: packet.TransportUDP, Payload: pkt})
+			src, dst := a, b
+			if reverse {
+				src, dst = b, a
+			}
+			st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i) * 20 * time.Millisecond), Src: src, Dst: dst, Transport: packet.TransportUDP, Payload: pkt})
 		}
 		return analysis.Diagnose(analysis.DialogFacts{CallID: "c", Answered: true, AnsweredAt: t0}, st, analysis.Options{}).Media
 	}
-	m := run(0)
+	m := run(0, false)
 	if !m.OneWayAudio || m.OneWayDirection != "offerer→answerer" {
 		t.Errorf("no CN: got one_way %v direction %q", m.OneWayAudio, m.OneWayDirection)
 	}
-	// The answer announced 10.1.1.1 (private) to a public peer.
-	if !m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 || m.PrivateAddresses[0] != "10.1.1.1:5000" {
-		t.Errorf("got private %v %v", m.PrivateMediaAddress, m.PrivateAddresses)
+	// The answer announced 10.1.1.1 (private) to a public peer, but media
+	// towards the answerer flowed (its own direction is the silent one):
+	// the private address is an observation, not the problem.
+	if m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 || m.PrivateAddresses[0] != "10.1.1.1:5000" || len(m.Observations) != 1 {
+		t.Errorf("got private %v %v observations %q", m.PrivateMediaAddress, m.PrivateAddresses, m.Observations)
 	}
-	m = run(2) // half the packets comfort noise
+	// Media towards the private answerer never flowed: a problem.
+	m = run(0, true)
+	if !m.OneWayAudio || m.OneWayDirection != "answerer→offerer" || !m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 {
+		t.Errorf("towards the private side silent: got one_way %v %q private %v %v", m.OneWayAudio, m.OneWayDirection, m.PrivateMediaAddress, m.PrivateAddresses)
+	}
+	m = run(2, false) // half the packets comfort noise
 	if m.OneWayAudio || m.OneWayWithheld == "" {
 		t.Errorf("CN share 0.5: got one_way %v withheld %q", m.OneWayAudio, m.OneWayWithheld)
 	}
@@ -366,5 +378,30 @@ func TestHighJitterJudgesFinal(t *testing.T) {
 				t.Errorf("last interval jitter %v, want jitter_ms %v", last.JitterMs, *s.JitterMs)
 			}
 		})
+	}
+}
+
+// A relay that anchors the media: the phone's SDP announces 192.168.1.10
+// and an SBC's rewrite of that offer, in the same dialog, announces the
+// public 203.0.113.30, which the RTP uses. Even with the media one-way, the
+// private address is an observation: one_way_audio carries the failure.
+func TestPrivateAddressAnchoredByARelay(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	phone := netip.MustParseAddrPort("192.168.1.10:5060")
+	sbc := netip.MustParseAddrPort("203.0.113.30:5060")
+	relay := netip.MustParseAddrPort("203.0.113.30:40000")
+	server := netip.MustParseAddrPort("198.51.100.9:30000")
+	st := media.NewStore(media.Config{})
+	st.OnSDP("c", t0, &sdp.Session{Conn: "192.168.1.10", Media: []sdp.Media{{Type: "audio", Port: 4000, Formats: []sdp.Format{{PayloadType: 0}}}}}, true, phone)
+	st.OnSDP("c", t0, &sdp.Session{Conn: "203.0.113.30", Media: []sdp.Media{{Type: "audio", Port: 40000, Formats: []sdp.Format{{PayloadType: 0}}}}}, true, sbc)
+	st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.9", Media: []sdp.Media{{Type: "audio", Port: 30000, Formats: []sdp.Format{{PayloadType: 0}}}}}, false, server)
+	for i := 0; i < 100; i++ {
+		pkt := []byte{0x80, 0, 0, byte(i), 0, 0, byte(i >> 8), byte(i), 0, 0, 0, 1}
+		st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i) * 20 * time.Millisecond), Src: relay, Dst: server, Transport: packet.TransportUDP, Payload: pkt})
+	}
+	m := analysis.Diagnose(analysis.DialogFacts{CallID: "c", Answered: true, AnsweredAt: t0}, st, analysis.Options{}).Media
+	if !m.OneWayAudio || m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 || len(m.Observations) != 1 ||
+		!strings.Contains(m.Observations[0], "a relay anchors the media at 203.0.113.30:40000") {
+		t.Errorf("got one_way %v private %v %v observations %q", m.OneWayAudio, m.PrivateMediaAddress, m.PrivateAddresses, m.Observations)
 	}
 }

@@ -182,6 +182,15 @@ type MediaDiagnosis struct {
 	NoMedia             bool     `json:"no_media"`
 	PrivateMediaAddress bool     `json:"private_media_address"`
 	Hints               []string `json:"hints"`
+	// MediaNotCaptured: the capture holds no RTP at all (a signaling-only
+	// capture point), so this answered call's media is not judged
+	// (Applicable false): the capture report says it once, never as one
+	// no_media per call.
+	MediaNotCaptured bool `json:"media_not_captured,omitempty"`
+	// Observations are weak signals that are not problems: a private SDP
+	// address or a NAT-rewritten source while media did not fail (issue 10
+	// item 6). They never set a verdict.
+	Observations []string `json:"observations,omitempty"`
 
 	SDPMedia    []string `json:"sdp_media"`    // announced endpoints
 	ActualMedia []string `json:"actual_media"` // streams seen, src→dst
@@ -293,7 +302,7 @@ func Diagnose(d DialogFacts, src MediaSource, opts Options) DialogDiagnosis {
 	out := DialogDiagnosis{CallID: d.CallID}
 	streams := src.StreamsFor(d.CallID)
 	captureRTP := captureRTPPackets(src, streams)
-	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), opts, captureRTP)
+	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), len(streams) > 0 || CaptureHasMedia(src), opts)
 	seen := make([]time.Time, 0, len(streams))
 	for i := range streams {
 		seen = append(seen, streams[i].LastSeen)
@@ -325,13 +334,54 @@ func captureRTPPackets(src MediaSource, streams []media.StreamInfo) uint64 {
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
 
+// returnedToAll reports whether every rewritten source of evs also received
+// a stream (the return path of symmetric RTP reached it), compared by address
+// and port, or by address alone when the NAT moved the port (and the two ends
+// do not share one address).
+func returnedToAll(evs []NATEvidence, streams []media.StreamInfo) bool {
+	for _, ev := range evs {
+		src, err := netip.ParseAddrPort(ev.Actual)
+		if err != nil {
+			return false
+		}
+		back := false
+		for i := range streams {
+			dst, err := netip.ParseAddrPort(streams[i].Dst)
+			from, _ := netip.ParseAddrPort(streams[i].Src)
+			// by address alone only when the two ends do not share it
+			if err == nil && (dst == src || (dst.Addr() == src.Addr() && from.Addr() != src.Addr())) {
+				back = true
+				break
+			}
+		}
+		if !back {
+			return false
+		}
+	}
+	return true
+}
+
 // side labels an endpoint: the offerer's or the answerer's.
 type sides struct {
 	offer, answer map[netip.AddrPort]bool
 	all           map[netip.AddrPort]bool
 }
 
-func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, opts Options, captureRTP uint64) MediaDiagnosis {
+// CaptureHasMedia reports whether the capture holds any media at all: a
+// stream (orphaned, evicted or bound), an RTP packet or a UDPTL packet.
+// Without any, a call's missing RTP says where the capture point sits, not
+// what the call did (issue 10 item 6).
+func CaptureHasMedia(src MediaSource) bool {
+	st := src.Stats()
+	if st.Streams > 0 || st.StreamsEvicted > 0 || st.RTPPackets > 0 || st.UDPTLPackets > 0 {
+		return true
+	}
+	return len(src.All()) > 0
+}
+
+// diagnoseMedia judges the dialog's media; mediaCaptured is false when the
+// capture holds no media at all (CaptureHasMedia).
+func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, mediaCaptured bool, opts Options) MediaDiagnosis {
 	lossLimit, jitterLimit := opts.LossLimit(), opts.JitterLimit()
 	m := MediaDiagnosis{Hints: []string{}, SDPMedia: []string{}, ActualMedia: []string{}, StreamCount: len(streams)}
 	sd := sides{offer: map[netip.AddrPort]bool{}, answer: map[netip.AddrPort]bool{}, all: map[netip.AddrPort]bool{}}
@@ -366,16 +416,16 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 				m.Reason = fmt.Sprintf("the call ended with %d before media and no RTP reached the capture point", d.FinalCode)
 			}
 			return m
-		case captureRTP == 0:
-			// no RTP anywhere: the capture point does not see media, so
-			// its absence says nothing about this call
-			m.Reason = "the capture holds no RTP at all: media was not captured at this point"
+		}
+		if !mediaCaptured {
+			m.MediaNotCaptured = true
+			m.Reason = "the capture holds no RTP at all: media was not captured at this point (a signaling-only capture point), so this call's media is not judged"
 			return m
 		}
 		m.Applicable = true
 		m.NoMedia = true
 		m.Hints = append(m.Hints, "SDP was negotiated and the call answered, but no RTP reached the capture point: check firewalls and the media path, or whether the capture point sees media at all")
-		privateCheck(&m, eps, streams)
+		privateCheck(&m, eps, streams, failure{noMedia: true}, sd)
 		return m
 	}
 	m.Applicable = true
@@ -456,11 +506,20 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 			m.NATEvidence = append(m.NATEvidence, ev)
 		}
 		if len(m.NATEvidence) > 0 {
-			m.NATMismatch = true
-			m.Hints = append(m.Hints, "media arrives from an address or port the SDP did not announce: a NAT rewrites it; symmetric RTP (comedia) or an SBC fixes the return path")
+			// A weak signal: a problem only when media towards the
+			// rewritten side failed (issue 10 item 6).
+			// Failed: audio one-way, or no stream (of any kind) came back
+			// to a rewritten source (h263-over-rtp.pcap: one video stream
+			// from the rewritten side, nothing towards it).
+			if m.OneWayAudio || !returnedToAll(m.NATEvidence, streams) {
+				m.NATMismatch = true
+				m.Hints = append(m.Hints, "media arrives from an address or port the SDP did not announce: a NAT rewrites it; symmetric RTP (comedia) or an SBC fixes the return path")
+			} else {
+				m.Observations = append(m.Observations, "media arrives from an address or port the SDP did not announce (a NAT rewrote it), and it flowed both ways: not a problem")
+			}
 		}
 	}
-	privateCheck(&m, eps, streams)
+	privateCheck(&m, eps, streams, failure{noMedia: false, oneWay: m.OneWayAudio, loud: loudOf(loud)}, sd)
 
 	// Asymmetries between directions (a silent direction's stray packets
 	// have no codec, packetization or duration worth comparing).
@@ -527,15 +586,63 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 	return m
 }
 
-// privateCheck flags announced private addresses when the dialog's media
-// also involves a public address.
-func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.StreamInfo) {
+// failure is what the media diagnosis measured as failed: no RTP at all,
+// or one-way audio with loud the first stream of the direction that flowed.
+type failure struct {
+	noMedia, oneWay bool
+	loud            *media.StreamInfo
+}
+
+func loudOf(ss []*media.StreamInfo) *media.StreamInfo {
+	if len(ss) == 0 {
+		return nil
+	}
+	return ss[0]
+}
+
+// towards reports whether media towards the offerer's side (offer true) or
+// the answerer's failed: no RTP at all, or one-way audio whose silent
+// direction is the one towards that side (when the sides cannot be told
+// apart, a one-way call counts as failed both ways).
+func (f failure) towards(offer bool, sd sides) bool {
+	switch {
+	case f.noMedia:
+		return true
+	case !f.oneWay:
+		return false
+	}
+	dir := ""
+	if f.loud != nil {
+		dir = describeDirection(f.loud, sd)
+	}
+	switch dir {
+	case "offerer→answerer": // the answerer heard, the offerer did not
+		return offer
+	case "answerer→offerer":
+		return !offer
+	}
+	return true
+}
+
+// privateCheck judges announced private addresses when the dialog's
+// signaling or media also involves a public address. A private c= is a
+// weak signal (issue 10 item 6): it is a problem (PrivateMediaAddress)
+// only when media towards that side failed, measured as no RTP or one-way
+// audio, and no ICE srflx/relay candidate (RFC 8445 §5.1.1) and no relay
+// anchoring the media (the same side's SDP in the dialog announcing a
+// public address that the RTP used, an SBC's rewrite) explains how media
+// reaches it. Otherwise the addresses are listed with an observation.
+func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.StreamInfo, fail failure, sd sides) {
 	public := false
 	var priv []string
+	privSide := map[bool]bool{} // offer → a private address on that side
+	ice := false
 	for _, e := range eps {
 		a := e.AddrPort.Addr()
 		if isPrivate(a) {
 			priv = append(priv, e.Address)
+			privSide[e.Offer] = true
+			ice = ice || e.ICETraversal
 		} else if a.IsValid() && !a.IsLoopback() {
 			public = true
 		}
@@ -543,18 +650,43 @@ func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.Strea
 			public = true
 		}
 	}
+	used := map[netip.AddrPort]bool{}
 	for i := range streams {
 		for _, x := range []string{streams[i].Src, streams[i].Dst} {
-			if ap, err := netip.ParseAddrPort(x); err == nil && !isPrivate(ap.Addr()) && !ap.Addr().IsLoopback() {
-				public = true
+			if ap, err := netip.ParseAddrPort(x); err == nil {
+				used[ap] = true
+				if !isPrivate(ap.Addr()) && !ap.Addr().IsLoopback() {
+					public = true
+				}
 			}
 		}
 	}
-	if public && len(priv) > 0 {
-		sort.Strings(priv)
+	if !public || len(priv) == 0 {
+		return
+	}
+	sort.Strings(priv)
+	m.PrivateAddresses = priv
+	// A relay anchors a side's media when that side's SDP in this dialog
+	// also announced a public address and the RTP used it.
+	relay := ""
+	for _, e := range eps {
+		a := e.AddrPort.Addr()
+		if privSide[e.Offer] && !isPrivate(a) && !a.IsLoopback() && used[e.AddrPort] {
+			relay = e.Address
+			break
+		}
+	}
+	failed := (privSide[true] && fail.towards(true, sd)) || (privSide[false] && fail.towards(false, sd))
+	switch {
+	case ice:
+		m.Observations = append(m.Observations, "an SDP announces a private address, with ICE srflx/relay candidates: the c= address is only the default candidate, not a problem")
+	case relay != "":
+		m.Observations = append(m.Observations, "an SDP announces a private address, but a relay anchors the media at "+relay+": not a problem")
+	case !failed:
+		m.Observations = append(m.Observations, "an SDP announces a private address to a public peer, yet media towards it did not fail (a NAT or symmetric RTP carried it): not a problem")
+	default:
 		m.PrivateMediaAddress = true
-		m.PrivateAddresses = priv
-		m.Hints = append(m.Hints, "an SDP announces a private address to a public peer: the far end cannot reach it without NAT traversal (STUN/ICE) or an SBC")
+		m.Hints = append(m.Hints, "an SDP announces a private address to a public peer and media towards it failed: the far end cannot reach it without NAT traversal (STUN/ICE), symmetric RTP or an SBC")
 	}
 }
 

@@ -82,6 +82,19 @@ type CaptureFacts struct {
 	DialogsEvicted uint64
 	// MessagesDropped counts SIP messages not retained (per-dialog caps).
 	MessagesDropped uint64
+	// SIPMalformed counts SIP messages the parser flagged (junk before the
+	// start line, an unparseable Content-Length, a missing mandatory
+	// header...); MalformedExamples names the first ones by frame.
+	SIPMalformed      uint64
+	MalformedExamples []MalformedExample
+}
+
+// MalformedExample is one malformed SIP message: its frame reference, its
+// Call-ID when it had one, and what the parser found wrong.
+type MalformedExample struct {
+	Frame   string
+	CallID  string
+	Reasons []string
 }
 
 // Report is the whole-capture verdict.
@@ -125,12 +138,16 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		}
 		return f
 	}
+	notCaptured := int64(0) // answered calls with SDP in a capture with no RTP at all
 	for _, d := range dialogs {
 		dd := Diagnose(d, src, opts)
 		// Every dialog row rests on the clause of its rule: a detection
 		// without a sound clause makes no row, as it makes no verdict.
 		cl := newClauseQueue(dd.Evidence)
 		get := cl.finder(get)
+		if dd.Media.MediaNotCaptured {
+			notCaptured++
+		}
 		at := func(t time.Time) *time.Time {
 			if t.IsZero() {
 				return nil
@@ -205,6 +222,13 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		}
 	}
 
+	if notCaptured > 0 {
+		// Said once for the capture, never as one no_media per call: with
+		// no RTP anywhere the capture point sees signaling only.
+		get("media_not_captured", SeverityInfo, "captures", "no RTP anywhere in the capture: media was not captured at this point (an observation, not a failure)").
+			add(Evidence{Counts: map[string]int64{"answered_calls_with_sdp": notCaptured, "rtp_streams": 0}, Note: "signaling-only capture point"})
+	}
+
 	for i := range all {
 		s := &all[i]
 		if !s.Orphaned {
@@ -249,6 +273,23 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		f.Occurrences += int64(n)
 		f.Evidence = append(f.Evidence, Evidence{Note: "port " + port, Counts: map[string]int64{"messages": int64(n)}})
 	}
+	if cf.SIPMalformed > 0 {
+		// A report holding SIP the parser flagged is never clean (issue 10
+		// item 6): each row names the frame and what was wrong.
+		f := get("malformed_sip", SeverityMedium, "messages", "SIP messages the parser flagged as malformed (RFC 3261 §7, §20): read as far as possible, their conclusions may be wrong")
+		f.Occurrences += int64(cf.SIPMalformed)
+		for _, ex := range cf.MalformedExamples {
+			if len(f.Evidence) >= MaxEvidence {
+				break
+			}
+			note := strings.Join(ex.Reasons, ", ")
+			if ex.Frame != "" {
+				note = "frame " + ex.Frame + ": " + note
+			}
+			f.Evidence = append(f.Evidence, Evidence{CallID: ex.CallID, Note: note})
+		}
+		f.EvidenceOmitted = f.Occurrences - int64(len(f.Evidence))
+	}
 	if st.RTCPMalformed > 0 {
 		f := get("rtcp_malformed", SeverityInfo, "packets", "RTCP datagrams that did not parse whole")
 		f.Occurrences += int64(st.RTCPMalformed)
@@ -265,7 +306,9 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		SourceStoppedEarly: cf.SourceStoppedEarly,
 	}
 	for _, f := range byKind {
-		sort.SliceStable(f.Evidence, func(i, j int) bool { return evidenceLess(&f.Evidence[i], &f.Evidence[j]) })
+		if f.Kind != "malformed_sip" { // kept in frame order
+			sort.SliceStable(f.Evidence, func(i, j int) bool { return evidenceLess(&f.Evidence[i], &f.Evidence[j]) })
+		}
 		r.Findings = append(r.Findings, *f)
 	}
 	sort.Slice(r.Findings, func(i, j int) bool {

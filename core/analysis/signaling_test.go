@@ -523,8 +523,7 @@ func TestSignalingPublicCaptures(t *testing.T) {
 				t.Errorf("got auth %+v ack %+v abandoned %+v, want none", s.AuthLoop, s.AckMissing, s.Abandoned)
 			}
 		}},
-		// the capture holds no RTP at all: media is not judged (was "both"
-		// on a no_media the capture point could not measure)
+		// media is not judged: the capture holds no RTP at all (media_not_captured), so the verdict is signaling (was both, on no_media)
 		{"DTMFsipinfo.pcap", "2091060b-146f-e011-809a-0019cb53db77@admind-desktop", "signaling", func(t *testing.T, s *analysis.SignalingDiagnosis) {
 			// frame 6 CANCELs INVITE CSeq 2, whose 200 (frame 10) crossed it
 			a := s.Abandoned

@@ -96,15 +96,16 @@ func readTruth(t *testing.T, name string) truth {
 // one retransmission, plus 2 DNS datagrams).
 var publicWant = map[string]struct {
 	undecodable map[string]uint64
-	packets     int // -1: not pinned
+	other       map[string]uint64 // other traffic by kind
+	packets     int               // -1: not pinned
 	icmpErrors  uint64
 }{
-	"SIP_CALL_RTP_G711":                {map[string]uint64{"llc_stp": 153, "llc_cdp": 9, "not_ip_ethertype_0x0806": 2}, 3781, 0},
-	"http-example.cap":                 {nil, 20, 0},
-	"h263-over-rtp.pcap":               {nil, 49, 0},
-	"speech_8k_ulaw.pcap":              {nil, 835, 0},
-	"sip-over-tcp.pcap":                {nil, -1, 0},
-	"metasploit-sip-invite-spoof.pcap": {nil, 2, 1},
+	"SIP_CALL_RTP_G711":                {nil, map[string]uint64{"stp": 153, "cdp": 9, "arp": 2}, 3781, 0},
+	"http-example.cap":                 {nil, nil, 20, 0},
+	"h263-over-rtp.pcap":               {nil, nil, 49, 0},
+	"speech_8k_ulaw.pcap":              {nil, nil, 835, 0},
+	"sip-over-tcp.pcap":                {nil, nil, -1, 0},
+	"metasploit-sip-invite-spoof.pcap": {nil, nil, 2, 1},
 }
 
 // TestPublicCaptures decodes every public capture as the capture reader
@@ -154,6 +155,9 @@ func TestPublicCaptures(t *testing.T) {
 				w.packets = -1
 			}
 			checkUndecodable(t, st, w.undecodable)
+			if w.other != nil {
+				checkOther(t, st, w.other)
+			}
 			if w.packets >= 0 && len(c.pkts) != w.packets {
 				t.Errorf("got %d packets, want %d", len(c.pkts), w.packets)
 			}

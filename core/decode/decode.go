@@ -185,6 +185,10 @@ type Decoder struct {
 
 	st      Stats
 	reasons slotTable
+	// other counts frames of traffic that is neither SIP nor media and was
+	// never meant to be read (ARP, LLDP, STP, ICMP echo...), by kind: not
+	// undecodable (stats.go, otherTraffic).
+	other   slotTable
 	wsPorts slotTable
 }
 
@@ -319,8 +323,13 @@ func (d *Decoder) Decode(f *packet.Frame, sink packet.Sink) {
 	r := d.link(f)
 	d.active = false
 	if d.emitted == 0 && !r.isZero() {
-		d.st.UndecodableFrames++
-		d.reasons.add(r.key())
+		if r.otherTraffic() {
+			d.st.OtherTrafficFrames++
+			d.other.add(r.key())
+		} else {
+			d.st.UndecodableFrames++
+			d.reasons.add(r.key())
+		}
 	}
 	d.frame = nil
 	d.sink = nil

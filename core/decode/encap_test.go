@@ -70,6 +70,23 @@ func checkUndecodable(t *testing.T, st Stats, want map[string]uint64) {
 	}
 }
 
+// checkOther asserts the other-traffic counters (frames of non-VoIP
+// traffic, not undecodable) by kind.
+func checkOther(t *testing.T, st Stats, want map[string]uint64) {
+	t.Helper()
+	got := st.OtherTrafficMap()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got other traffic %v, want %v", got, want)
+	}
+	var sum uint64
+	for _, v := range want {
+		sum += v
+	}
+	if st.OtherTrafficFrames != sum || st.UndecodableFrames != 0 {
+		t.Fatalf("got %d other-traffic frames and %d undecodable, want %d and 0", st.OtherTrafficFrames, st.UndecodableFrames, sum)
+	}
+}
+
 func mplsLabel(label uint32, bottom bool) []byte {
 	v := label<<12 | 64
 	if bottom {
@@ -272,13 +289,17 @@ func encapCases(t *testing.T) []encapCase {
 		{"PPP with HDLC address", []*packet.Frame{frame(LinkPPP, append([]byte{0xff, 0x03, 0x00, 0x21}, u4...))}, Config{}, w4, nil, nil},
 		{"PPP compressed protocol", []*packet.Frame{frame(LinkPPP, append([]byte{0x21}, u4...))}, Config{}, w4, nil, nil},
 		{"PPP serial IPv6", []*packet.Frame{frame(LinkPPPHDLC, append([]byte{0xff, 0x03, 0x00, 0x57}, u6...))}, Config{}, w6, nil, nil},
-		{"PPP LCP", []*packet.Frame{frame(LinkPPP, []byte{0xff, 0x03, 0xc0, 0x21, 1, 1, 0, 4})}, Config{}, nil, map[string]uint64{"not_ip_ethertype_0xc021": 1}, nil},
+		{"PPP LCP is other traffic", []*packet.Frame{frame(LinkPPP, []byte{0xff, 0x03, 0xc0, 0x21, 1, 1, 0, 4})}, Config{}, nil, nil,
+			func(t *testing.T, st Stats) { checkOther(t, st, map[string]uint64{"ethertype_0xc021": 1}) }},
 		{"Cisco HDLC", []*packet.Frame{frame(LinkCHDLC, append([]byte{0x0f, 0x00, 0x08, 0x00}, u4...))}, Config{}, w4, nil, nil},
 		{"PPPoE link type", []*packet.Frame{frame(LinkPPPoE, pppoe)}, Config{}, w4, nil, nil},
 		{"unsupported link type", []*packet.Frame{frame(147, u4)}, Config{}, nil, map[string]uint64{"unsupported_link_type_147": 1}, nil},
-		{"ARP", []*packet.Frame{frame(LinkEthernet, arp)}, Config{}, nil, map[string]uint64{"not_ip_ethertype_0x0806": 1}, nil},
-		{"OSPF", []*packet.Frame{frame(LinkEthernet, ospf)}, Config{}, nil, map[string]uint64{"no_transport_ip_protocol_89": 1}, nil},
-		{"ICMP echo", []*packet.Frame{frame(LinkEthernet, icmpEcho)}, Config{}, nil, map[string]uint64{"no_transport_ip_protocol_1": 1}, nil},
+		{"ARP is other traffic", []*packet.Frame{frame(LinkEthernet, arp)}, Config{}, nil, nil,
+			func(t *testing.T, st Stats) { checkOther(t, st, map[string]uint64{"arp": 1}) }},
+		{"OSPF is other traffic", []*packet.Frame{frame(LinkEthernet, ospf)}, Config{}, nil, nil,
+			func(t *testing.T, st Stats) { checkOther(t, st, map[string]uint64{"ospf": 1}) }},
+		{"ICMP echo is other traffic", []*packet.Frame{frame(LinkEthernet, icmpEcho)}, Config{}, nil, nil,
+			func(t *testing.T, st Stats) { checkOther(t, st, map[string]uint64{"icmp": 1}) }},
 		{"ICMP port unreachable", []*packet.Frame{frame(LinkEthernet, icmpUnreach)}, Config{}, nil, nil,
 			func(t *testing.T, st Stats) { eq(t, "icmp errors", st.ICMPErrors, 1) }},
 		{"truncated Ethernet", []*packet.Frame{frame(LinkEthernet, withEth(t, 0x0800, nil)[:10])}, Config{}, nil, map[string]uint64{"truncated_frame": 1}, nil},
@@ -399,12 +420,28 @@ func TestUndecodableReasonSlots(t *testing.T) {
 	d := New(Config{})
 	c := &collect{}
 	for i := 0; i < 100; i++ {
-		d.Decode(frame(LinkEthernet, withEth(t, uint16(0x9000+i), []byte{1, 2, 3, 4})), c)
+		d.Decode(frame(uint16(300+i), []byte{1, 2, 3, 4}), c)
 	}
 	st := d.Stats()
 	eq(t, "undecodable frames", st.UndecodableFrames, 100)
 	eq(t, "reasons kept", len(st.Undecodable), reasonSlots)
 	eq(t, "reasons dropped", st.UndecodableReasonsDropped, uint64(100-reasonSlots))
-	eq(t, "first reason", st.Undecodable[0].Name, "not_ip_ethertype_0x9000")
-	eq(t, "first reason code", st.Undecodable[0].Code, CodeNotIPEtherType)
+	eq(t, "first reason", st.Undecodable[0].Name, "unsupported_link_type_300")
+	eq(t, "first reason code", st.Undecodable[0].Code, CodeNoLinkDecoder)
+}
+
+// Unknown EtherTypes are other traffic, counted by kind in a table of the
+// same fixed size; kinds past it are counted as dropped, never lost.
+func TestOtherTrafficKindSlots(t *testing.T) {
+	d := New(Config{})
+	c := &collect{}
+	for i := 0; i < 100; i++ {
+		d.Decode(frame(LinkEthernet, withEth(t, uint16(0x9000+i), []byte{1, 2, 3, 4})), c)
+	}
+	st := d.Stats()
+	eq(t, "other-traffic frames", st.OtherTrafficFrames, 100)
+	eq(t, "undecodable frames", st.UndecodableFrames, 0)
+	eq(t, "kinds kept", len(st.OtherTraffic), reasonSlots)
+	eq(t, "kinds dropped", st.OtherTrafficKindsDropped, uint64(100-reasonSlots))
+	eq(t, "first kind", st.OtherTraffic[0].Name, "ethertype_0x9001")
 }

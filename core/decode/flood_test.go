@@ -148,13 +148,28 @@ func TestFloodSlotTables(t *testing.T) {
 		b := append([]byte(nil), et...)
 		binary.BigEndian.PutUint16(b[12:14], uint16(0x0600+i))
 		d.Decode(frame(LinkEthernet, b), sink)
-		if d.reasons.used > reasonSlots {
-			t.Fatalf("after %d keys: %d reason slots", i+1, d.reasons.used)
+		if d.other.used > reasonSlots {
+			t.Fatalf("after %d keys: %d other-traffic slots", i+1, d.other.used)
 		}
 	}
 	st := d.Stats()
-	eq(t, "undecodable", st.UndecodableFrames, uint64(floodKeys))
-	eq(t, "dropped", st.UndecodableReasonsDropped, uint64(floodKeys-reasonSlots))
+	// EtherTypes 0x0600.. are other traffic except the encapsulations
+	// otherTraffic keeps undecodable (0x6558, 0x880b, 0x88e5, 0x88e7,
+	// 0x894f fall inside the flood's range).
+	eq(t, "other traffic", st.OtherTrafficFrames+st.UndecodableFrames, uint64(floodKeys))
+	eq(t, "dropped", st.OtherTrafficKindsDropped, st.OtherTrafficFrames-reasonSlots)
+
+	// Undecodable reasons on 50k different link types.
+	u := New(Config{})
+	for i := 0; i < floodKeys; i++ {
+		u.Decode(frame(uint16(300+i), []byte{0}), sink)
+		if u.reasons.used > reasonSlots {
+			t.Fatalf("after %d keys: %d reason slots", i+1, u.reasons.used)
+		}
+	}
+	ust := u.Stats()
+	eq(t, "undecodable", ust.UndecodableFrames, uint64(floodKeys))
+	eq(t, "undecodable dropped", ust.UndecodableReasonsDropped, uint64(floodKeys-reasonSlots))
 
 	// Declined WebSocket frames on 50k different ports.
 	w := New(Config{MaxWSPayload: 10})

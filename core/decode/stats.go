@@ -81,6 +81,91 @@ func (r reason) name() string {
 	return ""
 }
 
+// otherTraffic reports whether a frame that yielded nothing for this reason
+// is traffic that could not have carried SIP or RTP (ARP, LLDP, spanning
+// tree, CDP, ICMP echo, OSPF...): it is counted as other traffic by kind,
+// never as undecodable, so capture_quality.degraded and INCOMPLETE RUN speak
+// only of frames that could have carried SIP/RTP and could not be read
+// (issue 10 item 6). A non-IP EtherType that encapsulates frames this
+// decoder does not open (802.1ah PBB, MACsec, transparent Ethernet
+// bridging), and an IP protocol that can carry UDP or TCP inside it (ESP,
+// AH, EtherIP, L2TPv3, UDP-Lite), stay undecodable: SIP could be in there.
+func (r reason) otherTraffic() bool {
+	switch r.code {
+	case CodeNotIPEtherType:
+		switch {
+		case r.num >= llcOther: // LLC frames: STP, CDP, NetBIOS, IPX...
+			return true
+		case r.num < 0x0600: // not an EtherType (an unknown loopback family)
+			return false
+		}
+		switch r.num {
+		case 0x6558, 0x880B, 0x88E7, 0x88E5, 0x894F: // TEB, PPP, PBB, MACsec, NSH
+			return false
+		}
+		return true
+	case CodeNoTransport:
+		switch r.num {
+		case 50, 51, 97, 115, 136:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// otherName names a kind of other traffic: the protocol when it is a
+// common one, else the EtherType or IP protocol number.
+func (r reason) otherName() string {
+	switch r.code {
+	case CodeNotIPEtherType:
+		switch r.num {
+		case llcOther:
+			return "llc"
+		case llcSTP:
+			return "stp"
+		case llcCDP:
+			return "cdp"
+		case 0x0806:
+			return "arp"
+		case 0x8035:
+			return "rarp"
+		case 0x88CC:
+			return "lldp"
+		case 0x888E:
+			return "eapol"
+		case 0x8809:
+			return "slow_protocols" // LACP, marker, OAM
+		case 0x88F7:
+			return "ptp"
+		case 0x9000:
+			return "loopback_ctp"
+		case 0x8863:
+			return "pppoe_discovery"
+		}
+		return fmt.Sprintf("ethertype_0x%04x", r.num)
+	case CodeNoTransport:
+		switch r.num {
+		case 1:
+			return "icmp"
+		case 58:
+			return "icmpv6"
+		case 2:
+			return "igmp"
+		case 89:
+			return "ospf"
+		case 103:
+			return "pim"
+		case 112:
+			return "vrrp"
+		case 88:
+			return "eigrp"
+		}
+		return fmt.Sprintf("ip_protocol_%d", r.num)
+	}
+	return r.name()
+}
+
 // slotTable counts occurrences of attacker-chosen keys in a fixed number of
 // slots; keys that find no free slot are counted as dropped.
 type slotTable struct {
@@ -148,6 +233,17 @@ type Stats struct {
 	// no free slot in the fixed-size reason table (they are still counted in
 	// UndecodableFrames).
 	UndecodableReasonsDropped uint64 `json:"undecodable_reasons_dropped"`
+
+	// OtherTrafficFrames counts frames of traffic that could not have
+	// carried SIP or RTP (ARP, LLDP, STP, CDP, ICMP echo, IGMP, OSPF...):
+	// read and set aside, not undecodable. OtherTraffic breaks them down by
+	// kind ("arp", "lldp", "stp", "cdp", "llc", "icmp", "ethertype_0x88b5",
+	// "ip_protocol_132"...); OtherTrafficKindsDropped counts frames whose
+	// kind found no free slot in the fixed-size table (still counted in
+	// OtherTrafficFrames).
+	OtherTrafficFrames       uint64        `json:"other_traffic_frames"`
+	OtherTraffic             []ReasonCount `json:"other_traffic"`
+	OtherTrafficKindsDropped uint64        `json:"other_traffic_kinds_dropped"`
 
 	// EmptyPayloads counts UDP datagrams, SCTP DATA chunks and TCP
 	// segments that carried no payload.
@@ -227,6 +323,34 @@ func (t *slotTable) reasons() []ReasonCount {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// otherKinds is reasons for the other-traffic table: named by kind, counts
+// of one name summed.
+func (t *slotTable) otherKinds() []ReasonCount {
+	out := make([]ReasonCount, 0, t.used)
+	at := make(map[string]int, t.used)
+	for i := 0; i < t.used; i++ {
+		r := reasonFromKey(t.keys[i])
+		n := r.otherName()
+		if j, ok := at[n]; ok {
+			out[j].Count += t.counts[i]
+			continue
+		}
+		at[n] = len(out)
+		out = append(out, ReasonCount{Name: n, Code: int(r.code), Count: t.counts[i]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// OtherTrafficMap returns the other-traffic counts keyed by kind.
+func (s *Stats) OtherTrafficMap() map[string]uint64 {
+	m := make(map[string]uint64, len(s.OtherTraffic))
+	for _, r := range s.OtherTraffic {
+		m[r.Name] += r.Count
+	}
+	return m
 }
 
 func (t *slotTable) ports() []PortCount {

@@ -503,6 +503,8 @@ func (d *Decoder) Stats() Stats {
 	s := d.st
 	s.Undecodable = d.reasons.reasons()
 	s.UndecodableReasonsDropped = d.reasons.dropped
+	s.OtherTraffic = d.other.otherKinds()
+	s.OtherTrafficKindsDropped = d.other.dropped
 	s.WSDeclinedPorts = d.wsPorts.ports()
 	s.WSDeclinedPortsDropped = d.wsPorts.dropped
 	s.FragmentEntries = len(d.frags)

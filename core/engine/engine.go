@@ -91,6 +91,12 @@ type Capture struct {
 	dialogs *dialog.Store
 	media   MediaSink
 
+	// malMu guards the malformed-SIP examples (written by the router
+	// under wmu, read by Status without it).
+	malMu       sync.Mutex
+	malExamples []MalformedSIP
+	malByReason map[string]uint64
+
 	// wmu is the single-writer lock: every producer routes under it.
 	wmu      sync.Mutex
 	decoders [sourceKinds]*decode.Decoder
@@ -612,6 +618,7 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	c.pend.sipMessages++
 	if len(m.Malformed) > 0 {
 		c.pend.sipMalformed++
+		c.noteMalformed(p, m)
 	}
 	o := dialog.Observation{
 		Msg: m, TS: p.TS, Src: p.Src, Dst: p.Dst, Transport: p.Transport,
@@ -645,6 +652,44 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	}
 	offer := m.IsRequest && !strings.EqualFold(m.Method, "ACK")
 	c.onSDP(m.CallID, p.TS, s, offer, p.Src)
+}
+
+// MaxMalformedExamples bounds the malformed SIP messages a capture names
+// by frame; the rest are counted (Status.SIPMalformed).
+const MaxMalformedExamples = 20
+
+// MalformedSIP names one SIP message the parser flagged: the frame that
+// carried it, its Call-ID when it had one, and what was wrong.
+type MalformedSIP struct {
+	Frame   string   `json:"frame,omitempty"`
+	CallID  string   `json:"call_id,omitempty"`
+	Reasons []string `json:"reasons"`
+}
+
+// noteMalformed keeps the first MaxMalformedExamples malformed messages by
+// frame and counts every one by reason (the reasons are the parser's fixed
+// set, so the map is bounded). Malformed SIP is rare: the copies here
+// never touch a well-formed message's path.
+func (c *Capture) noteMalformed(p *packet.Packet, m *sip.Message) {
+	c.malMu.Lock()
+	defer c.malMu.Unlock()
+	if c.malByReason == nil {
+		c.malByReason = map[string]uint64{}
+	}
+	for _, r := range m.Malformed {
+		c.malByReason[r]++
+	}
+	if len(c.malExamples) >= MaxMalformedExamples {
+		return
+	}
+	ex := MalformedSIP{Reasons: append([]string(nil), m.Malformed...)}
+	if p.Frame != nil {
+		ex.Frame = packet.RefOf(p.Frame).String()
+	}
+	if m.CallID != "" {
+		ex.CallID = strings.Clone(m.CallID[:min(len(m.CallID), 200)])
+	}
+	c.malExamples = append(c.malExamples, ex)
 }
 
 // routeHEP unwraps a HEP envelope and routes its payload again with the

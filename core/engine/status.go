@@ -71,6 +71,13 @@ type Status struct {
 	// could not be decoded; Undecodable breaks them down by reason.
 	UndecodableFrames uint64            `json:"undecodable_frames"`
 	Undecodable       map[string]uint64 `json:"undecodable"`
+	// OtherTrafficFrames counts frames of traffic that could not have
+	// carried SIP or RTP (ARP, LLDP, STP, CDP, ICMP echo...): read and set
+	// aside, never undecodable; OtherTraffic breaks them down by kind
+	// ("arp", "lldp", "stp", "icmp"...; kinds past the decoder's table are
+	// under "other_kinds").
+	OtherTrafficFrames uint64            `json:"other_traffic_frames"`
+	OtherTraffic       map[string]uint64 `json:"other_traffic"`
 	// Packets counts transport packets routed (HEP inner payloads
 	// included).
 	Packets uint64 `json:"packets"`
@@ -80,6 +87,11 @@ type Status struct {
 	SIPMessages uint64 `json:"sip_messages"`
 	// SIPMalformed counts SIP messages the parser flagged (they are kept).
 	SIPMalformed uint64 `json:"sip_malformed"`
+	// SIPMalformedReasons counts them by what was wrong ("junk before the
+	// start line", "unparseable Content-Length"...); SIPMalformedExamples
+	// names the first MaxMalformedExamples by frame. Absent when none.
+	SIPMalformedReasons  map[string]uint64 `json:"sip_malformed_reasons,omitempty"`
+	SIPMalformedExamples []MalformedSIP    `json:"sip_malformed_examples,omitempty"`
 	// SIPWithoutCallID counts SIP messages without a Call-ID (counted,
 	// in no dialog).
 	SIPWithoutCallID uint64 `json:"sip_without_call_id"`
@@ -164,15 +176,25 @@ func (c *Capture) Status() Status {
 			Other: c.ctr.hepOther.Load(), NotSIP: c.ctr.hepNotSIP.Load(), Nested: c.ctr.hepNested.Load(),
 			OwnListenerSkipped: c.ctr.ownListener.Load(),
 		},
-		Undecodable: map[string]uint64{},
-		Dialogs:     c.dialogs.Stats(),
-		Identity:    c.Identity(),
+		Undecodable:  map[string]uint64{},
+		OtherTraffic: map[string]uint64{},
+		Dialogs:      c.dialogs.Stats(),
+		Identity:     c.Identity(),
 	}
 	if m := c.Media(); m != nil {
 		ms := m.Stats()
 		st.Media = &ms
 	}
 	c.decodeStats(&st)
+	c.malMu.Lock()
+	if len(c.malByReason) > 0 {
+		st.SIPMalformedReasons = make(map[string]uint64, len(c.malByReason))
+		for k, v := range c.malByReason {
+			st.SIPMalformedReasons[k] = v
+		}
+		st.SIPMalformedExamples = append([]MalformedSIP(nil), c.malExamples...)
+	}
+	c.malMu.Unlock()
 
 	c.smu.Lock()
 	load, loadDone, inputs := c.load, c.loadDone, c.inputs
@@ -320,14 +342,27 @@ func (c *Capture) decodeStats(st *Status) {
 		if s.UndecodableReasonsDropped > 0 {
 			st.Undecodable["other_reasons"] += s.UndecodableReasonsDropped
 		}
+		st.OtherTrafficFrames += s.OtherTrafficFrames
+		for _, r := range s.OtherTraffic {
+			st.OtherTraffic[r.Name] += r.Count
+		}
+		if s.OtherTrafficKindsDropped > 0 {
+			st.OtherTraffic["other_kinds"] += s.OtherTrafficKindsDropped
+		}
 	}
 }
 
 // UndecodableReasons returns the reasons sorted by count (largest first),
 // then name.
-func (st *Status) UndecodableReasons() []decode.ReasonCount {
-	out := make([]decode.ReasonCount, 0, len(st.Undecodable))
-	for k, v := range st.Undecodable {
+func (st *Status) UndecodableReasons() []decode.ReasonCount { return byCount(st.Undecodable) }
+
+// OtherTrafficKinds returns the kinds of other traffic sorted by count
+// (largest first), then name.
+func (st *Status) OtherTrafficKinds() []decode.ReasonCount { return byCount(st.OtherTraffic) }
+
+func byCount(m map[string]uint64) []decode.ReasonCount {
+	out := make([]decode.ReasonCount, 0, len(m))
+	for k, v := range m {
 		out = append(out, decode.ReasonCount{Name: k, Count: v})
 	}
 	sort.Slice(out, func(i, j int) bool {

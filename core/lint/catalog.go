@@ -123,10 +123,10 @@ type Rule struct {
 
 // CatalogVersion numbers the catalogue; it moves when a rule is added,
 // removed or changes meaning.
-const CatalogVersion = 1
+const CatalogVersion = 2
 
 // RuleCount is the size of the catalogue.
-const RuleCount = 41
+const RuleCount = 43
 
 type entry struct {
 	id, title string
@@ -149,6 +149,12 @@ var entries = []entry{
 	{"SIP-3261-20.14-CONTENT-LENGTH-MISMATCH", "Content-Length exceeds the body present", Error, Must,
 		"Content-Length gives the size of the message body in octets; a larger value than the bytes that arrived means the body was cut or the header is wrong.",
 		"the declared Content-Length is larger than the body that arrived"},
+	{"SIP-3261-20.14-CONTENT-LENGTH-MALFORMED", "Content-Length is not a decimal octet count", Error, Must,
+		"Content-Length is 1*DIGIT, the size of the body in decimal octets; on a stream transport it is what frames the message (§18.3), so a value that is not a non-negative decimal number leaves the message without a boundary.",
+		"a Content-Length header is present and its value is not one or more decimal digits (empty, signed such as -5, or non-numeric such as abc)"},
+	{"SIP-3261-7.5-JUNK-BEFORE-START-LINE", "bytes other than CRLF before the start line", Error, Must,
+		"A SIP message begins with its start line; a receiver ignores CRLF before it on a stream transport (and keepalives are CRLF, RFC 5626), and nothing else may precede it.",
+		"bytes other than CR and LF came before the message's start line (the parser read past them; a strict element drops the message)"},
 	{"SIP-3261-25.1-HEADER-CONTROL-BYTE", "control byte inside a header field", Error, Must,
 		"The header grammar (TEXT-UTF8char, LWS) admits no control character except the horizontal tab of linear whitespace.",
 		"a header line holds a byte below 0x20 other than tab, or 0x7F (the CRLF of a line fold excepted)"},

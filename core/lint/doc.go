@@ -1,4 +1,4 @@
-// Package lint is the SIP/SDP conformance linter: a catalogue of 41 rules,
+// Package lint is the SIP/SDP conformance linter: a catalogue of 43 rules,
 // each citing one RFC section, evaluated over a dialog's messages and the RTP
 // the stream store attributed to it.
 //

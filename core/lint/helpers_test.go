@@ -24,12 +24,13 @@ var (
 // mb builds one crafted SIP message: a valid default request or response
 // that a case then breaks in exactly one way.
 type mb struct {
-	start string
-	hdrs  [][2]string
-	body  string
-	fromB bool
-	at    time.Duration
-	atSet bool
+	start  string
+	prefix string // bytes before the start line (junk)
+	hdrs   [][2]string
+	body   string
+	fromB  bool
+	at     time.Duration
+	atSet  bool
 }
 
 // req is a valid request from A (10.0.0.1) to B.
@@ -97,10 +98,16 @@ func (b *mb) after(d time.Duration) *mb {
 
 func crlf(s string) string { return strings.ReplaceAll(strings.TrimLeft(s, "\n"), "\n", "\r\n") }
 
+// junk puts bytes before the start line.
+func (b *mb) junk(prefix string) *mb {
+	b.prefix = prefix
+	return b
+}
+
 // text renders the message; Content-Length is computed unless set.
 func (b *mb) text() string {
 	var sb strings.Builder
-	sb.WriteString(b.start + "\r\n")
+	sb.WriteString(b.prefix + b.start + "\r\n")
 	hasCL := false
 	for _, h := range b.hdrs {
 		if strings.EqualFold(h[0], "Content-Length") {

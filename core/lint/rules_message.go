@@ -26,6 +26,8 @@ var checks = map[string]check{
 	"SIP-3261-8.1.1-MANDATORY-HEADER-MISSING":      {msg: checkMandatoryHeaders},
 	"SIP-3261-20.16-CSEQ-MALFORMED":                {msg: checkCSeqMalformed},
 	"SIP-3261-20.14-CONTENT-LENGTH-MISMATCH":       {msg: checkContentLength},
+	"SIP-3261-20.14-CONTENT-LENGTH-MALFORMED":      {msg: checkContentLengthMalformed},
+	"SIP-3261-7.5-JUNK-BEFORE-START-LINE":          {msg: checkJunkBeforeStartLine},
 	"SIP-3261-25.1-HEADER-CONTROL-BYTE":            {msg: checkControlByte},
 	"SIP-3261-20-URI-BRACKETS":                     {msg: checkURIBrackets},
 	"SIP-3261-19.1.1-URI-PARAM-DEMOTED":            {msg: checkURIParamDemoted},
@@ -123,6 +125,36 @@ func checkContentLength(dm *dialog.Message, report reportFn) {
 	report(fmt.Sprintf("Content-Length: %d with %d body bytes present", m.ContentLength, len(m.Body)),
 		"a Content-Length equal to the number of body octets",
 		"the body was cut short (a lost fragment or segment, or an MTU problem) or the header is wrong; the receiver waits for bytes that never come or discards the message")
+}
+
+func checkContentLengthMalformed(dm *dialog.Message, report reportFn) {
+	h, ok := firstHeader(dm.Msg, sip.HdrContentLength)
+	if !ok {
+		return
+	}
+	v := strings.TrimSpace(h.Value)
+	digits := v != ""
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			digits = false
+			break
+		}
+	}
+	if digits {
+		return
+	}
+	report(line(h.Name, h.Value), "Content-Length: <decimal number of body octets>",
+		"the receiver cannot tell where the body ends: on TCP or TLS the next message is read from the wrong byte, on UDP the body is taken to the end of the datagram or the message is dropped")
+}
+
+func checkJunkBeforeStartLine(dm *dialog.Message, report reportFn) {
+	m := dm.Msg
+	if len(m.Malformed) == 0 || m.Malformed[0] != sip.MalJunkBeforeStartLine {
+		return
+	}
+	report(fmt.Sprintf("%d byte(s) other than CRLF before %q", m.JunkPrefixBytes, m.StartLine),
+		"the start line first (CRLF before it is ignored, nothing else)",
+		"a strict element discards the message or reads the junk as its start line; the sender's framing or buffer handling is broken")
 }
 
 func checkControlByte(dm *dialog.Message, report reportFn) {

@@ -64,6 +64,7 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 		ep.direction = internDirection(m.Direction)
 		ep.hold = m.Direction == sdp.SendOnly || m.Direction == sdp.Inactive
 		ep.ptime = m.Ptime
+		ep.ice = iceTraversal(m.Attrs)
 		ep.at = ts
 		ep.signaler = src
 		ep.formats = make([]format, 0, len(m.Formats))
@@ -173,6 +174,11 @@ type Endpoint struct {
 	PtimeMs   int       `json:"ptime_ms,omitempty"`
 	At        time.Time `json:"at"`
 	Signaler  string    `json:"signaler,omitempty"`
+	// ICETraversal: the media section carries an ICE server-reflexive or
+	// relayed candidate (a=candidate ... typ srflx|relay, RFC 8839 §5.1):
+	// its c= address is only the default candidate, and a private one is
+	// expected (issue 10 item 6).
+	ICETraversal bool `json:"ice_traversal,omitempty"`
 	// AddrPort is the parsed address (not serialized).
 	AddrPort netip.AddrPort `json:"-"`
 }
@@ -216,6 +222,8 @@ func (ep *endpoint) view() Endpoint {
 		Hold:      ep.hold,
 		PtimeMs:   ep.ptime,
 		At:        ep.at,
+
+		ICETraversal: ep.ice,
 	}
 	if ep.signaler.IsValid() {
 		e.Signaler = ep.signaler.String()
@@ -224,6 +232,27 @@ func (ep *endpoint) view() Endpoint {
 		e.Codecs = append(e.Codecs, f.codec.Name)
 	}
 	return e
+}
+
+// iceTraversal reports whether a media section's attributes hold an ICE
+// candidate of type srflx or relay (RFC 8839 §5.1: candidate-attribute ...
+// "typ" SP cand-type).
+func iceTraversal(attrs []sdp.Attr) bool {
+	for _, a := range attrs {
+		if !strings.EqualFold(a.Key, "candidate") {
+			continue
+		}
+		f := strings.Fields(a.Value)
+		for i := 0; i+1 < len(f); i++ {
+			if strings.EqualFold(f[i], "typ") {
+				if t := strings.ToLower(f[i+1]); t == "srflx" || t == "relay" {
+					return true
+				}
+				break
+			}
+		}
+	}
+	return false
 }
 
 // internMediaType returns the media type as a constant string when it is a

@@ -128,6 +128,7 @@ type endpoint struct {
 	direction sdp.Direction
 	hold      bool
 	ptime     int
+	ice       bool // an ICE srflx or relay candidate (iceTraversal)
 	at        time.Time
 	signaler  netip.AddrPort
 	ordinal   uint64

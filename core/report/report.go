@@ -285,6 +285,14 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 	if r.SIPWithoutCallID > 0 {
 		fmt.Fprintf(w, "%d SIP messages carried no Call-ID and belong to no dialog.\n", r.SIPWithoutCallID)
 	}
+	if r.OtherTrafficFrames > 0 {
+		// Traffic that could not carry SIP or RTP: counted, not undecodable.
+		var kinds []string
+		for _, rc := range r.OtherTrafficKinds() {
+			kinds = append(kinds, fmt.Sprintf("%s %d", rc.Name, rc.Count))
+		}
+		fmt.Fprintf(w, "%s of other traffic (not SIP or RTP, set aside): %s.\n", plural(r.OtherTrafficFrames, "frame"), strings.Join(kinds, ", "))
+	}
 	if r.Dialogs.Evicted > 0 || r.Dialogs.Refused > 0 {
 		fmt.Fprintf(w, "The dialog store was full: %d dialogs evicted (least recently updated first), %d refused.\n", r.Dialogs.Evicted, r.Dialogs.Refused)
 	}

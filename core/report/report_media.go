@@ -77,7 +77,17 @@ func CaptureFacts(st engine.Status) analysis.CaptureFacts {
 		Undecodable:        st.Undecodable,
 		DialogsEvicted:     st.Dialogs.Evicted + st.Dialogs.Refused,
 		MessagesDropped:    st.Dialogs.MessagesNotRetained,
+		SIPMalformed:       st.SIPMalformed,
+		MalformedExamples:  malformedExamples(st.SIPMalformedExamples),
 	}
+}
+
+func malformedExamples(in []engine.MalformedSIP) []analysis.MalformedExample {
+	out := make([]analysis.MalformedExample, 0, len(in))
+	for _, x := range in {
+		out = append(out, analysis.MalformedExample{Frame: x.Frame, CallID: x.CallID, Reasons: x.Reasons})
+	}
+	return out
 }
 
 // FindingsFormat selects a rendering of the capture analysis.

@@ -32,6 +32,12 @@ const (
 	MalNoEndOfHeaders     = "no empty line after headers"
 	MalBadStatusCode      = "status code out of range"
 	MalMethodLimit        = "method token too long" // longer than MaxMethodBytes, cut
+	// MalJunkBeforeStartLine: bytes other than CR and LF before the start
+	// line. RFC 3261 §7.5 lets a receiver ignore CRLF before a start line
+	// (and RFC 5626 keepalives are CRLFs); anything else is no SIP message.
+	// The message is still read past the junk, as on a stream (§18.3) a
+	// receiver resynchronizes, but it is flagged.
+	MalJunkBeforeStartLine = "junk before the start line"
 )
 
 // ErrNotSIP is returned by Parse when the bytes hold no SIP start line.
@@ -80,11 +86,24 @@ func ParseLimits(b []byte, lim Limits) (*Message, error) {
 		lim:             limitsRef(lim),
 	}
 	p := parser{m: m, raw: raw, lim: lim}
+	if sl.off > 0 && !onlyCRLF(b[:sl.off]) {
+		p.flag(MalJunkBeforeStartLine)
+	}
 	p.startLine(sl, sl.off)
 	end := p.headers(sl.next - sl.off)
 	p.body(end)
 	p.interpret()
 	return m, nil
+}
+
+// onlyCRLF reports whether b holds nothing but CR and LF.
+func onlyCRLF(b []byte) bool {
+	for _, c := range b {
+		if c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
 }
 
 type parser struct {

@@ -278,16 +278,20 @@ Contact: sip:bob@third
 
 func TestJunkPrefix(t *testing.T) {
 	body := minimal("Content-Length: 0")
+	// RFC 3261 §7.5: CRLF before the start line is ignored; any other
+	// junk is read past but flagged.
 	cases := []struct {
-		name   string
-		prefix string
+		name    string
+		prefix  string
+		flagged bool
 	}{
-		{"none", ""},
-		{"crlf keepalive", "\r\n\r\n"},
-		{"nul padding", "\x00\x00\x00"},
-		{"garbage line", "garbage\r\n"},
-		{"binary on same line", "\x01\x02\xff"},
-		{"spaces", "   "},
+		{"none", "", false},
+		{"crlf keepalive", "\r\n\r\n", false},
+		{"bare lf", "\n", false},
+		{"nul padding", "\x00\x00\x00", true},
+		{"garbage line", "garbage\r\n", true},
+		{"binary on same line", "\x01\x02\xff", true},
+		{"spaces", "   ", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -295,8 +299,19 @@ func TestJunkPrefix(t *testing.T) {
 			if m.JunkPrefixBytes != len(c.prefix) {
 				t.Errorf("JunkPrefixBytes: got %d, want %d", m.JunkPrefixBytes, len(c.prefix))
 			}
-			if m.Method != "OPTIONS" || m.CallID != "id1" || len(m.Malformed) != 0 {
-				t.Errorf("got method %q Call-ID %q malformed %v", m.Method, m.CallID, m.Malformed)
+			var want []string
+			if c.flagged {
+				want = []string{MalJunkBeforeStartLine}
+			}
+			if m.Method != "OPTIONS" || m.CallID != "id1" || !reflect.DeepEqual(m.Malformed, want) {
+				t.Errorf("got method %q Call-ID %q malformed %v, want %v", m.Method, m.CallID, m.Malformed, want)
+			}
+			r, ok := m.Retain()
+			if !ok {
+				t.Fatal("not retained")
+			}
+			if again := r.Message(); again.JunkPrefixBytes != len(c.prefix) || !reflect.DeepEqual(again.Malformed, want) {
+				t.Errorf("retained: got junk %d malformed %v, want %d %v", again.JunkPrefixBytes, again.Malformed, len(c.prefix), want)
 			}
 			if !strings.HasPrefix(string(m.Raw), "OPTIONS ") {
 				t.Errorf("Raw starts with %q", m.Raw[:10])

@@ -9,8 +9,10 @@ import "unsafe"
 // again when a reader asks, instead of holding the parser's whole structure
 // (headers, Vias, name-addrs: about four times the message's size).
 type Retained struct {
-	raw      []byte
-	lim      *Limits
+	raw []byte
+	lim *Limits
+	// junk is JunkPrefixBytes, negated when the junk was not only CRLF
+	// (MalJunkBeforeStartLine).
 	junk     int32
 	trailing int32
 }
@@ -29,7 +31,11 @@ func (m *Message) Retain() (Retained, bool) {
 		!inRaw(m.Raw, m.StartLine) || (m.CallID != "" && !inRaw(m.Raw, m.CallID)) {
 		return Retained{}, false
 	}
-	return Retained{raw: m.Raw, lim: m.lim, junk: int32(m.JunkPrefixBytes), trailing: int32(m.TrailingBytes)}, true
+	junk := int32(m.JunkPrefixBytes)
+	if len(m.Malformed) > 0 && m.Malformed[0] == MalJunkBeforeStartLine {
+		junk = -junk // the junk was not CRLF: flagged again on Message
+	}
+	return Retained{raw: m.Raw, lim: m.lim, junk: junk, trailing: int32(m.TrailingBytes)}, true
 }
 
 // inRaw reports whether s is a view into raw (an empty s is).
@@ -60,6 +66,12 @@ func (r Retained) Message() *Message {
 	}
 	m.lim = r.lim
 	m.JunkPrefixBytes = int(r.junk)
+	if r.junk < 0 {
+		// Raw starts at the start line: the junk's flag is restored, first
+		// as Parse set it.
+		m.JunkPrefixBytes = int(-r.junk)
+		m.Malformed = append([]string{MalJunkBeforeStartLine}, m.Malformed...)
+	}
 	m.TrailingBytes = int(r.trailing)
 	return m
 }
