@@ -67,8 +67,12 @@ type Report struct {
 
 // ReportTiming is a report's timing block.
 type ReportTiming struct {
-	// Retransmits counts retransmitted messages.
+	// Retransmits counts retransmitted messages (re-sent by their sender,
+	// RFC 3261 §17; capture duplicates excluded).
 	Retransmits int `json:"retransmits" desc:"retransmitted messages"`
+	// Duplicates counts capture duplicates (the same message seen twice at
+	// the capture point; core/dialog/dup.go); absent when none.
+	Duplicates int `json:"duplicates,omitempty" desc:"capture duplicates (not retransmissions)"`
 	// SetupMs is the INVITE to its 2xx.
 	SetupMs *int64 `json:"setup_ms,omitempty" desc:"INVITE to 2xx, ms"`
 	// TeardownMs is the BYE to its 2xx.
@@ -125,6 +129,7 @@ func (c *Call) JSON() Report {
 		Termination:            d.Termination,
 		Timing: ReportTiming{
 			Retransmits:   d.Timing.Retransmits,
+			Duplicates:    d.Timing.Duplicates,
 			SetupMs:       d.TimingDetail.SetupMs,
 			TeardownMs:    d.TimingDetail.TeardownMs,
 			TryingDelayMs: d.TimingDetail.TryingMs,
