@@ -72,7 +72,10 @@ var identitySeed = maphash.MakeSeed()
 // identity hashes what makes a message a retransmission of another: its
 // direction, status, CSeq number and method, and its tags (a response from
 // another fork, or a request of another dialog sharing the Call-ID, is not a
-// retransmission). A capture duplicate never gets this far (dup.go).
+// retransmission), and a provisional response's RSeq: a reliable
+// provisional is re-sent with its RSeq, and the next one carries the next
+// RSeq (RFC 3262 §3), so two 183s of different RSeq are two messages. A
+// capture duplicate never gets this far (dup.go).
 func identity(o *Observation) uint64 {
 	m := o.Msg
 	var h maphash.Hash
@@ -97,6 +100,11 @@ func identity(o *Observation) uint64 {
 	for _, s := range []string{strings.ToUpper(m.CSeq.Method), m.From.Tag, m.To.Tag} {
 		h.WriteString(s)
 		h.WriteByte(0)
+	}
+	if status > 100 && status < 200 {
+		if rseq, ok := m.Header(sip.HdrRSeq); ok {
+			h.WriteString(strings.TrimSpace(rseq))
+		}
 	}
 	return h.Sum64()
 }

@@ -262,3 +262,29 @@ func TestDuplicateApplyAllocatesNothing(t *testing.T) {
 		t.Errorf("a duplicate costs %v allocations, want 0", n)
 	}
 }
+
+// TestReliableProvisionals: a reliable provisional re-sent with its RSeq is
+// a retransmission; the next one, with the next RSeq, is a message of its
+// own (RFC 3262 §3), even with the same status, CSeq and tags.
+func TestReliableProvisionals(t *testing.T) {
+	inv := hdr{callID: "c", fromTag: "a1", cseq: 1, branch: "z9hG4bK-inv"}
+	p183 := func(rseq int) string {
+		h := withMeth(inv, "INVITE")
+		h.toTag = "b1"
+		h.extra = []string{"Require: 100rel", fmt.Sprintf("RSeq: %d", rseq)}
+		return resp(183, h)
+	}
+	s := New(Config{})
+	res := playCopies(t, s, []copyStep{
+		{0, alice, bob, req("INVITE", inv), 0},
+		{100 * time.Millisecond, bob, alice, p183(1), 0},
+		{600 * time.Millisecond, bob, alice, p183(1), 0}, // re-sent on T1: a retransmission
+		{700 * time.Millisecond, bob, alice, p183(2), 0}, // the next reliable provisional
+	})
+	want := []bool{false, false, true, false}
+	for i, r := range res {
+		if r.Retransmission != want[i] || r.Duplicate {
+			t.Errorf("message %d: retransmission %v duplicate %v, want %v false", i, r.Retransmission, r.Duplicate, want[i])
+		}
+	}
+}
