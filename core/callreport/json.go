@@ -40,8 +40,8 @@ type Report struct {
 	To          string `json:"to,omitempty" desc:"To URI (unfenced, sanitized)"`
 	ToDisplay   string `json:"to_display,omitempty" desc:"To display name (unfenced, sanitized)"`
 	// MsgCount counts every message of the Call-ID, retransmissions
-	// included.
-	MsgCount int `json:"msg_count" desc:"SIP messages of the Call-ID, retransmissions included"`
+	// included, capture duplicates not (timing.duplicates).
+	MsgCount int `json:"msg_count" desc:"SIP messages of the Call-ID, retransmissions included, duplicates not"`
 	// DurationSec is the span from the first to the last message.
 	DurationSec float64 `json:"duration_sec" desc:"seconds from the first to the last message"`
 	// Ended and DurationToCaptureEndMs: a call still in progress (InCall,
