@@ -16,6 +16,7 @@ type copyStep struct {
 	src, dst string
 	text     string
 	origin   packet.Origin
+	ipID     int // IPv4 Identification + 1; 0: none
 }
 
 func playCopies(t *testing.T, s *Store, steps []copyStep) []Result {
@@ -34,6 +35,7 @@ func playCopies(t *testing.T, s *Store, steps []copyStep) []Result {
 			Msg: m, TS: t0.Add(st.at), Src: netip.MustParseAddrPort(st.src), Dst: netip.MustParseAddrPort(st.dst),
 			Transport: packet.TransportUDP, Origin: o,
 			Frame: packet.FrameRef{Source: "test.pcap", Ordinal: uint64(i + 1), Digest: [8]byte{1}},
+			IPID:  uint16(st.ipID - 1), HasIPID: st.ipID > 0,
 		}))
 	}
 	return out
@@ -45,7 +47,7 @@ func twice(steps []step, gap time.Duration, origin packet.Origin) []copyStep {
 	var out []copyStep
 	for _, st := range steps {
 		at := time.Duration(st.ms) * time.Millisecond
-		out = append(out, copyStep{at, st.src, st.dst, st.text, origin}, copyStep{at + gap, st.src, st.dst, st.text, origin})
+		out = append(out, copyStep{at, st.src, st.dst, st.text, origin, 0}, copyStep{at + gap, st.src, st.dst, st.text, origin, 0})
 	}
 	return out
 }
@@ -197,8 +199,8 @@ func TestDuplicateNeedsTheSameAddresses(t *testing.T) {
 	inv := basicCall("c")[0].text
 	s := New(Config{})
 	res := playCopies(t, s, []copyStep{
-		{0, alice, proxy, inv, 0},
-		{time.Millisecond, proxy, bob, inv, 0},
+		{0, alice, proxy, inv, 0, 0},
+		{time.Millisecond, proxy, bob, inv, 0, 0},
 	})
 	if res[1].Duplicate || res[1].Retransmission {
 		t.Errorf("second hop: got %+v, want a message of its own", res[1])
@@ -276,15 +278,49 @@ func TestReliableProvisionals(t *testing.T) {
 	}
 	s := New(Config{})
 	res := playCopies(t, s, []copyStep{
-		{0, alice, bob, req("INVITE", inv), 0},
-		{100 * time.Millisecond, bob, alice, p183(1), 0},
-		{600 * time.Millisecond, bob, alice, p183(1), 0}, // re-sent on T1: a retransmission
-		{700 * time.Millisecond, bob, alice, p183(2), 0}, // the next reliable provisional
+		{0, alice, bob, req("INVITE", inv), 0, 0},
+		{100 * time.Millisecond, bob, alice, p183(1), 0, 0},
+		{600 * time.Millisecond, bob, alice, p183(1), 0, 0}, // re-sent on T1: a retransmission
+		{700 * time.Millisecond, bob, alice, p183(2), 0, 0}, // the next reliable provisional
 	})
 	want := []bool{false, false, true, false}
 	for i, r := range res {
 		if r.Retransmission != want[i] || r.Duplicate {
 			t.Errorf("message %d: retransmission %v duplicate %v, want %v false", i, r.Retransmission, r.Duplicate, want[i])
 		}
+	}
+}
+
+// TestDuplicateIPIdentification: two copies 0.3 ms apart with the same
+// bytes are one datagram seen twice when their IPv4 Identification is the
+// same, or unknown on either side, and two datagrams (the sender sent the
+// message twice: a retransmission, as b2bua-asterisk.pcapng's two 100
+// Trying 0x0a27 and 0x0a28) when it differs.
+func TestDuplicateIPIdentification(t *testing.T) {
+	trying := resp(100, withMeth(hdr{callID: "c", fromTag: "a1", cseq: 1, branch: "z9hG4bK-inv"}, "INVITE"))
+	inv := req("INVITE", hdr{callID: "c", fromTag: "a1", cseq: 1, branch: "z9hG4bK-inv"})
+	cases := []struct {
+		name       string
+		a, b       int // ipID+1 of each copy; 0: none
+		dup, retra bool
+	}{
+		{"same Identification", 0x0a27 + 1, 0x0a27 + 1, true, false},
+		{"same Identification 0 (DF set)", 1, 1, true, false},
+		{"Identification differs: two datagrams", 0x0a27 + 1, 0x0a28 + 1, false, true},
+		{"first without Identification (HEP)", 0, 0x0a28 + 1, true, false},
+		{"neither with Identification", 0, 0, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Config{})
+			res := playCopies(t, s, []copyStep{
+				{0, alice, bob, inv, 0, 0},
+				{10 * time.Millisecond, bob, alice, trying, 0, tc.a},
+				{10*time.Millisecond + 300*time.Microsecond, bob, alice, trying, 0, tc.b},
+			})
+			if r := res[2]; r.Duplicate != tc.dup || r.Retransmission != tc.retra {
+				t.Errorf("second copy: duplicate %v retransmission %v, want %v %v", r.Duplicate, r.Retransmission, tc.dup, tc.retra)
+			}
+		})
 	}
 }
