@@ -33,9 +33,10 @@ type WiresharkFilter struct {
 	DisplayFilter string `json:"display_filter" desc:"Wireshark display filter"`
 	// Tshark is the full command line, every argument shell-quoted.
 	Tshark string `json:"tshark" desc:"tshark command line applying the filter, shell-quoted"`
-	// SIPMessages is how many SIP messages sipnab holds for the Call-ID
-	// (retransmissions included): the frames the SIP part should select,
-	// give or take frames carrying several messages over TCP.
+	// SIPMessages is how many SIP messages sipnab saw for the Call-ID
+	// (retransmissions and capture duplicates included: msg_count plus
+	// timing.duplicates): the frames the SIP part should select, give or
+	// take frames carrying several messages over TCP.
 	SIPMessages int `json:"sip_messages" desc:"SIP messages sipnab holds for the Call-ID"`
 	// DecodeAs are the -d arguments the command carries: SIP on ports
 	// tshark does not decode as SIP by default (UDP/TCP 5060).
@@ -98,7 +99,7 @@ func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, er
 	media := in.IncludeMedia == nil || *in.IncludeMedia
 	out := WiresharkFilter{
 		CallID:          sum.CallID,
-		SIPMessages:     sum.MsgCount,
+		SIPMessages:     sum.MsgCount + sum.Timing.Duplicates, // tshark selects every copy
 		StreamsIncluded: []FilterStream{},
 		Notes:           []string{},
 		SourceFlags:     src.Flags(),

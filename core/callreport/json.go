@@ -40,8 +40,8 @@ type Report struct {
 	To          string `json:"to,omitempty" desc:"To URI (unfenced, sanitized)"`
 	ToDisplay   string `json:"to_display,omitempty" desc:"To display name (unfenced, sanitized)"`
 	// MsgCount counts every message of the Call-ID, retransmissions
-	// included.
-	MsgCount int `json:"msg_count" desc:"SIP messages of the Call-ID, retransmissions included"`
+	// included, capture duplicates not (timing.duplicates).
+	MsgCount int `json:"msg_count" desc:"SIP messages of the Call-ID, retransmissions included, duplicates not"`
 	// DurationSec is the span from the first to the last message.
 	DurationSec float64 `json:"duration_sec" desc:"seconds from the first to the last message"`
 	// Ended and DurationToCaptureEndMs: a call still in progress (InCall,
@@ -67,8 +67,12 @@ type Report struct {
 
 // ReportTiming is a report's timing block.
 type ReportTiming struct {
-	// Retransmits counts retransmitted messages.
+	// Retransmits counts retransmitted messages (re-sent by their sender,
+	// RFC 3261 §17; capture duplicates excluded).
 	Retransmits int `json:"retransmits" desc:"retransmitted messages"`
+	// Duplicates counts capture duplicates (the same message seen twice at
+	// the capture point; core/dialog/dup.go); absent when none.
+	Duplicates int `json:"duplicates,omitempty" desc:"capture duplicates (not retransmissions)"`
 	// SetupMs is the INVITE to its 2xx.
 	SetupMs *int64 `json:"setup_ms,omitempty" desc:"INVITE to 2xx, ms"`
 	// TeardownMs is the BYE to its 2xx.
@@ -125,6 +129,7 @@ func (c *Call) JSON() Report {
 		Termination:            d.Termination,
 		Timing: ReportTiming{
 			Retransmits:   d.Timing.Retransmits,
+			Duplicates:    d.Timing.Duplicates,
 			SetupMs:       d.TimingDetail.SetupMs,
 			TeardownMs:    d.TimingDetail.TeardownMs,
 			TryingDelayMs: d.TimingDetail.TryingMs,

@@ -212,9 +212,15 @@ func addr(s string, ok bool) string {
 
 func (c *Call) timingLine() string {
 	td := &c.Detail.TimingDetail
+	// Capture duplicates are named only when there are some, apart from
+	// the retransmissions (core/dialog/dup.go).
+	dups := ""
+	if n := c.Detail.Timing.Duplicates; n > 0 {
+		dups = fmt.Sprintf(", capture duplicates %d (not retransmissions)", n)
+	}
 	if c.Detail.Family != "INVITE" {
-		return fmt.Sprintf("not applicable (a %s dialog; call timing is measured on INVITE dialogs), retransmits %d",
-			clean(c.Detail.Family, 20), c.Detail.Timing.Retransmits)
+		return fmt.Sprintf("not applicable (a %s dialog; call timing is measured on INVITE dialogs), retransmits %d%s",
+			clean(c.Detail.Family, 20), c.Detail.Timing.Retransmits, dups)
 	}
 	ms := func(name string, v *int64) string {
 		if v == nil {
@@ -225,7 +231,7 @@ func (c *Call) timingLine() string {
 	parts := []string{ms("trying", td.TryingMs), ms("PDD", td.PDDMs), ms("setup", td.SetupMs),
 		ms("ring", td.RingMs), ms("teardown", td.TeardownMs), ms("duration", td.DurationMs),
 		fmt.Sprintf("retransmits %d", c.Detail.Timing.Retransmits)}
-	line := strings.Join(parts, ", ")
+	line := strings.Join(parts, ", ") + dups
 	if td.ClockSuspect {
 		line += " (a timestamp was substituted: timing may be wrong)"
 	}

@@ -742,13 +742,26 @@ func (d *Decoder) dscp() (uint8, bool) {
 	return 0, false
 }
 
+// ipID returns the Identification of the innermost IPv4 header of the
+// current frame (RFC 791) for a UDP datagram: two copies of one datagram
+// carry the same, two datagrams a sender sent mostly differ
+// (packet.Packet.IPID). None for other transports (a TCP or SCTP payload
+// is not one datagram) or IPv6.
+func (d *Decoder) ipID(tr packet.Transport) (uint16, bool) {
+	if tr != packet.TransportUDP || d.frame == nil || d.netLayer != layers.LayerTypeIPv4 {
+		return 0, false
+	}
+	return d.ip4.Id, true
+}
+
 // emit hands one packet to the sink.
 func (d *Decoder) emit(src, dst netip.AddrPort, tr packet.Transport, payload []byte, reassembled bool) {
 	ds, has := d.dscp()
-	d.emitWith(src, dst, tr, payload, reassembled, ds, has)
+	id, hasID := d.ipID(tr)
+	d.emitWith(src, dst, tr, payload, reassembled, ds, has, id, hasID)
 }
 
-func (d *Decoder) emitWith(src, dst netip.AddrPort, tr packet.Transport, payload []byte, reassembled bool, dscp uint8, hasDSCP bool) {
+func (d *Decoder) emitWith(src, dst netip.AddrPort, tr packet.Transport, payload []byte, reassembled bool, dscp uint8, hasDSCP bool, ipID uint16, hasIPID bool) {
 	// Field by field: a whole-struct assignment of the reused packet costs
 	// a typed copy with write barriers on every frame.
 	p := &d.pkt
@@ -757,6 +770,7 @@ func (d *Decoder) emitWith(src, dst netip.AddrPort, tr packet.Transport, payload
 	p.Payload = payload
 	p.Origin = packet.OriginWire
 	p.DSCP, p.HasDSCP = dscp, hasDSCP
+	p.IPID, p.HasIPID = ipID, hasIPID
 	p.Reassembled = reassembled || d.reassembled
 	p.HEPAgentID = 0
 	if f := d.frame; f != nil {
@@ -789,12 +803,13 @@ func (d *Decoder) afterUDP() reason {
 	src, dst := netip.AddrPortFrom(s, uint16(u.SrcPort)), netip.AddrPortFrom(t, uint16(u.DstPort))
 	if u.DstPort == vxlanPort && looksVXLAN(payload) {
 		ds, has := d.dscp()
+		id, hasID := d.ipID(packet.TransportUDP)
 		if r := d.vxlan(payload); r.isZero() || d.emitted > 0 || r == reasonNesting {
 			return r
 		}
 		// The inner frame did not decode: keep the datagram as plain UDP.
 		d.st.VXLAN--
-		d.emitWith(src, dst, packet.TransportUDP, payload, false, ds, has)
+		d.emitWith(src, dst, packet.TransportUDP, payload, false, ds, has, id, hasID)
 		return reasonNone
 	}
 	if len(payload) == 0 {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
@@ -38,8 +41,8 @@ func (tr *trace) HandlePacket(p *packet.Packet) {
 	if p.Frame != nil {
 		fr = fmt.Sprintf("%s#%d", p.Frame.Source, p.Frame.Ordinal)
 	}
-	tr.lines = append(tr.lines, fmt.Sprintf("%v %v>%v %v %v dscp=%d/%v re=%v %s %x",
-		p.TS.UnixNano(), p.Src, p.Dst, p.Transport, p.Origin, p.DSCP, p.HasDSCP, p.Reassembled, fr, p.Payload))
+	tr.lines = append(tr.lines, fmt.Sprintf("%v %v>%v %v %v dscp=%d/%v ipid=%d/%v re=%v %s %x",
+		p.TS.UnixNano(), p.Src, p.Dst, p.Transport, p.Origin, p.DSCP, p.HasDSCP, p.IPID, p.HasIPID, p.Reassembled, fr, p.Payload))
 }
 
 // decodeBoth decodes frames with and without the fast path and compares
@@ -167,7 +170,56 @@ func FuzzFastPath(f *testing.F) {
 // TestEmitSetsEveryPacketField: emitWith fills the decoder's reused packet
 // field by field, so a field added to packet.Packet must be set there too.
 func TestEmitSetsEveryPacketField(t *testing.T) {
-	if got, want := reflect.TypeOf(packet.Packet{}).NumField(), 11; got != want {
+	if got, want := reflect.TypeOf(packet.Packet{}).NumField(), 13; got != want {
 		t.Fatalf("packet.Packet has %d fields, emitWith sets %d: set the new ones there and update this count", got, want)
+	}
+}
+
+// TestIPIDOfUDPDatagrams: a UDP datagram over IPv4 carries its
+// Identification (reassembled fragments theirs), the key that tells a
+// mirrored copy of a datagram from the sender's second datagram
+// (core/dialog/dup.go); IPv6 and TCP payloads carry none.
+func TestIPIDOfUDPDatagrams(t *testing.T) {
+	withID := func(id uint16) []byte {
+		ip := v4(ipA, ipB, layers.IPProtocolUDP)
+		ip.Id = id
+		u := &layers.UDP{SrcPort: 5060, DstPort: 5080}
+		u.SetNetworkLayerForChecksum(ip)
+		return withEth(t, 0x0800, ser(t, ip, u, gopacket.Payload(sipOptions)))
+	}
+	body := strings.Repeat("a=x-filler\r\n", 300)
+	big := "INVITE sip:bob@example.com SIP/2.0\r\nCall-ID: frag\r\nCSeq: 1 INVITE\r\nContent-Type: application/sdp\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	cases := []struct {
+		name   string
+		frames [][]byte
+		id     uint16
+		has    bool
+	}{
+		{"IPv4 UDP", [][]byte{withID(0x0a27)}, 0x0a27, true},
+		{"IPv4 UDP, ID 0", [][]byte{withID(0)}, 0, true},
+		{"IPv4 UDP in fragments", fragments4(t, layers.IPProtocolUDP, 0x0a28, udpBody(t, 5060, 5080, []byte(big), false), 1200), 0x0a28, true},
+		{"IPv6 UDP", [][]byte{withEth(t, 0x86DD, ip6UDP(t, 5060, 5080, []byte(sipOptions)))}, 0, false},
+		{"TCP", [][]byte{tcpSeg(t, 40000, 5060, 1, "PA", []byte(sipOptions))}, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, fast := range []bool{true, false} {
+				d := New(Config{})
+				d.noFast = !fast
+				var got []packet.Packet
+				sink := packet.SinkFunc(func(p *packet.Packet) { got = append(got, *p) })
+				for _, b := range tc.frames {
+					d.Decode(frame(LinkEthernet, b), sink)
+				}
+				d.Flush(sink)
+				if len(got) != 1 {
+					t.Fatalf("fast %v: %d packets, want 1", fast, len(got))
+				}
+				if got[0].IPID != tc.id || got[0].HasIPID != tc.has {
+					t.Errorf("fast %v: IPID %#04x/%v, want %#04x/%v", fast, got[0].IPID, got[0].HasIPID, tc.id, tc.has)
+				}
+			}
+		})
 	}
 }

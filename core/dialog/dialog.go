@@ -28,6 +28,12 @@ type Observation struct {
 	Frame   packet.FrameRef
 	DSCP    uint8
 	HasDSCP bool
+	// IPID is the IPv4 Identification of the datagram the message came in
+	// (packet.Packet.IPID); HasIPID is false where there is none (IPv6,
+	// TCP, HEP). Two copies whose IDs differ were two datagrams: never
+	// capture duplicates of each other (dup.go).
+	IPID    uint16
+	HasIPID bool
 	// InvalidTS: the capture timestamp was unusable and wall clock was
 	// substituted; the dialog's timing is flagged.
 	InvalidTS bool
@@ -52,6 +58,11 @@ type Message struct {
 	// Retransmission: an identical message (same direction, status, CSeq
 	// number and method, and remote tag) was seen before in this dialog.
 	Retransmission bool
+	// Duplicates counts the capture duplicates of this message (the same
+	// bytes seen again within the duplicate window: a mirrored copy, a
+	// second interface, a second HEP agent; dup.go). They are not messages
+	// of the dialog and are not retained.
+	Duplicates int
 }
 
 // identitySeed keys the retransmission identity hash; it is random per
@@ -61,7 +72,10 @@ var identitySeed = maphash.MakeSeed()
 // identity hashes what makes a message a retransmission of another: its
 // direction, status, CSeq number and method, and its tags (a response from
 // another fork, or a request of another dialog sharing the Call-ID, is not a
-// retransmission).
+// retransmission), and a provisional response's RSeq: a reliable
+// provisional is re-sent with its RSeq, and the next one carries the next
+// RSeq (RFC 3262 §3), so two 183s of different RSeq are two messages. A
+// capture duplicate never gets this far (dup.go).
 func identity(o *Observation) uint64 {
 	m := o.Msg
 	var h maphash.Hash
@@ -86,6 +100,11 @@ func identity(o *Observation) uint64 {
 	for _, s := range []string{strings.ToUpper(m.CSeq.Method), m.From.Tag, m.To.Tag} {
 		h.WriteString(s)
 		h.WriteByte(0)
+	}
+	if status > 100 && status < 200 {
+		if rseq, ok := m.Header(sip.HdrRSeq); ok {
+			h.WriteString(strings.TrimSpace(rseq))
+		}
 	}
 	return h.Sum64()
 }
@@ -209,6 +228,7 @@ type dialog struct {
 	updated  time.Time
 	msgCount int
 	retrans  int
+	dups     int // capture duplicates (dup.go), not in msgCount
 	legs     []*leg
 	// finalCode is final's code (0: none), so a row reads it without
 	// touching the transaction; final is the transaction finalStatus

@@ -30,7 +30,10 @@
 // timing come from the primary leg, the leg that opened the Call-ID, so the
 // row's method is what opened it (sipp-branch-scenario.pcapng lists all 1334
 // Call-IDs as REGISTER, as its by_method must show). msg_count counts every message of the Call-ID,
-// retransmissions included. final_status_code comes from the INVITE
+// retransmissions included; capture duplicates (one message seen twice at
+// the capture point: a mirrored copy, a second interface, a second HEP
+// agent) are counted apart and enter no dialog (dup.go,
+// docs/retransmissions.md). final_status_code comes from the INVITE
 // transactions that open or retry the call (never re-INVITEs).
 //
 // # State machines

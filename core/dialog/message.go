@@ -59,7 +59,11 @@ type MessageView struct {
 	// Malformed lists what the parser found wrong.
 	Malformed []string `json:"malformed,omitempty" desc:"what is wrong with the message"`
 	// Retransmission: the message repeated an earlier one of the dialog.
-	Retransmission bool `json:"retransmission,omitempty" desc:"repeats an earlier message of the dialog"`
+	Retransmission bool `json:"retransmission,omitempty" desc:"re-sent by its sender"`
+	// Duplicates counts the capture duplicates of this message: the same
+	// bytes seen again within the duplicate window (a mirrored copy, a
+	// second interface, a second HEP agent), not re-sent by its sender.
+	Duplicates int `json:"duplicates,omitempty" desc:"capture duplicates of this message"`
 }
 
 // View renders a retained message.
@@ -68,6 +72,7 @@ func (m *Message) View() MessageView {
 		SchemaVersion: MessageSchemaVersion, Index: m.Index, Timestamp: m.TS,
 		Src: m.Src.Addr().String(), SrcPort: m.Src.Port(), Dst: m.Dst.Addr().String(), DstPort: m.Dst.Port(),
 		Transport: m.Transport.String(), InputOrigin: m.Origin.String(), Retransmission: m.Retransmission,
+		Duplicates: m.Duplicates,
 	}
 	if !m.Src.IsValid() {
 		v.Src = ""

@@ -30,6 +30,7 @@ type retained struct {
 	origin    packet.Origin
 	dscp      uint8
 	flags     uint8
+	dups      uint16 // capture duplicates of this message (saturating; dup.go)
 }
 
 const (
@@ -116,6 +117,7 @@ func (d *dialog) message(i int) Message {
 		TS: time.Unix(r.sec, int64(r.nsec)).UTC(), Transport: r.transport,
 		Origin: r.origin, Frame: r.frame, DSCP: r.dscp, HasDSCP: r.flags&retHasDSCP != 0,
 		Index: int(r.index), Leg: int(r.leg), Retransmission: r.flags&retRetrans != 0,
+		Duplicates: int(r.dups),
 	}
 	m.Src, m.Dst = d.addrsOf(i)
 	if r.flags&retWhole != 0 {

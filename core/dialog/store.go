@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Defaults (engine.md §17).
@@ -27,6 +28,11 @@ type Config struct {
 	// MaxSeen caps the retransmission identities remembered per dialog;
 	// past it, new identities are not remembered (counted).
 	MaxSeen int
+	// DuplicateWindow is how close in capture time the same bytes of a
+	// dialog must come to be a capture duplicate rather than a message of
+	// its own (dup.go); zero takes DefaultDuplicateWindow (50 ms, a tenth
+	// of RFC 3261's T1), negative turns duplicate recognition off.
+	DuplicateWindow time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -38,6 +44,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSeen <= 0 {
 		c.MaxSeen = DefaultMaxSeen
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = DefaultDuplicateWindow
 	}
 	return c
 }
@@ -51,8 +60,18 @@ type Stats struct {
 	// WithoutCallID counts SIP messages that carried no Call-ID and joined
 	// no dialog.
 	WithoutCallID uint64 `json:"without_call_id" desc:"SIP messages without a Call-ID (joined no dialog)"`
-	// Retransmissions counts messages recognized as retransmissions.
-	Retransmissions uint64 `json:"retransmissions" desc:"messages recognized as retransmissions"`
+	// Retransmissions counts messages recognized as retransmissions: re-sent
+	// by their sender (RFC 3261 §17), capture duplicates excluded.
+	Retransmissions uint64 `json:"retransmissions" desc:"messages re-sent by their sender (RFC 3261 §17 retransmissions)"`
+	// Duplicates counts capture duplicates: the same bytes of a dialog seen
+	// again within the duplicate window (a mirrored copy, a second
+	// interface, a second HEP agent). Counted in Messages, in no dialog's
+	// msg_count.
+	Duplicates uint64 `json:"duplicates" desc:"capture duplicates: the same message seen twice at the capture point, not re-sent"`
+	// DuplicateEntriesEvicted counts messages forgotten by the duplicate
+	// table while still inside the window: a later copy of one of them
+	// would be taken for a message of its own.
+	DuplicateEntriesEvicted uint64 `json:"duplicate_entries_evicted,omitempty" desc:"messages the duplicate table forgot inside the window (a copy of them could be missed)"`
 	// Evicted counts dialogs evicted at the cap (the least recently updated
 	// end went).
 	Evicted uint64 `json:"evicted" desc:"dialogs evicted at the cap (least recently updated first)"`
@@ -74,6 +93,9 @@ type Result struct {
 	Created bool
 	// Retransmission: the message repeated an earlier one.
 	Retransmission bool
+	// Duplicate: the message was a capture duplicate (dup.go): counted,
+	// nothing else.
+	Duplicate bool
 	// NoCallID: the message carried no Call-ID and joined no dialog.
 	NoCallID bool
 	// Refused: the Call-ID was new and the store is full under no-rotate.
@@ -95,6 +117,7 @@ type Store struct {
 	methods    map[string]int // dialogs held per primary-leg method ("" for none)
 	seq        uint64
 	stats      Stats
+	dup        dupTable
 
 	rev atomic.Uint64
 	gen atomic.Uint64
@@ -127,6 +150,7 @@ func (s *Store) Stats() Stats {
 	defer s.mu.RUnlock()
 	st := s.stats
 	st.Dialogs = len(s.byID)
+	st.DuplicateEntriesEvicted = s.dup.evicted
 	return st
 }
 
@@ -147,6 +171,17 @@ func (s *Store) Apply(o Observation) Result {
 	}
 	var res Result
 	d := s.byID[callID]
+	var key uint64
+	if d != nil && s.cfg.DuplicateWindow > 0 {
+		key = dupKey(&o, d.seq)
+		if e := s.dup.find(key, &o, o.TS.UnixNano(), int64(s.cfg.DuplicateWindow)); e != nil {
+			d.duplicate(e.pos)
+			s.stats.Messages++
+			s.stats.Duplicates++
+			s.rev.Add(1)
+			return Result{Duplicate: true}
+		}
+	}
 	if d == nil {
 		if len(s.byID) >= s.cfg.MaxDialogs {
 			if s.cfg.NoRotate {
@@ -166,8 +201,19 @@ func (s *Store) Apply(o Observation) Result {
 	} else {
 		s.moveFront(d)
 	}
-	before := d.msgsDropped
+	before, retained := d.msgsDropped, len(d.msgs)
 	r := d.apply(&o, &s.cfg)
+	if s.cfg.DuplicateWindow > 0 {
+		if key == 0 {
+			key = dupKey(&o, d.seq)
+		}
+		pos := int32(-1)
+		if len(d.msgs) > retained {
+			pos = int32(retained)
+		}
+		win := int64(s.cfg.DuplicateWindow)
+		s.dup.put(key, &o, o.TS.UnixNano(), pos, win)
+	}
 	if res.Created {
 		// the first message always opens the primary leg, whose method
 		// never changes

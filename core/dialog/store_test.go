@@ -297,10 +297,13 @@ func TestFlows(t *testing.T) {
 		{
 			name: "retransmitted INVITE and 100",
 			steps: []step{
+				// Timer A re-sends the INVITE after T1; the server
+				// transaction answers the copy with its last provisional
+				// again (RFC 3261 §17.2.1).
 				{0, alice, bob, req("INVITE", inv)},
+				{10, bob, alice, resp(100, withMeth(inv, "INVITE"))},
 				{500, alice, bob, req("INVITE", inv)},
 				{510, bob, alice, resp(100, withMeth(inv, "INVITE"))},
-				{511, bob, alice, resp(100, withMeth(inv, "INVITE"))},
 				{600, bob, alice, resp(486, withMeth(invB, "INVITE"))},
 			},
 			state: "Failed", final: 486, retrans: 2, msgs: 5,

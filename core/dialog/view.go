@@ -18,8 +18,9 @@ type Summary struct {
 	// Method is the method that opened the primary leg.
 	Method string `json:"method" desc:"method that opened the dialog"`
 	// MsgCount counts every SIP message of the Call-ID, retransmissions
-	// included.
-	MsgCount int `json:"msg_count" desc:"SIP messages in the dialog, retransmissions included"`
+	// included, capture duplicates not (they are Timing.Duplicates: the
+	// frames tshark counts for the Call-ID are MsgCount + Duplicates).
+	MsgCount int `json:"msg_count" desc:"SIP messages in the dialog, retransmissions included, duplicates not"`
 	// FromUser is the user part of the From URI; absent when none.
 	FromUser string `json:"from_user,omitempty" desc:"user part of the From URI"`
 	// ToUser is the user part of the To URI; absent when none.
@@ -60,8 +61,14 @@ type Timing struct {
 	PDDMs *int64 `json:"pdd_ms,omitempty" desc:"post-dial delay: INVITE to first 18x, ms"`
 	// SetupMs is the INVITE to the first 2xx, milliseconds.
 	SetupMs *int64 `json:"setup_ms,omitempty" desc:"setup time: INVITE to 2xx, ms"`
-	// Retransmits counts retransmitted messages in the dialog.
+	// Retransmits counts retransmitted messages in the dialog: messages
+	// re-sent by their sender (RFC 3261 §17), capture duplicates excluded.
 	Retransmits int `json:"retransmits" desc:"retransmitted messages"`
+	// Duplicates counts the dialog's capture duplicates: the same bytes
+	// seen again within the duplicate window (a mirrored copy, a second
+	// interface, a second HEP agent). They are not in msg_count and move
+	// nothing. Absent when none.
+	Duplicates int `json:"duplicates,omitempty" desc:"capture duplicates (not retransmissions)"`
 	// DurationMs is the answered call's duration (answer to BYE), ms.
 	DurationMs *int64 `json:"duration_ms,omitempty" desc:"answered call duration: 2xx to BYE, ms"`
 }
@@ -234,7 +241,7 @@ func (b *boxes) next() *[3]int64 {
 // rowTiming is the row's timing subset, its three optional values in one
 // box taken from b.
 func (d *dialog) rowTiming(b *boxes) Timing {
-	t := Timing{Retransmits: d.retrans}
+	t := Timing{Retransmits: d.retrans, Duplicates: d.dups}
 	l := d.primary()
 	if l == nil || l.family != FamilyInvite {
 		return t

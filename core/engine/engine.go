@@ -166,6 +166,7 @@ type liveSource struct {
 type tally struct {
 	frames, bytes, invalidTS, packets                   uint64
 	sipMessages, sipMalformed, sipNoCallID, sipRetrans  uint64
+	sipDups                                             uint64
 	sipRefused, sdpBodies, sdpBad, media, other         uint64
 	hepEnvelopes, hepMalformed, hepSIP, hepRTP, hepRTCP uint64
 	hepOther, hepNested, hepNotSIP, hepKeepalives       uint64
@@ -190,6 +191,7 @@ func (c *Capture) publish() {
 	add(&c.ctr.sipMalformed, &t.sipMalformed)
 	add(&c.ctr.sipNoCallID, &t.sipNoCallID)
 	add(&c.ctr.sipRetrans, &t.sipRetrans)
+	add(&c.ctr.sipDups, &t.sipDups)
 	add(&c.ctr.sipRefused, &t.sipRefused)
 	add(&c.ctr.sdpBodies, &t.sdpBodies)
 	add(&c.ctr.sdpBad, &t.sdpBad)
@@ -237,6 +239,7 @@ type counters struct {
 	sipMalformed  atomic.Uint64
 	sipNoCallID   atomic.Uint64
 	sipRetrans    atomic.Uint64
+	sipDups       atomic.Uint64
 	sipRefused    atomic.Uint64
 	sdpBodies     atomic.Uint64
 	sdpBad        atomic.Uint64
@@ -622,7 +625,7 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	}
 	o := dialog.Observation{
 		Msg: m, TS: p.TS, Src: p.Src, Dst: p.Dst, Transport: p.Transport,
-		Origin: p.Origin, DSCP: p.DSCP, HasDSCP: p.HasDSCP,
+		Origin: p.Origin, DSCP: p.DSCP, HasDSCP: p.HasDSCP, IPID: p.IPID, HasIPID: p.HasIPID,
 	}
 	if p.Frame != nil {
 		o.Frame = packet.RefOf(p.Frame)
@@ -636,8 +639,10 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 		c.pend.sipRefused++
 	case r.Retransmission:
 		c.pend.sipRetrans++
+	case r.Duplicate:
+		c.pend.sipDups++
 	}
-	if m.CallID == "" || r.Refused || r.Retransmission || c.media == nil {
+	if m.CallID == "" || r.Refused || r.Retransmission || r.Duplicate || c.media == nil {
 		return
 	}
 	body, ok := m.SDPBody()

@@ -11,9 +11,12 @@ import (
 // A host that captures live and receives HEP at once (-i any -L ...) sees
 // every HEP datagram twice: the listener receives it, and the live capture
 // sees it on the wire on its way to the listener. Routing both would count
-// every HEP message twice, the second copy as a retransmission. The listener
-// is the datagram's door: a live packet addressed to a running listener of
-// this capture is skipped and counted (Status.HEP.OwnListenerSkipped).
+// every HEP message twice in sip_messages, the second copy as a capture
+// duplicate (core/dialog/dup.go). The listener is the datagram's door: a
+// live packet addressed to a running listener of this capture is skipped
+// and counted (Status.HEP.OwnListenerSkipped). An envelope bound for
+// another collector is routed: its message is then a capture duplicate of
+// the copy the listener received, if that agent also sends here.
 
 // selfAddr is one address a running HEP listener of this capture receives
 // on.

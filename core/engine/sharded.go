@@ -414,6 +414,7 @@ func copyPacket(d, s *packet.Packet) {
 	d.Payload = s.Payload
 	d.Origin = s.Origin
 	d.DSCP, d.HasDSCP = s.DSCP, s.HasDSCP
+	d.IPID, d.HasIPID = s.IPID, s.HasIPID
 	d.Frame = s.Frame
 	d.Reassembled = s.Reassembled
 	d.HEPAgentID = s.HEPAgentID

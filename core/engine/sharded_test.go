@@ -18,7 +18,7 @@ import (
 func TestCopiesSetEveryField(t *testing.T) {
 	f := packet.Frame{TS: time.Unix(1, 2), LinkType: 1, Data: []byte{1}, OrigLen: 3, Source: "s", SourceID: 4, Ordinal: 5, InvalidTS: true}
 	p := packet.Packet{TS: time.Unix(6, 7), Src: netip.MustParseAddrPort("192.0.2.1:1"), Dst: netip.MustParseAddrPort("192.0.2.2:2"),
-		Transport: packet.TransportUDP, Payload: []byte{2}, Origin: packet.OriginHEP, DSCP: 46, HasDSCP: true, Frame: &f,
+		Transport: packet.TransportUDP, Payload: []byte{2}, Origin: packet.OriginHEP, DSCP: 46, HasDSCP: true, IPID: 0x0a27, HasIPID: true, Frame: &f,
 		Reassembled: true, HEPAgentID: 9}
 	for _, v := range []reflect.Value{reflect.ValueOf(f), reflect.ValueOf(p)} {
 		for i := 0; i < v.NumField(); i++ {

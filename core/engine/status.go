@@ -82,8 +82,8 @@ type Status struct {
 	// included).
 	Packets uint64 `json:"packets"`
 
-	// SIPMessages counts every SIP message seen, retransmissions and
-	// malformed messages included.
+	// SIPMessages counts every SIP message seen, retransmissions, capture
+	// duplicates and malformed messages included (tshark's count).
 	SIPMessages uint64 `json:"sip_messages"`
 	// SIPMalformed counts SIP messages the parser flagged (they are kept).
 	SIPMalformed uint64 `json:"sip_malformed"`
@@ -95,8 +95,15 @@ type Status struct {
 	// SIPWithoutCallID counts SIP messages without a Call-ID (counted,
 	// in no dialog).
 	SIPWithoutCallID uint64 `json:"sip_without_call_id"`
-	// SIPRetransmissions counts SIP messages recognized as retransmissions.
+	// SIPRetransmissions counts SIP messages recognized as retransmissions:
+	// re-sent by their sender (RFC 3261 §17), capture duplicates excluded.
 	SIPRetransmissions uint64 `json:"sip_retransmissions"`
+	// SIPDuplicates counts capture duplicates: a SIP message seen again,
+	// the same bytes in the same dialog within the duplicate window (a
+	// mirrored copy, a second interface, a second HEP agent;
+	// core/dialog/dup.go). Counted in sip_messages, never as a
+	// retransmission, applied to nothing.
+	SIPDuplicates uint64 `json:"sip_duplicates"`
 	// SIPRefused counts SIP messages of Call-IDs refused at the dialog cap.
 	SIPRefused uint64 `json:"sip_refused,omitempty"`
 	// SDPBodies counts SDP bodies handed to the stream store; SDPUnreadable
@@ -142,8 +149,8 @@ type HEPCounts struct {
 	// OwnListenerSkipped counts live-capture packets addressed to one of
 	// this capture's running HEP listeners. They are skipped, not routed:
 	// the listener receives the same datagrams itself, and routing both
-	// copies would count every HEP message twice (the second as a
-	// retransmission) on a host that captures live and receives HEP.
+	// copies would count every HEP message twice (the second as a capture
+	// duplicate) on a host that captures live and receives HEP.
 	OwnListenerSkipped uint64 `json:"own_listener_skipped"`
 }
 
@@ -164,6 +171,7 @@ func (c *Capture) Status() Status {
 		SIPMalformed:       c.ctr.sipMalformed.Load(),
 		SIPWithoutCallID:   c.ctr.sipNoCallID.Load(),
 		SIPRetransmissions: c.ctr.sipRetrans.Load(),
+		SIPDuplicates:      c.ctr.sipDups.Load(),
 		SIPRefused:         c.ctr.sipRefused.Load(),
 		SDPBodies:          c.ctr.sdpBodies.Load(),
 		SDPUnreadable:      c.ctr.sdpBad.Load(),

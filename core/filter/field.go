@@ -104,7 +104,7 @@ var fieldTable = [fieldEnd]FieldInfo{
 	FieldMsgCount:          {Name: "msg_count", Type: TypeNumber, Doc: "Number of SIP messages in the dialog."},
 	FieldPDD:               {Name: "pdd", Type: TypeNumber, Unit: "s", Doc: "Post-dial delay in seconds, from the INVITE to the first ringing or provisional response (100 Trying excluded); absent when not measured."},
 	FieldSetupTime:         {Name: "setup_time", Type: TypeNumber, Unit: "s", Doc: "Setup time in seconds (INVITE to 200 OK); absent when the call was never answered."},
-	FieldRetransmits:       {Name: "retransmits", Type: TypeNumber, Doc: "Number of retransmitted SIP messages in the dialog."},
+	FieldRetransmits:       {Name: "retransmits", Type: TypeNumber, Doc: "Number of SIP messages of the dialog re-sent by their sender (capture duplicates excluded)."},
 	FieldRTPMOS:            {Name: "rtp.mos", Type: TypeNumber, Doc: "Worst estimated MOS among the dialog's RTP streams; absent without media."},
 	FieldRTPJitter:         {Name: "rtp.jitter", Type: TypeNumber, Unit: "ms", Doc: "Worst interarrival jitter in milliseconds among the dialog's RTP streams; absent without media."},
 	FieldRTPLoss:           {Name: "rtp.loss", Type: TypeNumber, Unit: "%", Doc: "Worst packet loss in percent among the dialog's RTP streams; absent without media."},

@@ -82,6 +82,13 @@ type Packet struct {
 
 	DSCP    uint8
 	HasDSCP bool // DSCP was read from an IP header
+	// IPID is the IPv4 Identification of a UDP datagram (RFC 791); HasIPID
+	// is false where there is none (IPv6, TCP, SCTP, a HEP payload). A
+	// mirrored copy of a datagram carries its ID; a sender's second
+	// datagram, a retransmission among them, mostly carries another
+	// (core/dialog/dup.go).
+	IPID    uint16
+	HasIPID bool
 
 	// Frame is the frame the payload came from. It is nil when the payload
 	// was not read from a frame of this run (e.g. a HEP datagram's inner

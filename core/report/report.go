@@ -279,9 +279,16 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 		name = r.Source
 	}
 	fmt.Fprintf(w, "sipnab report: %s\n\n", clean(name, 200))
-	fmt.Fprintf(w, "Read %s (%d bytes) in %.2f s: %s (%d malformed, %d retransmissions), %s, %s.\n",
+	// Capture duplicates are named only when there are some (the line is
+	// unchanged on captures without), and always apart from the
+	// retransmissions (core/dialog/dup.go).
+	dups := ""
+	if r.SIPDuplicates > 0 {
+		dups = fmt.Sprintf(", %d capture duplicates", r.SIPDuplicates)
+	}
+	fmt.Fprintf(w, "Read %s (%d bytes) in %.2f s: %s (%d malformed, %d retransmissions%s), %s, %s.\n",
 		plural(r.FramesRead, "frame"), r.Bytes, r.ElapsedSec, plural(r.SIPMessages, "SIP message"),
-		r.SIPMalformed, r.SIPRetransmissions, plural(uint64(len(doc.Dialogs)), "dialog"), plural(uint64(len(doc.Streams)), "RTP stream"))
+		r.SIPMalformed, r.SIPRetransmissions, dups, plural(uint64(len(doc.Dialogs)), "dialog"), plural(uint64(len(doc.Streams)), "RTP stream"))
 	if r.SIPWithoutCallID > 0 {
 		fmt.Fprintf(w, "%d SIP messages carried no Call-ID and belong to no dialog.\n", r.SIPWithoutCallID)
 	}
