@@ -225,6 +225,11 @@ func (c *Call) timingLine() string {
 	parts := []string{ms("trying", td.TryingMs), ms("PDD", td.PDDMs), ms("setup", td.SetupMs),
 		ms("ring", td.RingMs), ms("teardown", td.TeardownMs), ms("duration", td.DurationMs),
 		fmt.Sprintf("retransmits %d", c.Detail.Timing.Retransmits)}
+	if td.AuthWaitMs != nil {
+		// The delays run from the credentialed INVITE; the caller's wait
+		// after the challenge is shown apart (docs/call-timing.md).
+		parts = append(parts, fmt.Sprintf("auth wait %d ms (%d challenged INVITE(s) retried; not in PDD or setup)", *td.AuthWaitMs, td.AuthRetries))
+	}
 	line := strings.Join(parts, ", ")
 	if td.ClockSuspect {
 		line += " (a timestamp was substituted: timing may be wrong)"
