@@ -228,7 +228,7 @@ func (c *Call) timingLine() string {
 	if td.AuthWaitMs != nil {
 		// The delays run from the credentialed INVITE; the caller's wait
 		// after the challenge is shown apart (docs/call-timing.md).
-		parts = append(parts, fmt.Sprintf("auth wait %d ms (%d challenged INVITE(s) retried; not in PDD or setup)", *td.AuthWaitMs, td.AuthRetries))
+		parts = append(parts, fmt.Sprintf("auth wait %d ms (401/407 to the credentialed INVITE; not in PDD or setup)", *td.AuthWaitMs))
 	}
 	line := strings.Join(parts, ", ")
 	if td.ClockSuspect {

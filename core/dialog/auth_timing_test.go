@@ -86,9 +86,6 @@ func TestPDDAfterAuthChallenge(t *testing.T) {
 					t.Errorf("%s: got %s, want %s", v.name, fmtPtr(v.got), fmtPtr(v.want))
 				}
 			}
-			if d.TimingDetail.AuthRetries != 1 {
-				t.Errorf("auth_retries %d, want 1", d.TimingDetail.AuthRetries)
-			}
 			if f := d.TimingDetail.FirstInviteAt; f == nil || !f.Equal(t0) {
 				t.Errorf("first_invite_at %v, want %v", f, t0)
 			}
@@ -105,7 +102,7 @@ func TestNoAuthRetryKeepsFirstInvite(t *testing.T) {
 	s := New(Config{})
 	play(t, s, basicCall("plain"))
 	d, _ := s.Get("plain")
-	if d.Timing.AuthWaitMs != nil || d.TimingDetail.FirstInviteAt != nil || d.TimingDetail.AuthRetries != 0 {
+	if d.Timing.AuthWaitMs != nil || d.TimingDetail.FirstInviteAt != nil {
 		t.Errorf("auth fields on an unchallenged call: %+v", d.TimingDetail)
 	}
 	steps := authRetryCall("only-challenged", 0, 0, 0, false)[:3]

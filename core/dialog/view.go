@@ -60,13 +60,13 @@ type Timing struct {
 	// retry: the challenge ended the first INVITE's delay (RFC 6076 §4.3),
 	// and the caller's wait is AuthWaitMs. Through a proxy seen on both
 	// sides, the caller's side counts. See docs/call-timing.md.
-	PDDMs *int64 `json:"pdd_ms,omitempty" desc:"post-dial delay: routed INVITE to first 18x, ms"`
+	PDDMs *int64 `json:"pdd_ms,omitempty" desc:"post-dial delay: INVITE to first 18x, ms"`
 	// SetupMs is the routed INVITE to the first 2xx, milliseconds.
-	SetupMs *int64 `json:"setup_ms,omitempty" desc:"setup time: routed INVITE to 2xx, ms"`
+	SetupMs *int64 `json:"setup_ms,omitempty" desc:"setup time: INVITE to 2xx, ms"`
 	// AuthWaitMs is the caller's wait from each 401/407 to its
 	// credentialed retry, summed, milliseconds; in neither PDD nor setup.
 	// Absent when no challenged INVITE was retried.
-	AuthWaitMs *int64 `json:"auth_wait_ms,omitempty" desc:"401/407 to the credentialed retry, ms; not in pdd/setup"`
+	AuthWaitMs *int64 `json:"auth_wait_ms,omitempty" desc:"401/407 to retry, ms"`
 	// Retransmits counts retransmitted messages in the dialog.
 	Retransmits int `json:"retransmits" desc:"retransmitted messages"`
 	// DurationMs is the answered call's duration (answer to BYE), ms.
@@ -79,8 +79,8 @@ type TimingDetail struct {
 	// InviteAt is the INVITE that was routed (after a 401/407, the
 	// credentialed retry); FirstInviteAt the challenged first INVITE,
 	// present only then. Every delay below starts at InviteAt.
-	InviteAt      *time.Time `json:"invite_at,omitempty" desc:"routed INVITE (after a 401/407: the credentialed retry)"`
-	FirstInviteAt *time.Time `json:"first_invite_at,omitempty" desc:"first INVITE, when challenged and retried"`
+	InviteAt      *time.Time `json:"invite_at,omitempty" desc:"routed INVITE (retry after 401/407)"`
+	FirstInviteAt *time.Time `json:"first_invite_at,omitempty" desc:"challenged INVITE"`
 	TryingAt      *time.Time `json:"trying_at,omitempty" desc:"first 100 Trying"`
 	RingingAt     *time.Time `json:"ringing_at,omitempty" desc:"first 18x"`
 	AnsweredAt    *time.Time `json:"answered_at,omitempty" desc:"first 2xx to the INVITE"`
@@ -88,13 +88,12 @@ type TimingDetail struct {
 	TryingMs      *int64     `json:"trying_ms,omitempty" desc:"INVITE to 100 Trying, ms"`
 	PDDMs         *int64     `json:"pdd_ms,omitempty" desc:"INVITE to first 18x, ms"`
 	SetupMs       *int64     `json:"setup_ms,omitempty" desc:"INVITE to 2xx, ms"`
-	// AuthWaitMs and AuthRetries: the caller's waits from a 401/407 to
-	// its credentialed retry (summed), and how many retries; in no delay.
-	AuthWaitMs  *int64 `json:"auth_wait_ms,omitempty" desc:"401/407 to the credentialed retry, ms; not in pdd/setup"`
-	AuthRetries int    `json:"auth_retries,omitempty" desc:"credentialed INVITE retries after a 401/407"`
-	RingMs      *int64 `json:"ring_ms,omitempty" desc:"first 18x to the final response, ms"`
-	TeardownMs  *int64 `json:"teardown_ms,omitempty" desc:"BYE to its 2xx, ms"`
-	DurationMs  *int64 `json:"duration_ms,omitempty" desc:"2xx to BYE, ms"`
+	// AuthWaitMs is the caller's waits from a 401/407 to its credentialed
+	// retry, summed; in no delay.
+	AuthWaitMs *int64 `json:"auth_wait_ms,omitempty" desc:"401/407 to retry, ms"`
+	RingMs     *int64 `json:"ring_ms,omitempty" desc:"first 18x to the final response, ms"`
+	TeardownMs *int64 `json:"teardown_ms,omitempty" desc:"BYE to its 2xx, ms"`
+	DurationMs *int64 `json:"duration_ms,omitempty" desc:"2xx to BYE, ms"`
 	// ClockSuspect: a message of the dialog carried an unusable capture
 	// timestamp (wall clock substituted), so these numbers may be wrong.
 	ClockSuspect bool `json:"clock_suspect,omitempty" desc:"a timestamp was substituted; timing may be wrong"`
@@ -219,7 +218,7 @@ func (d *dialog) timing() TimingDetail {
 	td.FirstInviteAt = tp(l.firstInviteAt)
 	if l.authRetries > 0 {
 		w := l.authWait.Milliseconds()
-		td.AuthWaitMs, td.AuthRetries = &w, l.authRetries
+		td.AuthWaitMs = &w
 	}
 	td.TryingMs = msBetween(l.inviteAt, l.tryingAt)
 	td.PDDMs = msBetween(l.inviteAt, l.ringingAt)
