@@ -113,3 +113,48 @@ func TestNoAuthRetryKeepsFirstInvite(t *testing.T) {
 			d.State, fmtPtr(d.Timing.PDDMs), fmtPtr(d.Timing.SetupMs), fmtPtr(d.Timing.AuthWaitMs))
 	}
 }
+
+// TestPDDAfterAuthChallengeThroughProxy: a proxy seen on both sides
+// challenges alice, then forwards her credentialed INVITE to bob. The
+// clock restarts once, on alice's retry (the forwarded copy does not
+// restart it), and PDD and setup are alice's: the 180 and 200 the proxy
+// sent back to her.
+func TestPDDAfterAuthChallengeThroughProxy(t *testing.T) {
+	cid := "proxy-auth"
+	up1 := hdr{callID: cid, fromTag: "A", cseq: 1, branch: "z9hG4bK-up1"}
+	ch := up1
+	ch.toTag = "px"
+	ack1 := ch
+	ack1.cseqMeth = "ACK"
+	up2 := hdr{callID: cid, fromTag: "A", cseq: 2, branch: "z9hG4bK-up2", extra: []string{`Proxy-Authorization: Digest username="alice"`}}
+	dn2 := hdr{callID: cid, fromTag: "A", cseq: 2, branch: "z9hG4bK-dn2"}
+	up2B, dn2B := up2, dn2
+	up2B.toTag, dn2B.toTag, up2B.extra = "B", "B", nil
+	s := New(Config{})
+	play(t, s, []step{
+		{0, alice, proxy, req("INVITE", up1)},
+		{10, proxy, alice, resp(407, withMeth(ch, "INVITE"))},
+		{12, alice, proxy, req("ACK", ack1)},
+		{9012, alice, proxy, req("INVITE", up2)},
+		{9030, proxy, alice, resp(100, withMeth(hdr{callID: cid, fromTag: "A", cseq: 2, branch: "z9hG4bK-up2"}, "INVITE"))},
+		{9040, proxy, bob, req("INVITE", dn2)},
+		{9500, bob, proxy, resp(180, withMeth(dn2B, "INVITE"))},
+		{9520, proxy, alice, resp(180, withMeth(up2B, "INVITE"))},
+		{12000, bob, proxy, resp(200, withMeth(dn2B, "INVITE"))},
+		{12020, proxy, alice, resp(200, withMeth(up2B, "INVITE"))},
+	})
+	d, _ := s.Get(cid)
+	for _, v := range []struct {
+		name      string
+		got, want *int64
+	}{
+		{"pdd_ms", d.Timing.PDDMs, i64(508)},
+		{"setup_ms", d.Timing.SetupMs, i64(3008)},
+		{"trying_ms", d.TimingDetail.TryingMs, i64(18)},
+		{"auth_wait_ms", d.Timing.AuthWaitMs, i64(9002)},
+	} {
+		if !eqPtr(v.got, v.want) {
+			t.Errorf("%s: got %s, want %s", v.name, fmtPtr(v.got), fmtPtr(v.want))
+		}
+	}
+}
