@@ -168,6 +168,9 @@ func differences(a, b *compared) []Difference {
 	diff("trying_ms", ms(ta.TryingMs), ms(tb.TryingMs))
 	diff("pdd_ms", ms(ta.PDDMs), ms(tb.PDDMs))
 	diff("setup_ms", ms(ta.SetupMs), ms(tb.SetupMs))
+	// trying, PDD and setup run from each call's routed INVITE; the
+	// caller's wait after a 401/407 is compared apart.
+	diff("auth_wait_ms", ms(ta.AuthWaitMs), ms(tb.AuthWaitMs))
 	diff("duration_ms", ms(ta.DurationMs), ms(tb.DurationMs))
 	diff("termination", cause(&a.det), cause(&b.det))
 	diff("rtp_streams", strconv.Itoa(a.n), strconv.Itoa(b.n))

@@ -161,7 +161,7 @@ func TestFieldResource(t *testing.T) {
 		field string
 		want  string
 	}{
-		{"pdd", `{"name":"pdd","type":"number","multi":false,"unit":"s","doc":"Post-dial delay in seconds, from the INVITE to the first ringing or provisional response (100 Trying excluded); absent when not measured."}`},
+		{"pdd", `{"name":"pdd","type":"number","multi":false,"unit":"s","doc":"Post-dial delay in seconds, from the routed INVITE (after a 401/407, the credentialed retry) to the first 18x (100 Trying excluded); the caller's wait after a challenge is not counted; absent when not measured."}`},
 		{"rtp.codec", `"multi":true`},
 		{"state", `"values":["Trying","Ringing","InCall","Completed","Cancelled","Failed","Redirected","Registered","Expired","Pending","Active","Terminated","Transferring"]`},
 	}

@@ -54,9 +54,13 @@ type DialogFacts struct {
 	FinalReason string
 	HasFinal    bool
 	CreatedAt   time.Time
-	// PDD is INVITE → first provisional; HasPDD false when not measured.
-	PDD    time.Duration
-	HasPDD bool
+	// PDD is the routed INVITE → first 18x; HasPDD false when not
+	// measured. InviteAt is that INVITE: after a 401/407, the credentialed
+	// retry (the challenge ended the first INVITE's delay, RFC 6076 §4.3;
+	// the caller's wait is in no delay, docs/call-timing.md).
+	PDD      time.Duration
+	HasPDD   bool
+	InviteAt time.Time
 	// InfoDTMF counts SIP INFO requests carrying DTMF (application/dtmf-relay,
 	// application/dtmf); digit values are never passed in.
 	InfoDTMF int

@@ -28,6 +28,9 @@ func FactsFrom(d dialog.Detail) DialogFacts {
 	if t := d.TimingDetail.AnsweredAt; t != nil {
 		f.Answered, f.AnsweredAt = true, *t
 	}
+	if t := d.TimingDetail.InviteAt; t != nil {
+		f.InviteAt = *t
+	}
 	if p := d.TimingDetail.PDDMs; p != nil {
 		f.PDD, f.HasPDD = time.Duration(*p)*time.Millisecond, true
 	}

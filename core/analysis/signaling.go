@@ -530,8 +530,11 @@ func (c *sigCtx) abandoned() {
 	}
 }
 
-// postDialDelay: the row's PDD (INVITE to the first 18x) over the run's
-// threshold.
+// postDialDelay: the row's PDD (the routed INVITE to the first 18x) over
+// the run's threshold. After a 401/407 the routed INVITE is the
+// credentialed retry: the caller's wait between the challenge and the
+// retry is not part of the PDD and never raises slow setup
+// (docs/call-timing.md). The evidence is that INVITE and its first 18x.
 func (c *sigCtx) postDialDelay() {
 	d := c.d
 	if !d.HasPDD || d.PDD <= c.opts.SlowSetup {
@@ -544,10 +547,12 @@ func (c *sigCtx) postDialDelay() {
 		if t.Method != "INVITE" || t.InDialog {
 			continue
 		}
-		if inv == nil && len(t.RequestIndexes) > 0 {
+		// The routed INVITE: the first one sent at the clock's start (the
+		// first INVITE when the clock never restarted).
+		if inv == nil && len(t.RequestIndexes) > 0 && (d.InviteAt.IsZero() || !t.FirstRequestAt.Before(d.InviteAt)) {
 			inv = t
 		}
-		if t.RingingIndex >= 0 && (ring == nil || t.FirstRingingAt.Before(ring.FirstRingingAt)) {
+		if t.RingingIndex >= 0 && !t.FirstRingingAt.Before(d.InviteAt) && (ring == nil || t.FirstRingingAt.Before(ring.FirstRingingAt)) {
 			ring = t
 		}
 	}

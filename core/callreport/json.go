@@ -73,8 +73,11 @@ type ReportTiming struct {
 	// Duplicates counts capture duplicates (the same message seen twice at
 	// the capture point; core/dialog/dup.go); absent when none.
 	Duplicates int `json:"duplicates,omitempty" desc:"capture duplicates (not retransmissions)"`
-	// SetupMs is the INVITE to its 2xx.
-	SetupMs *int64 `json:"setup_ms,omitempty" desc:"INVITE to 2xx, ms"`
+	// SetupMs is the routed INVITE (after a 401/407, the credentialed
+	// retry) to its 2xx; AuthWaitMs the caller's wait from the challenge
+	// to that retry, in no delay (docs/call-timing.md).
+	SetupMs    *int64 `json:"setup_ms,omitempty" desc:"INVITE to 2xx, ms"`
+	AuthWaitMs *int64 `json:"auth_wait_ms,omitempty" desc:"401/407 to the credentialed retry, ms; not in setup"`
 	// TeardownMs is the BYE to its 2xx.
 	TeardownMs *int64 `json:"teardown_ms,omitempty" desc:"BYE to its 2xx, ms"`
 	// TryingDelayMs is the INVITE to the first 100 Trying.
@@ -131,6 +134,7 @@ func (c *Call) JSON() Report {
 			Retransmits:   d.Timing.Retransmits,
 			Duplicates:    d.Timing.Duplicates,
 			SetupMs:       d.TimingDetail.SetupMs,
+			AuthWaitMs:    d.TimingDetail.AuthWaitMs,
 			TeardownMs:    d.TimingDetail.TeardownMs,
 			TryingDelayMs: d.TimingDetail.TryingMs,
 		},

@@ -231,6 +231,11 @@ func (c *Call) timingLine() string {
 	parts := []string{ms("trying", td.TryingMs), ms("PDD", td.PDDMs), ms("setup", td.SetupMs),
 		ms("ring", td.RingMs), ms("teardown", td.TeardownMs), ms("duration", td.DurationMs),
 		fmt.Sprintf("retransmits %d", c.Detail.Timing.Retransmits)}
+	if td.AuthWaitMs != nil {
+		// The delays run from the credentialed INVITE; the caller's wait
+		// after the challenge is shown apart (docs/call-timing.md).
+		parts = append(parts, fmt.Sprintf("auth wait %d ms (401/407 to the credentialed INVITE; not in PDD or setup)", *td.AuthWaitMs))
+	}
 	line := strings.Join(parts, ", ") + dups
 	if td.ClockSuspect {
 		line += " (a timestamp was substituted: timing may be wrong)"

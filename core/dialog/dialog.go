@@ -147,6 +147,9 @@ type leg struct {
 	// INVITE-family timing milestones; zero when not seen. Responses count
 	// only when sent back to the address the request came from, so the
 	// hops of a proxy seen in one capture do not mix vantage points.
+	// inviteAt is the INVITE that was routed: a 401/407 ends the delay of
+	// the INVITE it answers, and the credentialed retry restarts the clock
+	// (see time; docs/call-timing.md).
 	inviteAt   time.Time
 	ringingAt  time.Time
 	answeredAt time.Time
@@ -169,6 +172,15 @@ type leg struct {
 	tryingAt   time.Time
 	answerCSeq uint32
 	finalAt    time.Time // first non-challenge final response to an opening INVITE
+	// Auth retries of the opening INVITE: firstInviteAt is the first
+	// INVITE (set once a retry restarted the clock), challengeAt the
+	// pending 401/407 sent back to the caller (zero when none), authWait
+	// the caller's waits from each challenge to its retry, authRetries
+	// how many retries restarted the clock.
+	firstInviteAt time.Time
+	challengeAt   time.Time
+	authWait      time.Duration
+	authRetries   int
 }
 
 // transition is a Transition as a leg keeps it (40 bytes instead of 96:
@@ -714,8 +726,25 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 	}
 	switch a {
 	case ReqInvite:
-		if l.inviteAt.IsZero() {
+		switch {
+		case l.inviteAt.IsZero():
 			l.inviteAt, l.inviteSrc = ts, o.Src.Addr()
+		case !l.challengeAt.IsZero() && (!l.inviteSrc.IsValid() || o.Src.Addr() == l.inviteSrc):
+			// The caller's retry after a 401/407 (RFC 3261 §22.2: a new
+			// transaction, so never a retransmission, which does not reach
+			// time). The challenge was the final response of the INVITE it
+			// answered and ended that INVITE's delay (RFC 6076 §4.3): PDD
+			// and setup are measured on this INVITE, the one routed, and
+			// the caller's wait is kept apart.
+			if l.firstInviteAt.IsZero() {
+				l.firstInviteAt = l.inviteAt
+			}
+			if ts.After(l.challengeAt) {
+				l.authWait += ts.Sub(l.challengeAt)
+			}
+			l.authRetries++
+			l.inviteAt, l.inviteSrc = ts, o.Src.Addr()
+			l.tryingAt, l.ringingAt, l.finalAt, l.challengeAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 		}
 		return
 	case ReqBye:
@@ -749,6 +778,12 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 			set(&l.finalAt)
 		case S3xx, S487, SFail:
 			set(&l.finalAt)
+		case SChallenge:
+			// A challenge to the caller before any answer waits for the
+			// caller's retry (a challenged re-INVITE is not a retry).
+			if l.answeredAt.IsZero() {
+				l.challengeAt = ts
+			}
 		}
 	case TxBye:
 		if st == S2xx && toward(l.byeSrc) {

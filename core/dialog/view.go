@@ -55,12 +55,19 @@ type Summary struct {
 
 // Timing is the row's timing subset. Absent values were not measured.
 type Timing struct {
-	// PDDMs is the post-dial delay: the opening INVITE to the first 18x
-	// sent back to the caller (a 100 Trying does not count), milliseconds.
-	// Through a proxy seen on both sides, the caller's side counts.
+	// PDDMs is the post-dial delay: the INVITE that was routed to the
+	// first 18x sent back to the caller (a 100 Trying does not count),
+	// milliseconds. After a 401/407 the routed INVITE is the credentialed
+	// retry: the challenge ended the first INVITE's delay (RFC 6076 §4.3),
+	// and the caller's wait is AuthWaitMs. Through a proxy seen on both
+	// sides, the caller's side counts. See docs/call-timing.md.
 	PDDMs *int64 `json:"pdd_ms,omitempty" desc:"post-dial delay: INVITE to first 18x, ms"`
-	// SetupMs is the INVITE to the first 2xx, milliseconds.
+	// SetupMs is the routed INVITE to the first 2xx, milliseconds.
 	SetupMs *int64 `json:"setup_ms,omitempty" desc:"setup time: INVITE to 2xx, ms"`
+	// AuthWaitMs is the caller's wait from each 401/407 to its
+	// credentialed retry, summed, milliseconds; in neither PDD nor setup.
+	// Absent when no challenged INVITE was retried.
+	AuthWaitMs *int64 `json:"auth_wait_ms,omitempty" desc:"401/407 to retry, ms"`
 	// Retransmits counts retransmitted messages in the dialog: messages
 	// re-sent by their sender (RFC 3261 §17), capture duplicates excluded.
 	Retransmits int `json:"retransmits" desc:"retransmitted messages"`
@@ -76,17 +83,24 @@ type Timing struct {
 // TimingDetail is the full timing of a call. Absent values were not
 // measured.
 type TimingDetail struct {
-	InviteAt   *time.Time `json:"invite_at,omitempty" desc:"opening INVITE"`
-	TryingAt   *time.Time `json:"trying_at,omitempty" desc:"first 100 Trying"`
-	RingingAt  *time.Time `json:"ringing_at,omitempty" desc:"first 18x"`
-	AnsweredAt *time.Time `json:"answered_at,omitempty" desc:"first 2xx to the INVITE"`
-	EndedAt    *time.Time `json:"ended_at,omitempty" desc:"BYE (or its 2xx when the BYE was not captured)"`
-	TryingMs   *int64     `json:"trying_ms,omitempty" desc:"INVITE to 100 Trying, ms"`
-	PDDMs      *int64     `json:"pdd_ms,omitempty" desc:"INVITE to first 18x, ms"`
-	SetupMs    *int64     `json:"setup_ms,omitempty" desc:"INVITE to 2xx, ms"`
-	RingMs     *int64     `json:"ring_ms,omitempty" desc:"first 18x to the final response, ms"`
-	TeardownMs *int64     `json:"teardown_ms,omitempty" desc:"BYE to its 2xx, ms"`
-	DurationMs *int64     `json:"duration_ms,omitempty" desc:"2xx to BYE, ms"`
+	// InviteAt is the INVITE that was routed (after a 401/407, the
+	// credentialed retry); FirstInviteAt the challenged first INVITE,
+	// present only then. Every delay below starts at InviteAt.
+	InviteAt      *time.Time `json:"invite_at,omitempty" desc:"routed INVITE (retry after 401/407)"`
+	FirstInviteAt *time.Time `json:"first_invite_at,omitempty" desc:"challenged INVITE"`
+	TryingAt      *time.Time `json:"trying_at,omitempty" desc:"first 100 Trying"`
+	RingingAt     *time.Time `json:"ringing_at,omitempty" desc:"first 18x"`
+	AnsweredAt    *time.Time `json:"answered_at,omitempty" desc:"first 2xx to the INVITE"`
+	EndedAt       *time.Time `json:"ended_at,omitempty" desc:"BYE (or its 2xx when the BYE was not captured)"`
+	TryingMs      *int64     `json:"trying_ms,omitempty" desc:"INVITE to 100 Trying, ms"`
+	PDDMs         *int64     `json:"pdd_ms,omitempty" desc:"INVITE to first 18x, ms"`
+	SetupMs       *int64     `json:"setup_ms,omitempty" desc:"INVITE to 2xx, ms"`
+	// AuthWaitMs is the caller's waits from a 401/407 to its credentialed
+	// retry, summed; in no delay.
+	AuthWaitMs *int64 `json:"auth_wait_ms,omitempty" desc:"401/407 to retry, ms"`
+	RingMs     *int64 `json:"ring_ms,omitempty" desc:"first 18x to the final response, ms"`
+	TeardownMs *int64 `json:"teardown_ms,omitempty" desc:"BYE to its 2xx, ms"`
+	DurationMs *int64 `json:"duration_ms,omitempty" desc:"2xx to BYE, ms"`
 	// ClockSuspect: a message of the dialog carried an unusable capture
 	// timestamp (wall clock substituted), so these numbers may be wrong.
 	ClockSuspect bool `json:"clock_suspect,omitempty" desc:"a timestamp was substituted; timing may be wrong"`
@@ -208,6 +222,11 @@ func (d *dialog) timing() TimingDetail {
 	}
 	td.InviteAt, td.TryingAt, td.RingingAt = tp(l.inviteAt), tp(l.tryingAt), tp(l.ringingAt)
 	td.AnsweredAt, td.EndedAt = tp(l.answeredAt), tp(ended)
+	td.FirstInviteAt = tp(l.firstInviteAt)
+	if l.authRetries > 0 {
+		w := l.authWait.Milliseconds()
+		td.AuthWaitMs = &w
+	}
 	td.TryingMs = msBetween(l.inviteAt, l.tryingAt)
 	td.PDDMs = msBetween(l.inviteAt, l.ringingAt)
 	td.SetupMs = msBetween(l.inviteAt, l.answeredAt)
@@ -217,28 +236,28 @@ func (d *dialog) timing() TimingDetail {
 	return td
 }
 
-// boxes hands out the three optional timing values of many rows from
+// boxes hands out the four optional timing values of many rows from
 // shared blocks, one allocation per boxBlock rows instead of one per row.
 // The zero value is ready; a nil *boxes allocates per row.
 type boxes struct {
-	free [][3]int64
+	free [][4]int64
 }
 
 const boxBlock = 512
 
-func (b *boxes) next() *[3]int64 {
+func (b *boxes) next() *[4]int64 {
 	if b == nil {
-		return new([3]int64)
+		return new([4]int64)
 	}
 	if len(b.free) == 0 {
-		b.free = make([][3]int64, boxBlock)
+		b.free = make([][4]int64, boxBlock)
 	}
 	p := &b.free[0]
 	b.free = b.free[1:]
 	return p
 }
 
-// rowTiming is the row's timing subset, its three optional values in one
+// rowTiming is the row's timing subset, its four optional values in one
 // box taken from b.
 func (d *dialog) rowTiming(b *boxes) Timing {
 	t := Timing{Retransmits: d.retrans, Duplicates: d.dups}
@@ -250,14 +269,17 @@ func (d *dialog) rowTiming(b *boxes) Timing {
 	if ended.IsZero() {
 		ended = l.byeOKAt
 	}
-	var vals [3]int64
-	var ok [3]bool
+	var vals [4]int64
+	var ok [4]bool
 	for i, p := range [3][2]time.Time{{l.inviteAt, l.ringingAt}, {l.inviteAt, l.answeredAt}, {l.answeredAt, ended}} {
 		if !p[0].IsZero() && !p[1].IsZero() && !p[1].Before(p[0]) {
 			vals[i], ok[i] = p[1].Sub(p[0]).Milliseconds(), true
 		}
 	}
-	if !ok[0] && !ok[1] && !ok[2] {
+	if l.authRetries > 0 {
+		vals[3], ok[3] = l.authWait.Milliseconds(), true
+	}
+	if !ok[0] && !ok[1] && !ok[2] && !ok[3] {
 		return t
 	}
 	box := b.next()
@@ -270,6 +292,9 @@ func (d *dialog) rowTiming(b *boxes) Timing {
 	}
 	if ok[2] {
 		t.DurationMs = &box[2]
+	}
+	if ok[3] {
+		t.AuthWaitMs = &box[3]
 	}
 	return t
 }
