@@ -46,7 +46,7 @@ func TestBatchCLI(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if strings.Contains(tc.name, "not a capture") {
 				if _, err := os.Stat(testcap.Public("c07-sip-r2.cap")); err != nil {
-					t.Skip("public captures not present")
+					t.Fatalf("public capture c07-sip-r2.cap: %v", err)
 				}
 			}
 			cmd := exec.Command(bin, tc.args...)

@@ -2,7 +2,7 @@ package tests
 
 // Acceptance of the engine issues ("Engine I" and "Engine II") through the
 // built binary: `sipnab -N -I FILE --json` over every public capture,
-// compared with tshark's answers in ../shared/captures/truth.
+// compared with tshark's answers in testdata/captures/truth.
 
 import (
 	"bytes"
@@ -207,7 +207,7 @@ var accSSRCRE = regexp.MustCompile(`^0x[0-9a-f]{8}$`)
 func TestEngineAcceptancePublicJSON(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil || len(names) == 0 {
-		t.Fatalf("no public captures (%v): they live in ../shared/captures/public", err)
+		t.Fatalf("no public captures (%v): they live in testdata/captures/public", err)
 	}
 	dir := t.TempDir()
 	for _, name := range names {

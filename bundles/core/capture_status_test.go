@@ -28,7 +28,7 @@ func loadTruth(t *testing.T, name string) truth {
 	t.Helper()
 	b, err := os.ReadFile(testcap.Truth(name))
 	if err != nil {
-		t.Skipf("no truth for %s: %v", name, err)
+		t.Fatalf("no truth for %s: %v", name, err)
 	}
 	var tr truth
 	if err := json.Unmarshal(b, &tr); err != nil {

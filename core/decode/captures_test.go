@@ -115,7 +115,7 @@ var publicWant = map[string]struct {
 func TestPublicCaptures(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil {
-		t.Skipf("public captures not available: %v", err)
+		t.Fatalf("public captures: %v", err)
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestPublicCaptures(t *testing.T) {
 func TestHTTPIsNotSIP(t *testing.T) {
 	frames, err := readFrames(testcap.Public("http-example.cap"))
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	c, _ := decodeAll(t, frames, Config{})
 	http := 0
@@ -193,7 +193,7 @@ func TestHTTPIsNotSIP(t *testing.T) {
 func TestSIPOverTCPCapture(t *testing.T) {
 	frames, err := readFrames(testcap.Public("sip-over-tcp.pcap"))
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	c, st := decodeAll(t, frames, Config{})
 	var sips []packet.Packet

@@ -206,7 +206,7 @@ func readUDP(t *testing.T, name string) []udpRow {
 	t.Helper()
 	fh, err := os.Open(testcap.Public(name))
 	if err != nil {
-		t.Skipf("public capture %s not available: %v", name, err)
+		t.Fatalf("public capture %s: %v", name, err)
 	}
 	defer fh.Close()
 	r, err := pcapgo.NewReader(fh)

@@ -56,7 +56,7 @@ func streamKey(ssrc, src, dst string) string { return ssrc + " " + src + " " + d
 func TestPublicCapturesAgainstTshark(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil {
-		t.Skipf("public captures not available: %v", err)
+		t.Fatalf("public captures: %v", err)
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestPublicCapturesAgainstTshark(t *testing.T) {
 func TestShardedMergeEqualsSingle(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil {
-		t.Skipf("public captures not available: %v", err)
+		t.Fatalf("public captures: %v", err)
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {

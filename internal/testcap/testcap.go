@@ -1,6 +1,7 @@
-// Package testcap locates the shared public captures and their tshark
-// reference answers for tests. They live in ../shared/captures relative to
-// the repository root.
+// Package testcap locates the public captures and their tshark reference
+// answers for tests. They live in the repository, in testdata/captures
+// (public/ and truth/, provenance in testdata/captures/README.md), so a fresh
+// clone runs every test with nothing beside it.
 package testcap
 
 import (
@@ -15,8 +16,8 @@ func Root() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// Dir returns ../shared/captures relative to the repository root.
-func Dir() string { return filepath.Join(Root(), "..", "shared", "captures") }
+// Dir returns testdata/captures under the repository root.
+func Dir() string { return filepath.Join(Root(), "testdata", "captures") }
 
 // Public returns the path of a public capture by file name.
 func Public(name string) string { return filepath.Join(Dir(), "public", name) }
