@@ -1,8 +1,6 @@
 package host
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -17,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,10 +25,14 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// rewriteWriter restores marked error codes on each wire write.
+// rewriteWriter restores marked error codes on each wire write. Each
+// Write is one whole message (mcp-go writes a message and its newline in
+// one call), so the host's own refusals never split one. answered, when
+// set, is told of every message written.
 type rewriteWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu       sync.Mutex
+	w        io.Writer
+	answered func([]byte)
 }
 
 func (r *rewriteWriter) Write(p []byte) (int, error) {
@@ -38,48 +41,28 @@ func (r *rewriteWriter) Write(p []byte) (int, error) {
 	if _, err := r.w.Write(rewriteCodes(p)); err != nil {
 		return 0, err
 	}
+	if r.answered != nil {
+		r.answered(p)
+	}
 	return len(p), nil
 }
 
-// lineRewriter applies fn to each newline-delimited message read (the
-// request rewriting of raw resource URIs, resourceHost.rewriteRequest).
-type lineRewriter struct {
-	r   *bufio.Reader
-	fn  func([]byte) []byte
-	buf []byte
-	err error
-}
-
-func (l *lineRewriter) Read(p []byte) (int, error) {
-	for len(l.buf) == 0 {
-		if l.err != nil {
-			return 0, l.err
-		}
-		line, err := l.r.ReadBytes('\n')
-		l.err = err
-		if len(line) == 0 {
-			continue
-		}
-		body, nl := bytes.CutSuffix(line, []byte("\n"))
-		l.buf = l.fn(body)
-		if nl {
-			l.buf = append(l.buf[:len(l.buf):len(l.buf)], '\n')
-		}
-	}
-	n := copy(p, l.buf)
-	l.buf = l.buf[n:]
-	return n, nil
-}
-
 // serveStdio runs the MCP server on stdin/stdout: stdout carries JSON-RPC
-// only, every log line goes to stderr.
+// only, every log line goes to stderr. Lines pass the typed layer first
+// (stdioReader: bounded, envelope checked); the answers to requests still
+// in flight when stdin closes are written before the server ends.
 func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, logw io.Writer) error {
 	s := server.NewStdioServer(h.srv)
 	s.SetErrorLogger(log.New(logw, "sipnab.stdio: ", log.LstdFlags))
 	// EOF on stdin ends the one connection: its subscriptions go with it,
 	// whatever mcp-go's session hooks did.
 	defer h.res.shut()
-	err := s.Listen(ctx, &lineRewriter{r: bufio.NewReader(in), fn: h.res.rewriteRequest}, &rewriteWriter{w: out})
+	p := &pending{}
+	w := &rewriteWriter{w: out, answered: p.answered}
+	refuse := func(r *rpcRefusal) {
+		_, _ = w.Write(append(r.wire(), '\n'))
+	}
+	err := s.Listen(ctx, newStdioReader(ctx, in, h.res.rewriteRequest, refuse, p), w)
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
 		return nil
 	}
@@ -177,25 +160,27 @@ func (m *sessionManager) Terminate(id string) (bool, error) {
 }
 
 // httpFront is the HTTP entry: Host allowlist, /health, RFC 9728 metadata,
-// bearer auth, Accept negotiation, session presence, then mcp-go's
-// streamable HTTP server with error codes restored.
+// Origin check, bearer auth, Accept negotiation, the message's envelope
+// (checkEnvelope), session presence, then mcp-go's streamable HTTP server
+// with error codes restored.
 type httpFront struct {
 	log          hclog.Logger
 	mcp          *server.StreamableHTTPServer
 	sessions     *sessionManager
 	verify       *verifier
 	allowedHosts []string // empty: loopback names; "*" disables
-	resourceURL  *url.URL
-	metadataPath string
-	metadataURL  string
+	// allowedOrigins are Origin values accepted besides those whose host
+	// is an allowed Host name ("*": any).
+	allowedOrigins []string
+	resourceURL    *url.URL
+	metadataPath   string
+	metadataURL    string
 	// rewrite is applied to every POSTed message (raw resource URIs,
 	// resourceHost.rewriteRequest).
 	rewrite func([]byte) []byte
 	// events holds what a client resuming a broken stream is replayed.
 	events *boundedEventStore
 }
-
-const maxBodyBytes = 4 << 20
 
 // newHTTPFront builds the HTTP entry around h's MCP server: a session table
 // of at most maxSess sessions, tied to h's subscriptions, and mcp-go's
@@ -276,6 +261,13 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	// A browser sends Origin on every cross-origin request: a page on
+	// another site must not reach the endpoint through a user's browser
+	// (MCP streamable HTTP, security warning: validate Origin).
+	if o := r.Header.Get("Origin"); o != "" && !f.originAllowed(o) {
+		http.Error(w, "Forbidden: Origin not allowed", http.StatusForbidden)
+		return
+	}
 
 	peer := peerAddr(r.RemoteAddr)
 	c := caller{peer: peer, label: "peer " + peer.String() + " unauthenticated"}
@@ -304,17 +296,21 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Not Acceptable: Accept must offer both application/json and text/event-stream", http.StatusNotAcceptable)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxMessageBytes+1))
 		if err != nil {
 			http.Error(w, "reading body", http.StatusBadRequest)
 			return
 		}
-		if len(body) > maxBodyBytes {
+		if len(body) > maxMessageBytes {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
+		env, refusal := checkEnvelope(body)
+		if refusal != nil {
+			writeRefusal(w, refusal)
+			return
+		}
 		var msg struct {
-			Method string `json:"method"`
 			Params struct {
 				Meta map[string]any `json:"_meta"`
 			} `json:"params"`
@@ -323,8 +319,10 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if v, ok := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok && mcp.IsModernProtocol(v) {
 			modern = true
 		}
-		if !modern && msg.Method != string(mcp.MethodInitialize) && r.Header.Get(server.HeaderKeySessionID) == "" {
-			http.Error(w, "Unexpected message, expect initialize request", http.StatusUnprocessableEntity)
+		// MCP streamable HTTP, session management: a request without the
+		// session id (other than initialize) is 400 Bad Request.
+		if !modern && env.method != string(mcp.MethodInitialize) && r.Header.Get(server.HeaderKeySessionID) == "" {
+			writeRefusal(w, &rpcRefusal{mcp.INVALID_REQUEST, msgNoSession})
 			return
 		}
 		if f.rewrite != nil {
@@ -334,7 +332,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	case http.MethodGet, http.MethodDelete:
 		if !modern && r.Header.Get(server.HeaderKeySessionID) == "" {
-			http.Error(w, "Unexpected message, expect initialize request", http.StatusUnprocessableEntity)
+			http.Error(w, "Bad Request: "+msgNoSession, http.StatusBadRequest)
 			return
 		}
 		if r.Method == http.MethodGet && !modern && !acceptsType(r.Header.Values("Accept"), "text/event-stream") {
@@ -367,6 +365,45 @@ func (f *httpFront) hostAllowed(host string) bool {
 	return false
 }
 
+// originAllowed accepts an Origin whose host is an allowed Host name
+// (loopback names when --mcp-allowed-host names none; a "*" there grants
+// no origin) or that --mcp-allowed-origin lists. "null" (a sandboxed or
+// file: page) is never allowed unless listed.
+func (f *httpFront) originAllowed(origin string) bool {
+	for _, a := range f.allowedOrigins {
+		if a == "*" || strings.EqualFold(strings.TrimRight(a, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	h := u.Hostname()
+	if len(f.allowedHosts) == 0 {
+		if strings.EqualFold(h, "localhost") {
+			return true
+		}
+		a, err := netip.ParseAddr(h)
+		return err == nil && a.IsLoopback()
+	}
+	for _, a := range f.allowedHosts {
+		if a != "*" && (strings.EqualFold(a, h) || strings.EqualFold(a, u.Host)) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRefusal answers a POST the front refuses with 400 and the JSON-RPC
+// error as its body, id null (MCP streamable HTTP: the body of an error
+// status may be a JSON-RPC error response that has no id).
+func writeRefusal(w http.ResponseWriter, r *rpcRefusal) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(append(r.wire(), '\n'))
+}
+
 func (f *httpFront) serveMetadata(w http.ResponseWriter) {
 	doc := map[string]any{
 		"resource":                 f.resourceURL.String(),
@@ -390,13 +427,22 @@ func peerAddr(remote string) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
+// acceptsType says whether an Accept header offers want (RFC 9110 §12.5.1:
+// type/* and */* match; q=0 means "not acceptable").
 func acceptsType(values []string, want string) bool {
+	major, _, _ := strings.Cut(want, "/")
 	for _, v := range values {
 		for _, part := range strings.Split(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err == nil && (mt == want || mt == "*/*") {
-				return true
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil || !(mt == want || mt == "*/*" || mt == major+"/*") {
+				continue
 			}
+			if q, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(q, 64); err != nil || f == 0 {
+					continue
+				}
+			}
+			return true
 		}
 	}
 	return false
