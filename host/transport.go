@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -73,11 +74,14 @@ func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, lo
 // for real. The table is capped: past maxSessions the oldest session is
 // evicted (counted).
 type sessionManager struct {
-	mu      sync.Mutex
-	live    map[string]time.Time
-	order   []string
-	max     int
-	evicted uint64
+	mu   sync.Mutex
+	live map[string]time.Time
+	// batching holds the sessions initialized with protocol version
+	// 2025-03-26, the one version whose clients may send batches.
+	batching map[string]bool
+	order    []string
+	max      int
+	evicted  uint64
 	// onEnd is told of every session that ends (DELETE or eviction), so
 	// per-session state (resource subscriptions) goes with it.
 	onEnd func(id string)
@@ -90,7 +94,7 @@ type sessionManager struct {
 const maxSessions = 4096
 
 func newSessionManager() *sessionManager {
-	return &sessionManager{live: map[string]time.Time{}, max: maxSessions}
+	return &sessionManager{live: map[string]time.Time{}, batching: map[string]bool{}, max: maxSessions}
 }
 
 func (m *sessionManager) Generate() string {
@@ -104,6 +108,7 @@ func (m *sessionManager) Generate() string {
 		m.order = m.order[1:]
 		if _, ok := m.live[oldest]; ok {
 			delete(m.live, oldest)
+			delete(m.batching, oldest)
 			m.evicted++
 			ended = append(ended, oldest)
 		}
@@ -131,6 +136,22 @@ func (m *sessionManager) Validate(id string) (bool, error) {
 	return false, nil
 }
 
+// allowBatches marks a live session as one of protocol version 2025-03-26.
+func (m *sessionManager) allowBatches(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.live[id]; ok {
+		m.batching[id] = true
+	}
+}
+
+// batches says whether id names a live 2025-03-26 session.
+func (m *sessionManager) batches(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.batching[id]
+}
+
 // isLive says whether id names a session that has not ended.
 func (m *sessionManager) isLive(id string) bool {
 	m.mu.Lock()
@@ -146,6 +167,7 @@ func (m *sessionManager) Terminate(id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.live, id)
+	delete(m.batching, id)
 	// compact the order slice now and then
 	if len(m.order) > 2*len(m.live)+64 {
 		kept := m.order[:0]
@@ -290,6 +312,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+	legacyInit := false // an initialize asking for 2025-03-26
 	switch r.Method {
 	case http.MethodPost:
 		if !acceptsBoth(r.Header.Values("Accept")) {
@@ -305,6 +328,14 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
+		if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && f.sessions.batches(sid) &&
+			(r.Header.Get(mcp.HeaderProtocolVersion) == "" || r.Header.Get(mcp.HeaderProtocolVersion) == mcp.ProtocolVersion20250326) {
+			var elems []json.RawMessage
+			if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' && json.Unmarshal(b, &elems) == nil {
+				f.serveBatch(w, r.WithContext(withCaller(r.Context(), c)), elems)
+				return
+			}
+		}
 		env, refusal := checkEnvelope(body)
 		if refusal != nil {
 			writeRefusal(w, refusal)
@@ -312,10 +343,12 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		var msg struct {
 			Params struct {
-				Meta map[string]any `json:"_meta"`
+				Meta            map[string]any `json:"_meta"`
+				ProtocolVersion string         `json:"protocolVersion"`
 			} `json:"params"`
 		}
 		_ = json.Unmarshal(body, &msg)
+		legacyInit = env.method == string(mcp.MethodInitialize) && msg.Params.ProtocolVersion == mcp.ProtocolVersion20250326
 		if v, ok := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok && mcp.IsModernProtocol(v) {
 			modern = true
 		}
@@ -341,6 +374,15 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(withCaller(r.Context(), c))
+	if legacyInit {
+		// Remember the 2025-03-26 sessions: their clients may batch.
+		rw := &rewriteResponse{ResponseWriter: w, sse: true}
+		f.mcp.ServeHTTP(rw, r)
+		if sid := w.Header().Get(server.HeaderKeySessionID); sid != "" && rw.status == http.StatusOK {
+			f.sessions.allowBatches(sid)
+		}
+		return
+	}
 	f.mcp.ServeHTTP(&rewriteResponse{ResponseWriter: w, sse: r.Method == http.MethodPost}, r)
 }
 

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -248,3 +250,112 @@ func (s *stdioReader) next() {
 	}
 	s.buf = append(body, '\n') // over the line end when body is s.line's prefix
 }
+
+// serveBatch answers a JSON-RPC batch in a session of protocol version
+// 2025-03-26, whose servers "MUST support receiving JSON-RPC batches" (MCP
+// 2025-03-26, transports): each element is served in turn as a POST of its
+// own, and its answers (with any notification it caused) are sent as they
+// come, one SSE message event each, so nothing is held past one element. A
+// batch of notifications and responses only is 202 with no body. An
+// initialize ("MUST NOT be part of a JSON-RPC batch") and an element that
+// fails checkEnvelope are answered -32600 in their place.
+func (f *httpFront) serveBatch(w http.ResponseWriter, r *http.Request, elems []json.RawMessage) {
+	if len(elems) == 0 {
+		writeRefusal(w, &rpcRefusal{mcp.INVALID_REQUEST, "an empty batch holds no request (JSON-RPC 2.0 §6)"})
+		return
+	}
+	requests := false
+	for _, e := range elems {
+		env, refusal := checkEnvelope(e)
+		requests = requests || env.request || refusal != nil || env.method == string(mcp.MethodInitialize)
+	}
+	if !requests {
+		for _, e := range elems {
+			f.serveElement(r, e)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	event := func(msg []byte) {
+		_, _ = w.Write([]byte("event: message\ndata: " + string(bytes.TrimSpace(msg)) + "\n\n"))
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	_, _ = io.WriteString(w, "data: \n\n")
+	for _, e := range elems {
+		env, refusal := checkEnvelope(e)
+		switch {
+		case refusal != nil:
+			event(refusal.wire())
+			continue
+		case env.method == string(mcp.MethodInitialize):
+			event((&rpcRefusal{mcp.INVALID_REQUEST, "initialize must not be part of a JSON-RPC batch (MCP 2025-03-26)"}).wire())
+			continue
+		}
+		for _, m := range f.serveElement(r, e) {
+			event(m)
+		}
+	}
+}
+
+// serveElement serves one batch element through mcp-go as a POST of its
+// own and returns the messages it answered (a JSON reply, or each data of
+// an event stream). An HTTP error becomes a JSON-RPC error for its id.
+func (f *httpFront) serveElement(r *http.Request, e json.RawMessage) [][]byte {
+	if f.rewrite != nil {
+		e = f.rewrite(e)
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(e))
+	r2.ContentLength = int64(len(e))
+	rec := &elementRecorder{header: http.Header{}}
+	f.mcp.ServeHTTP(&rewriteResponse{ResponseWriter: rec}, r2)
+	switch {
+	case rec.status == http.StatusAccepted:
+		return nil
+	case strings.HasPrefix(rec.header.Get("Content-Type"), "text/event-stream"):
+		var out [][]byte
+		for _, l := range bytes.Split(rec.body.Bytes(), []byte("\n")) {
+			if d, ok := bytes.CutPrefix(l, []byte("data:")); ok && len(bytes.TrimSpace(d)) > 0 {
+				out = append(out, bytes.TrimSpace(d))
+			}
+		}
+		return out
+	case rec.status == 0 || rec.status == http.StatusOK:
+		if b := bytes.TrimSpace(rec.body.Bytes()); len(b) > 0 {
+			return [][]byte{b}
+		}
+		return nil
+	}
+	var id struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(e, &id)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id.ID, "error": map[string]any{
+		"code": mcp.INVALID_REQUEST, "message": fmt.Sprintf("HTTP %d: %s", rec.status, strings.TrimSpace(rec.body.String()))}})
+	return [][]byte{b}
+}
+
+// elementRecorder is the ResponseWriter of one batch element.
+type elementRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (e *elementRecorder) Header() http.Header { return e.header }
+func (e *elementRecorder) WriteHeader(status int) {
+	if e.status == 0 {
+		e.status = status
+	}
+}
+func (e *elementRecorder) Write(p []byte) (int, error) {
+	e.WriteHeader(http.StatusOK)
+	return e.body.Write(p)
+}
+func (e *elementRecorder) Flush() {}

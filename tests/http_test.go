@@ -139,6 +139,57 @@ func TestHTTPTransportRules(t *testing.T) {
 	}
 }
 
+// TestHTTPBatchIn20250326Session: protocol version 2025-03-26 is the one
+// whose servers must receive batches; each element is answered as its own
+// event, an initialize or a bad id in its place is -32600, and a batch of
+// notifications only is 202.
+func TestHTTPBatchIn20250326Session(t *testing.T) {
+	s := startHTTP(t, nil, "-I", sampleCapture())
+	resp, body := rawPost(t, s.URL, strings.Replace(initBody, "2025-11-25", "2025-03-26", 1), nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"protocolVersion":"2025-03-26"`) {
+		t.Fatalf("initialize 2025-03-26: %d %s", resp.StatusCode, body)
+	}
+	hdr := map[string]string{"Mcp-Session-Id": sid}
+	batch := `[{"jsonrpc":"2.0","id":2,"method":"ping"},` +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"},` +
+		`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"capture_status","arguments":{}}},` +
+		`{"jsonrpc":"2.0","id":{"x":4},"method":"ping"},` +
+		strings.Replace(initBody, `"id":1`, `"id":5`, 1) + `]`
+	resp, body = rawPost(t, s.URL, batch, hdr)
+	var got []string
+	for _, l := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok && strings.TrimSpace(d) != "" {
+			var m struct {
+				ID     json.RawMessage
+				Result json.RawMessage
+				Error  *struct{ Code int }
+			}
+			if err := json.Unmarshal([]byte(d), &m); err != nil {
+				t.Fatalf("event %q: %v", d, err)
+			}
+			switch {
+			case m.Error != nil:
+				got = append(got, string(m.ID)+" error "+strconv.Itoa(m.Error.Code))
+			case strings.Contains(string(m.Result), "sip-rtp-g711.pcap"):
+				got = append(got, string(m.ID)+" capture_status")
+			default:
+				got = append(got, string(m.ID)+" "+string(m.Result))
+			}
+		}
+	}
+	want := []string{`2 {}`, `"three" capture_status`, `null error -32600`, `null error -32600`}
+	if resp.StatusCode != 200 || strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("batch: got %d %q, want %q; body %q", resp.StatusCode, got, want, body)
+	}
+	if resp, body := rawPost(t, s.URL, `[{"jsonrpc":"2.0","method":"notifications/initialized"}]`, hdr); resp.StatusCode != 202 || body != "" {
+		t.Errorf("batch of a notification: got %d %q, want 202 and no body", resp.StatusCode, body)
+	}
+	if resp, body := rawPost(t, s.URL, `[]`, hdr); resp.StatusCode != 400 || !strings.Contains(body, "empty batch") {
+		t.Errorf("empty batch: got %d %q", resp.StatusCode, body)
+	}
+}
+
 // TestHTTPAllowedOrigins: --mcp-allowed-origin admits a listed browser
 // origin; the allowed Host names admit their own origins; anything else
 // is 403 before authentication.
