@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckEnvelopeRefusesWhatIsNoSingleRequest(t *testing.T) {
@@ -202,5 +203,25 @@ func TestAcceptOffersBoth(t *testing.T) {
 		if got := acceptsBoth([]string{tc.accept}); got != tc.want {
 			t.Errorf("%q: %v, want %v", tc.accept, got, tc.want)
 		}
+	}
+}
+
+func TestPendingDrainWaitsForTheLastAnswer(t *testing.T) {
+	p := &pending{}
+	p.n.Store(1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		p.answered([]byte(`{"jsonrpc":"2.0","id":6,"result":{}}`))
+	}()
+	start := time.Now()
+	p.drain(context.Background(), 10*time.Second)
+	if d := time.Since(start); d < 100*time.Millisecond || d > 5*time.Second || p.n.Load() != 0 {
+		t.Errorf("drain returned after %v with %d pending, want after the answer (100 ms)", d, p.n.Load())
+	}
+	p.n.Store(1) // never answered: the bound ends the wait
+	start = time.Now()
+	p.drain(context.Background(), 50*time.Millisecond)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("unanswered drain took %v, want its 50 ms bound", d)
 	}
 }
