@@ -82,6 +82,7 @@ var options = []option{
 	{flag: "token-id", key: "token_id", kind: kString, def: "", usage: "id of the minted token", noConfig: true},
 	{flag: "token-scope", key: "token_scope", kind: kString, def: "full", usage: "scope of the minted token: full, read, metrics, actions", noConfig: true},
 	{flag: "mcp-allowed-host", key: "mcp.allowed_host", kind: kStrings, def: []string{}, usage: "allowed Host header (repeatable; * disables the check)"},
+	{flag: "mcp-allowed-origin", key: "mcp.allowed_origin", kind: kStrings, def: []string{}, usage: "allowed browser Origin besides the allowed hosts' (repeatable; * allows any)"},
 	{flag: "mcp-resource-url", key: "mcp.resource_url", kind: kString, def: "", usage: "public URL of the MCP endpoint (enables RFC 9728 metadata)"},
 	{flag: "mcp-audit-file", key: "mcp.audit_file", kind: kString, def: "", usage: "append one JSON line per tools/call to this file"},
 	{flag: "mcp-max-concurrent", key: "mcp.max_concurrent", kind: kInt, def: 100, usage: "tool calls in flight (0 = unlimited)"},

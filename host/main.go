@@ -311,6 +311,11 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	if len(front.allowedHosts) == 1 && front.allowedHosts[0] == "" {
 		front.allowedHosts = nil
 	}
+	for _, o := range cfg.Strings("mcp.allowed_origin") {
+		if o != "" {
+			front.allowedOrigins = append(front.allowedOrigins, o)
+		}
+	}
 	if resURL != nil {
 		front.resourceURL = resURL
 		front.metadataPath, front.metadataURL = metadataLocation(resURL)

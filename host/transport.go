@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -17,6 +16,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,10 +26,14 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// rewriteWriter restores marked error codes on each wire write.
+// rewriteWriter restores marked error codes on each wire write. Each
+// Write is one whole message (mcp-go writes a message and its newline in
+// one call), so the host's own refusals never split one. answered, when
+// set, is told of every message written.
 type rewriteWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu       sync.Mutex
+	w        io.Writer
+	answered func([]byte)
 }
 
 func (r *rewriteWriter) Write(p []byte) (int, error) {
@@ -38,48 +42,28 @@ func (r *rewriteWriter) Write(p []byte) (int, error) {
 	if _, err := r.w.Write(rewriteCodes(p)); err != nil {
 		return 0, err
 	}
+	if r.answered != nil {
+		r.answered(p)
+	}
 	return len(p), nil
 }
 
-// lineRewriter applies fn to each newline-delimited message read (the
-// request rewriting of raw resource URIs, resourceHost.rewriteRequest).
-type lineRewriter struct {
-	r   *bufio.Reader
-	fn  func([]byte) []byte
-	buf []byte
-	err error
-}
-
-func (l *lineRewriter) Read(p []byte) (int, error) {
-	for len(l.buf) == 0 {
-		if l.err != nil {
-			return 0, l.err
-		}
-		line, err := l.r.ReadBytes('\n')
-		l.err = err
-		if len(line) == 0 {
-			continue
-		}
-		body, nl := bytes.CutSuffix(line, []byte("\n"))
-		l.buf = l.fn(body)
-		if nl {
-			l.buf = append(l.buf[:len(l.buf):len(l.buf)], '\n')
-		}
-	}
-	n := copy(p, l.buf)
-	l.buf = l.buf[n:]
-	return n, nil
-}
-
 // serveStdio runs the MCP server on stdin/stdout: stdout carries JSON-RPC
-// only, every log line goes to stderr.
+// only, every log line goes to stderr. Lines pass the typed layer first
+// (stdioReader: bounded, envelope checked); the answers to requests still
+// in flight when stdin closes are written before the server ends.
 func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, logw io.Writer) error {
 	s := server.NewStdioServer(h.srv)
 	s.SetErrorLogger(log.New(logw, "sipnab.stdio: ", log.LstdFlags))
 	// EOF on stdin ends the one connection: its subscriptions go with it,
 	// whatever mcp-go's session hooks did.
 	defer h.res.shut()
-	err := s.Listen(ctx, &lineRewriter{r: bufio.NewReader(in), fn: h.res.rewriteRequest}, &rewriteWriter{w: out})
+	p := &pending{}
+	w := &rewriteWriter{w: out, answered: p.answered}
+	refuse := func(r *rpcRefusal) {
+		_, _ = w.Write(append(r.wire(), '\n'))
+	}
+	err := s.Listen(ctx, newStdioReader(ctx, in, h.res.rewriteRequest, refuse, p), w)
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
 		return nil
 	}
@@ -90,11 +74,14 @@ func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, lo
 // for real. The table is capped: past maxSessions the oldest session is
 // evicted (counted).
 type sessionManager struct {
-	mu      sync.Mutex
-	live    map[string]time.Time
-	order   []string
-	max     int
-	evicted uint64
+	mu   sync.Mutex
+	live map[string]time.Time
+	// batching holds the sessions initialized with protocol version
+	// 2025-03-26, the one version whose clients may send batches.
+	batching map[string]bool
+	order    []string
+	max      int
+	evicted  uint64
 	// onEnd is told of every session that ends (DELETE or eviction), so
 	// per-session state (resource subscriptions) goes with it.
 	onEnd func(id string)
@@ -107,7 +94,7 @@ type sessionManager struct {
 const maxSessions = 4096
 
 func newSessionManager() *sessionManager {
-	return &sessionManager{live: map[string]time.Time{}, max: maxSessions}
+	return &sessionManager{live: map[string]time.Time{}, batching: map[string]bool{}, max: maxSessions}
 }
 
 func (m *sessionManager) Generate() string {
@@ -121,6 +108,7 @@ func (m *sessionManager) Generate() string {
 		m.order = m.order[1:]
 		if _, ok := m.live[oldest]; ok {
 			delete(m.live, oldest)
+			delete(m.batching, oldest)
 			m.evicted++
 			ended = append(ended, oldest)
 		}
@@ -148,6 +136,22 @@ func (m *sessionManager) Validate(id string) (bool, error) {
 	return false, nil
 }
 
+// allowBatches marks a live session as one of protocol version 2025-03-26.
+func (m *sessionManager) allowBatches(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.live[id]; ok {
+		m.batching[id] = true
+	}
+}
+
+// batches says whether id names a live 2025-03-26 session.
+func (m *sessionManager) batches(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.batching[id]
+}
+
 // isLive says whether id names a session that has not ended.
 func (m *sessionManager) isLive(id string) bool {
 	m.mu.Lock()
@@ -163,6 +167,7 @@ func (m *sessionManager) Terminate(id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.live, id)
+	delete(m.batching, id)
 	// compact the order slice now and then
 	if len(m.order) > 2*len(m.live)+64 {
 		kept := m.order[:0]
@@ -177,25 +182,27 @@ func (m *sessionManager) Terminate(id string) (bool, error) {
 }
 
 // httpFront is the HTTP entry: Host allowlist, /health, RFC 9728 metadata,
-// bearer auth, Accept negotiation, session presence, then mcp-go's
-// streamable HTTP server with error codes restored.
+// Origin check, bearer auth, Accept negotiation, the message's envelope
+// (checkEnvelope), session presence, then mcp-go's streamable HTTP server
+// with error codes restored.
 type httpFront struct {
 	log          hclog.Logger
 	mcp          *server.StreamableHTTPServer
 	sessions     *sessionManager
 	verify       *verifier
 	allowedHosts []string // empty: loopback names; "*" disables
-	resourceURL  *url.URL
-	metadataPath string
-	metadataURL  string
+	// allowedOrigins are Origin values accepted besides those whose host
+	// is an allowed Host name ("*": any).
+	allowedOrigins []string
+	resourceURL    *url.URL
+	metadataPath   string
+	metadataURL    string
 	// rewrite is applied to every POSTed message (raw resource URIs,
 	// resourceHost.rewriteRequest).
 	rewrite func([]byte) []byte
 	// events holds what a client resuming a broken stream is replayed.
 	events *boundedEventStore
 }
-
-const maxBodyBytes = 4 << 20
 
 // newHTTPFront builds the HTTP entry around h's MCP server: a session table
 // of at most maxSess sessions, tied to h's subscriptions, and mcp-go's
@@ -276,6 +283,13 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	// A browser sends Origin on every cross-origin request: a page on
+	// another site must not reach the endpoint through a user's browser
+	// (MCP streamable HTTP, security warning: validate Origin).
+	if o := r.Header.Get("Origin"); o != "" && !f.originAllowed(o) {
+		http.Error(w, "Forbidden: Origin not allowed", http.StatusForbidden)
+		return
+	}
 
 	peer := peerAddr(r.RemoteAddr)
 	c := caller{peer: peer, label: "peer " + peer.String() + " unauthenticated"}
@@ -298,33 +312,50 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+	legacyInit := false // an initialize asking for 2025-03-26
 	switch r.Method {
 	case http.MethodPost:
 		if !acceptsBoth(r.Header.Values("Accept")) {
 			http.Error(w, "Not Acceptable: Accept must offer both application/json and text/event-stream", http.StatusNotAcceptable)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxMessageBytes+1))
 		if err != nil {
 			http.Error(w, "reading body", http.StatusBadRequest)
 			return
 		}
-		if len(body) > maxBodyBytes {
+		if len(body) > maxMessageBytes {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
+		if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && f.sessions.batches(sid) &&
+			(r.Header.Get(mcp.HeaderProtocolVersion) == "" || r.Header.Get(mcp.HeaderProtocolVersion) == mcp.ProtocolVersion20250326) {
+			var elems []json.RawMessage
+			if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' && json.Unmarshal(b, &elems) == nil {
+				f.serveBatch(w, r.WithContext(withCaller(r.Context(), c)), elems)
+				return
+			}
+		}
+		env, refusal := checkEnvelope(body)
+		if refusal != nil {
+			writeRefusal(w, refusal)
+			return
+		}
 		var msg struct {
-			Method string `json:"method"`
 			Params struct {
-				Meta map[string]any `json:"_meta"`
+				Meta            map[string]any `json:"_meta"`
+				ProtocolVersion string         `json:"protocolVersion"`
 			} `json:"params"`
 		}
 		_ = json.Unmarshal(body, &msg)
+		legacyInit = env.method == string(mcp.MethodInitialize) && msg.Params.ProtocolVersion == mcp.ProtocolVersion20250326
 		if v, ok := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok && mcp.IsModernProtocol(v) {
 			modern = true
 		}
-		if !modern && msg.Method != string(mcp.MethodInitialize) && r.Header.Get(server.HeaderKeySessionID) == "" {
-			http.Error(w, "Unexpected message, expect initialize request", http.StatusUnprocessableEntity)
+		// MCP streamable HTTP, session management: a request without the
+		// session id (other than initialize) is 400 Bad Request.
+		if !modern && env.method != string(mcp.MethodInitialize) && r.Header.Get(server.HeaderKeySessionID) == "" {
+			writeRefusal(w, &rpcRefusal{mcp.INVALID_REQUEST, msgNoSession})
 			return
 		}
 		if f.rewrite != nil {
@@ -334,7 +365,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	case http.MethodGet, http.MethodDelete:
 		if !modern && r.Header.Get(server.HeaderKeySessionID) == "" {
-			http.Error(w, "Unexpected message, expect initialize request", http.StatusUnprocessableEntity)
+			http.Error(w, "Bad Request: "+msgNoSession, http.StatusBadRequest)
 			return
 		}
 		if r.Method == http.MethodGet && !modern && !acceptsType(r.Header.Values("Accept"), "text/event-stream") {
@@ -343,6 +374,15 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(withCaller(r.Context(), c))
+	if legacyInit {
+		// Remember the 2025-03-26 sessions: their clients may batch.
+		rw := &rewriteResponse{ResponseWriter: w, sse: true}
+		f.mcp.ServeHTTP(rw, r)
+		if sid := w.Header().Get(server.HeaderKeySessionID); sid != "" && rw.status == http.StatusOK {
+			f.sessions.allowBatches(sid)
+		}
+		return
+	}
 	f.mcp.ServeHTTP(&rewriteResponse{ResponseWriter: w, sse: r.Method == http.MethodPost}, r)
 }
 
@@ -365,6 +405,45 @@ func (f *httpFront) hostAllowed(host string) bool {
 		}
 	}
 	return false
+}
+
+// originAllowed accepts an Origin whose host is an allowed Host name
+// (loopback names when --mcp-allowed-host names none; a "*" there grants
+// no origin) or that --mcp-allowed-origin lists. "null" (a sandboxed or
+// file: page) is never allowed unless listed.
+func (f *httpFront) originAllowed(origin string) bool {
+	for _, a := range f.allowedOrigins {
+		if a == "*" || strings.EqualFold(strings.TrimRight(a, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	h := u.Hostname()
+	if len(f.allowedHosts) == 0 {
+		if strings.EqualFold(h, "localhost") {
+			return true
+		}
+		a, err := netip.ParseAddr(h)
+		return err == nil && a.IsLoopback()
+	}
+	for _, a := range f.allowedHosts {
+		if a != "*" && (strings.EqualFold(a, h) || strings.EqualFold(a, u.Host)) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRefusal answers a POST the front refuses with 400 and the JSON-RPC
+// error as its body, id null (MCP streamable HTTP: the body of an error
+// status may be a JSON-RPC error response that has no id).
+func writeRefusal(w http.ResponseWriter, r *rpcRefusal) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(append(r.wire(), '\n'))
 }
 
 func (f *httpFront) serveMetadata(w http.ResponseWriter) {
@@ -390,13 +469,22 @@ func peerAddr(remote string) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
+// acceptsType says whether an Accept header offers want (RFC 9110 §12.5.1:
+// type/* and */* match; q=0 means "not acceptable").
 func acceptsType(values []string, want string) bool {
+	major, _, _ := strings.Cut(want, "/")
 	for _, v := range values {
 		for _, part := range strings.Split(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err == nil && (mt == want || mt == "*/*") {
-				return true
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil || !(mt == want || mt == "*/*" || mt == major+"/*") {
+				continue
 			}
+			if q, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(q, 64); err != nil || f == 0 {
+					continue
+				}
+			}
+			return true
 		}
 	}
 	return false

@@ -37,8 +37,17 @@ func TestHTTPTransportRules(t *testing.T) {
 	}{
 		{"accept json only is 406", initBody, map[string]string{"Accept": "application/json"}, 406, "Not Acceptable"},
 		{"accept sse only is 406", initBody, map[string]string{"Accept": "text/event-stream"}, 406, "Not Acceptable"},
-		{"no session after initialize is 422", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil, 422, "Unexpected message, expect initialize request"},
+		{"accept event-stream with q=0 is 406", initBody, map[string]string{"Accept": "application/json, text/event-stream;q=0"}, 406, "Not Acceptable"},
+		{"no Accept is 406", initBody, map[string]string{"Accept": ""}, 406, "Not Acceptable"},
+		{"no session after initialize is 400", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Mcp-Session-Id header required`},
+		{"notification without session is 400", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil, 400, "Mcp-Session-Id header required"},
 		{"foreign Host is 403", initBody, map[string]string{"Host": "evil.example"}, 403, "Forbidden"},
+		{"foreign Origin is 403", initBody, map[string]string{"Origin": "https://evil.example"}, 403, "Forbidden: Origin not allowed"},
+		{"Origin null is 403", initBody, map[string]string{"Origin": "null"}, 403, "Forbidden: Origin not allowed"},
+		{"loopback Origin is served", initBody, map[string]string{"Origin": "http://localhost:6274"}, 200, `"protocolVersion":"2025-11-25"`},
+		{"batch is refused as a batch", `[` + initBody + `]`, nil, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported: MCP 2025-06-18 removed them`},
+		{"object id is -32600 with id null", `{"jsonrpc":"2.0","id":{"a":1},"method":"initialize","params":{}}`, nil, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"the request id is an object`},
+		{"boolean id is -32600 with id null", `{"jsonrpc":"2.0","id":true,"method":"initialize","params":{}}`, nil, 400, `"id":null,"error":{"code":-32600,"message":"the request id is a boolean`},
 		{"unknown session is 404", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": "deadbeef"}, 404, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,7 +57,7 @@ func TestHTTPTransportRules(t *testing.T) {
 			}
 		})
 	}
-	t.Run("GET without a session is 422", func(t *testing.T) {
+	t.Run("GET without a session is 400", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, s.URL+"/mcp", nil)
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := http.DefaultClient.Do(req)
@@ -56,8 +65,8 @@ func TestHTTPTransportRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != 422 {
-			t.Errorf("got %d, want 422", resp.StatusCode)
+		if resp.StatusCode != 400 {
+			t.Errorf("got %d, want 400", resp.StatusCode)
 		}
 	})
 	t.Run("health answers any Host", func(t *testing.T) {
@@ -101,6 +110,106 @@ func TestHTTPTransportRules(t *testing.T) {
 			t.Errorf("after DELETE: got %d, want 404", resp.StatusCode)
 		}
 	})
+	// In a session of each protocol version with a Mcp-Protocol-Version
+	// header, a batch gets the JSON-RPC refusal (never "not valid json"),
+	// and the session goes on serving.
+	for _, version := range []string{"2025-06-18", "2025-11-25"} {
+		t.Run("batch in a "+version+" session is refused and the session goes on", func(t *testing.T) {
+			resp, _ := rawPost(t, s.URL, strings.Replace(initBody, "2025-11-25", version, 1), nil)
+			sid := resp.Header.Get("Mcp-Session-Id")
+			hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": version}
+			batch := `[{"jsonrpc":"2.0","id":2,"method":"tools/list"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`
+			resp, body := rawPost(t, s.URL, batch, hdr)
+			var m struct {
+				ID    json.RawMessage
+				Error struct {
+					Code    int
+					Message string
+				}
+			}
+			if err := json.Unmarshal([]byte(body), &m); err != nil || resp.StatusCode != 400 || string(m.ID) != "null" ||
+				m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "batches are not supported") ||
+				resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("batch: got %d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+			if resp, body := rawPost(t, s.URL, `{"jsonrpc":"2.0","id":4,"method":"ping"}`, hdr); resp.StatusCode != 200 || !strings.Contains(body, `"id":4,"result":{}`) {
+				t.Errorf("ping after the batch: got %d %q", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// TestHTTPBatchIn20250326Session: protocol version 2025-03-26 is the one
+// whose servers must receive batches; each element is answered as its own
+// event, an initialize or a bad id in its place is -32600, and a batch of
+// notifications only is 202.
+func TestHTTPBatchIn20250326Session(t *testing.T) {
+	s := startHTTP(t, nil, "-I", sampleCapture())
+	resp, body := rawPost(t, s.URL, strings.Replace(initBody, "2025-11-25", "2025-03-26", 1), nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"protocolVersion":"2025-03-26"`) {
+		t.Fatalf("initialize 2025-03-26: %d %s", resp.StatusCode, body)
+	}
+	hdr := map[string]string{"Mcp-Session-Id": sid}
+	batch := `[{"jsonrpc":"2.0","id":2,"method":"ping"},` +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"},` +
+		`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"capture_status","arguments":{}}},` +
+		`{"jsonrpc":"2.0","id":{"x":4},"method":"ping"},` +
+		strings.Replace(initBody, `"id":1`, `"id":5`, 1) + `]`
+	resp, body = rawPost(t, s.URL, batch, hdr)
+	var got []string
+	for _, l := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok && strings.TrimSpace(d) != "" {
+			var m struct {
+				ID     json.RawMessage
+				Result json.RawMessage
+				Error  *struct{ Code int }
+			}
+			if err := json.Unmarshal([]byte(d), &m); err != nil {
+				t.Fatalf("event %q: %v", d, err)
+			}
+			switch {
+			case m.Error != nil:
+				got = append(got, string(m.ID)+" error "+strconv.Itoa(m.Error.Code))
+			case strings.Contains(string(m.Result), "sip-rtp-g711.pcap"):
+				got = append(got, string(m.ID)+" capture_status")
+			default:
+				got = append(got, string(m.ID)+" "+string(m.Result))
+			}
+		}
+	}
+	want := []string{`2 {}`, `"three" capture_status`, `null error -32600`, `null error -32600`}
+	if resp.StatusCode != 200 || strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("batch: got %d %q, want %q; body %q", resp.StatusCode, got, want, body)
+	}
+	if resp, body := rawPost(t, s.URL, `[{"jsonrpc":"2.0","method":"notifications/initialized"}]`, hdr); resp.StatusCode != 202 || body != "" {
+		t.Errorf("batch of a notification: got %d %q, want 202 and no body", resp.StatusCode, body)
+	}
+	if resp, body := rawPost(t, s.URL, `[]`, hdr); resp.StatusCode != 400 || !strings.Contains(body, "empty batch") {
+		t.Errorf("empty batch: got %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestHTTPAllowedOrigins: --mcp-allowed-origin admits a listed browser
+// origin; the allowed Host names admit their own origins; anything else
+// is 403 before authentication.
+func TestHTTPAllowedOrigins(t *testing.T) {
+	s := startHTTP(t, nil, "--mcp-allowed-origin", "https://app.example", "--mcp-allowed-host", "127.0.0.1")
+	for _, tc := range []struct {
+		origin string
+		want   int
+	}{
+		{"https://app.example", 200},
+		{"http://127.0.0.1:6274", 200},
+		{"http://localhost:6274", 403}, // not in --mcp-allowed-host any more
+		{"https://app.example.evil", 403},
+		{"", 200}, // no Origin: not a browser's cross-origin request
+	} {
+		resp, body := rawPost(t, s.URL, initBody, map[string]string{"Origin": tc.origin})
+		if resp.StatusCode != tc.want {
+			t.Errorf("Origin %q: got %d %q, want %d", tc.origin, resp.StatusCode, body, tc.want)
+		}
+	}
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {
