@@ -238,7 +238,7 @@ func (r FileRoot) protectedPath(name string) error {
 	path := filepath.Join(root, name)
 	for _, p := range r.protected {
 		if p == path {
-			return InvalidParams("file %q is a capture this server reads: inputs are never overwritten", clip(name))
+			return InvalidParams("file %q is taken in the file root: it is a capture this server reads, and inputs are never overwritten", clip(name))
 		}
 	}
 	return nil
