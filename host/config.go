@@ -90,6 +90,7 @@ var options = []option{
 	{flag: "mcp-max-body-bytes", key: "mcp.max_body_bytes", kind: kInt, def: 4096, usage: "bodies and snippets cut to this size"},
 	{flag: "mcp-max-response-bytes", key: "mcp.max_response_bytes", kind: kInt, def: 1048576, usage: "server-wide response cap"},
 	{flag: "mcp-max-wait-seconds", key: "mcp.max_wait_seconds", kind: kInt, def: 60, usage: "ceiling of waits and sweeps"},
+	{flag: "mcp-call-timeout", key: "mcp.call_timeout", kind: kInt, def: defaultCallTimeoutSeconds, usage: "seconds a tool call may run before it is answered as timed out (more than --mcp-max-wait-seconds)"},
 	{flag: "mcp-tls-cert", key: "mcp.tls_cert", kind: kString, def: "", usage: "TLS certificate for the HTTP listener"},
 	{flag: "mcp-tls-key", key: "mcp.tls_key", kind: kString, def: "", usage: "TLS key for the HTTP listener"},
 	{flag: "user", key: "user", kind: kString, def: "", usage: "user to drop to when started as root (default nobody)"},
