@@ -151,3 +151,39 @@ func TestEveryFlagNamedExists(t *testing.T) {
 	}
 	t.Logf("%d mentions of %d accepted flags checked", len(found), len(ok))
 }
+
+// TestBundlesOpenFilesOnlyThroughTheFileRoot: a bundle never opens,
+// creates or stats a file by name itself (issue 12 §1): every file a tool
+// names goes through sdk.FileRoot (Open, ReadFile, WriteNew), the one
+// function that opens beneath the root and checks the open descriptor.
+func TestBundlesOpenFilesOnlyThroughTheFileRoot(t *testing.T) {
+	banned := map[string]bool{"Open": true, "OpenFile": true, "ReadFile": true, "WriteFile": true, "Create": true,
+		"Stat": true, "Lstat": true, "ReadDir": true, "Readlink": true, "OpenRoot": true, "Remove": true, "Rename": true}
+	fset := token.NewFileSet()
+	files := 0
+	_ = filepath.WalkDir(filepath.Join(testcap.Root(), "bundles"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Errorf("parsing %s: %v", p, err)
+			return nil
+		}
+		files++
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "os" && banned[sel.Sel.Name] {
+				t.Errorf("%s: os.%s in a bundle; name files through sdk.FileRoot", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if files < 20 {
+		t.Fatalf("scanned %d bundle files: the walk is broken", files)
+	}
+}
