@@ -108,3 +108,62 @@ func TestCallTimeoutMustExceedMaxWait(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 naming both flags", code, stderr.String())
 	}
 }
+
+// TestExitAfterSignal: a run still stopping grace after its signal is
+// ended (exit 1, saying so); one that stops in time, or whose context the
+// caller ended (no signal), is left alone; the signals get their default
+// action back at the first one.
+func TestExitAfterSignal(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		byCaller   bool
+		stopsInMs  int
+		wantExit   bool
+		wantStderr string
+	}{
+		{"stuck after a signal", false, -1, true, "still stopping 50ms after SIGINT/SIGTERM; exiting now"},
+		{"stops in time", false, 10, false, ""},
+		{"ended by the caller", true, -1, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent, cancelParent := context.WithCancel(context.Background())
+			defer cancelParent()
+			sig, cancelSig := context.WithCancel(parent)
+			runDone := make(chan struct{})
+			exited := make(chan int, 1)
+			stopped := make(chan struct{}, 1)
+			var stderr syncBuffer
+			finished := make(chan struct{})
+			go func() {
+				exitAfterSignal(parent, sig, func() { stopped <- struct{}{} }, runDone, &stderr, 50*time.Millisecond, func(c int) { exited <- c })
+				close(finished)
+			}()
+			if tc.byCaller {
+				cancelParent()
+			}
+			cancelSig()
+			if tc.stopsInMs >= 0 {
+				time.Sleep(time.Duration(tc.stopsInMs) * time.Millisecond)
+				close(runDone)
+			}
+			select {
+			case <-finished:
+			case <-time.After(5 * time.Second):
+				t.Fatal("exitAfterSignal did not return")
+			}
+			select {
+			case c := <-exited:
+				if !tc.wantExit || c != exitFailure || !strings.Contains(stderr.String(), tc.wantStderr) {
+					t.Errorf("exit %d, stderr %q; want exit: %v %q", c, stderr.String(), tc.wantExit, tc.wantStderr)
+				}
+			default:
+				if tc.wantExit {
+					t.Errorf("no exit; want exit 1")
+				}
+			}
+			if len(stopped) == 0 && !tc.byCaller {
+				t.Error("signals not given back their default action")
+			}
+		})
+	}
+}

@@ -78,7 +78,7 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 	defer stop()
 	runDone := make(chan struct{})
 	defer close(runDone)
-	go exitAfterSignal(parent, ctx, stop, runDone, sio.Stderr, stopGrace)
+	go exitAfterSignal(parent, ctx, stop, runDone, sio.Stderr, stopGrace, os.Exit)
 	if cfg.Bool("mcp.enabled") {
 		code, err := runMCP(ctx, cfg, bundles, sio, root, auditLog)
 		if err != nil {
@@ -98,7 +98,7 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 
 // stopGrace is how long a run may take to stop after SIGINT or SIGTERM
 // before the process exits anyway.
-const stopGrace = 10 * time.Second
+const stopGrace = 30 * time.Second
 
 // exitAfterSignal makes SIGINT and SIGTERM always end a run (issue 12 §2).
 // The first signal cancels the run's context (sig), which stops the
@@ -107,7 +107,7 @@ const stopGrace = 10 * time.Second
 // once; and if the run has not returned within grace, the process exits
 // with exitFailure, saying so. A context ended by the caller (parent), not
 // by a signal, does none of this.
-func exitAfterSignal(parent, sig context.Context, stop func(), runDone <-chan struct{}, stderr io.Writer, grace time.Duration) {
+func exitAfterSignal(parent, sig context.Context, stop func(), runDone <-chan struct{}, stderr io.Writer, grace time.Duration, exit func(int)) {
 	select {
 	case <-runDone:
 		return
@@ -123,7 +123,7 @@ func exitAfterSignal(parent, sig context.Context, stop func(), runDone <-chan st
 	case <-runDone:
 	case <-t.C:
 		fmt.Fprintf(stderr, "sipnab: still stopping %v after SIGINT/SIGTERM; exiting now\n", grace)
-		os.Exit(exitFailure)
+		exit(exitFailure)
 	}
 }
 

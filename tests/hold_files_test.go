@@ -61,7 +61,7 @@ func TestFIFOAsInputIsRefusedAtOnce(t *testing.T) {
 }
 
 // TestSignalEndsAnIdleStdioServer: SIGTERM ends an MCP server whose stdin
-// stays open (nothing to read, no EOF), promptly and cleanly.
+// stays open (nothing to read, no EOF), promptly and cleanly (exit 0).
 func TestSignalEndsAnIdleStdioServer(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		cmd := exec.Command(bin, "-N", "--mcp", "-I", sampleCapture())
@@ -87,8 +87,11 @@ func TestSignalEndsAnIdleStdioServer(t *testing.T) {
 			t.Fatalf("%v: server still running 15s after the signal; stderr:\n%s", sig, errb.String())
 		}
 		_ = stdin.Close()
-		if d := time.Since(start); d > 11*time.Second {
-			t.Errorf("%v: ended after %v, want within the 10s grace", sig, d)
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("%v: exit %d, want 0 (stopped on request); stderr:\n%s", sig, code, errb.String())
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%v: ended after %v, want a clean stop at once (not the 30 s grace)", sig, d)
 		}
 	}
 }
