@@ -42,6 +42,13 @@ func checkAnalysis(cfg *Config) error {
 	if w := cfg.Float("correlation.window"); math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 || w > 3600 {
 		return usagef("--leg-correlation-window %v: want seconds above 0 and at most 3600", w)
 	}
+	if n := cfg.Int("media.max_streams"); n < 1 {
+		return usagef("--max-streams %d: want at least 1", n)
+	}
+	// Unset is -1; a declared delay is 0 to 10 s (mos caps d anyway).
+	if d := cfg.Float("media.one_way_delay"); math.IsNaN(d) || math.IsInf(d, 0) || d > 10000 || d < 0 && d != -1 {
+		return usagef("--one-way-delay %v: want milliseconds from 0 to 10000", d)
+	}
 	hdrs := cfg.Strings("correlation.x_call_id_headers")
 	if len(nonEmpty(hdrs)) == 0 {
 		return usagef("--x-call-id-header: name at least one header (default X-Call-ID)")

@@ -18,6 +18,9 @@ const (
 	outcomeOK        = "ok"
 	outcomeToolError = "tool_error"
 	outcomeRefused   = "refused"
+	// outcomeTimedOut: the call was answered at its deadline
+	// (--mcp-call-timeout) while the tool had not returned.
+	outcomeTimedOut = "timed_out"
 )
 
 // maxAuditArgsBytes bounds the args string of an audit record.

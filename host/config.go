@@ -18,6 +18,8 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/sipnab/sipnab/core/media"
 )
 
 // usageError is a command-line or configuration mistake: exit code 2.
@@ -63,6 +65,8 @@ var options = []option{
 	{flag: "json", key: "json", kind: kBool, def: false, usage: "write the analysis as one JSON document to stdout", noConfig: true},
 	{flag: "report", key: "report", kind: kBool, def: false, usage: "write a readable report to stdout", noConfig: true},
 	{flag: "limit", key: "limit", kind: kInt, def: 100000, usage: "dialog cap (evicts oldest past it)"},
+	{flag: "max-streams", key: "media.max_streams", kind: kInt, def: media.DefaultMaxStreams, usage: "RTP stream cap (evicts oldest past it, counted as streams_evicted)"},
+	{flag: "one-way-delay", key: "media.one_way_delay", kind: kFloat, def: -1.0, usage: "one-way path delay in ms for MOS, delay source declared (-1: half an RTCP round trip, else 100 ms assumed)"},
 	{flag: "cores", key: "cores", kind: kInt, def: 1, usage: "cores a file load uses: 1 routes every packet on one goroutine; N >= 2 hands RTP/RTCP/UDPTL to N-1 workers (same answers)"},
 	{flag: "node-name", key: "node_name", kind: kString, def: "", usage: "node name in capture_identity (default: host name)"},
 	{flag: "quiet", key: "quiet", kind: kBool, def: false, usage: "log warnings and errors only"},
@@ -91,6 +95,7 @@ var options = []option{
 	{flag: "mcp-max-body-bytes", key: "mcp.max_body_bytes", kind: kInt, def: 4096, usage: "bodies and snippets cut to this size"},
 	{flag: "mcp-max-response-bytes", key: "mcp.max_response_bytes", kind: kInt, def: 1048576, usage: "server-wide response cap"},
 	{flag: "mcp-max-wait-seconds", key: "mcp.max_wait_seconds", kind: kInt, def: 60, usage: "ceiling of waits and sweeps"},
+	{flag: "mcp-call-timeout", key: "mcp.call_timeout", kind: kInt, def: defaultCallTimeoutSeconds, usage: "seconds a tool call may run before it is answered as timed out (more than --mcp-max-wait-seconds)"},
 	{flag: "mcp-tls-cert", key: "mcp.tls_cert", kind: kString, def: "", usage: "TLS certificate for the HTTP listener"},
 	{flag: "mcp-tls-key", key: "mcp.tls_key", kind: kString, def: "", usage: "TLS key for the HTTP listener"},
 	{flag: "user", key: "user", kind: kString, def: "", usage: "user to drop to when started as root (default nobody)"},

@@ -50,6 +50,10 @@ func engineConfig(cfg *Config) engine.Config {
 	ec.Dialog = dialog.Config{MaxDialogs: cfg.Int("limit")}
 	th := thresholdsOf(cfg) // quality-interval verdicts judge with --loss-threshold and --jitter-threshold, as high_loss/high_jitter do
 	ec.Media.LossThresholdPct, ec.Media.JitterThresholdMs = &th.LossPct, &th.JitterMs
+	ec.Media.MaxStreams = cfg.Int("media.max_streams")
+	if d := cfg.Float("media.one_way_delay"); d >= 0 {
+		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
+	}
 	if n := cfg.Int("count"); n > 0 {
 		ec.Load.MaxFrames = uint64(n) // batch --count: a file load stops itself, on request
 	}

@@ -158,7 +158,7 @@ func TestFileRootMustBeADirectory(t *testing.T) {
 }
 
 // TestFileRootProtectsInputs: a capture given with -I inside the root is
-// never written over, even by a name that looks free (it is taken).
+// never written over: the refusal names it as an input.
 func TestFileRootProtectsInputs(t *testing.T) {
 	root := t.TempDir()
 	src, err := os.ReadFile(filepath.Join("..", "core", "ami", "testdata", "ami-cleartext.pcap"))
@@ -171,7 +171,7 @@ func TestFileRootProtectsInputs(t *testing.T) {
 	}
 	s := startStdio(t, []string{"-N", "--mcp", "--mcp-file-root", root, "-I", in}, []sdk.Bundle{fileBundle{}}, nil)
 	defer s.close()
-	if code, msg := errCode(s.tool("f_write", map[string]any{"name": "in.pcap", "text": "x"})); code != sdk.CodeInvalidParams || !strings.Contains(msg, "is taken") {
+	if code, msg := errCode(s.tool("f_write", map[string]any{"name": "in.pcap", "text": "x"})); code != sdk.CodeInvalidParams || !strings.Contains(msg, "a capture this server reads") {
 		t.Errorf("writing over the input: got %d %q", code, msg)
 	}
 	if b, _ := os.ReadFile(in); len(b) != len(src) {

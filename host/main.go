@@ -73,8 +73,12 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
+	parent := ctx
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	runDone := make(chan struct{})
+	defer close(runDone)
+	go exitAfterSignal(parent, ctx, stop, runDone, sio.Stderr, stopGrace, os.Exit)
 	if cfg.Bool("mcp.enabled") {
 		code, err := runMCP(ctx, cfg, bundles, sio, root, auditLog)
 		if err != nil {
@@ -90,6 +94,37 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 		return code
 	}
 	return runBatch(ctx, cfg, sio, root)
+}
+
+// stopGrace is how long a run may take to stop after SIGINT or SIGTERM
+// before the process exits anyway.
+const stopGrace = 30 * time.Second
+
+// exitAfterSignal makes SIGINT and SIGTERM always end a run (issue 12 §2).
+// The first signal cancels the run's context (sig), which stops the
+// sources and lets a batch run write its document; the signals then get
+// their default action back (stop), so a second one kills the process at
+// once; and if the run has not returned within grace, the process exits
+// with exitFailure, saying so. A context ended by the caller (parent), not
+// by a signal, does none of this.
+func exitAfterSignal(parent, sig context.Context, stop func(), runDone <-chan struct{}, stderr io.Writer, grace time.Duration, exit func(int)) {
+	select {
+	case <-runDone:
+		return
+	case <-sig.Done():
+	}
+	if parent.Err() != nil {
+		return
+	}
+	stop()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-runDone:
+	case <-t.C:
+		fmt.Fprintf(stderr, "sipnab: still stopping %v after SIGINT/SIGTERM; exiting now\n", grace)
+		exit(exitFailure)
+	}
 }
 
 // checkStartup applies the startup refusals of mcp-surface §1.4.
@@ -144,6 +179,9 @@ func checkStartup(cfg *Config) error {
 			if cfg.Int(k) < 0 {
 				return usagef("%s must be 0 (unlimited) or more", k)
 			}
+		}
+		if ct, mw := cfg.Int("mcp.call_timeout"), cfg.Int("mcp.max_wait_seconds"); ct <= mw {
+			return usagef("--mcp-call-timeout %d must exceed --mcp-max-wait-seconds %d: a tool that waits would time out first", ct, mw)
 		}
 	}
 	return nil
@@ -293,7 +331,8 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	}
 	h := newMCPHost(hostOptions{log: log, reg: reg, selected: sel, entries: entries, limits: limits, files: files,
 		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
-		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer")})
+		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer"),
+		callTimeout: time.Duration(cfg.Int("mcp.call_timeout")) * time.Second})
 
 	// The subscription poller runs under ctx, only while a connection
 	// holds a subscription.

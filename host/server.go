@@ -66,6 +66,8 @@ type mcpHost struct {
 	maxConcurrent int64
 	inFlight      atomic.Int64
 	capRefused    atomic.Uint64
+	callTimeout   time.Duration
+	timedOut      atomic.Uint64
 	rate          *ratelimit.Limiter
 
 	ids sync.Map // request context → JSON-RPC id
@@ -84,13 +86,19 @@ type hostOptions struct {
 	audit         *auditor
 	maxConcurrent int
 	ratePerPeer   int
+	// callTimeout is every tool call's deadline (--mcp-call-timeout);
+	// 0 means defaultCallTimeoutSeconds.
+	callTimeout time.Duration
 	// files is the file sandbox; with a root, sipnab:///{filename} is served.
 	files sdk.FileRoot
 }
 
 func newMCPHost(o hostOptions) *mcpHost {
 	h := &mcpHost{log: o.log, reg: o.reg, selected: o.selected, limits: o.limits, outputSchemas: o.outputSchemas,
-		audit: o.audit, maxConcurrent: int64(o.maxConcurrent)}
+		audit: o.audit, maxConcurrent: int64(o.maxConcurrent), callTimeout: o.callTimeout}
+	if h.callTimeout <= 0 {
+		h.callTimeout = defaultCallTimeoutSeconds * time.Second
+	}
 	h.rate = ratelimit.New(ratelimit.Config{Rate: float64(o.ratePerPeer)})
 
 	hooks := &server.Hooks{}
@@ -261,15 +269,24 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 			return res, nil
 		}
 
-		// Guards: refuse, never queue.
+		// Guards: refuse, never queue. The concurrency slot is released
+		// when the tool really returns (runWithDeadline), not when the call
+		// is answered: a call abandoned at its deadline keeps its slot.
+		release := func() {}
 		if h.maxConcurrent > 0 {
 			if n := h.inFlight.Add(1); n > h.maxConcurrent {
 				h.inFlight.Add(-1)
 				h.capRefused.Add(1)
 				return finish(outcomeRefused, nil, sdk.Unavailable("at capacity: %d calls in flight (--mcp-max-concurrent); retry shortly", h.maxConcurrent))
 			}
-			defer h.inFlight.Add(-1)
+			release = func() { h.inFlight.Add(-1) }
 		}
+		handedOff := false
+		defer func() {
+			if !handedOff {
+				release()
+			}
+		}()
 		if !h.rate.Allow(c.peer) {
 			return finish(outcomeRefused, nil, sdk.Unavailable("rate limited (%d refused since start); retry shortly", h.rate.Refused()))
 		}
@@ -290,7 +307,11 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 				_ = h.srv.SendNotificationToClient(ctx, "notifications/progress", params)
 			})
 		}
-		reply, err := invokeSafely(ctx, t, args, h.limits)
+		handedOff = true
+		reply, timedOut, err := h.runWithDeadline(ctx, t, args, id, release)
+		if timedOut {
+			return finish(outcomeTimedOut, nil, err)
+		}
 		if err != nil {
 			return finish(outcomeToolError, nil, err)
 		}
@@ -356,6 +377,47 @@ func rewriteCodes(b []byte) []byte {
 
 // invokeSafely runs a tool, turning a panic into an internal error so the
 // call is still answered and audited.
+// defaultCallTimeoutSeconds is --mcp-call-timeout's default: above the
+// default --mcp-max-wait-seconds (60) with room for a sweep's answer.
+const defaultCallTimeoutSeconds = 120
+
+// runWithDeadline runs the tool under the call's deadline (issue 12 §2):
+// its context ends at h.callTimeout, and if the tool has not returned by
+// then the call is answered at once (-32603, audit outcome timed_out)
+// instead of waiting for a tool blocked where a context cannot reach. The
+// abandoned tool keeps its concurrency slot until it really returns
+// (release), so --mcp-max-concurrent still bounds what runs; its late
+// return is logged.
+func (h *mcpHost) runWithDeadline(ctx context.Context, t sdk.Tool, args json.RawMessage, id string, release func()) (sdk.Reply, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.callTimeout)
+	type result struct {
+		reply sdk.Reply
+		err   error
+	}
+	done := make(chan result, 1)
+	var abandoned atomic.Bool
+	start := time.Now()
+	go func() {
+		defer release()
+		defer cancel()
+		r, err := invokeSafely(ctx, t, args, h.limits)
+		if abandoned.Load() {
+			h.log.Warn("tool call returned after its deadline; its slot is free again", "tool", t.Name, "id", id, "elapsed_ms", time.Since(start).Milliseconds())
+		}
+		done <- result{r, err}
+	}()
+	timer := time.NewTimer(h.callTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.reply, false, r.err
+	case <-timer.C:
+		abandoned.Store(true)
+		h.timedOut.Add(1)
+		return sdk.Reply{}, true, sdk.Internal("tool %s did not answer within %v (--mcp-call-timeout): the call was abandoned; it holds a concurrency slot until it returns", t.Name, h.callTimeout)
+	}
+}
+
 func invokeSafely(ctx context.Context, t sdk.Tool, args json.RawMessage, limits sdk.Limits) (r sdk.Reply, err error) {
 	defer func() {
 		if p := recover(); p != nil {

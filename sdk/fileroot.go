@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // FileRoot is the one file sandbox (--mcp-file-root) of every tool argument
@@ -16,11 +17,15 @@ import (
 // resources, so there is one sandbox, not two that can drift apart.
 //
 // A name is one path component: a separator, "..", a root prefix or a drive
-// letter is refused before any filesystem access. The fully resolved path
-// (symlinks followed) must stay inside the fully resolved root. A write
-// refuses any name already taken in the root, a dangling symlink included,
-// and never lands on a capture the server reads (-I inputs, compared by
-// canonical path).
+// letter is refused before any filesystem access. Every read and write goes
+// through one function (open) that opens the name beneath the root with
+// [os.Root] (openat(2) with O_NOFOLLOW on each step, a symlink resolved
+// inside the root and refused when it leaves it) and O_NONBLOCK, then checks
+// the open descriptor: only a regular file is read. No path is checked and
+// then opened by name, so a name swapped for a symlink meanwhile cannot
+// escape. A write refuses any name already taken in the root, a dangling
+// symlink included, and never lands on a capture the server reads (-I
+// inputs, compared by canonical path).
 //
 // The zero FileRoot is disabled: every method refuses with -32602 "file
 // tools are disabled…". Errors never show the server's paths.
@@ -104,7 +109,8 @@ func clip(s string) string {
 	return s[:max] + "…"
 }
 
-// realRoot resolves the root fully.
+// realRoot resolves the root fully (for the protected-input comparison
+// only: files are opened through [os.Root], never by this path).
 func (r FileRoot) realRoot() (string, error) {
 	abs, err := filepath.Abs(r.dir)
 	if err == nil {
@@ -125,119 +131,163 @@ func hidePath(err error, path, as string) string {
 	return strings.ReplaceAll(err.Error(), path, as)
 }
 
-// inside reports whether path lies inside root (both fully resolved).
-func inside(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
+// errPathEscapes is how [os.Root] words a path that leaves the root (an
+// absolute symlink, or one climbing out with ".."). The os package does not
+// export it; TestFileRootEscapeWording pins the wording.
+const errPathEscapes = "path escapes from parent"
 
-// ResolveInRoot resolves a caller-named existing file for reading: the name
-// is checked first (CheckName), then the fully resolved path must exist and
-// stay inside the fully resolved root. It returns the resolved path.
-func (r FileRoot) ResolveInRoot(name string) (string, error) {
+// openFlags are the flags of every open beneath the root: O_NONBLOCK so a
+// FIFO without a writer, or a device, cannot block open(2) (the type is
+// checked on the open descriptor next; a regular file ignores the flag).
+const openFlags = syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
+// open is the one place a file of the root is opened, to read or to create
+// (issue 12 §1–2). The name is checked first (CheckName, no filesystem
+// access); the root directory is opened as an [os.Root] and name is opened
+// beneath it: every path step is an openat(2) relative to a directory
+// descriptor with O_NOFOLLOW, a symlink is resolved by the os package
+// against the root and one leaving it is refused, so a name swapped between
+// a file and a symlink pointing out of the root can never be opened outside
+// it (there is no check-then-open by name). A file opened to read must be a
+// regular file, checked with fstat on the descriptor: a FIFO, a socket, a
+// device or a directory is refused without reading.
+func (r FileRoot) open(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	if !r.Enabled() {
-		return "", r.disabled()
+		return nil, r.disabled()
 	}
 	if err := CheckName(name); err != nil {
-		return "", err
+		return nil, err
+	}
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return nil, Internal("opening the file root: %s", hidePath(err, r.dir, "the file root"))
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, flag|openFlags, perm)
+	if err != nil {
+		return nil, r.openErr(name, flag, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, Internal("file %q: %s", clip(name), hidePath(err, f.Name(), name))
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, InvalidParams("file %q is %s, not a regular file: only regular files are read", clip(name), kindOf(st.Mode()))
+	}
+	return f, nil
+}
+
+// openErr words a refused open by the caller's name.
+func (r FileRoot) openErr(name string, flag int, err error) error {
+	var pe *fs.PathError
+	errors.As(err, &pe)
+	switch {
+	case pe != nil && pe.Err.Error() == errPathEscapes:
+		return InvalidParams("file %q: resolves outside the file root", clip(name))
+	case flag&os.O_EXCL != 0 && errors.Is(err, fs.ErrExist):
+		return InvalidParams("file %q is taken in the file root: an existing name is never overwritten", clip(name))
+	case errors.Is(err, fs.ErrNotExist):
+		return InvalidParams("file %q: no such file in the file root", clip(name))
+	case errors.Is(err, syscall.ENXIO):
+		// open(2) of a UNIX socket, or of a device without its driver.
+		return InvalidParams("file %q is a socket or a device, not a regular file: only regular files are read", clip(name))
+	case errors.Is(err, syscall.ELOOP):
+		// A symlink loop, or a name swapped while it was resolved.
+		return InvalidParams("file %q: too many levels of symbolic links, or the name changed while it was opened", clip(name))
+	}
+	return InvalidParams("file %q: %s", clip(name), hidePath(err, name, name))
+}
+
+// kindOf names a file type for a refusal.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "not a plain file (" + m.Type().String() + ")"
+}
+
+// Open opens an existing regular file of the root for reading (see open:
+// beneath the root, never blocking, type checked on the descriptor). It is
+// the only way to read a caller-named file; the caller closes it. Errors
+// are -32602 refusals (-32603 for a broken root) that never show the
+// server's paths.
+func (r FileRoot) Open(name string) (*os.File, error) {
+	return r.open(name, os.O_RDONLY, 0)
+}
+
+// protectedPath refuses a name that is a capture the server reads (by
+// canonical path, so a removed input is protected too: a write would
+// recreate it).
+func (r FileRoot) protectedPath(name string) error {
+	if len(r.protected) == 0 {
+		return nil
 	}
 	root, err := r.realRoot()
 	if err != nil {
-		return "", err
-	}
-	joined := filepath.Join(root, name)
-	real, err := filepath.EvalSymlinks(joined)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", InvalidParams("file %q: no such file in the file root", clip(name))
-		}
-		return "", InvalidParams("file %q: %s", clip(name), hidePath(err, joined, name))
-	}
-	if !inside(root, real) {
-		return "", InvalidParams("file %q: resolves outside the file root", clip(name))
-	}
-	return real, nil
-}
-
-// ResolveInRootForWrite resolves a caller-named new file: the name is
-// checked first (CheckName); any name already taken in the root is refused,
-// a dangling symlink included (lstat: a link is never followed); and the
-// path may not be a capture the server reads. It returns the path to create;
-// create it with O_CREATE|O_EXCL (or use WriteNew) so a name taken in the
-// meantime still fails.
-func (r FileRoot) ResolveInRootForWrite(name string) (string, error) {
-	if !r.Enabled() {
-		return "", r.disabled()
-	}
-	if err := CheckName(name); err != nil {
-		return "", err
-	}
-	root, err := r.realRoot()
-	if err != nil {
-		return "", err
+		return err
 	}
 	path := filepath.Join(root, name)
-	if filepath.Dir(path) != root {
-		return "", InvalidParams("file %q: resolves outside the file root", clip(name))
-	}
-	if _, err := os.Lstat(path); err == nil {
-		return "", InvalidParams("file %q is taken in the file root: an existing name is never overwritten", clip(name))
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", InvalidParams("file %q: %s", clip(name), hidePath(err, path, name))
-	}
 	for _, p := range r.protected {
 		if p == path {
-			return "", InvalidParams("file %q is a capture this server reads: inputs are never overwritten", clip(name))
+			return InvalidParams("file %q is taken in the file root: it is a capture this server reads, and inputs are never overwritten", clip(name))
 		}
 	}
-	return path, nil
+	return nil
 }
 
-// WriteNew creates the new file name in the root and writes data to it,
-// with ResolveInRootForWrite's checks and an exclusive create (O_EXCL never
-// follows a link and fails on any existing name). A half-written file is
-// removed. It returns the bytes written.
+// WriteNew creates the new file name in the root and writes data to it:
+// the name is checked (CheckName), may not be a capture the server reads,
+// and is created through open with O_CREATE|O_EXCL, which fails on any name
+// already taken (a dangling symlink included: O_EXCL never follows a link).
+// A half-written file is removed. It returns the bytes written.
 func (r FileRoot) WriteNew(name string, data []byte) (int, error) {
-	path, err := r.ResolveInRootForWrite(name)
-	if err != nil {
+	if !r.Enabled() {
+		return 0, r.disabled()
+	}
+	if err := CheckName(name); err != nil {
 		return 0, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err := r.protectedPath(name); err != nil {
+		return 0, err
+	}
+	f, err := r.open(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return 0, InvalidParams("file %q is taken in the file root: an existing name is never overwritten", clip(name))
-		}
-		return 0, Internal("creating %q in the file root: %s", clip(name), hidePath(err, path, name))
+		return 0, err
 	}
 	n, werr := f.Write(data)
 	cerr := f.Close()
 	if werr != nil || cerr != nil {
-		_ = os.Remove(path)
-		return 0, Internal("writing %q in the file root: %s", clip(name), hidePath(errors.Join(werr, cerr), path, name))
+		if root, err := os.OpenRoot(r.dir); err == nil {
+			_ = root.Remove(name)
+			root.Close()
+		}
+		return 0, Internal("writing %q in the file root: %s", clip(name), hidePath(errors.Join(werr, cerr), f.Name(), name))
 	}
 	return n, nil
 }
 
-// ReadFile reads a file of the root through ResolveInRoot, refusing one
-// that is not a regular file or is larger than max bytes (max <= 0: no
-// bound). The size is checked on the open file and the read is bounded, so
-// a file growing meanwhile cannot exceed max.
+// ReadFile reads a regular file of the root through Open, refusing one
+// larger than max bytes (max <= 0: no bound). The size is checked on the
+// open file and the read is bounded, so a file growing meanwhile cannot
+// exceed max.
 func (r FileRoot) ReadFile(name string, max int64) ([]byte, error) {
-	path, err := r.ResolveInRoot(name)
+	f, err := r.Open(name)
 	if err != nil {
 		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, InvalidParams("file %q: %s", clip(name), hidePath(err, path, name))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, Internal("file %q: %s", clip(name), hidePath(err, path, name))
-	}
-	if !st.Mode().IsRegular() {
-		return nil, InvalidParams("file %q is not a regular file", clip(name))
+		return nil, Internal("file %q: %s", clip(name), hidePath(err, f.Name(), name))
 	}
 	if max > 0 && st.Size() > max {
 		return nil, InvalidParams("file %q is %d bytes, over the %d-byte read limit", clip(name), st.Size(), max)
@@ -248,7 +298,7 @@ func (r FileRoot) ReadFile(name string, max int64) ([]byte, error) {
 	}
 	b, err := io.ReadAll(rd)
 	if err != nil {
-		return nil, Internal("reading %q: %s", clip(name), hidePath(err, path, name))
+		return nil, Internal("reading %q: %s", clip(name), hidePath(err, f.Name(), name))
 	}
 	if max > 0 && int64(len(b)) > max {
 		return nil, InvalidParams("file %q is over the %d-byte read limit", clip(name), max)

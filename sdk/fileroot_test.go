@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,11 +55,10 @@ func TestFileRootDisabled(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"read", func() error { _, err := r.ResolveInRoot("a.txt"); return err }},
-		{"write", func() error { _, err := r.ResolveInRootForWrite("a.txt"); return err }},
+		{"open", func() error { _, err := r.Open("a.txt"); return err }},
 		{"write new", func() error { _, err := r.WriteNew("a.txt", nil); return err }},
 		{"read file", func() error { _, err := r.ReadFile("a.txt", 0); return err }},
-		{"bad name still says disabled", func() error { _, err := r.ResolveInRoot("../x"); return err }},
+		{"bad name still says disabled", func() error { _, err := r.Open("../x"); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
@@ -71,24 +72,21 @@ func TestFileRootDisabled(t *testing.T) {
 	}
 }
 
-func TestFileRootResolveInRoot(t *testing.T) {
+func TestFileRootOpen(t *testing.T) {
 	root, outside, _ := sandbox(t)
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := NewEnv(EnvOptions{FileRoot: NewFileRoot(root, nil)}).FileRoot()
 	for _, tc := range []struct {
 		name, file string
-		want       string // resolved path relative to the root, or "" for a refusal
+		want       string // the content read, or "" for a refusal
 		refusal    string
 	}{
-		{"plain file", "a.txt", "a.txt", ""},
-		{"symlink inside", "inner-link", "a.txt", ""},
+		{"plain file", "a.txt", "hello", ""},
+		{"symlink inside", "inner-link", "hello", ""},
 		{"missing", "none.txt", "", "no such file in the file root"},
 		{"symlink escaping", "escape", "", "resolves outside the file root"},
-		{"dangling symlink", "dangling", "", "no such file in the file root"},
-		{"symlink to the root", "self", "", "resolves outside the file root"},
+		{"dangling symlink out of the root", "dangling", "", "resolves outside the file root"},
+		{"symlink to the root", "self", "", "is a directory, not a regular file"},
+		{"directory", "sub", "", "is a directory, not a regular file"},
 		{"empty", "", "", "a file name is required"},
 		{"dot", ".", "", "without a directory"},
 		{"dotdot", "..", "", "without a directory"},
@@ -101,18 +99,26 @@ func TestFileRootResolveInRoot(t *testing.T) {
 		{"long", strings.Repeat("x", 256), "", "longer than 255 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := r.ResolveInRoot(tc.file)
+			f, err := r.Open(tc.file)
 			if tc.refusal != "" {
+				if f != nil {
+					f.Close()
+				}
 				if code(err) != CodeInvalidParams || !strings.Contains(err.Error(), tc.refusal) {
-					t.Fatalf("got %q, %v; want -32602 mentioning %q", got, err, tc.refusal)
+					t.Fatalf("got %v; want -32602 mentioning %q", err, tc.refusal)
 				}
 				if !strings.Contains(tc.file, outside) && (strings.Contains(err.Error(), root) || strings.Contains(err.Error(), outside)) {
 					t.Errorf("error %q shows a server path", err)
 				}
 				return
 			}
-			if err != nil || got != filepath.Join(realRoot, tc.want) {
-				t.Errorf("got %q, %v; want %q", got, err, filepath.Join(realRoot, tc.want))
+			if err != nil {
+				t.Fatalf("got %v; want %q", err, tc.want)
+			}
+			defer f.Close()
+			b, _ := io.ReadAll(f)
+			if string(b) != tc.want {
+				t.Errorf("read %q; want %q", b, tc.want)
 			}
 		})
 	}
@@ -124,24 +130,20 @@ func TestFileRootResolveInRoot(t *testing.T) {
 func TestFileRootNamesRefusedBeforeAnyFilesystemAccess(t *testing.T) {
 	r := NewFileRoot(filepath.Join(t.TempDir(), "missing"), nil)
 	for _, name := range []string{"..", "../x", "/etc/passwd", "a/b", `a\b`, "C:x"} {
-		if _, err := r.ResolveInRoot(name); err == nil || !strings.Contains(err.Error(), "without a directory") {
+		if _, err := r.Open(name); err == nil || !strings.Contains(err.Error(), "without a directory") {
 			t.Errorf("read %q: got %v, want the name refusal", name, err)
 		}
-		if _, err := r.ResolveInRootForWrite(name); err == nil || !strings.Contains(err.Error(), "without a directory") {
+		if _, err := r.WriteNew(name, nil); err == nil || !strings.Contains(err.Error(), "without a directory") {
 			t.Errorf("write %q: got %v, want the name refusal", name, err)
 		}
 	}
-	if _, err := r.ResolveInRoot("ok.txt"); code(err) != CodeInternal || strings.Contains(err.Error(), "missing") {
+	if _, err := r.Open("ok.txt"); code(err) != CodeInternal || strings.Contains(err.Error(), "missing") {
 		t.Errorf("good name under a missing root: got %v, want -32603 without the path", err)
 	}
 }
 
-func TestFileRootResolveInRootForWrite(t *testing.T) {
+func TestFileRootWriteNewRefusals(t *testing.T) {
 	root, _, input := sandbox(t)
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The input is protected by its canonical path even once the file is
 	// gone (a write would recreate it).
 	gone := filepath.Join(root, "gone.pcap")
@@ -159,21 +161,21 @@ func TestFileRootResolveInRootForWrite(t *testing.T) {
 		{"symlink inside", "inner-link", "is taken"},
 		{"symlink escaping", "escape", "is taken"},
 		{"dangling symlink", "dangling", "is taken"},
-		{"an input", "input.pcap", "is taken"},
+		{"an input", "input.pcap", "a capture this server reads"},
 		{"a removed input", "gone.pcap", "a capture this server reads"},
 		{"dotdot", "..", "without a directory"},
 		{"path", "sub/new.xml", "without a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := r.ResolveInRootForWrite(tc.file)
+			n, err := r.WriteNew(tc.file, []byte("new"))
 			if tc.refusal == "" {
-				if err != nil || got != filepath.Join(realRoot, tc.file) {
-					t.Errorf("got %q, %v; want %q", got, err, filepath.Join(realRoot, tc.file))
+				if b, rerr := os.ReadFile(filepath.Join(root, tc.file)); err != nil || n != 3 || string(b) != "new" {
+					t.Errorf("got %d, %v (file %q, %v); want 3 bytes written", n, err, b, rerr)
 				}
 				return
 			}
 			if code(err) != CodeInvalidParams || !strings.Contains(err.Error(), tc.refusal) {
-				t.Errorf("got %q, %v; want -32602 mentioning %q", got, err, tc.refusal)
+				t.Errorf("got %d, %v; want -32602 mentioning %q", n, err, tc.refusal)
 			}
 		})
 	}
@@ -233,7 +235,23 @@ func TestFileRootThroughASymlinkedRoot(t *testing.T) {
 	if b, err := r.ReadFile("a.txt", 0); err != nil || string(b) != "hello" {
 		t.Errorf("got %q, %v; want hello", b, err)
 	}
-	if _, err := r.ResolveInRoot("escape"); err == nil {
+	if _, err := r.Open("escape"); err == nil {
 		t.Error("escape through an aliased root accepted")
+	}
+}
+
+// TestFileRootEscapeWording pins the os package's wording of a path that
+// leaves an os.Root, which open turns into "resolves outside the file root".
+func TestFileRootEscapeWording(t *testing.T) {
+	root, _, _ := sandbox(t)
+	rt, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	_, err = rt.Open("escape")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Err.Error() != errPathEscapes {
+		t.Fatalf("os.Root on an escaping symlink: got %v, want a PathError %q", err, errPathEscapes)
 	}
 }

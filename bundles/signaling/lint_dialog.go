@@ -194,16 +194,17 @@ func (d *deps) suppression(name string) (*lint.Suppression, error) {
 		if !d.root.Enabled() {
 			return nil, sdk.InvalidParams("file tools are disabled: suppression_file needs the server started with --mcp-file-root")
 		}
-		path, err := d.root.ResolveInRoot(name)
+		// Read through the sandbox's one open (beneath the root, regular
+		// files only), then parse the bytes: never reopened by path.
+		data, err := d.root.ReadFile(name, lint.MaxSuppressionBytes)
 		if err != nil {
 			return nil, err
 		}
-		s, err := lint.ReadSuppression(path)
+		pats, err := lint.ParseSuppression(data)
 		if err != nil {
-			return nil, sdk.InvalidParams("suppression_file %q: %v", clipArg(name), errText(err, path, name))
+			return nil, sdk.InvalidParams("suppression_file %q: %v", clipArg(name), err)
 		}
-		s.File = name
-		return s, nil
+		return &lint.Suppression{File: name, Patterns: pats}, nil
 	}
 	files := d.capture.Status().Files
 	if len(files) == 0 {
@@ -221,12 +222,6 @@ func (d *deps) suppression(name string) (*lint.Suppression, error) {
 		return nil, sdk.Internal("%v", err)
 	}
 	return s, nil
-}
-
-// errText words an error about a file in the root by the caller's name for
-// it, not the server's path.
-func errText(err error, path, name string) string {
-	return strings.ReplaceAll(err.Error(), path, name)
 }
 
 // lintAnswer renders an evaluation; observed text is fenced.

@@ -21,12 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/regfile"
 )
 
 // DefaultMaxInflate is the gzip inflation ceiling: a compressed capture that
@@ -85,13 +85,17 @@ func Open(path string) (*Reader, error) { return OpenWith(path, Options{}) }
 
 // OpenWith is Open with options.
 func OpenWith(path string, o Options) (*Reader, error) {
-	f, err := os.Open(path)
+	// regfile.Open never blocks and refuses what is not a regular file
+	// (issue 12 §2): a FIFO without a writer would block open(2) forever,
+	// and a stream could not be probed and then loaded (Expand reads the
+	// first frames of every input to order them, then Load opens it again).
+	f, err := regfile.Open(path)
 	if err != nil {
+		var nr *regfile.NotRegularError
+		if errors.As(err, &nr) {
+			return nil, fmt.Errorf("opening capture %s: %w: sipnab reads capture files, not streams; save the stream to a file first", filepath.Base(path), nr)
+		}
 		return nil, fmt.Errorf("opening capture %s: %w", filepath.Base(path), err)
-	}
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("opening capture %s: is a directory", filepath.Base(path))
 	}
 	if o.Name == "" {
 		o.Name = filepath.Base(path)

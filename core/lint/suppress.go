@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sipnab/sipnab/core/regfile"
 )
 
 // SuppressionFileName is the file discovery looks for beside a capture.
@@ -107,9 +109,11 @@ func checkPattern(p string) error {
 	return nil
 }
 
-// ReadSuppression reads and parses a suppression file.
+// ReadSuppression reads and parses a suppression file (a regular file).
 func ReadSuppression(path string) (*Suppression, error) {
-	f, err := os.Open(path)
+	// regfile.Open: a FIFO or device named .sipnablint is refused, never
+	// waited on (issue 12 §2).
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading suppression file: %w", err)
 	}
