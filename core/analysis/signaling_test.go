@@ -555,7 +555,9 @@ func TestSignalingPublicCaptures(t *testing.T) {
 // TestSippBranchScenario: the INVITEs tshark saw refused 403 (1148
 // Call-IDs) are exactly the dialogs whose final_failure is 403; the one
 // 200 never acknowledged (254-4461@127.0.1.1, frame 1747 at 25.299 s,
-// capture ends at 133.300 s) is the capture report's ack_missing.
+// capture ends at 133.300 s) is the capture report's ack_missing. Each row
+// is the call (docs/data-model.md), so the calls answered with SDP and no
+// RTP in the capture are judged too (no_media; the capture holds no RTP).
 func TestSippBranchScenario(t *testing.T) {
 	const name = "sipp-branch-scenario.pcapng"
 	st, facts := load(t, name)
@@ -583,14 +585,19 @@ func TestSippBranchScenario(t *testing.T) {
 		t.Errorf("got %d dialogs with final_failure 403, want 1148", got)
 	}
 	r := analysis.CaptureReport(facts, st, analysis.CaptureFacts{SourceExhausted: true}, analysis.Options{})
-	var ack, ff *analysis.Finding
+	var ack, ff, nm *analysis.Finding
 	for i := range r.Findings {
 		switch r.Findings[i].Kind {
 		case "ack_missing":
 			ack = &r.Findings[i]
 		case "final_failure_failure":
 			ff = &r.Findings[i]
+		case "no_media":
+			nm = &r.Findings[i]
 		}
+	}
+	if nm == nil || nm.Occurrences != 5 {
+		t.Errorf("no_media: got %+v, want 5 answered calls", nm)
 	}
 	if ff == nil || ff.Occurrences != 1148 || len(ff.Evidence) != analysis.MaxEvidence || ff.EvidenceOmitted != 1148-analysis.MaxEvidence {
 		t.Errorf("final_failure_failure: got %+v", ff)
@@ -599,11 +606,11 @@ func TestSippBranchScenario(t *testing.T) {
 		ack.Evidence[0].Counts["waited_ms"] != 108001 || ack.Evidence[0].Counts["message_index"] != 5 || ack.Evidence[0].Counts["answer_copies"] != 1 {
 		t.Errorf("ack_missing: got %+v", ack)
 	}
-	if len(r.Findings) != 2 {
+	if len(r.Findings) != 3 {
 		for _, f := range r.Findings {
 			t.Logf("%s %d", f.Kind, f.Occurrences)
 		}
-		t.Errorf("got %d findings, want 2", len(r.Findings))
+		t.Errorf("got %d findings, want 3", len(r.Findings))
 	}
 }
 
