@@ -20,7 +20,7 @@ type Summary struct {
 	State string `json:"state" enum:"Trying|Ringing|InCall|Completed|Cancelled|Failed|Redirected|Registered|Expired|Pending|Active|Terminated|Transferring" desc:"dialog state"`
 	// Method is the method that opened the primary leg: INVITE whenever
 	// the Call-ID holds a call.
-	Method string `json:"method" desc:"method that opened the dialog (INVITE when the Call-ID holds a call)"`
+	Method string `json:"method" desc:"method that opened the dialog (INVITE if it holds a call)"`
 	// MsgCount counts every SIP message of the Call-ID, retransmissions
 	// included.
 	MsgCount int `json:"msg_count" desc:"SIP messages in the dialog, retransmissions included"`
@@ -45,11 +45,11 @@ type Summary struct {
 	// Challenges counts the 401/407 answers to the primary leg's opening
 	// requests; absent when none. A challenge answered by a credentialed
 	// retry is counted here, never reported as the outcome.
-	Challenges int `json:"challenges,omitempty" desc:"401/407 answers to the opening request"`
+	Challenges int `json:"challenges,omitempty" desc:"401/407 received"`
 	// OtherLegs are the Call-ID's other legs (a REGISTER before the call,
 	// a second dialog under the Call-ID), compactly; absent when the
 	// Call-ID holds one leg.
-	OtherLegs []LegBrief `json:"other_legs,omitempty" desc:"the Call-ID's other legs"`
+	OtherLegs []LegBrief `json:"other_legs,omitempty" desc:"other legs of the Call-ID"`
 	// InputOrigin says how the opening message reached sipnab.
 	InputOrigin string `json:"input_origin,omitempty" enum:"wire|hep|uprobe" desc:"how the opening message reached sipnab"`
 	// Ended is false for an answered call still in progress (state InCall:
@@ -66,12 +66,12 @@ type Summary struct {
 
 // LegBrief is a leg other than the primary one, as a row lists it.
 type LegBrief struct {
-	Method string `json:"method,omitempty" desc:"method that opened the leg"`
-	State  string `json:"state" desc:"leg state"`
+	Method string `json:"method,omitempty" desc:"opening method"`
+	State  string `json:"state" desc:"state"`
 	// FinalStatusCode is the final response of the leg's last opening
 	// transaction (see Detail.Legs).
-	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final response of the leg's last opening transaction"`
-	Challenges      int `json:"challenges,omitempty" desc:"401/407 answers to the leg's opening requests"`
+	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final code"`
+	Challenges      int `json:"challenges,omitempty" desc:"401/407 received"`
 }
 
 // Timing is the row's timing subset. Absent values were not measured.
@@ -113,13 +113,13 @@ type LegView struct {
 	Family       string `json:"family" enum:"INVITE|REGISTER|SUBSCRIBE|generic" desc:"state machine of the leg"`
 	Method       string `json:"method,omitempty" desc:"method that opened the leg"`
 	State        string `json:"state" desc:"leg state"`
-	Primary      bool   `json:"primary,omitempty" desc:"the leg the row describes"`
+	Primary      bool   `json:"primary,omitempty" desc:"the row's leg"`
 	OnlyChalleng bool   `json:"only_challenged,omitempty" desc:"the opening request was only ever challenged (401/407) and nothing followed"`
 	// FinalStatusCode is the final response of the leg's last opening
 	// transaction: an INVITE leg's first 2xx when answered, else the last
 	// non-challenge final response, else the last challenge.
-	FinalStatusCode int          `json:"final_status_code,omitempty" desc:"final response of the leg's last opening transaction"`
-	Challenges      int          `json:"challenges,omitempty" desc:"401/407 answers to the leg's opening requests"`
+	FinalStatusCode int          `json:"final_status_code,omitempty" desc:"final code"`
+	Challenges      int          `json:"challenges,omitempty" desc:"401/407 received"`
 	MsgCount        int          `json:"msg_count" desc:"messages of the leg"`
 	CreatedAt       time.Time    `json:"created_at" desc:"first message of the leg"`
 	UpdatedAt       time.Time    `json:"updated_at" desc:"latest message of the leg"`
