@@ -49,7 +49,17 @@ func (m sm) text(callID string) string {
 		}
 	}
 	fmt.Fprintf(&b, "Via: SIP/2.0/UDP 192.0.2.10:5060;branch=%s\r\n", m.branch)
-	b.WriteString("From: <sip:alice@example.com>;tag=a1\r\n")
+	from := "From: <sip:alice@example.com>;tag=a1"
+	var extra []string
+	for _, e := range m.extra {
+		if strings.HasPrefix(e, "From:") {
+			from = e // another From tag (a retry under a new tag)
+		} else {
+			extra = append(extra, e)
+		}
+	}
+	m.extra = extra
+	b.WriteString(from + "\r\n")
 	if m.toTag != "" {
 		fmt.Fprintf(&b, "To: <sip:bob@example.com>;tag=%s\r\n", m.toTag)
 	} else {
@@ -278,6 +288,36 @@ func TestSignalingDetectionsCrafted(t *testing.T) {
 				}
 				if ff := s.FinalFailure; ff == nil || ff.Code != 487 || ff.Class != "canceled" {
 					t.Errorf("final_failure: got %+v", ff)
+				}
+			},
+		},
+		{
+			name: "REGISTER challenged, retried with credentials under a new From tag, registered",
+			msgs: []sm{
+				{0, true, "REGISTER", 1, "", "r1", "", []string{"Contact: <sip:alice@192.0.2.10>", "Expires: 600"}},
+				{sec(0.01), false, "401", 1, "REGISTER", "r1", "s1", nil},
+				{sec(0.02), true, "REGISTER", 2, "", "r2", "", []string{"From: <sip:alice@example.com>;tag=a2", auth, "Contact: <sip:alice@192.0.2.10>", "Expires: 600"}},
+				{sec(0.03), false, "200", 2, "REGISTER", "r2", "s2", []string{"From: <sip:alice@example.com>;tag=a2", "Contact: <sip:alice@192.0.2.10>;expires=600"}},
+			},
+			verdict: "none",
+			check: func(t *testing.T, s *analysis.SignalingDiagnosis, _ []analysis.NotJudged) {
+				if s != nil {
+					t.Errorf("got %+v, want nothing fired: the retry was registered", s)
+				}
+			},
+		},
+		{
+			name: "REGISTER challenged, retried under a new From tag, refused",
+			msgs: []sm{
+				{0, true, "REGISTER", 1, "", "r1", "", nil},
+				{sec(0.01), false, "401", 1, "REGISTER", "r1", "s1", nil},
+				{sec(0.02), true, "REGISTER", 2, "", "r2", "", []string{"From: <sip:alice@example.com>;tag=a2", auth}},
+				{sec(0.03), false, "403", 2, "REGISTER", "r2", "s2", []string{"From: <sip:alice@example.com>;tag=a2"}},
+			},
+			verdict: "signaling",
+			check: func(t *testing.T, s *analysis.SignalingDiagnosis, _ []analysis.NotJudged) {
+				if r := s.RegistrationFailure; r == nil || r.Kind != "rejected" || r.Code != 403 || !slices.Equal(r.Evidence, []int{2, 3}) {
+					t.Errorf("registration_failure: got %+v, want rejected 403 on the retry", r)
 				}
 			},
 		},

@@ -655,6 +655,17 @@ func TestLastTransaction(t *testing.T) {
 			other: []LegBrief{{Method: "INVITE", State: "Failed", FinalStatusCode: 407, Challenges: 1}},
 		},
 		{
+			name: "REGISTER 401 then a retry under a new From tag answered 200",
+			steps: []step{
+				{0, alice, proxy, req("REGISTER", reg)},
+				{5, proxy, alice, resp(401, regB)},
+				{10, alice, proxy, req("REGISTER", func() hdr { h := reg2; h.fromTag = "r2"; return h }())},
+				{15, proxy, alice, resp(200, func() hdr { h := reg2B; h.fromTag = "r2"; return h }())},
+			},
+			method: "REGISTER", state: "Registered", challenges: 1,
+			other: []LegBrief{{Method: "REGISTER", State: "Failed", FinalStatusCode: 401, Challenges: 1}},
+		},
+		{
 			name: "REGISTER then INVITE answered: the row is the call",
 			steps: []step{
 				{0, alice, proxy, req("REGISTER", reg)},
