@@ -340,7 +340,10 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 			}
 		}
 		if len(d.legs) > 1 {
-			d.prim = int32(d.pickPrimary())
+			if p := int32(d.pickPrimary()); p != d.prim {
+				d.prim = p
+				d.finalDirty = true // the call's final response is its primary's
+			}
 		}
 	}
 	if d.finalDirty {
@@ -807,11 +810,26 @@ func (l *leg) effectiveState() State {
 // (401/407) and nothing followed.
 func (l *leg) onlyChallenged() bool { return l.effectiveState() != l.state }
 
+// yields reports whether a later leg of the leg's family takes the row
+// over: the leg's attempt ended without success (only challenged; a call
+// refused, redirected or cancelled; a registration refused), so a later
+// attempt under a new From tag is the last transaction.
+func (l *leg) yields() bool {
+	switch l.effectiveState() {
+	case Failed:
+		return true
+	case Redirected, Cancelled:
+		return l.family == FamilyInvite
+	}
+	return false
+}
+
 // primary is the leg a Call-ID's row describes (docs/data-model.md): the
 // call when the Call-ID holds one. It is the first INVITE-family leg, else
-// the first leg; a leg whose opening request was only challenged yields to
-// the next leg of its family (a retry with credentials under a new From
-// tag), so the row follows the last transaction. A load generator that
+// the first leg; a leg whose attempt ended without success (only
+// challenged, refused, redirected, cancelled) yields to the next leg of its
+// family (a retry, with credentials or elsewhere, under a new From tag), so
+// the row follows the last transaction. A load generator that
 // registers and then calls under one Call-ID (sipp-branch-scenario.pcapng)
 // therefore lists as INVITE with the call's state and final code; the
 // REGISTER leg stays on the row in OtherLegs and in Detail.Legs.
@@ -835,7 +853,7 @@ func (d *dialog) pickPrimary() int {
 		}
 	}
 	f := d.legs[p].family
-	for d.legs[p].onlyChallenged() {
+	for d.legs[p].yields() {
 		next := -1
 		for j := p + 1; j < len(d.legs); j++ {
 			if d.legs[j].family == f {
@@ -930,11 +948,14 @@ func (d *dialog) finalStatus() (code int, reason string, ok bool) {
 	return 0, "", false
 }
 
-// decideFinal is finalStatus's transaction, read from every transaction.
+// decideFinal is finalStatus's transaction, read from every transaction
+// of the primary leg and of the legs before it (the INVITE legs it retried
+// under a new tag); a later INVITE leg under the same Call-ID is another
+// call, listed in other_legs with its own final code.
 func (d *dialog) decideFinal() *tx {
 	var ans, last, chal *tx
 	for _, t := range d.txOrder {
-		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 {
+		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > int(d.prim) {
 			continue
 		}
 		if !t.requestSeen && d.isLateReInvite(t) {

@@ -28,7 +28,8 @@
 //
 // A list row (Summary) describes the Call-ID's primary leg, its call when
 // it holds one (docs/data-model.md): the first INVITE-family leg, else the
-// first leg, and a leg only ever challenged yields to the next leg of its
+// first leg, and a leg whose attempt ended without success (only
+// challenged, refused, redirected, cancelled) yields to the next leg of its
 // family (a retry under a new From tag). So a Call-ID that carries a
 // REGISTER and then an INVITE (sipp-branch-scenario.pcapng, 1334 Call-IDs)
 // lists as INVITE with the call's state and final code, and by_method,
@@ -38,8 +39,9 @@
 // follow the primary leg as it moves. msg_count counts every message of the
 // Call-ID, retransmissions included; created_at and the opening frame stay
 // the Call-ID's first. final_status_code comes from the INVITE transactions
-// that open or retry the call (never re-INVITEs): the first 2xx, else the
-// last non-challenge final response, else the last challenge.
+// that open or retry the call (never re-INVITEs) on the primary leg and the
+// legs it retried: the first 2xx, else the last non-challenge final
+// response, else the last challenge.
 //
 // Outcomes follow the last transaction: a 401/407 answered by a
 // credentialed retry is counted (challenges), never the outcome; a REGISTER

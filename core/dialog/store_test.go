@@ -655,6 +655,29 @@ func TestLastTransaction(t *testing.T) {
 			other: []LegBrief{{Method: "INVITE", State: "Failed", FinalStatusCode: 407, Challenges: 1}},
 		},
 		{
+			name: "INVITE refused 403 then a new attempt under a new From tag answered 200",
+			steps: []step{
+				{0, alice, bob, req("INVITE", inv)},
+				{10, bob, alice, resp(403, invB)},
+				{20, alice, bob, req("ACK", ack)},
+				{30, alice, bob, req("INVITE", inv2)},
+				{40, bob, alice, resp(200, inv2B)},
+			},
+			method: "INVITE", state: "InCall", final: 200,
+			other: []LegBrief{{Method: "INVITE", State: "Failed", FinalStatusCode: 403}},
+		},
+		{
+			name: "INVITE answered, then another INVITE leg refused: the row keeps the answered call",
+			steps: []step{
+				{0, alice, bob, req("INVITE", inv)},
+				{10, bob, alice, resp(200, invB)},
+				{30, alice, bob, req("INVITE", inv2)},
+				{40, bob, alice, resp(486, inv2B)},
+			},
+			method: "INVITE", state: "InCall", final: 200,
+			other: []LegBrief{{Method: "INVITE", State: "Failed", FinalStatusCode: 486}},
+		},
+		{
 			name: "REGISTER 401 then a retry under a new From tag answered 200",
 			steps: []step{
 				{0, alice, proxy, req("REGISTER", reg)},
