@@ -454,6 +454,17 @@ func TestVerdictModelRegisterThenInvite(t *testing.T) {
 	if legs[1].(map[string]any)["primary"] != true || legs[0].(map[string]any)["primary"] != nil {
 		t.Errorf("legs: the INVITE leg (second) must be the primary: %v", legs)
 	}
+	// The REGISTER legs under the calls are reached by message text, not by
+	// the row's method (docs/data-model.md, the filter language).
+	for _, tc := range []struct {
+		filter string
+		want   int
+	}{{`payload =~ "^REGISTER "`, n}, {"method == REGISTER", 0}, {"method == INVITE and state == Failed", n - a}} {
+		m, _ := s.ok("list_dialogs", map[string]any{"filter": tc.filter, "limit": 1})
+		if got := int(m["total_matched"].(float64)); got != tc.want {
+			t.Errorf("%s: %d rows, want %d", tc.filter, got, tc.want)
+		}
+	}
 }
 
 // TestVerdictModelSippBranchScenario: the public sipp-branch-scenario.pcapng
