@@ -71,10 +71,11 @@ func TestListDialogsPagesToTsharksCallIDs(t *testing.T) {
 	}
 }
 
-// TestListDialogsByMethod: a row's method is the method that opened the
-// Call-ID. sipp-branch-scenario.pcapng opens every Call-ID with a REGISTER
-// (an INVITE follows under another From tag), so by_method shows all 1334
-// as REGISTER, which the two rows of a page cannot (design notes). A filter
+// TestListDialogsByMethod: a row describes the call wherever it sits
+// (docs/data-model.md). sipp-branch-scenario.pcapng opens every Call-ID
+// with a REGISTER and an INVITE follows under another From tag, so by_method
+// shows all 1334 as INVITE (tshark -z sip,stat: 1334 INVITEs), each row
+// listing its REGISTER leg in other_legs. A filter
 // narrows by_method and total_matched together; msg_count is checked
 // against tshark's per-Call-ID message counts.
 func TestListDialogsByMethod(t *testing.T) {
@@ -82,8 +83,8 @@ func TestListDialogsByMethod(t *testing.T) {
 	tools := lqTools(t, lqPublic(t, "sipp-branch-scenario.pcapng"))
 	var p lqPage
 	lqCall(t, tools, "list_dialogs", map[string]any{"limit": 2}, &p)
-	if len(p.ByMethod) != 1 || p.ByMethod[0].Method != "REGISTER" || p.ByMethod[0].Count != 1334 || p.Returned != 2 {
-		t.Errorf("by_method %+v returned %d, want [REGISTER 1334] and 2 rows", p.ByMethod, p.Returned)
+	if len(p.ByMethod) != 1 || p.ByMethod[0].Method != "INVITE" || p.ByMethod[0].Count != 1334 || p.Returned != 2 {
+		t.Errorf("by_method %+v returned %d, want [INVITE 1334] and 2 rows", p.ByMethod, p.Returned)
 	}
 	for _, n := range []int{2, 4, 6, 7} {
 		want := 0

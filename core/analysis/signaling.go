@@ -292,7 +292,10 @@ func (c *sigCtx) finalFailure() {
 		}
 	} else {
 		for li := range d.Legs {
-			last, _ := outcome(c.opening(li))
+			last, only := outcome(c.opening(li))
+			if only && c.retriedLater(li) {
+				continue // the retry under a new tag decides (last transaction)
+			}
 			if last != nil && last.FinalCode >= 400 && last.FinalCode <= 699 {
 				t, code, phrase, method = last, last.FinalCode, last.FinalReason, last.Method
 				break
@@ -570,10 +573,16 @@ func (c *sigCtx) postDialDelay() {
 }
 
 // registration: the first REGISTER leg that failed, was challenged in a
-// loop, or was granted less than it asked.
+// loop, or was granted less than it asked. A leg only ever challenged that
+// a later REGISTER leg retried (credentials under a new From tag) is not
+// judged: the registration follows its last transaction
+// (docs/data-model.md).
 func (c *sigCtx) registration() {
 	for li, l := range c.d.Legs {
 		if l.Method != "REGISTER" {
+			continue
+		}
+		if _, only := outcome(c.opening(li)); only && c.retriedLater(li) {
 			continue
 		}
 		if a := c.authLoop(li); a != nil {
@@ -612,6 +621,21 @@ func (c *sigCtx) registration() {
 			return
 		}
 	}
+}
+
+// retriedLater reports whether a leg after leg li opened by the same
+// method has a final response to its opening requests: the retry of a
+// challenged request under a new From tag.
+func (c *sigCtx) retriedLater(li int) bool {
+	for lj := li + 1; lj < len(c.d.Legs); lj++ {
+		if c.d.Legs[lj].Method != c.d.Legs[li].Method {
+			continue
+		}
+		if last, _ := outcome(c.opening(lj)); last != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // diagnoseSignalingFull runs every signaling detection on one dialog; it

@@ -49,7 +49,17 @@ func (m sm) text(callID string) string {
 		}
 	}
 	fmt.Fprintf(&b, "Via: SIP/2.0/UDP 192.0.2.10:5060;branch=%s\r\n", m.branch)
-	b.WriteString("From: <sip:alice@example.com>;tag=a1\r\n")
+	from := "From: <sip:alice@example.com>;tag=a1"
+	var extra []string
+	for _, e := range m.extra {
+		if strings.HasPrefix(e, "From:") {
+			from = e // another From tag (a retry under a new tag)
+		} else {
+			extra = append(extra, e)
+		}
+	}
+	m.extra = extra
+	b.WriteString(from + "\r\n")
 	if m.toTag != "" {
 		fmt.Fprintf(&b, "To: <sip:bob@example.com>;tag=%s\r\n", m.toTag)
 	} else {
@@ -278,6 +288,36 @@ func TestSignalingDetectionsCrafted(t *testing.T) {
 				}
 				if ff := s.FinalFailure; ff == nil || ff.Code != 487 || ff.Class != "canceled" {
 					t.Errorf("final_failure: got %+v", ff)
+				}
+			},
+		},
+		{
+			name: "REGISTER challenged, retried with credentials under a new From tag, registered",
+			msgs: []sm{
+				{0, true, "REGISTER", 1, "", "r1", "", []string{"Contact: <sip:alice@192.0.2.10>", "Expires: 600"}},
+				{sec(0.01), false, "401", 1, "REGISTER", "r1", "s1", nil},
+				{sec(0.02), true, "REGISTER", 2, "", "r2", "", []string{"From: <sip:alice@example.com>;tag=a2", auth, "Contact: <sip:alice@192.0.2.10>", "Expires: 600"}},
+				{sec(0.03), false, "200", 2, "REGISTER", "r2", "s2", []string{"From: <sip:alice@example.com>;tag=a2", "Contact: <sip:alice@192.0.2.10>;expires=600"}},
+			},
+			verdict: "none",
+			check: func(t *testing.T, s *analysis.SignalingDiagnosis, _ []analysis.NotJudged) {
+				if s != nil {
+					t.Errorf("got %+v, want nothing fired: the retry was registered", s)
+				}
+			},
+		},
+		{
+			name: "REGISTER challenged, retried under a new From tag, refused",
+			msgs: []sm{
+				{0, true, "REGISTER", 1, "", "r1", "", nil},
+				{sec(0.01), false, "401", 1, "REGISTER", "r1", "s1", nil},
+				{sec(0.02), true, "REGISTER", 2, "", "r2", "", []string{"From: <sip:alice@example.com>;tag=a2", auth}},
+				{sec(0.03), false, "403", 2, "REGISTER", "r2", "s2", []string{"From: <sip:alice@example.com>;tag=a2"}},
+			},
+			verdict: "signaling",
+			check: func(t *testing.T, s *analysis.SignalingDiagnosis, _ []analysis.NotJudged) {
+				if r := s.RegistrationFailure; r == nil || r.Kind != "rejected" || r.Code != 403 || !slices.Equal(r.Evidence, []int{2, 3}) {
+					t.Errorf("registration_failure: got %+v, want rejected 403 on the retry", r)
 				}
 			},
 		},
@@ -556,7 +596,10 @@ func TestSignalingPublicCaptures(t *testing.T) {
 // TestSippBranchScenario: the INVITEs tshark saw refused 403 (1148
 // Call-IDs) are exactly the dialogs whose final_failure is 403; the one
 // 200 never acknowledged (254-4461@127.0.1.1, frame 1747 at 25.299 s,
-// capture ends at 133.300 s) is the capture report's ack_missing.
+// capture ends at 133.300 s) is the capture report's ack_missing. Each row
+// is the call (docs/data-model.md), so the calls answered with SDP are
+// counted too; the capture holds no RTP at all, so their media is not judged:
+// one media_not_captured observation says so, never a no_media per call.
 func TestSippBranchScenario(t *testing.T) {
 	const name = "sipp-branch-scenario.pcapng"
 	st, facts := load(t, name)
@@ -584,14 +627,24 @@ func TestSippBranchScenario(t *testing.T) {
 		t.Errorf("got %d dialogs with final_failure 403, want 1148", got)
 	}
 	r := analysis.CaptureReport(facts, st, analysis.CaptureFacts{SourceExhausted: true}, analysis.Options{})
-	var ack, ff *analysis.Finding
+	var ack, ff, nm, nc *analysis.Finding
 	for i := range r.Findings {
 		switch r.Findings[i].Kind {
 		case "ack_missing":
 			ack = &r.Findings[i]
 		case "final_failure_failure":
 			ff = &r.Findings[i]
+		case "no_media":
+			nm = &r.Findings[i]
+		case "media_not_captured":
+			nc = &r.Findings[i]
 		}
+	}
+	if nm != nil {
+		t.Errorf("no_media: got %+v, want none (the capture holds no RTP)", nm)
+	}
+	if nc == nil || nc.Occurrences != 1 || len(nc.Evidence) != 1 || nc.Evidence[0].Counts["answered_calls_with_sdp"] != 5 {
+		t.Errorf("media_not_captured: got %+v, want once, over 5 answered calls with SDP", nc)
 	}
 	if ff == nil || ff.Occurrences != 1148 || len(ff.Evidence) != analysis.MaxEvidence || ff.EvidenceOmitted != 1148-analysis.MaxEvidence {
 		t.Errorf("final_failure_failure: got %+v", ff)
@@ -602,11 +655,11 @@ func TestSippBranchScenario(t *testing.T) {
 		ack.Rule != "ack_missing" || ack.Threshold["waited_ms"] != 32000 {
 		t.Errorf("ack_missing: got %+v", ack)
 	}
-	if len(r.Findings) != 2 {
+	if len(r.Findings) != 3 {
 		for _, f := range r.Findings {
 			t.Logf("%s %d", f.Kind, f.Occurrences)
 		}
-		t.Errorf("got %d findings, want 2", len(r.Findings))
+		t.Errorf("got %d findings, want 3", len(r.Findings))
 	}
 }
 

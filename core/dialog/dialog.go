@@ -144,6 +144,15 @@ type leg struct {
 	method     string
 	fromUser   string
 	toUser     string
+	// challenges counts the 401/407 answers to the leg's opening requests
+	// (retransmissions excluded).
+	challenges int
+	// first and hop are 1 + the position among the retained messages of
+	// the leg's first retained message and of its last retained
+	// out-of-dialog request of the leg's method (0: none); toHost is the To
+	// host of that first message. Extra reads them for the primary leg.
+	first, hop int32
+	toHost     string
 	// INVITE-family timing milestones; zero when not seen. Responses count
 	// only when sent back to the address the request came from, so the
 	// hops of a proxy seen in one capture do not mix vantage points.
@@ -246,9 +255,8 @@ type dialog struct {
 	// touching the transaction; final is the transaction finalStatus
 	// reports (nil: none), decided again when finalDirty.
 	finalCode int32
-	// hop is 1 + the position of the last out-of-dialog request of the
-	// primary leg's method (0: none), see Extra.
-	hop          int32
+	// prim is the index of the primary leg in legs (see primary).
+	prim         int32
 	firstOrigin  packet.Origin
 	clockSuspect bool
 	// gone: evicted from the store (set under the write lock).
@@ -279,11 +287,10 @@ type dialog struct {
 	dtmf        []dtmfEvent
 	dtmfDropped int
 
-	// What aggregations read from the retained messages besides hop, noted
-	// as they are retained (see Extra): the first non-empty User-Agent, the
-	// To host of the first message.
-	ua     string
-	toHost string
+	// What aggregations read from the retained messages besides the
+	// primary leg's first message and hop, noted as they are retained (see
+	// Extra): the first non-empty User-Agent.
+	ua string
 
 	// LRU links (most recently updated at the store's head).
 	prev, next *dialog
@@ -362,6 +369,12 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 			d.step(l, m, t, o, index)
 			if m.IsRequest && m.Method == "INFO" {
 				d.noteDTMF(m, o)
+			}
+		}
+		if len(d.legs) > 1 {
+			if p := int32(d.pickPrimary()); p != d.prim {
+				d.prim = p
+				d.finalDirty = true // the call's final response is its primary's
 			}
 		}
 	}
@@ -699,6 +712,9 @@ func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) 
 		}
 	}
 	txc, st, isResp := a.Response()
+	if isResp && st == SChallenge && openerTx(l.family, txc) {
+		l.challenges++
+	}
 	switch {
 	case isResp && st == SChallenge && openerTx(l.family, txc) && (l.state == Trying || l.state == Ringing):
 		l.challenged = true
@@ -845,17 +861,67 @@ func (l *leg) effectiveState() State {
 	return l.state
 }
 
-// primary is the leg a Call-ID's row describes: the leg that opened the
-// Call-ID. A row's method is therefore the method of the first message seen
-// under the Call-ID, so a load generator that registers and then calls under
-// one Call-ID (sipp-branch-scenario.pcapng) lists as REGISTER, and by_method
-// counts what opened each Call-ID. The other legs stay in Detail.Legs, and
-// final_status_code still comes from the INVITE transactions.
+// onlyChallenged: the leg's opening transaction was only ever challenged
+// (401/407) and nothing followed.
+func (l *leg) onlyChallenged() bool { return l.effectiveState() != l.state }
+
+// yields reports whether a later leg of the leg's family takes the row
+// over: the leg's attempt ended without success (only challenged; a call
+// refused, redirected or cancelled; a registration refused), so a later
+// attempt under a new From tag is the last transaction.
+func (l *leg) yields() bool {
+	switch l.effectiveState() {
+	case Failed:
+		return true
+	case Redirected, Cancelled:
+		return l.family == FamilyInvite
+	}
+	return false
+}
+
+// primary is the leg a Call-ID's row describes (docs/data-model.md): the
+// call when the Call-ID holds one. It is the first INVITE-family leg, else
+// the first leg; a leg whose attempt ended without success (only
+// challenged, refused, redirected, cancelled) yields to the next leg of its
+// family (a retry, with credentials or elsewhere, under a new From tag), so
+// the row follows the last transaction. A load generator that
+// registers and then calls under one Call-ID (sipp-branch-scenario.pcapng)
+// therefore lists as INVITE with the call's state and final code; the
+// REGISTER leg stays on the row in OtherLegs and in Detail.Legs.
 func (d *dialog) primary() *leg {
-	if len(d.legs) > 0 {
-		return d.legs[0]
+	if int(d.prim) < len(d.legs) {
+		return d.legs[d.prim]
 	}
 	return nil
+}
+
+// pickPrimary chooses the primary leg's index (-1 when there is no leg).
+func (d *dialog) pickPrimary() int {
+	if len(d.legs) == 0 {
+		return -1
+	}
+	p := 0
+	for i, l := range d.legs {
+		if l.family == FamilyInvite {
+			p = i
+			break
+		}
+	}
+	f := d.legs[p].family
+	for d.legs[p].yields() {
+		next := -1
+		for j := p + 1; j < len(d.legs); j++ {
+			if d.legs[j].family == f {
+				next = j
+				break
+			}
+		}
+		if next < 0 {
+			break
+		}
+		p = next
+	}
+	return p
 }
 
 // method is the row's method: the primary leg's ("" when none).
@@ -864,6 +930,62 @@ func (d *dialog) method() string {
 		return l.method
 	}
 	return ""
+}
+
+// challenges counts the challenges of the primary leg's family: the
+// primary's own and those of the legs it stands for (retries under a new
+// tag).
+func (d *dialog) challenges() int {
+	l := d.primary()
+	if l == nil {
+		return 0
+	}
+	n := 0
+	for _, x := range d.legs {
+		if x.family == l.family {
+			n += x.challenges
+		}
+	}
+	return n
+}
+
+// legFinal is the final response of leg li's opening transactions, by the
+// last transaction: for an INVITE leg the first 2xx when it was answered
+// (as finalStatus), otherwise the last non-challenge final response, else
+// (only ever challenged) the last challenge. nil when none.
+func (d *dialog) legFinal(li int) *tx {
+	l := d.legs[li]
+	want := l.method
+	switch l.family {
+	case FamilyInvite, FamilyRegister, FamilySubscribe:
+		want = l.family.String()
+	}
+	var ans, last, chal *tx
+	for _, t := range d.txOrder {
+		if t.leg != li || t.finalCode == 0 || t.reInvite || t.key.method != want {
+			continue
+		}
+		switch {
+		case l.family == FamilyInvite && t.finalCode < 300:
+			if ans == nil || t.finalAt.Before(ans.finalAt) {
+				ans = t
+			}
+		case t.finalCode == 401 || t.finalCode == 407:
+			if chal == nil || !t.finalAt.Before(chal.finalAt) {
+				chal = t
+			}
+		default:
+			if last == nil || !t.finalAt.Before(last.finalAt) {
+				last = t
+			}
+		}
+	}
+	for _, t := range []*tx{ans, last, chal} {
+		if t != nil {
+			return t
+		}
+	}
+	return nil
 }
 
 // finalStatus picks the call's final status from the INVITE transactions
@@ -881,11 +1003,14 @@ func (d *dialog) finalStatus() (code int, reason string, ok bool) {
 	return 0, "", false
 }
 
-// decideFinal is finalStatus's transaction, read from every transaction.
+// decideFinal is finalStatus's transaction, read from every transaction
+// of the primary leg and of the legs before it (the INVITE legs it retried
+// under a new tag); a later INVITE leg under the same Call-ID is another
+// call, listed in other_legs with its own final code.
 func (d *dialog) decideFinal() *tx {
 	var ans, last, chal *tx
 	for _, t := range d.txOrder {
-		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 {
+		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > int(d.prim) {
 			continue
 		}
 		if !t.requestSeen && d.isLateReInvite(t) {

@@ -26,15 +26,30 @@
 //     include the direction, so the second hop is never mistaken for a
 //     retransmission.
 //
-// A list row (Summary) describes the Call-ID: its state, method, parties and
-// timing come from the primary leg, the leg that opened the Call-ID, so the
-// row's method is what opened it (sipp-branch-scenario.pcapng lists all 1334
-// Call-IDs as REGISTER, as its by_method must show). msg_count counts every message of the Call-ID,
-// retransmissions included; capture duplicates (one message seen twice at
-// the capture point: a mirrored copy, a second interface, a second HEP
-// agent) are counted apart and enter no dialog (dup.go,
-// docs/retransmissions.md). final_status_code comes from the INVITE
-// transactions that open or retry the call (never re-INVITEs).
+// A list row (Summary) describes the Call-ID's primary leg, its call when
+// it holds one (docs/data-model.md): the first INVITE-family leg, else the
+// first leg, and a leg whose attempt ended without success (only
+// challenged, refused, redirected, cancelled) yields to the next leg of its
+// family (a retry under a new From tag). So a Call-ID that carries a
+// REGISTER and then an INVITE (sipp-branch-scenario.pcapng, 1334 Call-IDs)
+// lists as INVITE with the call's state and final code, and by_method,
+// by_state, ASR/NER and every call count see the calls; the other legs stay
+// on the row (OtherLegs: method, state, final code, challenges) and in
+// Detail.Legs. The per-method counts and the first-message facts (Extra)
+// follow the primary leg as it moves. msg_count counts every message of the
+// Call-ID, retransmissions included; capture duplicates (one message seen
+// twice at the capture point: a mirrored copy, a second interface, a second
+// HEP agent) are counted apart and enter no dialog (dup.go,
+// docs/retransmissions.md); created_at and the opening frame stay
+// the Call-ID's first. final_status_code comes from the INVITE transactions
+// that open or retry the call (never re-INVITEs) on the primary leg and the
+// legs it retried: the first 2xx, else the last non-challenge final
+// response, else the last challenge.
+//
+// Outcomes follow the last transaction: a 401/407 answered by a
+// credentialed retry is counted (challenges), never the outcome; a REGISTER
+// whose last transaction was refused reads Failed even after an earlier
+// binding.
 //
 // # State machines
 //

@@ -274,7 +274,7 @@ func (d *dialog) tally(f TallyField, t *Tallies) bool {
 		if len(d.msgs) == 0 {
 			return false
 		}
-		src, dst := d.addrsOf(0)
+		src, dst := d.addrsOf(d.firstPos())
 		a := src.Addr()
 		if f == TallyDstAddr {
 			a = dst.Addr()

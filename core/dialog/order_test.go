@@ -14,14 +14,30 @@ import (
 )
 
 // extraFromMessages is Extra as the retained messages show it, parsed
-// again: what the aggregations read before Extra was noted on arrival.
+// again: what the aggregations read before Extra was noted on arrival. The
+// addresses and To host are those of the primary leg's first retained
+// message (the first retained message's addresses, and no To host, when
+// the primary leg has none retained); the next hop is the primary leg's
+// last out-of-dialog request of the row's method.
 func extraFromMessages(d Detail) Extra {
 	if len(d.Messages) == 0 {
 		return Extra{}
 	}
+	prim := -2
+	for i, l := range d.Legs {
+		if l.Primary {
+			prim = i
+		}
+	}
 	e := Extra{Retained: true, Src: d.Messages[0].Src, Dst: d.Messages[0].Dst}
-	if m := d.Messages[0].Msg; m != nil {
-		e.ToHost = m.To.Host
+	for _, m := range d.Messages {
+		if m.Leg == prim {
+			e.Src, e.Dst = m.Src, m.Dst
+			if m.Msg != nil {
+				e.ToHost = m.Msg.To.Host
+			}
+			break
+		}
 	}
 	for _, m := range d.Messages {
 		if m.Msg == nil {
@@ -30,7 +46,7 @@ func extraFromMessages(d Detail) Extra {
 		if e.UA == "" {
 			e.UA = m.Msg.UserAgent
 		}
-		if m.Msg.IsRequest && m.Msg.Method == d.Method && m.Msg.To.Tag == "" && m.Dst.IsValid() {
+		if m.Leg == prim && m.Msg.IsRequest && m.Msg.Method == d.Method && m.Msg.To.Tag == "" && m.Dst.IsValid() {
 			e.NextHop = m.Dst
 		}
 	}

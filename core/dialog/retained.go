@@ -97,7 +97,7 @@ func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
 	if retrans {
 		r.flags |= retRetrans
 	}
-	d.noteExtra(o, pos)
+	d.noteExtra(o, pos, leg)
 	if c, ok := o.Msg.Retain(); ok {
 		r.msg = c
 	} else {
@@ -128,19 +128,25 @@ func (d *dialog) message(i int) Message {
 	return m
 }
 
-// noteExtra notes what Extra reads from retained message pos as it is
-// retained, so readers need not parse the messages again. The strings are
-// views into the message's bytes, which the dialog keeps anyway.
-func (d *dialog) noteExtra(o *Observation, pos int) {
+// noteExtra notes what Extra reads from retained message pos (of leg li)
+// as it is retained, so readers need not parse the messages again. The
+// strings are views into the message's bytes, which the dialog keeps
+// anyway.
+func (d *dialog) noteExtra(o *Observation, pos, li int) {
 	m := o.Msg
-	if pos == 0 {
-		d.toHost = m.To.Host
-	}
 	if d.ua == "" {
 		d.ua = m.UserAgent
 	}
-	if m.IsRequest && m.To.Tag == "" && o.Dst.IsValid() && m.Method == d.method() {
-		d.hop = int32(pos) + 1
+	if li < 0 || li >= len(d.legs) {
+		return
+	}
+	l := d.legs[li]
+	if l.first == 0 {
+		l.first = int32(pos) + 1
+		l.toHost = m.To.Host
+	}
+	if m.IsRequest && m.To.Tag == "" && o.Dst.IsValid() && m.Method == l.method {
+		l.hop = int32(pos) + 1
 	}
 }
 
@@ -151,16 +157,18 @@ type Extra struct {
 	// Retained: the dialog has a retained message. Without one, every
 	// field below is absent.
 	Retained bool
-	// Src and Dst are the addresses of the first retained message.
+	// Src and Dst are the addresses of the primary leg's first retained
+	// message (docs/data-model.md).
 	Src, Dst netip.AddrPort
 	// UA is the first non-empty User-Agent (Server on a response) among the
 	// retained messages; empty when none.
 	UA string
-	// ToHost is the host of the first retained message's To URI, as
-	// written; empty when none.
+	// ToHost is the host of the To URI of the primary leg's first retained
+	// message, as written; empty when none.
 	ToHost string
-	// NextHop is the destination of the last retained out-of-dialog request
-	// (no To tag) whose method is the row's method; invalid when none.
+	// NextHop is the destination of the primary leg's last retained
+	// out-of-dialog request (no To tag) of the leg's method (the row's
+	// method); invalid when none.
 	NextHop netip.AddrPort
 }
 
@@ -178,10 +186,24 @@ func (d *dialog) extra() Extra {
 	if len(d.msgs) == 0 {
 		return Extra{}
 	}
-	e := Extra{Retained: true, UA: d.ua, ToHost: d.toHost}
-	e.Src, e.Dst = d.addrsOf(0)
-	if d.hop > 0 {
-		_, e.NextHop = d.addrsOf(int(d.hop) - 1)
+	e := Extra{Retained: true, UA: d.ua}
+	first := d.firstPos()
+	e.Src, e.Dst = d.addrsOf(first)
+	if l := d.primary(); l != nil {
+		e.ToHost = l.toHost
+		if l.hop > 0 {
+			_, e.NextHop = d.addrsOf(int(l.hop) - 1)
+		}
 	}
 	return e
+}
+
+// firstPos is the position of the primary leg's first retained message
+// (the first retained message when the primary leg has none); call it only
+// with a retained message.
+func (d *dialog) firstPos() int {
+	if l := d.primary(); l != nil && l.first > 0 {
+		return int(l.first) - 1
+	}
+	return 0
 }

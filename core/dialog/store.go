@@ -114,7 +114,7 @@ type Store struct {
 	byID       map[string]*dialog
 	head, tail *dialog // LRU list: head is the most recently updated
 	created    createdIndex
-	methods    map[string]int // dialogs held per primary-leg method ("" for none)
+	methods    map[string]int // dialogs held per row method, the primary leg's ("" for none)
 	seq        uint64
 	stats      Stats
 	dup        dupTable
@@ -202,6 +202,10 @@ func (s *Store) Apply(o Observation) Result {
 		s.moveFront(d)
 	}
 	before, retained := d.msgsDropped, len(d.msgs)
+	var was string // the row's method before the message (the primary may move)
+	if !res.Created {
+		was = d.method()
+	}
 	r := d.apply(&o, &s.cfg)
 	if s.cfg.DuplicateWindow > 0 {
 		if key == 0 {
@@ -214,10 +218,10 @@ func (s *Store) Apply(o Observation) Result {
 		win := int64(s.cfg.DuplicateWindow)
 		s.dup.put(key, &o, o.TS.UnixNano(), pos, win)
 	}
-	if res.Created {
-		// the first message always opens the primary leg, whose method
-		// never changes
-		m := d.method()
+	if m := d.method(); res.Created || m != was {
+		if !res.Created {
+			s.uncountMethod(was)
+		}
 		if _, ok := s.methods[m]; !ok {
 			m = strings.Clone(m) // the key outlives the message it came from
 		}
@@ -246,11 +250,7 @@ func (s *Store) evictLocked() int {
 		s.unlink(d)
 		delete(s.byID, d.callID)
 		d.gone = true
-		if m := d.method(); s.methods[m] <= 1 {
-			delete(s.methods, m)
-		} else {
-			s.methods[m]--
-		}
+		s.uncountMethod(d.method())
 		s.stats.MessagesNotRetained -= uint64(d.msgsDropped)
 		evicted++
 	}
@@ -259,6 +259,15 @@ func (s *Store) evictLocked() int {
 	s.stats.EvictionBatches++
 	s.gen.Add(1)
 	return evicted
+}
+
+// uncountMethod takes one dialog off the per-method counts.
+func (s *Store) uncountMethod(m string) {
+	if s.methods[m] <= 1 {
+		delete(s.methods, m)
+	} else {
+		s.methods[m]--
+	}
 }
 
 func (s *Store) pushFront(d *dialog) {

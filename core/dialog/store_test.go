@@ -3,6 +3,7 @@ package dialog
 import (
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -501,8 +502,9 @@ func TestForks(t *testing.T) {
 
 // TestSharedCallID: a load generator reuses a Call-ID for a REGISTER and an
 // INVITE with different From tags (sipp-branch-scenario.pcapng): two legs,
-// the opening REGISTER leg is primary (the row lists as REGISTER, as the
-// capture's by_method must show), final_status_code comes from the INVITE.
+// and the row describes the call (docs/data-model.md): method INVITE, the
+// INVITE leg's state and final code, the REGISTER listed in other_legs; the
+// per-method counts and the first-message facts follow the INVITE leg.
 func TestSharedCallID(t *testing.T) {
 	cid := "1-4461@127.0.1.1"
 	reg := hdr{callID: cid, fromTag: "4461SIPpTag071", cseq: 1, branch: "z9hG4bK-4461-1-0"}
@@ -512,11 +514,19 @@ func TestSharedCallID(t *testing.T) {
 	invB := withMeth(inv, "INVITE")
 	invB.toTag = "4384SIPpTag08b817"
 	bye := hdr{callID: cid, fromTag: "4461SIPpTag07b1", toTag: "4384SIPpTag08b817", cseq: 2, cseqMeth: "BYE", branch: "z9hG4bK-4461-1-11"}
-	a, b := "127.0.0.1:5061", "127.0.0.1:5060"
+	a, b, registrar := "127.0.0.1:5061", "127.0.0.1:5060", "127.0.0.9:5060"
 	s := New(Config{})
 	play(t, s, []step{
-		{0, a, b, req("REGISTER", reg)},
-		{1, b, a, resp(200, regB)},
+		{0, a, registrar, req("REGISTER", reg)},
+		{1, registrar, a, resp(200, regB)},
+	})
+	if r, _ := s.Lookup(cid); r.Method != "REGISTER" || r.State != "Registered" || len(r.OtherLegs) != 0 {
+		t.Errorf("before the INVITE: got %s/%s %+v, want REGISTER/Registered and no other legs", r.Method, r.State, r.OtherLegs)
+	}
+	if got := s.Tally(TallyMethod).Text; got["REGISTER"] != 1 || got["INVITE"] != 0 {
+		t.Errorf("by method before the INVITE: got %v, want REGISTER 1", got)
+	}
+	play(t, s, []step{
 		{2, a, b, req("INVITE", inv)},
 		{3, b, a, resp(180, invB)},
 		{4, b, a, resp(403, invB)},
@@ -527,13 +537,193 @@ func TestSharedCallID(t *testing.T) {
 	if len(d.Legs) != 2 {
 		t.Fatalf("legs: got %d, want 2", len(d.Legs))
 	}
-	got := fmt.Sprintf("%s/%s/%d %s:%s %s:%s", d.Method, d.State, d.FinalStatusCode,
-		d.Legs[0].Method, d.Legs[0].State, d.Legs[1].Method, d.Legs[1].State)
-	if want := "REGISTER/Registered/403 REGISTER:Registered INVITE:Failed"; got != want {
+	got := fmt.Sprintf("%s/%s/%d %s:%s:%d:%v %s:%s:%d:%v", d.Method, d.State, d.FinalStatusCode,
+		d.Legs[0].Method, d.Legs[0].State, d.Legs[0].FinalStatusCode, d.Legs[0].Primary,
+		d.Legs[1].Method, d.Legs[1].State, d.Legs[1].FinalStatusCode, d.Legs[1].Primary)
+	if want := "INVITE/Failed/403 REGISTER:Registered:200:false INVITE:Failed:403:true"; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+	if want := []LegBrief{{Method: "REGISTER", State: "Registered", FinalStatusCode: 200}}; !reflect.DeepEqual(d.OtherLegs, want) {
+		t.Errorf("other_legs: got %+v, want %+v", d.OtherLegs, want)
 	}
 	if d.MsgCount != 7 || d.Legs[0].MsgCount != 2 || d.Legs[1].MsgCount != 5 {
 		t.Errorf("counts: got %d (%d+%d), want 7 (2+5)", d.MsgCount, d.Legs[0].MsgCount, d.Legs[1].MsgCount)
+	}
+	if d.Family != "INVITE" {
+		t.Errorf("family: got %s, want INVITE", d.Family)
+	}
+	if got := s.Tally(TallyMethod).Text; got["INVITE"] != 1 || got["REGISTER"] != 0 {
+		t.Errorf("by method: got %v, want INVITE 1", got)
+	}
+	if got := s.Tally(TallyState).Text; got["Failed"] != 1 || got["Registered"] != 0 {
+		t.Errorf("by state: got %v, want Failed 1", got)
+	}
+	if got := s.Tally(TallyDstAddr).Addrs; got[netip.MustParseAddr("127.0.0.1")] != 1 {
+		t.Errorf("by dst: got %v, want the INVITE's destination 127.0.0.1", got)
+	}
+	e, _ := s.Extra(cid)
+	if e.Dst.String() != b || e.NextHop.String() != b {
+		t.Errorf("extra: dst %s next hop %s, want the INVITE's %s", e.Dst, e.NextHop, b)
+	}
+	if c := s.Count(time.Time{}); c.ByState["Failed"] != 1 || c.ByState["Registered"] != 0 {
+		t.Errorf("count by state: got %v, want Failed 1", c.ByState)
+	}
+}
+
+// TestLastTransaction: a leg's outcome follows its last transaction. A
+// challenge answered by a credentialed retry is counted, not the outcome;
+// a retry under a new From tag takes the row over from the leg it retries.
+func TestLastTransaction(t *testing.T) {
+	reg := hdr{callID: "c", fromTag: "r1", cseq: 1, branch: "z9hG4bK-r1"}
+	regB := withMeth(reg, "REGISTER")
+	regB.toTag = "rb"
+	reg2 := reg
+	reg2.cseq, reg2.branch = 2, "z9hG4bK-r2"
+	reg2B := withMeth(reg2, "REGISTER")
+	reg2B.toTag = "rb"
+	reg3 := reg
+	reg3.cseq, reg3.branch = 3, "z9hG4bK-r3"
+	reg3B := withMeth(reg3, "REGISTER")
+	reg3B.toTag = "rb"
+	inv := hdr{callID: "c", fromTag: "a1", cseq: 1, branch: "z9hG4bK-1"}
+	invB := withMeth(inv, "INVITE")
+	invB.toTag = "b1"
+	ack := invB
+	ack.cseqMeth = "ACK"
+	inv2 := hdr{callID: "c", fromTag: "a2", cseq: 2, branch: "z9hG4bK-2"}
+	inv2B := withMeth(inv2, "INVITE")
+	inv2B.toTag = "b2"
+	cases := []struct {
+		name       string
+		steps      []step
+		method     string
+		state      string
+		final      int
+		challenges int
+		other      []LegBrief
+	}{
+		{
+			name: "REGISTER 401 then credentials 200: registered, challenge counted",
+			steps: []step{
+				{0, alice, proxy, req("REGISTER", reg)},
+				{5, proxy, alice, resp(401, regB)},
+				{10, alice, proxy, req("REGISTER", reg2)},
+				{15, proxy, alice, resp(200, reg2B)},
+			},
+			method: "REGISTER", state: "Registered", challenges: 1,
+		},
+		{
+			name: "REGISTER 200 then a refresh refused 403: failed",
+			steps: []step{
+				{0, alice, proxy, req("REGISTER", reg)},
+				{5, proxy, alice, resp(200, regB)},
+				{10, alice, proxy, req("REGISTER", reg2)},
+				{15, proxy, alice, resp(403, reg2B)},
+			},
+			method: "REGISTER", state: "Failed",
+		},
+		{
+			name: "REGISTER refused then registered again",
+			steps: []step{
+				{0, alice, proxy, req("REGISTER", reg)},
+				{5, proxy, alice, resp(403, regB)},
+				{10, alice, proxy, req("REGISTER", reg2)},
+				{15, proxy, alice, resp(401, reg2B)},
+				{20, alice, proxy, req("REGISTER", reg3)},
+				{25, proxy, alice, resp(200, reg3B)},
+			},
+			method: "REGISTER", state: "Registered", challenges: 1,
+		},
+		{
+			name: "INVITE 407 then credentials 200: answered, final 200",
+			steps: []step{
+				{0, alice, bob, req("INVITE", inv)},
+				{10, bob, alice, resp(407, invB)},
+				{20, alice, bob, req("ACK", ack)},
+				{30, alice, bob, req("INVITE", func() hdr { h := inv; h.cseq, h.branch = 2, "z9hG4bK-1b"; return h }())},
+				{40, bob, alice, resp(200, func() hdr { h := invB; h.cseq, h.branch = 2, "z9hG4bK-1b"; return h }())},
+			},
+			method: "INVITE", state: "InCall", final: 200, challenges: 1,
+		},
+		{
+			name: "INVITE 407 then a retry under a new From tag answered 200",
+			steps: []step{
+				{0, alice, bob, req("INVITE", inv)},
+				{10, bob, alice, resp(407, invB)},
+				{20, alice, bob, req("ACK", ack)},
+				{30, alice, bob, req("INVITE", inv2)},
+				{40, bob, alice, resp(200, inv2B)},
+			},
+			method: "INVITE", state: "InCall", final: 200, challenges: 1,
+			other: []LegBrief{{Method: "INVITE", State: "Failed", FinalStatusCode: 407, Challenges: 1}},
+		},
+		{
+			name: "INVITE refused 403 then a new attempt under a new From tag answered 200",
+			steps: []step{
+				{0, alice, bob, req("INVITE", inv)},
+				{10, bob, alice, resp(403, invB)},
+				{20, alice, bob, req("ACK", ack)},
+				{30, alice, bob, req("INVITE", inv2)},
+				{40, bob, alice, resp(200, inv2B)},
+			},
+			method: "INVITE", state: "InCall", final: 200,
+			other: []LegBrief{{Method: "INVITE", State: "Failed", FinalStatusCode: 403}},
+		},
+		{
+			name: "INVITE answered, then another INVITE leg refused: the row keeps the answered call",
+			steps: []step{
+				{0, alice, bob, req("INVITE", inv)},
+				{10, bob, alice, resp(200, invB)},
+				{30, alice, bob, req("INVITE", inv2)},
+				{40, bob, alice, resp(486, inv2B)},
+			},
+			method: "INVITE", state: "InCall", final: 200,
+			other: []LegBrief{{Method: "INVITE", State: "Failed", FinalStatusCode: 486}},
+		},
+		{
+			name: "REGISTER 401 then a retry under a new From tag answered 200",
+			steps: []step{
+				{0, alice, proxy, req("REGISTER", reg)},
+				{5, proxy, alice, resp(401, regB)},
+				{10, alice, proxy, req("REGISTER", func() hdr { h := reg2; h.fromTag = "r2"; return h }())},
+				{15, proxy, alice, resp(200, func() hdr { h := reg2B; h.fromTag = "r2"; return h }())},
+			},
+			method: "REGISTER", state: "Registered", challenges: 1,
+			other: []LegBrief{{Method: "REGISTER", State: "Failed", FinalStatusCode: 401, Challenges: 1}},
+		},
+		{
+			name: "REGISTER then INVITE answered: the row is the call",
+			steps: []step{
+				{0, alice, proxy, req("REGISTER", reg)},
+				{5, proxy, alice, resp(401, regB)},
+				{10, alice, proxy, req("REGISTER", reg2)},
+				{15, proxy, alice, resp(200, reg2B)},
+				{20, alice, bob, req("INVITE", inv)},
+				{30, bob, alice, resp(200, invB)},
+			},
+			method: "INVITE", state: "InCall", final: 200,
+			other: []LegBrief{{Method: "REGISTER", State: "Registered", FinalStatusCode: 200, Challenges: 1}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Config{})
+			play(t, s, tc.steps)
+			r, ok := s.Lookup("c")
+			if !ok {
+				t.Fatal("dialog not found")
+			}
+			if r.Method != tc.method || r.State != tc.state || r.FinalStatusCode != tc.final || r.Challenges != tc.challenges {
+				t.Errorf("got %s/%s/%d challenges %d, want %s/%s/%d challenges %d",
+					r.Method, r.State, r.FinalStatusCode, r.Challenges, tc.method, tc.state, tc.final, tc.challenges)
+			}
+			if !reflect.DeepEqual(r.OtherLegs, tc.other) {
+				t.Errorf("other_legs: got %+v, want %+v", r.OtherLegs, tc.other)
+			}
+			if got := s.Tally(TallyMethod).Text; len(got) != 1 || got[tc.method] != 1 {
+				t.Errorf("by method: got %v, want %s 1", got, tc.method)
+			}
+		})
 	}
 }
 

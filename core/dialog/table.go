@@ -380,7 +380,7 @@ func registerCell(a Arrival, s State) Cell {
 		case StateNone, Trying:
 			return to(Failed, "the registrar refused the binding")
 		case Registered:
-			return stay(s, "a refused refresh leaves the earlier binding until it expires")
+			return to(Failed, "the registrar refused the refresh: the registration follows its last transaction (the earlier binding is not renewed, RFC 3261 §10.3)")
 		default:
 			return stay(s, "the registration already has an outcome")
 		}

@@ -10,13 +10,17 @@ import (
 // Summary is the list row of one Call-ID: the list_dialogs row
 // (DialogSummary) every surface projects dialogs through (--json,
 // --json-dialogs, MCP). Fields absent from the wire were not measured.
+//
+// The row describes the Call-ID's primary leg: its call (first INVITE-family
+// leg) when it holds one, else its first leg (docs/data-model.md).
 type Summary struct {
 	// CallID is the dialog's Call-ID, verbatim.
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
 	// State is the primary leg's state.
 	State string `json:"state" enum:"Trying|Ringing|InCall|Completed|Cancelled|Failed|Redirected|Registered|Expired|Pending|Active|Terminated|Transferring" desc:"dialog state"`
-	// Method is the method that opened the primary leg.
-	Method string `json:"method" desc:"method that opened the dialog"`
+	// Method is the method that opened the primary leg: INVITE whenever
+	// the Call-ID holds a call.
+	Method string `json:"method" desc:"method that opened the dialog (INVITE if it holds a call)"`
 	// MsgCount counts every SIP message of the Call-ID, retransmissions
 	// included, capture duplicates not (they are Timing.Duplicates: the
 	// frames tshark counts for the Call-ID are MsgCount + Duplicates).
@@ -39,6 +43,14 @@ type Summary struct {
 	// retried) the call; absent on dialogs without an answered INVITE
 	// transaction. Challenges count only when nothing else followed.
 	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final response code of the call's INVITE"`
+	// Challenges counts the 401/407 answers to the primary leg's opening
+	// requests; absent when none. A challenge answered by a credentialed
+	// retry is counted here, never reported as the outcome.
+	Challenges int `json:"challenges,omitempty" desc:"401/407 received"`
+	// OtherLegs are the Call-ID's other legs (a REGISTER before the call,
+	// a second dialog under the Call-ID), compactly; absent when the
+	// Call-ID holds one leg.
+	OtherLegs []LegBrief `json:"other_legs,omitempty" desc:"other legs of the Call-ID"`
 	// InputOrigin says how the opening message reached sipnab.
 	InputOrigin string `json:"input_origin,omitempty" enum:"wire|hep|uprobe" desc:"how the opening message reached sipnab"`
 	// Ended is false for an answered call still in progress (state InCall:
@@ -51,6 +63,16 @@ type Summary struct {
 	// timing.duration_ms (answer to BYE) stays absent: the call had not
 	// ended. Present only with ended false.
 	DurationToCaptureEndMs *int64 `json:"duration_to_capture_end_ms,omitempty" desc:"with ended false: 2xx to the capture's last packet (SIP or RTP), ms"`
+}
+
+// LegBrief is a leg other than the primary one, as a row lists it.
+type LegBrief struct {
+	Method string `json:"method,omitempty" desc:"opening method"`
+	State  string `json:"state" desc:"state"`
+	// FinalStatusCode is the final response of the leg's last opening
+	// transaction (see Detail.Legs).
+	FinalStatusCode int `json:"final_status_code,omitempty" desc:"final code"`
+	Challenges      int `json:"challenges,omitempty" desc:"401/407 received"`
 }
 
 // Timing is the row's timing subset. Absent values were not measured.
@@ -108,19 +130,25 @@ type TimingDetail struct {
 
 // LegView is one leg of a Call-ID.
 type LegView struct {
-	Tag          string       `json:"tag,omitempty" desc:"tag of the side that opened the leg"`
-	Family       string       `json:"family" enum:"INVITE|REGISTER|SUBSCRIBE|generic" desc:"state machine of the leg"`
-	Method       string       `json:"method,omitempty" desc:"method that opened the leg"`
-	State        string       `json:"state" desc:"leg state"`
-	OnlyChalleng bool         `json:"only_challenged,omitempty" desc:"the opening request was only ever challenged (401/407) and nothing followed"`
-	MsgCount     int          `json:"msg_count" desc:"messages of the leg"`
-	CreatedAt    time.Time    `json:"created_at" desc:"first message of the leg"`
-	UpdatedAt    time.Time    `json:"updated_at" desc:"latest message of the leg"`
-	FromUser     string       `json:"from_user,omitempty" desc:"From user of the leg's first message"`
-	ToUser       string       `json:"to_user,omitempty" desc:"To user of the leg's first message"`
-	Forks        []Fork       `json:"forks" desc:"remote tags that answered"`
-	ForksDropped int          `json:"forks_dropped,omitempty" desc:"remote tags past the per-leg cap"`
-	Transitions  []Transition `json:"transitions" desc:"state changes, oldest first"`
+	Tag          string `json:"tag,omitempty" desc:"tag of the side that opened the leg"`
+	Family       string `json:"family" enum:"INVITE|REGISTER|SUBSCRIBE|generic" desc:"state machine of the leg"`
+	Method       string `json:"method,omitempty" desc:"method that opened the leg"`
+	State        string `json:"state" desc:"leg state"`
+	Primary      bool   `json:"primary,omitempty" desc:"the row's leg"`
+	OnlyChalleng bool   `json:"only_challenged,omitempty" desc:"the opening request was only ever challenged (401/407) and nothing followed"`
+	// FinalStatusCode is the final response of the leg's last opening
+	// transaction: an INVITE leg's first 2xx when answered, else the last
+	// non-challenge final response, else the last challenge.
+	FinalStatusCode int          `json:"final_status_code,omitempty" desc:"final code"`
+	Challenges      int          `json:"challenges,omitempty" desc:"401/407 received"`
+	MsgCount        int          `json:"msg_count" desc:"messages of the leg"`
+	CreatedAt       time.Time    `json:"created_at" desc:"first message of the leg"`
+	UpdatedAt       time.Time    `json:"updated_at" desc:"latest message of the leg"`
+	FromUser        string       `json:"from_user,omitempty" desc:"From user of the leg's first message"`
+	ToUser          string       `json:"to_user,omitempty" desc:"To user of the leg's first message"`
+	Forks           []Fork       `json:"forks" desc:"remote tags that answered"`
+	ForksDropped    int          `json:"forks_dropped,omitempty" desc:"remote tags past the per-leg cap"`
+	Transitions     []Transition `json:"transitions" desc:"state changes, oldest first"`
 	// TransitionsDropped counts changes past the per-leg cap.
 	TransitionsDropped int `json:"transitions_dropped,omitempty" desc:"state changes past the per-leg cap"`
 }
@@ -166,8 +194,9 @@ type Detail struct {
 	Family string `json:"family" desc:"state machine of the primary leg"`
 	// TimingDetail is the full timing of the primary leg.
 	TimingDetail TimingDetail `json:"timing_detail" desc:"full call timing"`
-	// Legs are the dialogs inside the Call-ID; the first INVITE leg (or the
-	// first leg) is the primary one.
+	// Legs are the dialogs inside the Call-ID, in order of first sight;
+	// the one marked primary is the leg the row describes (the first
+	// INVITE-family leg, else the first leg; docs/data-model.md).
 	Legs []LegView `json:"legs" desc:"dialogs inside the Call-ID"`
 	// Termination is the last cause the signaling named; absent when none.
 	Termination *Cause `json:"termination,omitempty" desc:"why the call ended, as signaled"`
@@ -316,6 +345,20 @@ func (d *dialog) summaryWith(b *boxes) Summary {
 		s.State = l.effectiveState().String()
 		s.Method = l.method
 		s.FromUser, s.ToUser = l.fromUser, l.toUser
+		s.Challenges = d.challenges()
+	}
+	if len(d.legs) > 1 {
+		s.OtherLegs = make([]LegBrief, 0, len(d.legs)-1)
+		for i, l := range d.legs {
+			if i == int(d.prim) {
+				continue
+			}
+			lb := LegBrief{Method: l.method, State: l.effectiveState().String(), Challenges: l.challenges}
+			if t := d.legFinal(i); t != nil {
+				lb.FinalStatusCode = t.finalCode
+			}
+			s.OtherLegs = append(s.OtherLegs, lb)
+		}
 	}
 	s.Timing = d.rowTiming(b)
 	if !d.firstFrame.IsZero() {
@@ -335,12 +378,18 @@ func (d *dialog) detail(opt Options) Detail {
 		det.Family = l.family.String()
 	}
 	det.Legs = make([]LegView, 0, len(d.legs))
-	for _, l := range d.legs {
+	for i, l := range d.legs {
+		fc := 0
+		if t := d.legFinal(i); t != nil {
+			fc = t.finalCode
+		}
 		det.Legs = append(det.Legs, LegView{
 			Tag: l.tag, Family: l.family.String(), Method: l.method,
-			State:        l.effectiveState().String(),
-			OnlyChalleng: l.effectiveState() != l.state,
-			MsgCount:     l.msgCount, CreatedAt: l.created, UpdatedAt: l.updated,
+			State:           l.effectiveState().String(),
+			Primary:         i == int(d.prim),
+			OnlyChalleng:    l.onlyChallenged(),
+			FinalStatusCode: fc, Challenges: l.challenges,
+			MsgCount: l.msgCount, CreatedAt: l.created, UpdatedAt: l.updated,
 			FromUser: l.fromUser, ToUser: l.toUser,
 			Forks:        append([]Fork{}, l.forks...),
 			ForksDropped: l.forksDropped,

@@ -19,7 +19,8 @@
 //   - what the store notes of the retained messages as they arrive
 //     (dialog.Extra, no message parsed again): ua (the first non-empty
 //     User-Agent, or Server on a response), src.ip, dst.ip, src.port,
-//     dst.port (the dialog's first message), and group_dialogs' to_domain
+//     dst.port (the first message of the row's leg, the call when the
+//     Call-ID holds one: docs/data-model.md), and group_dialogs' to_domain
 //     and next_hop;
 //   - the retained messages themselves: payload (the raw text of each);
 //   - the linked RTP streams (the stream store's StreamsFor; UDPTL fax flows

@@ -32,7 +32,21 @@ func referenceOf(t *testing.T, s *dialog.Store, callID string) (fromMessages, bo
 	if len(d.Messages) == 0 {
 		return r, false
 	}
+	// The row's leg (docs/data-model.md): its first retained message, its
+	// out-of-dialog requests.
+	prim := -2
+	for i, l := range d.Legs {
+		if l.Primary {
+			prim = i
+		}
+	}
 	first := d.Messages[0]
+	for _, m := range d.Messages {
+		if m.Leg == prim {
+			first = m
+			break
+		}
+	}
 	r.srcIP, _ = addrText(first.Src.Addr())
 	r.dstIP, _ = addrText(first.Dst.Addr())
 	if first.Src.IsValid() {
@@ -52,7 +66,7 @@ func referenceOf(t *testing.T, s *dialog.Store, callID string) (fromMessages, bo
 		if r.ua == "" {
 			r.ua = m.Msg.UserAgent
 		}
-		if m.Msg.IsRequest && m.Msg.Method == d.Method && m.Msg.To.Tag == "" && m.Dst.IsValid() {
+		if m.Leg == prim && m.Msg.IsRequest && m.Msg.Method == d.Method && m.Msg.To.Tag == "" && m.Dst.IsValid() {
 			hop = m.Dst
 		}
 	}

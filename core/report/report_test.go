@@ -157,7 +157,7 @@ func TestJSONShape(t *testing.T) {
 		t.Fatalf("dialogs: got %d, want 5", len(dialogs))
 	}
 	required := []string{"call_id", "state", "method", "msg_count", "duration_sec", "created_at", "updated_at", "timing", "frame", "input_origin"}
-	allowed := map[string]bool{"from_user": true, "to_user": true, "final_status_code": true}
+	allowed := map[string]bool{"from_user": true, "to_user": true, "final_status_code": true, "challenges": true, "other_legs": true}
 	for _, k := range required {
 		allowed[k] = true
 	}
