@@ -499,3 +499,24 @@ func TestTimingClockOnlyForALiveSource(t *testing.T) {
 		}
 	}
 }
+
+// TestFindCorrelatedResistsALoadGenerator: sipp-branch-scenario.pcapng's
+// 1,334 calls all run ua1 to ua2 within milliseconds of each other, with tags
+// SIPp numbers by a counter (4461SIPpTag001, 4461SIPpTag0010, ...). Neither is
+// evidence of a B2BUA: a tag that prefixes a longer counter is no embedded
+// token, and users shared by many calls in the window identify nothing. Before
+// the fix 1-4461 was tied to 10-4461 by embedded_tag (75, an identifier) and
+// 3-4461 to 2-4461 by same_users.
+func TestFindCorrelatedResistsALoadGenerator(t *testing.T) {
+	c := crLoad(t, testcap.Public("sipp-branch-scenario.pcapng"))
+	for i := 1; i <= 30; i++ {
+		id := fmt.Sprintf("%d-4461@127.0.1.1", i)
+		var got FindCorrelated
+		crCall(t, c, "find_correlated", map[string]any{"call_id": id}, &got)
+		for _, l := range got.Legs {
+			if l.Strategy == "embedded_tag" || l.Strategy == "same_users" || l.IdentifierMatch {
+				t.Errorf("%s: tied to %s by %s (identifier %v)", id, l.CallID, l.Strategy, l.IdentifierMatch)
+			}
+		}
+	}
+}

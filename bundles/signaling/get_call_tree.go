@@ -28,7 +28,7 @@ type CallTreeLeg struct {
 	// Score, Strategy and IdentifierMatch say how the leg was tied to its
 	// parent; absent on the root.
 	Score           int    `json:"score,omitempty" desc:"confidence of the edge, 0 to 100; absent on the root"`
-	Strategy        string `json:"strategy,omitempty" enum:"session_id|x_call_id|charging_vector_related_icid|sdp_origin|charging_vector_icid|via_branch|timing_heuristic" desc:"how the leg was tied to its parent; absent on the root"`
+	Strategy        string `json:"strategy,omitempty" enum:"session_id|x_call_id|charging_vector_related_icid|sdp_origin|charging_vector_icid|via_branch|embedded_tag|same_users|timing_heuristic" desc:"how the leg was tied to its parent; absent on the root"`
 	IdentifierMatch *bool  `json:"identifier_match,omitempty" desc:"tied by an identifier (false: a timing guess); absent on the root"`
 	// ObservedGapMs is the start gap of a timing edge.
 	ObservedGapMs *int64 `json:"observed_gap_ms,omitempty" desc:"start gap of a timing edge, ms"`

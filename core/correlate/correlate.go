@@ -614,14 +614,23 @@ func (c *Correlator) find(src *entry) []Leg {
 			take(EmbeddedTag, e, 0)
 		}
 	}
+	// same_users only when one call in the window shares the users: where
+	// several do (a load generator's ua1 to ua2, a caller redialing), the
+	// users identify nothing (sipp-branch-scenario.pcapng).
+	var same *entry
+	sameCount := 0
 	for _, e := range window {
 		if e.created.After(src.created.Add(w)) {
 			break
 		}
-		if seen[e] || e.family != src.family || src.family != invite || src.from == "" || src.to == "" || e.from != src.from || e.to != src.to {
+		if e == src || e.family != src.family || src.family != invite || src.from == "" || src.to == "" || e.from != src.from || e.to != src.to {
 			continue
 		}
-		take(SameUsers, e, absGap(e.created.Sub(src.created)).Milliseconds())
+		sameCount++
+		same = e
+	}
+	if sameCount == 1 && !seen[same] {
+		take(SameUsers, same, absGap(same.created.Sub(src.created)).Milliseconds())
 	}
 	for _, e := range window {
 		if e.created.After(src.created.Add(w)) {
@@ -660,15 +669,19 @@ func absGap(d time.Duration) time.Duration {
 }
 
 // embedded reports whether a tag of one leg (MinTagLen or longer) appears
-// inside a different tag or the Call-ID of the other.
+// as a whole token inside a different tag or the Call-ID of the other: set
+// off by the string's ends or by characters that are not letters or digits,
+// as a B2BUA writes it ("sbc-ph7c1e5a90-b"). A tag that merely prefixes a
+// longer counter is no token: SIPp's 4461SIPpTag001 is not inside
+// 4461SIPpTag0010.
 func embedded(a, b *entry) bool {
 	in := func(x, y *entry) bool {
 		for _, t := range x.tags {
-			if strings.Contains(y.callID, t) {
+			if containsToken(y.callID, t) {
 				return true
 			}
 			for _, u := range y.tags {
-				if u != t && strings.Contains(u, t) {
+				if u != t && containsToken(u, t) {
 					return true
 				}
 			}
@@ -676,6 +689,31 @@ func embedded(a, b *entry) bool {
 		return false
 	}
 	return in(a, b) || in(b, a)
+}
+
+// containsToken reports whether t occurs in s with no letter or digit
+// directly before or after it.
+func containsToken(s, t string) bool {
+	if t == "" {
+		return false
+	}
+	for off := 0; off <= len(s)-len(t); {
+		i := strings.Index(s[off:], t)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(t)
+		if (i == 0 || !alnum(s[i-1])) && (end == len(s) || !alnum(s[end])) {
+			return true
+		}
+		off = i + 1
+	}
+	return false
+}
+
+func alnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // coexist reports whether two dialogs' spans, widened by the window,
