@@ -268,7 +268,7 @@ func transportNotes(d *deps, callID string) []string {
 		notes = append(notes, sxPlural(enc, "message")+" travelled over TLS or secure WebSocket (or were read from a TLS library): tshark selects them only when given the session keys")
 	}
 	if hep > 0 {
-		notes = append(notes, sxPlural(hep, "message")+" reached sipnab inside HEP envelopes: tshark decodes them with its HEP dissector (port 9060 by default; set hep.udp.port otherwise)")
+		notes = append(notes, sxPlural(hep, "message")+" reached sipnab inside HEP envelopes: tshark selects them only with a HEP dissector, which Wireshark 4.0 lacks (it reads them as UDP data)")
 	}
 	return notes
 }

@@ -168,6 +168,7 @@ func Build(c *engine.Capture, callID string, opt Options) (*Call, bool) {
 	call.Streams = streamsOf(src, callID)
 	call.SDP = sdpTimeline(det.Messages)
 	call.Transactions = transactions(det.Messages)
+	offerFates(call.Transactions, call.SDP)
 
 	call.Legs = []Leg{{Label: "A", Detail: det, Streams: call.Streams, Endpoints: src.EndpointsFor(callID)}}
 	if tree, ok := cr.Tree(callID, 1<<10); ok {
@@ -257,6 +258,12 @@ type Transaction struct {
 	Start time.Time
 	// Responses are the distinct responses, in arrival order.
 	Responses []Response
+	// Offer says what became of the SDP offer the request carried when
+	// that is news: refused (with its code, T.38 refused) or an audio
+	// re-offer after a refused T.38 (offerFate). Empty otherwise.
+	Offer string
+
+	reqIndex int // the request's message index (-1: not captured)
 }
 
 // maxTransactions bounds the transactions a report lists (a dialog keeps at
@@ -283,7 +290,7 @@ func transactions(msgs []dialog.Message) []Transaction {
 			if len(out) >= maxTransactions {
 				continue
 			}
-			t := Transaction{Method: msg.CSeq.Method, CSeq: msg.CSeq.Number, Start: m.TS, Src: m.Src, Dst: m.Dst}
+			t := Transaction{Method: msg.CSeq.Method, CSeq: msg.CSeq.Number, Start: m.TS, Src: m.Src, Dst: m.Dst, reqIndex: -1}
 			if !msg.IsRequest {
 				t.Src, t.Dst = m.Dst, m.Src
 			}
@@ -294,7 +301,7 @@ func transactions(msgs []dialog.Message) []Transaction {
 		t := &out[j]
 		if msg.IsRequest {
 			if !t.RequestSeen {
-				t.RequestSeen, t.Start, t.Src, t.Dst = true, m.TS, m.Src, m.Dst
+				t.RequestSeen, t.Start, t.Src, t.Dst, t.reqIndex = true, m.TS, m.Src, m.Dst, m.Index
 			}
 			t.Copies++
 			continue
@@ -306,4 +313,20 @@ func transactions(msgs []dialog.Message) []Transaction {
 		t.Responses = append(t.Responses, Response{Code: msg.StatusCode, Reason: msg.Reason, After: m.TS.Sub(t.Start), Copies: 1})
 	}
 	return out
+}
+
+// offerFates notes on each transaction whose request carried an offer
+// what became of that offer when it is news (offerFate).
+func offerFates(txs []Transaction, sdp []sdptimeline.Exchange) {
+	byIndex := make(map[int]int, len(txs))
+	for i := range txs {
+		if txs[i].reqIndex >= 0 {
+			byIndex[txs[i].reqIndex] = i
+		}
+	}
+	for i := range sdp {
+		if j, ok := byIndex[sdp[i].MessageIndex]; ok {
+			txs[j].Offer = offerFate(&sdp[i])
+		}
+	}
 }

@@ -214,10 +214,45 @@ func sdpNote(x *sdptimeline.Exchange) string {
 	if x.Mode != "" {
 		s += " " + x.Mode
 	}
+	if f := offerFate(x); f != "" {
+		s += " - " + f
+	}
 	for _, e := range x.Events {
-		s += " " + e
+		if e != sdptimeline.EventT38Fallback {
+			s += " " + e
+		}
 	}
 	return s
+}
+
+// offerFate says what became of an offer when it is news (core/sdptimeline
+// records it): refused by a final error and no answer, so the session did
+// not change (RFC 3261 §14.1; a 401/407 challenge is not a refusal), the fate of a
+// T.38 attempt, and an audio re-offer after a refused T.38 (the fallback).
+// Empty for answers and for offers answered as usual.
+func offerFate(x *sdptimeline.Exchange) string {
+	var parts []string
+	switch {
+	case x.Outcome == sdptimeline.OutcomeRejected && (x.RejectedCode == 401 || x.RejectedCode == 407):
+		// A challenge: the credentialed retry carries the offer again and
+		// the 401/407 arrow is drawn already; nothing was refused.
+	case x.Outcome == sdptimeline.OutcomeRejected:
+		p := fmt.Sprintf("offer rejected %d", x.RejectedCode)
+		if x.T38 == sdptimeline.T38Refused {
+			p += " (T.38 refused)"
+		}
+		parts = append(parts, p)
+	case x.T38 == sdptimeline.T38Refused:
+		parts = append(parts, "T.38 refused")
+	case x.T38 == sdptimeline.T38Accepted:
+		parts = append(parts, "T.38 accepted")
+	case x.T38 == sdptimeline.T38Offered:
+		parts = append(parts, "T.38 offered, no answer captured")
+	}
+	if slices.Contains(x.Events, sdptimeline.EventT38Fallback) {
+		parts = append(parts, "audio re-offer after refused T.38")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // writeLadder writes the ladder section.

@@ -89,10 +89,14 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	for i := range c.Transactions {
 		t := &c.Transactions[i]
 		hop := addrs(t.Src, t.Dst)
+		line := chain(t)
+		if t.Offer != "" {
+			line += " - " + t.Offer
+		}
 		if md {
-			fmt.Fprintf(b, "- %s %s\n", mdCode(hop), mdEscape(chain(t)))
+			fmt.Fprintf(b, "- %s %s\n", mdCode(hop), mdEscape(line))
 		} else {
-			fmt.Fprintf(b, "  %s  %s\n", hop, chain(t))
+			fmt.Fprintf(b, "  %s  %s\n", hop, line)
 		}
 	}
 
