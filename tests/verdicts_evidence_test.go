@@ -149,7 +149,7 @@ func TestEvidenceNamedEverywhereE2E(t *testing.T) {
 				if f, _ := evJSONPath(fd, "evidence.0.frames.0").(string); !strings.HasPrefix(f, evidenceCapture+"#7@") {
 					t.Errorf("high_loss row frame: got %q", f)
 				}
-			case strings.HasPrefix(kind, "final_failure_"):
+			case kind == "final_failure" || strings.HasPrefix(kind, "final_failure_"):
 				evCheckPaths(t, fd, map[string]any{"rule": "final_failure", "evidence.0.call_id": "ev-busy", "evidence.0.messages.0": 2.0})
 			}
 			if r, _ := fd["rule"].(string); r == "" {

@@ -117,10 +117,10 @@ func TestCaptureReportJSON(t *testing.T) {
 			name: "488 after a challenge", path: func(*testing.T) string { return testcap.Public("sip-488-codec-reject.pcapng") },
 			truth: "sip-488-codec-reject.pcapng", complete: true,
 			check: func(t *testing.T, r rptReport) {
-				f := r.finding("final_failure_failure")
+				f := r.finding("final_failure")
 				if f == nil || f.Occurrences != 1 || f.Unit != "dialogs" || len(f.Evidence) != 1 ||
 					f.Evidence[0].CallID != "NA4y5nr9Jk" || f.Evidence[0].Counts["code"] != 488 || f.Evidence[0].Note != "Not Acceptable Here" {
-					t.Errorf("final_failure_failure: got %+v", f)
+					t.Errorf("final_failure: got %+v", f)
 				}
 			},
 		},
@@ -225,7 +225,7 @@ func TestCaptureReportRendered(t *testing.T) {
 	}{
 		// (sip-register.pcap is not clean: its registrar grants 20 s of the 180 s asked)
 		{"clean", func(*testing.T) string { return testcap.Public("sip_call.pcap") }, true, false, []string{"clean", "1 dialog", "7 frames read"}},
-		{"findings", func(*testing.T) string { return testcap.Public("sip-488-codec-reject.pcapng") }, false, false, []string{"final_failure_failure", "NA4y5nr9Jk", "code=488"}},
+		{"findings", func(*testing.T) string { return testcap.Public("sip-488-codec-reject.pcapng") }, false, false, []string{"final_failure", "NA4y5nr9Jk", "code=488"}},
 		{"other traffic is not shed", func(*testing.T) string { return testcap.Public("SIP_CALL_RTP_G711") }, false, false, []string{"orphaned_media", "4269 frames read"}},
 		{"truncated", func(t *testing.T) string { return rptTruncated(t, "sip-routing-error.pcapng") }, false, true, []string{"Reading stopped before the end"}},
 	}
@@ -551,7 +551,7 @@ func TestCaptureReportSenderTextInNotes(t *testing.T) {
 	}
 	var ev *analysis.Evidence
 	for i := range rep.Findings {
-		if strings.HasPrefix(rep.Findings[i].Kind, "final_failure_") && len(rep.Findings[i].Evidence) == 1 {
+		if (rep.Findings[i].Kind == "final_failure" || strings.HasPrefix(rep.Findings[i].Kind, "final_failure_")) && len(rep.Findings[i].Evidence) == 1 {
 			ev = &rep.Findings[i].Evidence[0]
 		}
 	}

@@ -197,7 +197,7 @@ func TestReportEvidenceCap(t *testing.T) {
 		t.Fatalf("got %d findings, want 1", len(r.Findings))
 	}
 	f := r.Findings[0]
-	if f.Kind != "final_failure_failure" || f.Severity != "high" || f.Occurrences != int64(analysis.MaxEvidence+7) || len(f.Evidence) != analysis.MaxEvidence || f.EvidenceOmitted != 7 {
+	if f.Kind != "final_failure" || f.Severity != "high" || f.Occurrences != int64(analysis.MaxEvidence+7) || len(f.Evidence) != analysis.MaxEvidence || f.EvidenceOmitted != 7 {
 		t.Errorf("got %s %s occurrences %d evidence %d omitted %d", f.Kind, f.Severity, f.Occurrences, len(f.Evidence), f.EvidenceOmitted)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sipnab/sipnab/core/sip"
 )
 
 // ReportSchemaVersion is the version of the Report shape.
@@ -113,8 +115,9 @@ type Report struct {
 
 // CaptureReport diagnoses every dialog and adds what the capture as a whole
 // shows: orphaned media and everything that was not read. Signaling
-// detections become findings of their own kind (final_failure_<class>,
-// auth_loop, retransmissions, ack_missing, abandoned_cancelled,
+// detections become findings of their own kind (final_failure, or
+// final_failure_<class> for the challenge, canceled, declined and redirect
+// classes of core/sip StatusClass; auth_loop, retransmissions, ack_missing, abandoned_cancelled,
 // abandoned_no_final_response, post_dial_delay, registration_failure,
 // registration_shortened_expiry). Findings are
 // ranked worst first (severity, then occurrences, then kind). Complete is
@@ -359,12 +362,24 @@ func newClauseQueue(cs []Clause) clauseQueue {
 }
 
 // ruleOfKind names the rule of a finding kind: final_failure_<class> is
-// final_failure's; every other kind is its rule's id.
+// final_failure's; every other kind (final_failure itself included) is its
+// rule's id.
 func ruleOfKind(kind string) string {
 	if strings.HasPrefix(kind, "final_failure_") {
 		return "final_failure"
 	}
 	return kind
+}
+
+// finalFailureKind names the finding of a final failure of a status class
+// (core/sip StatusClass): the plain failure class is the rule's own kind,
+// final_failure; the classes that say why (challenge, canceled, declined,
+// redirect) are final_failure_<class>.
+func finalFailureKind(class string) string {
+	if class == sip.ClassFailure {
+		return "final_failure"
+	}
+	return "final_failure_" + class
 }
 
 // clauseRow adds a row only on the clause of its rule, creating the
@@ -413,7 +428,7 @@ func addSignaling(get finder, d *DialogFacts, s *SignalingDiagnosis, at *time.Ti
 		case ff.Class == "canceled" || ff.Class == "declined" || ff.Class == "challenge":
 			sev = SeverityLow
 		}
-		get("final_failure_"+ff.Class, sev, "dialogs", "dialogs that ended on a final "+ff.Class+" response").
+		get(finalFailureKind(ff.Class), sev, "dialogs", "dialogs that ended on a final "+ff.Class+" response").
 			add(ev(map[string]int64{"code": int64(ff.Code)}, ff.Reason, ff.Evidence))
 	}
 	if a := s.AuthLoop; a != nil {

@@ -632,7 +632,7 @@ func TestSippBranchScenario(t *testing.T) {
 		switch r.Findings[i].Kind {
 		case "ack_missing":
 			ack = &r.Findings[i]
-		case "final_failure_failure":
+		case "final_failure":
 			ff = &r.Findings[i]
 		case "no_media":
 			nm = &r.Findings[i]
@@ -647,7 +647,7 @@ func TestSippBranchScenario(t *testing.T) {
 		t.Errorf("media_not_captured: got %+v, want once, over 5 answered calls with SDP", nc)
 	}
 	if ff == nil || ff.Occurrences != 1148 || len(ff.Evidence) != analysis.MaxEvidence || ff.EvidenceOmitted != 1148-analysis.MaxEvidence {
-		t.Errorf("final_failure_failure: got %+v", ff)
+		t.Errorf("final_failure: got %+v", ff)
 	}
 	if ack == nil || ack.Occurrences != 1 || ack.Evidence[0].CallID != "254-4461@127.0.1.1" ||
 		ack.Evidence[0].Counts["waited_ms"] != 108001 || !slices.Equal(ack.Evidence[0].Messages, []int{5}) || ack.Evidence[0].Counts["answer_copies"] != 1 ||
@@ -669,10 +669,10 @@ func TestCaptureReportSignaling(t *testing.T) {
 		capture string
 		want    map[string]int64 // kind → occurrences
 	}{
-		{"sip-auth-failure.pcapng", map[string]int64{"registration_failure": 1, "final_failure_failure": 2}},
+		{"sip-auth-failure.pcapng", map[string]int64{"registration_failure": 1, "final_failure": 2}},
 		{"DTMFsipinfo.pcap", map[string]int64{"abandoned_cancelled": 1}},
-		{"b2bua-asterisk.pcapng", map[string]int64{"final_failure_failure": 8}},     // 489 ×6, 404, 480
-		{"sip-routing-error.pcapng", map[string]int64{"final_failure_failure": 16}}, // 480 ×5, 489 ×8, 404 ×3
+		{"b2bua-asterisk.pcapng", map[string]int64{"final_failure": 8}},     // 489 ×6, 404, 480
+		{"sip-routing-error.pcapng", map[string]int64{"final_failure": 16}}, // 480 ×5, 489 ×8, 404 ×3
 	}
 	for _, tc := range tests {
 		t.Run(tc.capture, func(t *testing.T) {

@@ -2,12 +2,12 @@ package filter
 
 import "strconv"
 
-// Field identifies one of the 31 filter fields. Field values are small
+// Field identifies one of the 32 filter fields. Field values are small
 // integers (1..NumFields) so a Record adapter can switch on them or index an
 // array with them; the zero Field is invalid.
 type Field uint8
 
-// The 31 fields. The order is the documentation order of Fields().
+// The 32 fields. The order is the documentation order of Fields().
 const (
 	FieldFromUser Field = iota + 1
 	FieldToUser
@@ -27,6 +27,7 @@ const (
 	FieldPDD
 	FieldSetupTime
 	FieldRetransmits
+	FieldFinalStatusCode
 	FieldRTPMOS
 	FieldRTPJitter
 	FieldRTPLoss
@@ -105,6 +106,7 @@ var fieldTable = [fieldEnd]FieldInfo{
 	FieldPDD:               {Name: "pdd", Type: TypeNumber, Unit: "s", Doc: "Post-dial delay in seconds, from the routed INVITE (after a 401/407, the credentialed retry) to the first 18x (100 Trying excluded); the caller's wait after a challenge is not counted; absent when not measured."},
 	FieldSetupTime:         {Name: "setup_time", Type: TypeNumber, Unit: "s", Doc: "Setup time in seconds, from the routed INVITE (after a 401/407, the credentialed retry) to the 2xx; absent when the call was never answered."},
 	FieldRetransmits:       {Name: "retransmits", Type: TypeNumber, Doc: "Number of SIP messages of the dialog re-sent by their sender (capture duplicates excluded)."},
+	FieldFinalStatusCode:   {Name: "final_status_code", Type: TypeNumber, Doc: "Final response code of the row's call (docs/data-model.md): from the INVITE transactions that open or retry it, the first 2xx, else the last non-challenge final, else the last 401/407; absent when none was seen (a REGISTER or OPTIONS row, a call still ringing). Also written status."},
 	FieldRTPMOS:            {Name: "rtp.mos", Type: TypeNumber, Doc: "Worst estimated MOS among the dialog's RTP streams; absent without media."},
 	FieldRTPJitter:         {Name: "rtp.jitter", Type: TypeNumber, Unit: "ms", Doc: "Worst interarrival jitter in milliseconds among the dialog's RTP streams; absent without media."},
 	FieldRTPLoss:           {Name: "rtp.loss", Type: TypeNumber, Unit: "%", Doc: "Worst packet loss in percent among the dialog's RTP streams; absent without media."},
@@ -129,14 +131,25 @@ func init() {
 
 var fieldByName = make(map[string]Field, NumFields)
 
-// FieldByName returns the field written name in an expression. Names are
-// lowercase and matched exactly.
+// fieldSynonyms are other names a field may be written under (issue 13:
+// "which calls got 503" as status == 503). The compiled filter's String
+// writes the field's own name.
+var fieldSynonyms = map[string]Field{
+	"status": FieldFinalStatusCode,
+}
+
+// FieldByName returns the field written name in an expression (its name or
+// a synonym such as status for final_status_code). Names are lowercase and
+// matched exactly.
 func FieldByName(name string) (Field, bool) {
-	f, ok := fieldByName[name]
+	if f, ok := fieldByName[name]; ok {
+		return f, true
+	}
+	f, ok := fieldSynonyms[name]
 	return f, ok
 }
 
-// Valid reports whether f is one of the 31 fields.
+// Valid reports whether f is one of the 32 fields.
 func (f Field) Valid() bool { return f >= 1 && f < fieldEnd }
 
 // String returns the field's name in the language ("from.user"), or
@@ -168,7 +181,7 @@ func (f Field) Info() FieldInfo {
 	return fieldTable[f]
 }
 
-// Fields returns the 31 fields in documentation order: strings, numbers,
+// Fields returns the 32 fields in documentation order: strings, numbers,
 // booleans. The slice is a fresh copy.
 func Fields() []FieldInfo {
 	out := make([]FieldInfo, 0, NumFields)

@@ -35,7 +35,8 @@ func flags(on ...Field) *MemRecord {
 }
 
 func TestFieldTable(t *testing.T) {
-	// The spec's 31 fields (mcp-surface.md §7), in its order, with types.
+	// The spec's 31 fields (mcp-surface.md §7), in its order, with types,
+	// and final_status_code (issue 13) among the numbers.
 	want := []struct {
 		name string
 		typ  Type
@@ -44,15 +45,16 @@ func TestFieldTable(t *testing.T) {
 		{"call_id", TypeString}, {"payload", TypeString}, {"src.ip", TypeString}, {"dst.ip", TypeString},
 		{"state", TypeString}, {"rtp.codec", TypeString}, {"rtp.ssrc", TypeString},
 		{"src.port", TypeNumber}, {"dst.port", TypeNumber}, {"duration", TypeNumber}, {"msg_count", TypeNumber},
-		{"pdd", TypeNumber}, {"setup_time", TypeNumber}, {"retransmits", TypeNumber}, {"rtp.mos", TypeNumber},
+		{"pdd", TypeNumber}, {"setup_time", TypeNumber}, {"retransmits", TypeNumber},
+		{"final_status_code", TypeNumber}, {"rtp.mos", TypeNumber},
 		{"rtp.jitter", TypeNumber}, {"rtp.loss", TypeNumber}, {"rtp.packets", TypeNumber},
 		{"rtp.orphaned", TypeBool}, {"one_way", TypeBool}, {"nat_mismatch", TypeBool}, {"no_media", TypeBool},
 		{"codec_asymmetry", TypeBool}, {"ptime_asymmetry", TypeBool}, {"payload_asymmetry", TypeBool},
 		{"duration_asymmetry", TypeBool}, {"late_media", TypeBool},
 	}
 	got := Fields()
-	if len(got) != 31 || NumFields != 31 {
-		t.Fatalf("got %d fields (NumFields %d), want 31", len(got), NumFields)
+	if len(got) != 32 || NumFields != 32 {
+		t.Fatalf("got %d fields (NumFields %d), want 32", len(got), NumFields)
 	}
 	for i, w := range want {
 		g := got[i]
@@ -90,7 +92,7 @@ func TestFieldTable(t *testing.T) {
 	if !slices.Equal(names, wantAliases) {
 		t.Errorf("got aliases %v, want %v", names, wantAliases)
 	}
-	if Field(0).Valid() || Field(32).Valid() || Field(0).String() != "Field(0)" || Field(200).Type() != 0 {
+	if Field(0).Valid() || Field(33).Valid() || Field(0).String() != "Field(0)" || Field(200).Type() != 0 {
 		t.Error("invalid fields must report invalid")
 	}
 }
@@ -256,6 +258,55 @@ func TestOperatorsNumber(t *testing.T) {
 		// The tolerance is relative above 1: 1e12 and 1e12+0.5 are equal.
 		{"rtp.packets == 1000000000000", true}, {"rtp.packets == 1000000010000", false},
 	})
+}
+
+// TestFinalStatusCode: "which calls got 503" is one comparison on the row's
+// final code, ranges select classes, status is the same field, and a row
+// with no final response (0 in the row: absent) is never a 4xx, a 2xx nor
+// a zero.
+func TestFinalStatusCode(t *testing.T) {
+	got503 := (&MemRecord{}).SetNum(FieldFinalStatusCode, 503)
+	runOps(t, got503, []opCase{
+		{"final_status_code == 503", true}, {"final_status_code == 500", false},
+		{"final_status_code >= 500", true}, {"final_status_code >= 500 and final_status_code < 600", true},
+		{"final_status_code >= 400 and final_status_code < 500", false},
+		{"final_status_code != 503", false}, {"final_status_code != 200", true},
+		{"status == 503", true}, {"status >= 500", true}, {"status < 300", false},
+		{"not status == 503", false},
+	})
+	answered := (&MemRecord{}).SetNum(FieldFinalStatusCode, 200).SetStr(FieldState, "Completed")
+	runOps(t, answered, []opCase{
+		{"final_status_code == 200", true}, {"status < 300", true}, {"final_status_code >= 400", false},
+		{"state == Completed and status == 200", true},
+	})
+	none := (&MemRecord{}).SetStr(FieldMethod, "REGISTER")
+	runOps(t, none, []opCase{
+		{"final_status_code == 0", false}, {"final_status_code >= 0", false}, {"final_status_code < 700", false},
+		{"final_status_code >= 400", false}, {"final_status_code == 200", false},
+		{"final_status_code != 503", true}, {"not final_status_code >= 400", true},
+		{"status == 0", false}, {"status != 200", true},
+	})
+	// status is written back under the field's own name.
+	for expr, want := range map[string]string{
+		"status == 503":                      "final_status_code == 503",
+		"status >= 500 and method == INVITE": "final_status_code >= 500 and method == INVITE",
+	} {
+		if got := mustCompile(t, expr).String(); got != want {
+			t.Errorf("Compile(%q).String() = %q, want %q", expr, got, want)
+		}
+	}
+	if f, ok := FieldByName("status"); !ok || f != FieldFinalStatusCode || f.String() != "final_status_code" {
+		t.Errorf("FieldByName(status) = %v, %v", f, ok)
+	}
+	if !mustCompile(t, "status >= 500").Uses(FieldFinalStatusCode) {
+		t.Error("status >= 500 does not use final_status_code")
+	}
+	// a number field: a reason phrase or a state is refused with a hint
+	for _, bad := range []string{"final_status_code == Busy", "status =~ 5..", "status == Failed"} {
+		if _, err := Compile(bad, defTh); err == nil {
+			t.Errorf("Compile(%q): no error", bad)
+		}
+	}
 }
 
 func TestOperatorsBool(t *testing.T) {

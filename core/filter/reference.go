@@ -44,7 +44,7 @@ is otherwise kept, so ` + "`'\\d+'`" + ` is the regular expression \d+. Numbers 
 
 ## Absent values
 
-A value that was not measured (no PDD, no media) is absent, not zero. Every comparison on an
+A value that was not measured (no PDD, no media, no final response) is absent, not zero. Every comparison on an
 absent value is false except ` + "`!=`" + `, which is true: ` + "`a != v`" + ` is exactly ` + "`not a == v`" + `.
 ` + "`payload`, `rtp.codec` and `rtp.ssrc`" + ` hold several values and match when any value matches.
 

@@ -7,7 +7,7 @@
 // # Records
 //
 // [Record] adapts one dialog (its row, and on demand its messages, its RTP
-// streams and its media diagnosis) to [filter.Record] for the 31 fields of
+// streams and its media diagnosis) to [filter.Record] for the 32 fields of
 // the filter language. Values that were not measured are absent, never zero
 // or false. The costly parts load lazily, only when the filter reads a field
 // that needs them:

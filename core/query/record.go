@@ -247,6 +247,9 @@ func (r *Record) Num(f filter.Field) (float64, bool) {
 		return ms(s.Timing.PDDMs)
 	case filter.FieldSetupTime:
 		return ms(s.Timing.SetupMs)
+	case filter.FieldFinalStatusCode:
+		// the call's final response (docs/data-model.md); 0 is none: absent
+		return float64(s.FinalStatusCode), s.FinalStatusCode != 0
 	case filter.FieldSrcPort:
 		if src, _, ok := r.firstAddrs(); ok && src.IsValid() {
 			return float64(src.Port()), true

@@ -128,7 +128,7 @@ func TestRenderFindingsKeepsCaptureTextInert(t *testing.T) {
 	rep := analysis.Report{
 		SchemaVersion: 1, DialogsExamined: 1, FramesRead: 10, SourceExhausted: true, Complete: true,
 		Findings: []analysis.Finding{{
-			Kind: "final_failure_failure", Severity: "medium", Occurrences: 1, Unit: "dialogs", Summary: "s",
+			Kind: "final_failure", Severity: "medium", Occurrences: 1, Unit: "dialogs", Summary: "s",
 			Evidence: []analysis.Evidence{{
 				CallID: "`x`\n# Heading", At: &at,
 				Note: "Busy [click](http://evil.example) <img src=x>\r\n## injected *bold*",
