@@ -318,6 +318,24 @@ func accResp(code int, reason, method, callID string, cseq int, body string) []b
 	return []byte(b.String())
 }
 
+// accSIP joins header lines and, when the last line starts with v=0, an SDP
+// body.
+func accSIP(lines ...string) []byte {
+	var body string
+	if n := len(lines); n > 0 && strings.HasPrefix(lines[n-1], "v=0") {
+		body, lines = lines[n-1], lines[:n-1]
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l + "\r\n")
+	}
+	if body != "" {
+		b.WriteString("Content-Type: application/sdp\r\n")
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n%s", len(body), body)
+	return []byte(b.String())
+}
+
 // HEP envelopes, built by hand from the HEP3 and HEP2 layouts.
 
 func accHEPChunk(typ uint16, data []byte) []byte {

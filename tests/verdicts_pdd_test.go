@@ -36,22 +36,6 @@ const (
 	pddProxy  = "10.20.0.1"
 )
 
-func pddSIP(lines ...string) []byte {
-	var body string
-	if n := len(lines); n > 0 && strings.HasPrefix(lines[n-1], "v=0") {
-		body, lines = lines[n-1], lines[:n-1]
-	}
-	var b strings.Builder
-	for _, l := range lines {
-		b.WriteString(l + "\r\n")
-	}
-	if body != "" {
-		b.WriteString("Content-Type: application/sdp\r\n")
-	}
-	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n%s", len(body), body)
-	return []byte(b.String())
-}
-
 func (c pddCall) frames(t *testing.T) []accFrame {
 	t.Helper()
 	caller, proxy := pddCaller+":5060", pddProxy+":5060"
@@ -70,7 +54,7 @@ func (c pddCall) frames(t *testing.T) []accFrame {
 	invite := func(cseq int, branch string, extra ...string) []byte {
 		l := []string{"INVITE sip:bob@pbx.example SIP/2.0", via(branch), "Max-Forwards: 70", from, to, cid,
 			fmt.Sprintf("CSeq: %d INVITE", cseq), "Contact: <sip:alice@" + caller + ">", "User-Agent: corpus-phone/1"}
-		return pddSIP(append(append(l, extra...), offer)...)
+		return accSIP(append(append(l, extra...), offer)...)
 	}
 	resp := func(status, branch string, cseq int, method, toTag string, extra ...string) []byte {
 		tt := to
@@ -78,13 +62,13 @@ func (c pddCall) frames(t *testing.T) []accFrame {
 			tt += ";tag=" + toTag
 		}
 		l := []string{"SIP/2.0 " + status, via(branch), from, tt, cid, fmt.Sprintf("CSeq: %d %s", cseq, method)}
-		return pddSIP(append(l, extra...)...)
+		return accSIP(append(l, extra...)...)
 	}
 	// The challenge and the retry (RFC 3261 §22.2: new branch, CSeq + 1).
 	at(0, caller, proxy, invite(1, "inv1"))
 	at(50*time.Millisecond, proxy, caller, resp("407 Proxy Authentication Required", "inv1", 1, "INVITE", "px-"+c.callID,
 		`Proxy-Authenticate: Digest realm="pbx.example", nonce="4f1c2a", algorithm=MD5, qop="auth"`))
-	at(60*time.Millisecond, caller, proxy, pddSIP("ACK sip:bob@pbx.example SIP/2.0", via("inv1"), "Max-Forwards: 70", from,
+	at(60*time.Millisecond, caller, proxy, accSIP("ACK sip:bob@pbx.example SIP/2.0", via("inv1"), "Max-Forwards: 70", from,
 		to+";tag=px-"+c.callID, cid, "CSeq: 1 ACK"))
 	r := 50*time.Millisecond + c.wait
 	at(r, caller, proxy, invite(2, "inv2",
@@ -92,10 +76,10 @@ func (c pddCall) frames(t *testing.T) []accFrame {
 	bt := "b-" + c.callID
 	at(r+20*time.Millisecond, proxy, caller, resp("100 Trying", "inv2", 2, "INVITE", ""))
 	at(r+c.ring, proxy, caller, resp("180 Ringing", "inv2", 2, "INVITE", bt, "Contact: <sip:bob@"+proxy+">"))
-	at(r+c.answer, proxy, caller, pddSIP("SIP/2.0 200 OK", via("inv2"), from, to+";tag="+bt, cid, "CSeq: 2 INVITE",
+	at(r+c.answer, proxy, caller, accSIP("SIP/2.0 200 OK", via("inv2"), from, to+";tag="+bt, cid, "CSeq: 2 INVITE",
 		"Contact: <sip:bob@"+proxy+">", answer))
 	ans := r + c.answer
-	at(ans+10*time.Millisecond, caller, proxy, pddSIP("ACK sip:bob@"+proxy+" SIP/2.0", via("ack2"), "Max-Forwards: 70", from,
+	at(ans+10*time.Millisecond, caller, proxy, accSIP("ACK sip:bob@"+proxy+" SIP/2.0", via("ack2"), "Max-Forwards: 70", from,
 		to+";tag="+bt, cid, "CSeq: 2 ACK"))
 	// Talk: G.729 at ptime 40 (40 bytes every 40 ms) each way.
 	payload := make([]byte, 40)
@@ -108,7 +92,7 @@ func (c pddCall) frames(t *testing.T) []accFrame {
 			accRTP(18, i == 0, uint16(5000+i), uint32(8000+320*i), c.ssrc+1, payload))
 	}
 	bye := ans + c.talk
-	at(bye, caller, proxy, pddSIP("BYE sip:bob@"+proxy+" SIP/2.0", via("bye"), "Max-Forwards: 70", from, to+";tag="+bt, cid, "CSeq: 3 BYE"))
+	at(bye, caller, proxy, accSIP("BYE sip:bob@"+proxy+" SIP/2.0", via("bye"), "Max-Forwards: 70", from, to+";tag="+bt, cid, "CSeq: 3 BYE"))
 	at(bye+30*time.Millisecond, proxy, caller, resp("200 OK", "bye", 3, "BYE", bt))
 	return out
 }

@@ -29,24 +29,6 @@ const (
 	rtCallee = "10.30.0.20"
 )
 
-// rtSIP joins header lines and, when the last line starts with v=0, an SDP
-// body.
-func rtSIP(lines ...string) []byte {
-	var body string
-	if n := len(lines); n > 0 && strings.HasPrefix(lines[n-1], "v=0") {
-		body, lines = lines[n-1], lines[:n-1]
-	}
-	var b strings.Builder
-	for _, l := range lines {
-		b.WriteString(l + "\r\n")
-	}
-	if body != "" {
-		b.WriteString("Content-Type: application/sdp\r\n")
-	}
-	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n%s", len(body), body)
-	return []byte(b.String())
-}
-
 // rtUDP is an IPv4/UDP packet (no link header) with the given
 // Identification (RFC 791): a mirrored copy repeats it, the sender's next
 // datagram carries the next one.
@@ -117,16 +99,16 @@ func rtCall(callID string, talk time.Duration) []rtMsg {
 	bt := ";tag=" + callID + "-b"
 	var out []rtMsg
 	at := func(d time.Duration, src, dst string, p []byte) { out = append(out, rtMsg{d, src, dst, p}) }
-	at(0, caller, callee, rtSIP("INVITE sip:bob@"+callee+" SIP/2.0", via("inv"), "Max-Forwards: 70", from, to, cid, "CSeq: 1 INVITE",
+	at(0, caller, callee, accSIP("INVITE sip:bob@"+callee+" SIP/2.0", via("inv"), "Max-Forwards: 70", from, to, cid, "CSeq: 1 INVITE",
 		"Contact: <sip:alice@"+caller+">", "User-Agent: corpus-phone/1",
 		accSDP(rtCaller, 16000, "18", "rtpmap:18 G729/8000", "fmtp:18 annexb=no", "ptime:20", "sendrecv")))
-	at(20*time.Millisecond, callee, caller, rtSIP("SIP/2.0 100 Trying", via("inv"), from, to, cid, "CSeq: 1 INVITE"))
-	at(150*time.Millisecond, callee, caller, rtSIP("SIP/2.0 180 Ringing", via("inv"), from, to+bt, cid, "CSeq: 1 INVITE",
+	at(20*time.Millisecond, callee, caller, accSIP("SIP/2.0 100 Trying", via("inv"), from, to, cid, "CSeq: 1 INVITE"))
+	at(150*time.Millisecond, callee, caller, accSIP("SIP/2.0 180 Ringing", via("inv"), from, to+bt, cid, "CSeq: 1 INVITE",
 		"Contact: <sip:bob@"+callee+">"))
 	ans := 1200 * time.Millisecond
-	at(ans, callee, caller, rtSIP("SIP/2.0 200 OK", via("inv"), from, to+bt, cid, "CSeq: 1 INVITE", "Contact: <sip:bob@"+callee+">",
+	at(ans, callee, caller, accSIP("SIP/2.0 200 OK", via("inv"), from, to+bt, cid, "CSeq: 1 INVITE", "Contact: <sip:bob@"+callee+">",
 		accSDP(rtCallee, 20000, "18", "rtpmap:18 G729/8000", "fmtp:18 annexb=no", "ptime:20", "sendrecv")))
-	at(ans+10*time.Millisecond, caller, callee, rtSIP("ACK sip:bob@"+callee+" SIP/2.0", via("ack"), "Max-Forwards: 70", from, to+bt, cid, "CSeq: 1 ACK"))
+	at(ans+10*time.Millisecond, caller, callee, accSIP("ACK sip:bob@"+callee+" SIP/2.0", via("ack"), "Max-Forwards: 70", from, to+bt, cid, "CSeq: 1 ACK"))
 	payload := make([]byte, 20)
 	n := 0
 	for ; time.Duration(n)*20*time.Millisecond < talk; n++ {
@@ -136,8 +118,8 @@ func rtCall(callID string, talk time.Duration) []rtMsg {
 		at(d+3*time.Millisecond, rtCallee+":20000", rtCaller+":16000", accRTP(18, n == 0, uint16(700+n), uint32(4000+160*n), 0x5a5a0002, payload))
 	}
 	bye := ans + 30*time.Millisecond + time.Duration(n)*20*time.Millisecond
-	at(bye, caller, callee, rtSIP("BYE sip:bob@"+callee+" SIP/2.0", via("bye"), "Max-Forwards: 70", from, to+bt, cid, "CSeq: 2 BYE"))
-	at(bye+25*time.Millisecond, callee, caller, rtSIP("SIP/2.0 200 OK", via("bye"), from, to+bt, cid, "CSeq: 2 BYE"))
+	at(bye, caller, callee, accSIP("BYE sip:bob@"+callee+" SIP/2.0", via("bye"), "Max-Forwards: 70", from, to+bt, cid, "CSeq: 2 BYE"))
+	at(bye+25*time.Millisecond, callee, caller, accSIP("SIP/2.0 200 OK", via("bye"), from, to+bt, cid, "CSeq: 2 BYE"))
 	return out
 }
 
@@ -145,7 +127,7 @@ func rtCall(callID string, talk time.Duration) []rtMsg {
 // doubling: 0, 0.5, 1.5, 3.5 and 7.5 s) and nobody answers.
 func rtUnanswered(callID string) []rtMsg {
 	caller, callee := rtCaller+":5060", rtCallee+":5060"
-	inv := rtSIP("INVITE sip:bob@"+callee+" SIP/2.0", "Via: SIP/2.0/UDP "+caller+";branch=z9hG4bK-"+callID+"-inv", "Max-Forwards: 70",
+	inv := accSIP("INVITE sip:bob@"+callee+" SIP/2.0", "Via: SIP/2.0/UDP "+caller+";branch=z9hG4bK-"+callID+"-inv", "Max-Forwards: 70",
 		"From: \"Alice\" <sip:alice@corp.example>;tag="+callID+"-a", "To: <sip:bob@corp.example>", "Call-ID: "+callID, "CSeq: 1 INVITE",
 		"Contact: <sip:alice@"+caller+">", "User-Agent: corpus-phone/1",
 		accSDP(rtCaller, 16000, "18", "rtpmap:18 G729/8000", "fmtp:18 annexb=no", "ptime:20", "sendrecv"))

@@ -960,32 +960,49 @@ func (d *dialog) legFinal(li int) *tx {
 	case FamilyInvite, FamilyRegister, FamilySubscribe:
 		want = l.family.String()
 	}
-	var ans, last, chal *tx
+	var p finalPick
 	for _, t := range d.txOrder {
 		if t.leg != li || t.finalCode == 0 || t.reInvite || t.key.method != want {
 			continue
 		}
-		switch {
-		case l.family == FamilyInvite && t.finalCode < 300:
-			if ans == nil || t.finalAt.Before(ans.finalAt) {
-				ans = t
-			}
-		case t.finalCode == 401 || t.finalCode == 407:
-			if chal == nil || !t.finalAt.Before(chal.finalAt) {
-				chal = t
-			}
-		default:
-			if last == nil || !t.finalAt.Before(last.finalAt) {
-				last = t
-			}
+		p.add(t, l.family == FamilyInvite && t.finalCode < 300)
+	}
+	return p.pick()
+}
+
+// finalPick gathers the final responses an outcome is chosen from: the
+// first answer, the last other final response and the last 401/407. A
+// challenge decides only when nothing followed it (RFC 3261 §22.2: it is
+// answered by a retry, docs/data-model.md).
+type finalPick struct{ ans, last, chal *tx }
+
+func (p *finalPick) add(t *tx, answer bool) {
+	switch {
+	case answer:
+		if p.ans == nil || t.finalAt.Before(p.ans.finalAt) {
+			p.ans = t
+		}
+	case t.finalCode == 401 || t.finalCode == 407:
+		if p.chal == nil || !t.finalAt.Before(p.chal.finalAt) {
+			p.chal = t
+		}
+	default:
+		if p.last == nil || !t.finalAt.Before(p.last.finalAt) {
+			p.last = t
 		}
 	}
-	for _, t := range []*tx{ans, last, chal} {
-		if t != nil {
-			return t
-		}
+}
+
+// pick is the answer, else the last final response, else the last
+// challenge; nil when no final response was seen.
+func (p *finalPick) pick() *tx {
+	switch {
+	case p.ans != nil:
+		return p.ans
+	case p.last != nil:
+		return p.last
 	}
-	return nil
+	return p.chal
 }
 
 // finalStatus picks the call's final status from the INVITE transactions
@@ -1008,7 +1025,7 @@ func (d *dialog) finalStatus() (code int, reason string, ok bool) {
 // under a new tag); a later INVITE leg under the same Call-ID is another
 // call, listed in other_legs with its own final code.
 func (d *dialog) decideFinal() *tx {
-	var ans, last, chal *tx
+	var p finalPick
 	for _, t := range d.txOrder {
 		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > int(d.prim) {
 			continue
@@ -1016,27 +1033,9 @@ func (d *dialog) decideFinal() *tx {
 		if !t.requestSeen && d.isLateReInvite(t) {
 			continue
 		}
-		switch {
-		case t.finalCode < 300:
-			if ans == nil || t.finalAt.Before(ans.finalAt) {
-				ans = t
-			}
-		case t.finalCode == 401 || t.finalCode == 407:
-			if chal == nil || !t.finalAt.Before(chal.finalAt) {
-				chal = t
-			}
-		default:
-			if last == nil || !t.finalAt.Before(last.finalAt) {
-				last = t
-			}
-		}
+		p.add(t, t.finalCode < 300)
 	}
-	for _, t := range []*tx{ans, last, chal} {
-		if t != nil {
-			return t
-		}
-	}
-	return nil
+	return p.pick()
 }
 
 // isLateReInvite: an INVITE transaction whose request was not captured and
