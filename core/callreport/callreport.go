@@ -19,7 +19,7 @@
 // them whole, with invisible characters (controls, bidi and other format
 // characters, the fence code points) written as visible \uXXXX escapes
 // rather than dropped, so the shown text, put in a JSON string, is the
-// Call-ID again (DisplayID; in Markdown inside a code span).
+// Call-ID again (textsafe.ID; in Markdown inside a code span).
 // Surfaces that hand a document to an agent add the provenance note.
 package callreport
 

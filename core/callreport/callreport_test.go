@@ -1,14 +1,13 @@
 package callreport
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
@@ -104,7 +103,7 @@ func TestTransactionChains(t *testing.T) {
 func noHostileRunes(t *testing.T, what, doc string) {
 	t.Helper()
 	for _, r := range doc {
-		if (unicode.IsControl(r) && r != '\n') || isBidi(r) || r == '⟦' || r == '⟧' {
+		if (unicode.IsControl(r) && r != '\n') || textsafe.IsBidi(r) || r == '⟦' || r == '⟧' {
 			t.Errorf("%s: %U survived in the rendered document", what, r)
 		}
 	}
@@ -216,28 +215,6 @@ func TestIncompleteRunAfterTheLadder(t *testing.T) {
 	}
 }
 
-func TestClean(t *testing.T) {
-	cases := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"plain", 10, "plain"},
-		{"a\x00b\x7fc\u202ed\u2069e", 10, "abcde"},
-		{"line\r\nbreak\ttab", 20, "line  break tab"},
-		{"⟦x⟧", 5, "[x]"},
-		{"abcdef", 3, "abc…"},
-		{"\xff\xfe", 5, "\uFFFD\uFFFD"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.in, func(t *testing.T) {
-			if got := clean(tc.in, tc.n); got != tc.want {
-				t.Errorf("clean(%q, %d): got %q, want %q", tc.in, tc.n, got, tc.want)
-			}
-		})
-	}
-}
-
 // TestBounds: a call through more participants than columns shares the last
 // one and says so; a busy proxy's many timing guesses are named up to
 // MaxGuesses and counted past it.
@@ -264,43 +241,6 @@ func TestBounds(t *testing.T) {
 	}
 	if !strings.Contains(doc, "3 more timing guesses (find_correlated lists them)") {
 		t.Errorf("want the guesses counted:\n%s", doc)
-	}
-}
-
-// TestDisplayID: an identifier in a rendered document is written so it
-// can be copied back: invisible characters (controls, bidi and other
-// format characters, blanks other than the space, the fence code points)
-// as \uXXXX escapes, a backslash and a double quote escaped, so the shown
-// text is the body of a JSON string holding the identifier verbatim.
-func TestDisplayID(t *testing.T) {
-	cases := []struct{ name, in, want string }{
-		{"plain", "1-1966@10.0.2.20", "1-1966@10.0.2.20"},
-		{"bidi", "busy-\u202ebidi@evil", `busy-\u202ebidi@evil`},
-		{"control", "ctl\x01id@evil", `ctl\u0001id@evil`},
-		{"spaces kept", "hostile call with spaces@evil", "hostile call with spaces@evil"},
-		{"zero width and no-break space", "a\u200bb\u00a0c\ufeff", `a\u200bb\u00a0c\ufeff`},
-		{"fence code points", "\u27e6x\u27e7", `\u27e6x\u27e7`},
-		{"backslash and quote", `a\u202e"b`, `a\\u202e\"b`},
-		{"astral format character", "a\U000e0001b", `a\udb40\udc01b`},
-		{"not UTF-8", "a\xffb", `a\xffb`},
-		{"UTF-8 kept", "tést", "tést"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := DisplayID(tc.in, 200)
-			if got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-			if !strings.ContainsRune(tc.in, utf8.RuneError) && utf8.ValidString(tc.in) {
-				var back string
-				if err := json.Unmarshal([]byte(`"`+got+`"`), &back); err != nil || back != tc.in {
-					t.Errorf("as a JSON string body: got %q, %v; want %q back", back, err, tc.in)
-				}
-			}
-		})
-	}
-	if got := DisplayID(strings.Repeat("x", 300), 200); got != strings.Repeat("x", 200)+"…" {
-		t.Errorf("a long identifier: got %d bytes, want 200 characters and …", len(got))
 	}
 }
 

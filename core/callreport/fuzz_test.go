@@ -1,6 +1,7 @@
 package callreport
 
 import (
+	"github.com/sipnab/sipnab/core/textsafe"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func FuzzCallReport(f *testing.F) {
 		_ = call.JSON()
 		for _, doc := range []string{call.Report(Text), call.Report(Markdown), call.CallReport(Text), call.CallReport(Markdown)} {
 			for _, r := range doc {
-				if (unicode.IsControl(r) && r != '\n') || isBidi(r) || r == '⟦' || r == '⟧' {
+				if (unicode.IsControl(r) && r != '\n') || textsafe.IsBidi(r) || r == '⟦' || r == '⟧' {
 					t.Fatalf("%U in a rendered document:\n%q", r, doc)
 				}
 			}

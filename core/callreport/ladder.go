@@ -2,6 +2,7 @@ package callreport
 
 import (
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"slices"
 	"strings"
@@ -121,9 +122,9 @@ func (c *Call) buildLadder() *ladder {
 			r := ladderRow{at: m.TS, from: l.col(sigKey(m.Src)), to: l.col(sigKey(m.Dst)), leg: li, idx: m.Index}
 			if msg := m.Msg; msg != nil {
 				if msg.IsRequest {
-					r.label = clean(msg.Method, 40)
+					r.label = textsafe.Line(msg.Method, 40)
 				} else {
-					r.label = strings.TrimSpace(fmt.Sprintf("%d %s", msg.StatusCode, clean(msg.Reason, 60)))
+					r.label = strings.TrimSpace(fmt.Sprintf("%d %s", msg.StatusCode, textsafe.Line(msg.Reason, 60)))
 				}
 			}
 			if len(c.Legs) > 1 {
@@ -157,7 +158,7 @@ func (c *Call) buildLadder() *ladder {
 	mediaCol := func(addr string) int {
 		ap, err := netip.ParseAddrPort(addr)
 		if err != nil {
-			return l.col("media "+addr, clean(addr, maxGap))
+			return l.col("media "+addr, textsafe.Line(addr, maxGap))
 		}
 		a := ap.Addr().Unmap()
 		if i, ok := l.byKey[a.String()]; ok {
@@ -180,7 +181,7 @@ func (c *Call) buildLadder() *ladder {
 		leg := &c.Legs[li]
 		for i := range leg.Streams {
 			s := &leg.Streams[i]
-			codec := clean(s.Codec, 24)
+			codec := textsafe.Line(s.Codec, 24)
 			if codec == "" {
 				codec = fmt.Sprintf("PT %d", s.PayloadType)
 			}
@@ -208,9 +209,9 @@ func (c *Call) buildLadder() *ladder {
 func sdpNote(x *sdptimeline.Exchange) string {
 	codecs := make([]string, 0, len(x.Codecs))
 	for _, c := range x.Codecs {
-		codecs = append(codecs, clean(c, 24))
+		codecs = append(codecs, textsafe.Line(c, 24))
 	}
-	s := fmt.Sprintf("SDP %s %s:%d %s", x.Direction, clean(x.MediaAddr, 46), x.MediaPort, cut(strings.Join(codecs, ","), 60))
+	s := fmt.Sprintf("SDP %s %s:%d %s", x.Direction, textsafe.Line(x.MediaAddr, 46), x.MediaPort, cut(strings.Join(codecs, ","), 60))
 	if x.Mode != "" {
 		s += " " + x.Mode
 	}

@@ -2,6 +2,7 @@ package callreport
 
 import (
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"strings"
 	"time"
 
@@ -35,7 +36,7 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	md := f == Markdown
 	d := &c.Detail
 	// The Call-ID is an identifier: shown with invisible characters
-	// escaped, never dropped, so it can be copied back (DisplayID).
+	// escaped, never dropped, so it can be copied back (textsafe.ID).
 	if md {
 		fmt.Fprintf(b, "# sipnab call report: %s\n\n| Field | Value |\n|---|---|\n", showID(d.CallID, 200, true))
 	} else {
@@ -64,9 +65,9 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	if path := c.path(); len(path) > 0 {
 		field("Path", esc(strings.Join(path, ", ")))
 	}
-	result := []string{clean(d.Method, 40), d.State}
+	result := []string{textsafe.Line(d.Method, 40), d.State}
 	if d.FinalStatusCode != 0 {
-		result = append(result, strings.TrimSpace(fmt.Sprintf("final %d %s", d.FinalStatusCode, clean(d.FinalReason, 80))))
+		result = append(result, strings.TrimSpace(fmt.Sprintf("final %d %s", d.FinalStatusCode, textsafe.Line(d.FinalReason, 80))))
 	} else if d.Method == "INVITE" {
 		result = append(result, "no final response")
 	}
@@ -113,7 +114,7 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	}
 	for i := range c.Streams {
 		s := &c.Streams[i]
-		codec := clean(s.Codec, 40)
+		codec := textsafe.Line(s.Codec, 40)
 		if codec == "" {
 			codec = fmt.Sprintf("PT %d", s.PayloadType)
 		}
@@ -158,7 +159,7 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	if t := d.Termination; t != nil {
 		line = fmt.Sprintf("%s cause %d from %s", t.Protocol, t.Code, t.SourceHeader)
 		if t.Text != "" {
-			line += fmt.Sprintf(": \"%s\"", clean(t.Text, 200))
+			line += fmt.Sprintf(": \"%s\"", textsafe.Line(t.Text, 200))
 		}
 		if t.FrameRef != "" {
 			line += " (" + t.FrameRef + ")"
@@ -183,11 +184,11 @@ func (c *Call) none(b *strings.Builder, md bool) {
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
 
 func nameAddr(display, uri string) string {
-	u := "<" + clean(uri, 200) + ">"
+	u := "<" + textsafe.Line(uri, 200) + ">"
 	if display == "" {
 		return u
 	}
-	return "\"" + clean(display, 100) + "\" " + u
+	return "\"" + textsafe.Line(display, 100) + "\" " + u
 }
 
 // path lists the signaling addresses of the call in order of first
@@ -224,7 +225,7 @@ func (c *Call) timingLine() string {
 	}
 	if c.Detail.Family != "INVITE" {
 		return fmt.Sprintf("not applicable (a %s dialog; call timing is measured on INVITE dialogs), retransmits %d%s",
-			clean(c.Detail.Family, 20), c.Detail.Timing.Retransmits, dups)
+			textsafe.Line(c.Detail.Family, 20), c.Detail.Timing.Retransmits, dups)
 	}
 	ms := func(name string, v *int64) string {
 		if v == nil {
@@ -276,7 +277,7 @@ func (c *Call) legsLine(md bool) string {
 // chain renders a transaction: `INVITE → 100 (25ms) → 180 (96ms) → 200 (708ms)`.
 func chain(t *Transaction) string {
 	var b strings.Builder
-	method := clean(t.Method, 40)
+	method := textsafe.Line(t.Method, 40)
 	if t.RequestSeen {
 		b.WriteString(method)
 		if t.Copies > 1 {
@@ -313,25 +314,25 @@ func (c *Call) issues() []string {
 	var out []string
 	// the clauses the verdict rests on, first
 	for _, cl := range c.Diagnosis.Evidence {
-		out = append(out, "evidence "+clean(cl.String(), 600))
+		out = append(out, "evidence "+textsafe.Line(cl.String(), 600))
 	}
 	if s := c.Diagnosis.Signaling; s != nil {
 		if ff := s.FinalFailure; ff != nil {
-			out = append(out, strings.TrimSpace(fmt.Sprintf("final failure: %d %s (%s)", ff.Code, clean(ff.Reason, 80), ff.Class)))
+			out = append(out, strings.TrimSpace(fmt.Sprintf("final failure: %d %s (%s)", ff.Code, textsafe.Line(ff.Reason, 80), ff.Class)))
 		}
 		if ss := s.SlowSetup; ss != nil {
 			out = append(out, fmt.Sprintf("slow setup: post-dial delay %.0f ms over %.0f ms", ss.PDDMs, ss.ThresholdMs))
 		}
 		for _, h := range s.Hints {
-			out = append(out, clean(h, 300))
+			out = append(out, textsafe.Line(h, 300))
 		}
 	}
 	m := &c.Diagnosis.Media
 	if !m.Applicable && m.Reason != "" {
-		out = append(out, "media not judged: "+clean(m.Reason, 200))
+		out = append(out, "media not judged: "+textsafe.Line(m.Reason, 200))
 	}
 	for _, h := range m.Hints {
-		out = append(out, clean(h, 300))
+		out = append(out, textsafe.Line(h, 300))
 	}
 	return out
 }
@@ -355,7 +356,7 @@ func (c *Call) writeIncomplete(b *strings.Builder, f Format) {
 		return
 	}
 	for _, e := range c.Run.Errors {
-		why = append(why, clean(e, 300))
+		why = append(why, textsafe.Line(e, 300))
 	}
 	if f == Markdown {
 		b.WriteString("\n## INCOMPLETE RUN\n\n")

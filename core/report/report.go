@@ -13,12 +13,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
@@ -278,7 +277,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 	if name == "" {
 		name = r.Source
 	}
-	fmt.Fprintf(w, "sipnab report: %s\n\n", clean(name, 200))
+	fmt.Fprintf(w, "sipnab report: %s\n\n", textsafe.Line(name, 200))
 	// Capture duplicates are named only when there are some (the line is
 	// unchanged on captures without), and always apart from the
 	// retransmissions (core/dialog/dup.go).
@@ -330,7 +329,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 				open++
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
-				clean(d.CallID, 48), dash(clean(d.FromUser, 24)), dash(clean(d.ToUser, 24)),
+				textsafe.ID(d.CallID, 48), dash(textsafe.Line(d.FromUser, 24)), dash(textsafe.Line(d.ToUser, 24)),
 				d.State, code, dur, d.MsgCount, pdd)
 		}
 		tw.Flush()
@@ -359,7 +358,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 			}
 			call := streamCall(s)
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%.2f%%\t%s\t%s\t%s\n",
-				s.SSRC, s.Src, s.Dst, dash(clean(s.Codec, 20)), s.Packets, s.Lost, s.LossPct, jit, mos, call)
+				s.SSRC, s.Src, s.Dst, dash(textsafe.Line(s.Codec, 20)), s.Packets, s.Lost, s.LossPct, jit, mos, call)
 		}
 		tw.Flush()
 	}
@@ -409,7 +408,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 			}
 		}
 		for _, e := range r.Errors {
-			fmt.Fprintf(w, "  - %s\n", clean(e, 300))
+			fmt.Fprintf(w, "  - %s\n", textsafe.Line(e, 300))
 		}
 	}
 }
@@ -426,29 +425,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// clean makes capture text safe to print: control characters become '?',
-// invalid UTF-8 is replaced, and the text is cut at n characters with "…".
-func clean(s string, n int) string {
-	var b strings.Builder
-	count := 0
-	for i, r := range s {
-		if count == n {
-			if i < len(s) {
-				b.WriteString("…")
-			}
-			break
-		}
-		switch {
-		case r == utf8.RuneError:
-			b.WriteRune('\uFFFD')
-		case unicode.IsControl(r):
-			b.WriteByte('?')
-		default:
-			b.WriteRune(r)
-		}
-		count++
-	}
-	return b.String()
 }

@@ -8,6 +8,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"io"
 	"math"
 	"sort"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/analysis"
-	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/media"
@@ -117,7 +117,7 @@ var shedKinds = map[string]bool{
 func RenderFindings(r analysis.Report, name string, f FindingsFormat) string {
 	var b strings.Builder
 	md := f == FindingsMarkdown
-	name = clean(name, 200)
+	name = textsafe.Line(name, 200)
 	if name == "" {
 		name = "capture"
 	}
@@ -222,9 +222,9 @@ func evidenceLine(e *analysis.Evidence, md bool) string {
 		// An identifier: shown whole, invisible characters escaped
 		// visibly, never dropped, so it can be copied back.
 		if md {
-			parts = append(parts, mdCode(callreport.DisplayID(e.CallID, 120)))
+			parts = append(parts, mdCode(textsafe.ID(e.CallID, 120)))
 		} else {
-			parts = append(parts, callreport.DisplayID(e.CallID, 120))
+			parts = append(parts, textsafe.ID(e.CallID, 120))
 		}
 	}
 	if e.At != nil {
@@ -233,7 +233,7 @@ func evidenceLine(e *analysis.Evidence, md bool) string {
 	if len(e.Endpoints) > 0 {
 		eps := make([]string, 0, len(e.Endpoints))
 		for _, ep := range e.Endpoints {
-			eps = append(eps, clean(ep, 80))
+			eps = append(eps, textsafe.Line(ep, 80))
 		}
 		s := strings.Join(eps, ", ")
 		if md {
@@ -267,7 +267,7 @@ func evidenceLine(e *analysis.Evidence, md bool) string {
 	if e.Note != "" {
 		// sender text (a reason phrase): no control, bidi or fence code
 		// point, as every rendered document prints it
-		n := callreport.CleanText(e.Note, 200)
+		n := textsafe.Line(e.Note, 200)
 		if md {
 			n = mdEscape(n)
 		}
@@ -414,7 +414,7 @@ func streamCall(s *media.StreamInfo) string {
 	if s.Orphaned {
 		return "(orphaned)"
 	}
-	c := clean(s.AssociatedDialog, 48)
+	c := textsafe.ID(s.AssociatedDialog, 48)
 	if n := len(s.SharedWith); n > 0 {
 		c += fmt.Sprintf(" (+%d)", n)
 	}

@@ -246,7 +246,7 @@ func TestJSONStreamsAgreeWithTshark(t *testing.T) {
 // TestRenderFindingsIdentifiersAndBidi: in the rendered findings (the
 // get_capture_report markdown and text, the FINDINGS block of --report) a
 // Call-ID is an identifier, shown whole with invisible characters escaped
-// visibly (callreport.DisplayID: U+202E as \u202e, never dropped), and a
+// visibly (textsafe.ID: U+202E as \u202e, never dropped), and a
 // note is sender text, printed without bidi controls or fence code points.
 func TestRenderFindingsIdentifiersAndBidi(t *testing.T) {
 	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -219,24 +219,6 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
 
-func TestClean(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"alice", "alice"},
-		{"a\r\nb\x1b[31m", "a??b?[31m"},
-		{"ééééé", "ééé…"},
-		{"bad\xffutf", "bad\uFFFDutf"},
-	}
-	for _, tc := range cases {
-		n := 100
-		if tc.in == "ééééé" {
-			n = 3
-		}
-		if got := clean(tc.in, n); got != tc.want {
-			t.Errorf("clean(%q): got %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // TestInCallAtCaptureEnd: sip-rtp-g711.pcap's second call (1-1968@10.0.2.20)
 // is answered at 1480171988.290862 and has no BYE; the capture's last packet
 // (RTP, tshark frame.time_epoch) is at 1480171996.569179: 8278 ms. The

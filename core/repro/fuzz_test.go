@@ -2,6 +2,7 @@ package repro
 
 import (
 	"encoding/xml"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -47,7 +48,7 @@ func FuzzGenerate(f *testing.F) {
 			return
 		}
 		for _, c := range r.Scenario {
-			if (unicode.IsControl(c) && c != '\n') || isBidi(c) || c == '\u27e6' || c == '\u27e7' {
+			if (unicode.IsControl(c) && c != '\n') || textsafe.IsBidi(c) || c == '\u27e6' || c == '\u27e7' {
 				t.Fatalf("control, bidi or fence code point %U in the scenario", c)
 			}
 		}

@@ -2,6 +2,7 @@ package repro
 
 import (
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"slices"
 	"strconv"
 	"strings"
@@ -534,7 +535,7 @@ func (g *gen) run(o Options, pauseMs int64, auth bool) string {
 	case g.pinned[CallID]:
 		// SIPp matches responses to a call by the Call-ID it generated, so a
 		// pinned Call-ID is set through -cid_str (% doubled: it is a format).
-		id, n := strip(g.f.attempts[0].req.Msg.CallID)
+		id, n := textsafe.Strip(g.f.attempts[0].req.Msg.CallID)
 		g.stripped += n
 		args = append(args, "-cid_str", shellQuote(strings.ReplaceAll(id, "%", "%%")))
 	case !g.varied[CallID]:

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"reflect"
 	"strconv"
@@ -313,7 +314,7 @@ func TestGenerateHostileValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range r.Scenario {
-		if unicode.IsControl(c) && c != '\n' || isBidi(c) {
+		if unicode.IsControl(c) && c != '\n' || textsafe.IsBidi(c) {
 			t.Fatalf("control or bidi character %U in the scenario:\n%s", c, r.Scenario)
 		}
 	}

@@ -2,39 +2,11 @@ package repro
 
 import (
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
-
-// strip removes control characters (Unicode Cc: C0, DEL, C1) and bidi
-// controls, and returns how many it removed. Bytes that are not UTF-8 are
-// kept.
-func strip(s string) (string, int) {
-	n := 0
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, w := utf8.DecodeRuneInString(s[i:])
-		if (r != utf8.RuneError || w > 1) && (unicode.IsControl(r) || isBidi(r)) {
-			n++
-		} else {
-			b.WriteString(s[i : i+w])
-		}
-		i += w
-	}
-	return b.String(), n
-}
-
-// isBidi reports the bidirectional formatting controls (Unicode Cf) that
-// make text display in another order than it runs.
-func isBidi(r rune) bool {
-	switch {
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069,
-		r == 0x200E, r == 0x200F, r == 0x061C:
-		return true
-	}
-	return false
-}
 
 // sippText writes one captured value into a SIPp message: control and
 // bidi characters stripped (counted), then every character SIPp or XML
@@ -58,7 +30,7 @@ func sippText(s string, lineStart bool) (string, int) {
 		switch {
 		case !valid:
 			fmt.Fprintf(&b, `\x%02X`, s[i])
-		case unicode.IsControl(r) || isBidi(r):
+		case unicode.IsControl(r) || textsafe.IsBidi(r):
 			n++
 			i += w
 			continue
@@ -87,7 +59,7 @@ func sippText(s string, lineStart bool) (string, int) {
 // character before is the last one written.
 func lastKept(rest string) bool {
 	for _, r := range rest {
-		if !(unicode.IsControl(r) || isBidi(r)) || r == utf8.RuneError {
+		if !(unicode.IsControl(r) || textsafe.IsBidi(r)) || r == utf8.RuneError {
 			return false
 		}
 	}

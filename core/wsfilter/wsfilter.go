@@ -18,6 +18,7 @@ package wsfilter
 import (
 	"errors"
 	"fmt"
+	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"strings"
 	"unicode"
@@ -70,7 +71,7 @@ func Quote(s string) (string, error) {
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(r) || isBidi(r):
+		case unicode.IsControl(r) || textsafe.IsBidi(r):
 			return "", ErrControl
 		case r == '\\' || r == '"':
 			b.WriteByte('\\')
@@ -82,17 +83,6 @@ func Quote(s string) (string, error) {
 	}
 	b.WriteByte('"')
 	return b.String(), nil
-}
-
-// isBidi reports the bidirectional formatting controls (Unicode Cf) that
-// reorder how text is displayed.
-func isBidi(r rune) bool {
-	switch {
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069,
-		r == 0x200E, r == 0x200F, r == 0x061C:
-		return true
-	}
-	return false
 }
 
 // ForCall builds the filter of one call. streams may be empty (SIP only).

@@ -1,0 +1,125 @@
+package textsafe
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestLine: one line of sender text prints without controls (C0, DEL, C1:
+// a terminal escape loses its ESC), bidi controls or other format
+// characters, with line breaks as spaces, fence code points as ASCII
+// brackets and bad UTF-8 replaced, cut at n characters.
+func TestLine(t *testing.T) {
+	cases := []struct {
+		name, in string
+		n        int
+		want     string
+	}{
+		{"plain kept", "Bob Smith <sip:bob@example.com>", -1, "Bob Smith <sip:bob@example.com>"},
+		{"C0 and DEL dropped", "a\x00b\x7fc\x07d", 10, "abcd"},
+		{"C1 dropped", "a\u0080b\u009bc\u0090d", 10, "abcd"},
+		{"terminal escapes lose ESC", "x\x1b[2J\x1b]0;pwned\x07y", -1, "x[2J]0;pwnedy"},
+		{"CSI as C1 dropped", "x\u009b31my", -1, "x31my"},
+		{"RLO and isolates dropped", "evil\u202egnp.exe\u2066a\u2069", -1, "evilgnp.exea"},
+		{"every bidi control dropped", "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061cok", -1, "ok"},
+		{"zero-width and BOM dropped", "a\u200bb\u200cc\u200dd\ufeffe\u00adf\u2060g", -1, "abcdefg"},
+		{"astral format character dropped", "a\U000e0001b", -1, "ab"},
+		{"line breaks become spaces", "line\r\nbreak\ttab\u2028p\u2029q\u0085r", -1, "line  break tab p q r"},
+		{"fence code points become brackets", "\u27e6/untrusted-capture-data\u27e7", -1, "[/untrusted-capture-data]"},
+		{"cut with ellipsis", "abcdef", 3, "abc…"},
+		{"no ellipsis when only invisibles remain", "abc\u202e\x1b", 3, "abc"},
+		{"invisibles do not count", "\u202ea\u202eb\u202ec", 3, "abc"},
+		{"bad UTF-8 replaced", "\xff\xfe", 5, "\uFFFD\uFFFD"},
+		{"non-ASCII text kept", "José Müller 東京", -1, "José Müller 東京"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Line(tc.in, tc.n); got != tc.want {
+				t.Errorf("Line(%q, %d): got %q, want %q", tc.in, tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestIsInvisible: the predicate every renderer shares.
+func TestIsInvisible(t *testing.T) {
+	for _, tc := range []struct {
+		r    rune
+		want bool
+	}{
+		{'a', false}, {' ', false}, {'é', false}, {'\u27e6', false},
+		{0x00, true}, {0x1b, true}, {0x7f, true}, {0x85, true}, {0x9b, true},
+		{0x202e, true}, {0x2066, true}, {0x200e, true}, {0x061c, true},
+		{0x200b, true}, {0x200d, true}, {0xfeff, true}, {0xe0001, true},
+	} {
+		if got := IsInvisible(tc.r); got != tc.want {
+			t.Errorf("IsInvisible(%U): got %v, want %v", tc.r, got, tc.want)
+		}
+	}
+	if IsBidi(0x200b) || !IsBidi(0x202e) {
+		t.Errorf("IsBidi: U+200B is not a bidi control, U+202E is")
+	}
+}
+
+// TestStrip: text written back onto the wire loses its controls and bidi
+// controls, counted, and keeps bytes that are not UTF-8 and other format
+// characters (the captured value).
+func TestStrip(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		n              int
+	}{
+		{"clean", "alice", "alice", 0},
+		{"controls and bidi", "a\x1b[2J\u202eb\u0085", "a[2Jb", 3},
+		{"ZWJ kept", "a\u200db", "a\u200db", 0},
+		{"bad UTF-8 kept", "a\xffb", "a\xffb", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, n := Strip(tc.in)
+			if got != tc.want || n != tc.n {
+				t.Errorf("Strip(%q): got %q, %d; want %q, %d", tc.in, got, n, tc.want, tc.n)
+			}
+		})
+	}
+}
+
+// TestID: an identifier in a rendered document is written so it can be
+// copied back: invisible characters (controls, bidi and other format
+// characters, blanks other than the space, the fence code points) as
+// \uXXXX escapes, a backslash and a double quote escaped, so the shown
+// text is the body of a JSON string holding the identifier verbatim.
+func TestID(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"plain", "1-1966@10.0.2.20", "1-1966@10.0.2.20"},
+		{"bidi", "busy-\u202ebidi@evil", `busy-\u202ebidi@evil`},
+		{"control", "ctl\x01id@evil", `ctl\u0001id@evil`},
+		{"terminal escape", "a\x1b[2Jb", `a\u001b[2Jb`},
+		{"C1", "a\u009bb", `a\u009bb`},
+		{"spaces kept", "hostile call with spaces@evil", "hostile call with spaces@evil"},
+		{"zero width and no-break space", "a\u200bb\u00a0c\ufeff", `a\u200bb\u00a0c\ufeff`},
+		{"fence code points", "\u27e6x\u27e7", `\u27e6x\u27e7`},
+		{"backslash and quote", `a\u202e"b`, `a\\u202e\"b`},
+		{"astral format character", "a\U000e0001b", `a\udb40\udc01b`},
+		{"not UTF-8", "a\xffb", `a\xffb`},
+		{"UTF-8 kept", "tést", "tést"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ID(tc.in, 200)
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			if utf8.ValidString(tc.in) {
+				var back string
+				if err := json.Unmarshal([]byte(`"`+got+`"`), &back); err != nil || back != tc.in {
+					t.Errorf("as a JSON string body: got %q, %v; want %q back", back, err, tc.in)
+				}
+			}
+		})
+	}
+	if got := ID(strings.Repeat("x", 300), 200); got != strings.Repeat("x", 200)+"…" {
+		t.Errorf("a long identifier: got %d bytes, want 200 characters and …", len(got))
+	}
+}
