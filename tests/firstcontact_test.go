@@ -1,0 +1,74 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+// First contact, as a new user meets it (issue 11 item 15): each test runs
+// the binary the way a person or an MCP client first would.
+
+// fcRun runs the binary with extra environment and the given stdin, and
+// returns stdout, stderr and the exit code.
+func fcRun(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+const fcInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"firstcontact","version":"1"}}}` + "\n"
+
+// TestUnknownSipnabEnvIsIgnoredWithOneWarning: a client passing its whole
+// environment (SIPNAB_TOKEN, the name an HTTP client config might use) must
+// not stop a stdio server from answering initialize; the variable is named
+// once on stderr with the known variable it resembles, and a known
+// variable still takes effect.
+func TestUnknownSipnabEnvIsIgnoredWithOneWarning(t *testing.T) {
+	capture := testcap.Public("sip-register.pcap")
+	for _, tc := range []struct {
+		name, env, wantHint string
+	}{
+		{"client-side token name", "SIPNAB_TOKEN=abc", "did you mean SIPNAB_MCP_TOKEN?"},
+		{"typo of a flag", "SIPNAB_MCP_MAX_RWS=5", "did you mean SIPNAB_MCP_MAX_ROWS?"},
+		{"nothing close", "SIPNAB_ZZZZZZZZ=1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name, _, _ := strings.Cut(tc.env, "=")
+			out, errOut, code := fcRun(t, []string{tc.env}, fcInitialize, "-N", "--mcp", "-I", capture)
+			if code != 0 {
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, errOut)
+			}
+			if !strings.Contains(out, `"protocolVersion"`) {
+				t.Errorf("no initialize answer on stdout: %q", out)
+			}
+			if n := strings.Count(errOut, name); n != 1 {
+				t.Errorf("stderr names %s %d times, want once:\n%s", name, n, errOut)
+			}
+			if !strings.Contains(errOut, "ignoring unknown environment variable "+name) {
+				t.Errorf("no warning for %s:\n%s", name, errOut)
+			}
+			if tc.wantHint != "" && !strings.Contains(errOut, tc.wantHint) {
+				t.Errorf("stderr lacks %q:\n%s", tc.wantHint, errOut)
+			}
+			if tc.wantHint == "" && strings.Contains(errOut, "did you mean") {
+				t.Errorf("a hint for a name close to nothing:\n%s", errOut)
+			}
+		})
+	}
+	t.Run("known variable still applies", func(t *testing.T) {
+		_, errOut, code := fcRun(t, []string{"SIPNAB_MCP_MAX_ROWS=x"}, "", "-N", "--json", "-I", capture)
+		if code != 2 || !strings.Contains(errOut, "SIPNAB_MCP_MAX_ROWS") {
+			t.Errorf("a bad known variable: exit %d, stderr %q; want 2 naming it", code, errOut)
+		}
+	})
+}
