@@ -82,6 +82,7 @@ var options = []option{
 	{flag: "mcp-signing-key-file", key: "mcp.signing_key_file", kind: kStrings, def: []string{}, usage: "file holding a signing key (repeatable)"},
 	{flag: "mcp-revoked-file", key: "mcp.revoked_file", kind: kString, def: "", usage: "file of revoked token ids, one per line"},
 	{flag: "mcp-token-ttl", key: "mcp.token_ttl", kind: kInt, def: 3600, usage: "lifetime of a minted token, seconds"},
+	{flag: "version", key: "version", kind: kBool, def: false, usage: "print the version (module, VCS revision, Go) on stdout and exit", noConfig: true},
 	{flag: "mint-token", key: "mint_token", kind: kBool, def: false, usage: "print a signed token and exit", noConfig: true},
 	{flag: "token-id", key: "token_id", kind: kString, def: "", usage: "id of the minted token", noConfig: true},
 	{flag: "token-scope", key: "token_scope", kind: kString, def: "full", usage: "scope of the minted token: full, read, metrics, actions", noConfig: true},

@@ -57,6 +57,10 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
+	if cfg.Bool("version") {
+		fmt.Fprintln(sio.Stdout, versionLine())
+		return exitOK
+	}
 	logSpec := ""
 	for _, kv := range sio.Env {
 		if v, ok := strings.CutPrefix(kv, "SIPNAB_LOG="); ok {

@@ -72,3 +72,26 @@ func TestUnknownSipnabEnvIsIgnoredWithOneWarning(t *testing.T) {
 		}
 	})
 }
+
+// TestVersionPrintsOnStdoutAndExitsZero: --version prints one line on
+// stdout (the handshake's serverInfo.version, then the build facts) and
+// exits 0, whatever else is on the command line; its Go version is the one
+// `go version` reads from the binary.
+func TestVersionPrintsOnStdoutAndExitsZero(t *testing.T) {
+	goOut, err := exec.Command("go", "version", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(goOut)) // "<bin>: go1.x.y"
+	wantGo := fields[len(fields)-1]
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"--version", "-N", "--mcp"}} {
+		out, errOut, code := fcRun(t, nil, "", args...)
+		if code != 0 || errOut != "" {
+			t.Errorf("%v: exit %d, stderr %q; want 0 and nothing", args, code, errOut)
+		}
+		line := strings.TrimSuffix(out, "\n")
+		if strings.Contains(line, "\n") || !strings.HasPrefix(line, "sipnab 0.") || !strings.HasSuffix(line, ", "+wantGo) {
+			t.Errorf("%v: stdout %q; want one line 'sipnab <version>, ..., %s'", args, out, wantGo)
+		}
+	}
+}
