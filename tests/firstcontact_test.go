@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -93,5 +94,50 @@ func TestVersionPrintsOnStdoutAndExitsZero(t *testing.T) {
 		if strings.Contains(line, "\n") || !strings.HasPrefix(line, "sipnab 0.") || !strings.HasSuffix(line, ", "+wantGo) {
 			t.Errorf("%v: stdout %q; want one line 'sipnab <version>, ..., %s'", args, out, wantGo)
 		}
+	}
+}
+
+// TestMCPWithoutSourceSaysHowToAddOne: `--mcp` with no -I, -i or -L still
+// serves (capture_status answers source "unknown", mcp-surface §3), and the
+// handshake instructions and one stderr warning say how to attach a source;
+// a server with a source carries no such note.
+func TestMCPWithoutSourceSaysHowToAddOne(t *testing.T) {
+	const note = "No source is attached"
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantNote bool
+	}{
+		{"no source", []string{"-N", "--mcp"}, true},
+		{"a capture file", []string{"-N", "--mcp", "-I", testcap.Public("sip-register.pcap")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := fcRun(t, nil, fcInitialize, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, errOut)
+			}
+			var resp struct {
+				Result struct {
+					Instructions string `json:"instructions"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &resp); err != nil {
+				t.Fatalf("initialize answer %q: %v", out, err)
+			}
+			instr := resp.Result.Instructions
+			if got := strings.Contains(instr, note); got != tc.wantNote {
+				t.Errorf("instructions carry %q: %v, want %v:\n%s", note, got, tc.wantNote, instr)
+			}
+			if tc.wantNote {
+				for _, want := range []string{`source "unknown"`, "-I FILE", "-i IFACE", "-L ADDR", "pcapng"} {
+					if !strings.Contains(instr, want) {
+						t.Errorf("instructions lack %q:\n%s", want, instr)
+					}
+				}
+			}
+			if n := strings.Count(errOut, "no source:"); n != map[bool]int{true: 1, false: 0}[tc.wantNote] {
+				t.Errorf("stderr warns of no source %d times:\n%s", n, errOut)
+			}
+		})
 	}
 }
