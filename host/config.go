@@ -256,8 +256,17 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 			vals[o.flag] = p
 		}
 	}
+	// The flag package prints a parse error and then the whole flag list;
+	// Run prints the error once itself (issue 11 item 15: startup errors
+	// printed once), so only a help request shows the list.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return nil, usageError{err}
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return nil, errHelp
+		}
+		return nil, usagef("%v (sipnab -h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))

@@ -73,7 +73,6 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 		return mint(cfg, sio)
 	}
 	if err := checkStartup(cfg); err != nil {
-		root.Error(err.Error())
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
@@ -91,7 +90,6 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 				fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 				return exitUsage
 			}
-			root.Error("mcp server stopped", "error", err)
 			fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 			return exitFailure
 		}

@@ -141,3 +141,46 @@ func TestMCPWithoutSourceSaysHowToAddOne(t *testing.T) {
 		})
 	}
 }
+
+// TestStartupErrorsArePrintedOnce: a usage or startup error is one line on
+// stderr, said once: not the flag package's copy, then the whole flag list,
+// then sipnab's copy; not a log line and a plain line of the same error.
+func TestStartupErrorsArePrintedOnce(t *testing.T) {
+	dir := t.TempDir()
+	text := dir + "/notes.txt"
+	if err := os.WriteFile(text, []byte("# not a capture\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{[]string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"-N", "--mcp-max-response-bytes", "abc"}, 2, `invalid value "abc" for flag -mcp-max-response-bytes`},
+		{[]string{"-N", "--json", "-I", text, "--duration", "-1"}, 2, "--duration -1"},
+		{[]string{"--mcp"}, 2, "--mcp needs -N/--no-tui"},
+		{[]string{"-N", "--json"}, 2, "no input"},
+		{[]string{"-N", "--mcp", "-I", dir + "/absent.pcap"}, 1, "no such file or directory"},
+		{[]string{"-N", "--json", "-I", dir + "/absent.pcap"}, 1, "no such file or directory"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, errOut, code := fcRun(t, nil, "", tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d", code, tc.wantCode)
+			}
+			if n := strings.Count(errOut, tc.want); n != 1 {
+				t.Errorf("stderr says %q %d times, want once:\n%s", tc.want, n, errOut)
+			}
+			if lines := strings.Count(strings.TrimSuffix(errOut, "\n"), "\n") + 1; lines != 1 {
+				t.Errorf("stderr has %d lines, want 1:\n%s", lines, errOut)
+			}
+		})
+	}
+	t.Run("-h still lists the flags", func(t *testing.T) {
+		_, errOut, code := fcRun(t, nil, "", "-h")
+		if code != 0 || !strings.Contains(errOut, "-mcp-file-root") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
