@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -183,4 +184,39 @@ func TestStartupErrorsArePrintedOnce(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
+}
+
+// TestNonCaptureFileNamesTheFormatsRead: -I on a file that is no capture
+// (a text file, a stub, gzip of text) says, once, what sipnab reads
+// (core/capture/format.go: pcap and pcapng, plain or gzip), in batch and
+// MCP modes alike.
+func TestNonCaptureFileNamesTheFormatsRead(t *testing.T) {
+	dir := t.TempDir()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte("# notes, not packets\n"))
+	_ = zw.Close()
+	files := map[string][]byte{
+		"notes.txt":    []byte("# notes, not packets\n"),
+		"stub.pcap":    []byte("ab"),
+		"notes.txt.gz": gz.Bytes(),
+	}
+	const want = "sipnab reads pcap and pcapng files, plain or gzip-compressed"
+	for name, data := range files {
+		path := dir + "/" + name
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range [][]string{{"--json"}, {"--mcp"}} {
+			t.Run(name+" "+mode[0], func(t *testing.T) {
+				_, errOut, code := fcRun(t, nil, "", append([]string{"-N", "-I", path}, mode...)...)
+				if code != 1 {
+					t.Errorf("exit %d, want 1", code)
+				}
+				if strings.Count(errOut, want) != 1 || !strings.Contains(errOut, name) {
+					t.Errorf("stderr does not name %s and the formats once:\n%s", name, errOut)
+				}
+			})
+		}
+	}
 }
