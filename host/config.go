@@ -82,6 +82,7 @@ var options = []option{
 	{flag: "mcp-signing-key-file", key: "mcp.signing_key_file", kind: kStrings, def: []string{}, usage: "file holding a signing key (repeatable)"},
 	{flag: "mcp-revoked-file", key: "mcp.revoked_file", kind: kString, def: "", usage: "file of revoked token ids, one per line"},
 	{flag: "mcp-token-ttl", key: "mcp.token_ttl", kind: kInt, def: 3600, usage: "lifetime of a minted token, seconds"},
+	{flag: "version", key: "version", kind: kBool, def: false, usage: "print the version (module, VCS revision, Go) on stdout and exit", noConfig: true},
 	{flag: "mint-token", key: "mint_token", kind: kBool, def: false, usage: "print a signed token and exit", noConfig: true},
 	{flag: "token-id", key: "token_id", kind: kString, def: "", usage: "id of the minted token", noConfig: true},
 	{flag: "token-scope", key: "token_scope", kind: kString, def: "full", usage: "scope of the minted token: full, read, metrics, actions", noConfig: true},
@@ -255,8 +256,17 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 			vals[o.flag] = p
 		}
 	}
+	// The flag package prints a parse error and then the whole flag list;
+	// Run prints the error once itself (issue 11 item 15: startup errors
+	// printed once), so only a help request shows the list.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return nil, usageError{err}
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return nil, errHelp
+		}
+		return nil, usagef("%v (sipnab -h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
@@ -335,9 +345,18 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 		}
 		envMap[o.key] = v
 	}
-	if len(unknownEnv) > 0 {
-		sort.Strings(unknownEnv)
-		return nil, usagef("unknown environment variable %s (sipnab reads SIPNAB_<FLAG> for each flag, and SIPNAB_LOG)", strings.Join(unknownEnv, ", "))
+	// An unknown SIPNAB_ variable is ignored with one warning each, not
+	// refused: a client that starts sipnab over stdio (Claude Code, Claude
+	// Desktop) passes its whole environment, and an exit there is a server
+	// that never connects, its reason in a log the user does not see
+	// (issue 11 item 15).
+	sort.Strings(unknownEnv)
+	for _, name := range unknownEnv {
+		hint := ""
+		if near := nearestEnv(name, byEnv); near != "" {
+			hint = "; did you mean " + near + "?"
+		}
+		fmt.Fprintf(stderr, "sipnab: ignoring unknown environment variable %s (sipnab reads SIPNAB_<FLAG> for each flag, and SIPNAB_LOG%s)\n", name, hint)
 	}
 	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil {
 		return nil, err
@@ -468,3 +487,42 @@ func checkKnownKeys(fk *koanf.Koanf, path string) error {
 }
 
 var errHelp = errors.New("help requested")
+
+// nearestEnv names the known variable an unknown SIPNAB_ name most likely
+// meant: one within two edits (a typo), or one ending in the same words
+// (SIPNAB_TOKEN for SIPNAB_MCP_TOKEN). "" when none is close.
+func nearestEnv(name string, known map[string]option) string {
+	rest := strings.TrimPrefix(name, "SIPNAB_")
+	best, bestD := "", math.MaxInt
+	for k := range known {
+		d := editDistance(name, k)
+		if d > 2 && !strings.HasSuffix(k, "_"+rest) {
+			continue
+		}
+		if d < bestD || (d == bestD && k < best) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between two ASCII names.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

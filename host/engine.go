@@ -2,11 +2,13 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/heplisten"
@@ -87,7 +89,7 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 	if inputs := inputsOf(cfg); len(inputs) > 0 {
 		if err := c.LoadFiles(ctx, inputs); err != nil {
 			_ = c.Close()
-			return nil, err
+			return nil, withFormats(err)
 		}
 	}
 	for i, addr := range nonEmpty(cfg.Strings("hep.listen")) {
@@ -101,4 +103,23 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 		log.Info("receiving HEP", "listener", l.Name())
 	}
 	return &engineHandle{capture: c, live: lives}, nil
+}
+
+// readFormats names what -I reads (core/capture/format.go: pcap and
+// pcapng, each plain or gzip-compressed).
+const readFormats = "sipnab reads pcap and pcapng files, plain or gzip-compressed (.gz)"
+
+// withFormats adds the formats sipnab reads to a file it cannot identify
+// (a text file, a truncated stub), so a first -I of the wrong file says
+// what to give instead. A recognized foreign format already says "only
+// pcap and pcapng are read" and is left as it is.
+func withFormats(err error) error {
+	var fe *capture.FormatError
+	if errors.As(err, &fe) && fe.Name != "" {
+		return err
+	}
+	if errors.Is(err, capture.ErrUnsupportedFormat) {
+		return fmt.Errorf("%w; %s", err, readFormats)
+	}
+	return err
 }

@@ -57,6 +57,10 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
+	if cfg.Bool("version") {
+		fmt.Fprintln(sio.Stdout, versionLine())
+		return exitOK
+	}
 	logSpec := ""
 	for _, kv := range sio.Env {
 		if v, ok := strings.CutPrefix(kv, "SIPNAB_LOG="); ok {
@@ -69,7 +73,6 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 		return mint(cfg, sio)
 	}
 	if err := checkStartup(cfg); err != nil {
-		root.Error(err.Error())
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
@@ -87,7 +90,6 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 				fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 				return exitUsage
 			}
-			root.Error("mcp server stopped", "error", err)
 			fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 			return exitFailure
 		}
@@ -332,7 +334,13 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	h := newMCPHost(hostOptions{log: log, reg: reg, selected: sel, entries: entries, limits: limits, files: files,
 		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
 		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer"),
-		callTimeout: time.Duration(cfg.Int("mcp.call_timeout")) * time.Second})
+		callTimeout: time.Duration(cfg.Int("mcp.call_timeout")) * time.Second,
+		sourceless:  batchSourcesOf(cfg).none()})
+	if batchSourcesOf(cfg).none() {
+		// Served all the same (mcp-surface §3: capture_status source
+		// "unknown"), but the operator hears it once at startup.
+		log.Warn("no source: the server has nothing to read; add -I FILE, -i IFACE or -L ADDR")
+	}
 
 	// The subscription poller runs under ctx, only while a connection
 	// holds a subscription.

@@ -91,7 +91,16 @@ type hostOptions struct {
 	callTimeout time.Duration
 	// files is the file sandbox; with a root, sipnab:///{filename} is served.
 	files sdk.FileRoot
+	// sourceless: started with no -I, -i or -L; the handshake says so.
+	sourceless bool
 }
+
+// noSourceInstructions tells the agent a sourceless server has nothing to
+// read and how the operator attaches a source (capture_status answers
+// source "unknown", mcp-surface §3; "a server with nothing to read says
+// so", design notes on capture_health). This build has no open_capture.
+const noSourceInstructions = " No source is attached: capture_status answers source \"unknown\" and every count stays 0. " +
+	"Ask the operator to restart sipnab with a source: -I FILE (pcap, pcapng, gzip of either), -i IFACE (live) or -L ADDR (HEP)."
 
 func newMCPHost(o hostOptions) *mcpHost {
 	h := &mcpHost{log: o.log, reg: o.reg, selected: o.selected, limits: o.limits, outputSchemas: o.outputSchemas,
@@ -164,7 +173,7 @@ func newMCPHost(o hostOptions) *mcpHost {
 	opts := []server.ServerOption{
 		server.WithToolFilter(byBundle),
 		server.WithToolCapabilities(false),
-		server.WithInstructions(instructions + " Tool selection: " + strings.Join(o.entries, ",") + "."),
+		server.WithInstructions(instructions + sourceNote(o.sourceless) + " Tool selection: " + strings.Join(o.entries, ",") + "."),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithTitle("sipnab"),
@@ -425,4 +434,11 @@ func invokeSafely(ctx context.Context, t sdk.Tool, args json.RawMessage, limits 
 		}
 	}()
 	return t.Invoke(ctx, args, limits)
+}
+
+func sourceNote(sourceless bool) string {
+	if sourceless {
+		return noSourceInstructions
+	}
+	return ""
 }
