@@ -19,6 +19,7 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
 
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/media"
 )
 
@@ -495,7 +496,7 @@ func nearestEnv(name string, known map[string]option) string {
 	rest := strings.TrimPrefix(name, "SIPNAB_")
 	best, bestD := "", math.MaxInt
 	for k := range known {
-		d := editDistance(name, k)
+		d := filter.EditDistance(name, k)
 		if d > 2 && !strings.HasSuffix(k, "_"+rest) {
 			continue
 		}
@@ -504,25 +505,4 @@ func nearestEnv(name string, known map[string]option) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between two ASCII names.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

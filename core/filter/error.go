@@ -120,7 +120,7 @@ func suggest(word string, candidates []string) string {
 		return ""
 	}
 	for _, c := range candidates {
-		d := editDistance(strings.ToLower(word), c)
+		d := EditDistance(strings.ToLower(word), c)
 		if d <= limit && d < bestD {
 			best, bestD = c, d
 		}
@@ -128,8 +128,10 @@ func suggest(word string, candidates []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between two short strings.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between two short strings (a
+// longer one than 64 bytes is far from everything). The host's "did you
+// mean" for flags and environment variables uses it too.
+func EditDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 1 << 30
 	}
