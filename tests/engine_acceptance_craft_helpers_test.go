@@ -345,10 +345,15 @@ func accHEPChunk(typ uint16, data []byte) []byte {
 	return append(b, data...)
 }
 
-// accHEP3 wraps a SIP payload sent from src to dst at ts; compressed puts
-// it zlib-deflated in chunk 0x0010.
+// accHEP3 wraps a SIP payload sent from src to dst at ts by capture agent
+// 2001; compressed puts it zlib-deflated in chunk 0x0010.
 func accHEP3(t *testing.T, src, dst string, ts time.Time, payload []byte, compressed bool) []byte {
 	t.Helper()
+	return accHEP3Agent(src, dst, ts, 2001, payload, compressed)
+}
+
+// accHEP3Agent is accHEP3 sent by capture agent agent (chunk 0x000c).
+func accHEP3Agent(src, dst string, ts time.Time, agent uint32, payload []byte, compressed bool) []byte {
 	s, d := accAP(src), accAP(dst)
 	var body []byte
 	body = append(body, accHEPChunk(0x0001, []byte{2})...)  // IPv4
@@ -360,7 +365,7 @@ func accHEP3(t *testing.T, src, dst string, ts time.Time, payload []byte, compre
 	body = append(body, accHEPChunk(0x0009, binary.BigEndian.AppendUint32(nil, uint32(ts.Unix())))...)
 	body = append(body, accHEPChunk(0x000a, binary.BigEndian.AppendUint32(nil, uint32(ts.Nanosecond()/1000)))...)
 	body = append(body, accHEPChunk(0x000b, []byte{1})...) // SIP
-	body = append(body, accHEPChunk(0x000c, binary.BigEndian.AppendUint32(nil, 2001))...)
+	body = append(body, accHEPChunk(0x000c, binary.BigEndian.AppendUint32(nil, agent))...)
 	if compressed {
 		var z bytes.Buffer
 		zw := zlib.NewWriter(&z)

@@ -57,27 +57,6 @@ func rtSLL(ip []byte) []byte {
 	return append(b, ip...)
 }
 
-// rtHEP3 is a HEP3 envelope of a SIP message from src to dst at ts, sent
-// by capture agent agent (chunk 0x000c).
-func rtHEP3(src, dst string, ts time.Time, agent uint32, payload []byte) []byte {
-	s, d := accAP(src), accAP(dst)
-	var body []byte
-	body = append(body, accHEPChunk(0x0001, []byte{2})...)  // IPv4
-	body = append(body, accHEPChunk(0x0002, []byte{17})...) // UDP
-	body = append(body, accHEPChunk(0x0003, s.Addr().AsSlice())...)
-	body = append(body, accHEPChunk(0x0004, d.Addr().AsSlice())...)
-	body = append(body, accHEPChunk(0x0007, binary.BigEndian.AppendUint16(nil, s.Port()))...)
-	body = append(body, accHEPChunk(0x0008, binary.BigEndian.AppendUint16(nil, d.Port()))...)
-	body = append(body, accHEPChunk(0x0009, binary.BigEndian.AppendUint32(nil, uint32(ts.Unix())))...)
-	body = append(body, accHEPChunk(0x000a, binary.BigEndian.AppendUint32(nil, uint32(ts.Nanosecond()/1000)))...)
-	body = append(body, accHEPChunk(0x000b, []byte{1})...) // SIP
-	body = append(body, accHEPChunk(0x000c, binary.BigEndian.AppendUint32(nil, agent))...)
-	body = append(body, accHEPChunk(0x000f, payload)...)
-	env := []byte("HEP3")
-	env = binary.BigEndian.AppendUint16(env, uint16(6+len(body)))
-	return append(env, body...)
-}
-
 // rtMsg is one datagram a party sent: when (after accT0), from, to, what.
 type rtMsg struct {
 	at       time.Duration
@@ -208,8 +187,8 @@ final 200, msg_count 7.`,
 			var frames []accFrame
 			for i, m := range rtCall("hep-1@corp.example", 0) {
 				ts := accT0.Add(m.at)
-				e1 := rtHEP3(m.src, m.dst, ts, 101, m.payload)
-				e2 := rtHEP3(m.src, m.dst, ts.Add(1500*time.Microsecond), 102, m.payload)
+				e1 := accHEP3Agent(m.src, m.dst, ts, 101, m.payload, false)
+				e2 := accHEP3Agent(m.src, m.dst, ts.Add(1500*time.Microsecond), 102, m.payload, false)
 				frames = append(frames,
 					accFrame{ts.Add(300 * time.Microsecond), accIPEth(rtUDP(t, "10.30.0.11:40001", "10.30.0.100:9060", 0x5000+uint16(i), e1))},
 					accFrame{ts.Add(800 * time.Microsecond), accIPEth(rtUDP(t, "10.30.0.12:40002", "10.30.0.100:9060", 0x6000+uint16(i), e2))})

@@ -18,7 +18,7 @@ import (
 var readmeRow = regexp.MustCompile("(?m)^\\| `([^`]+)` \\| ([0-9]+) \\| [^|]+\\| ([^|\\n]+) \\|$")
 
 // TestCapturesAreInTheRepository wants the public captures under
-// testdata/captures (a clone has no ../shared beside it), each the very bytes
+// testdata/captures (a clone carries its own fixtures), each the very bytes
 // tshark measured (its truth file's sha256 and size_bytes), each with one row
 // in the provenance README giving its size and a non-empty origin, and no
 // truth file or README row without a capture.
