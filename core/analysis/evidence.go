@@ -86,6 +86,8 @@ func init() {
 		{"undecodable", FamilyCapture, true, []string{"frames"}, "frames that could not be decoded", nil},
 		{"port_gated_sip", FamilyCapture, true, []string{"messages"}, "SIP seen on ports not analysed", nil},
 		{"rtcp_malformed", FamilyCapture, false, []string{"packets"}, "RTCP datagrams that did not parse whole", nil},
+		{"malformed_sip", FamilyCapture, true, []string{"messages"}, "SIP the parser flagged as malformed (RFC 3261 §7.5 junk before the start line, §20.14 Content-Length, missing mandatory headers)", nil},
+		{"media_not_captured", FamilyCapture, false, []string{"answered_calls_with_sdp", "rtp_streams"}, "no RTP anywhere in the capture: calls' media not judged (an observation)", nil},
 	} {
 		RegisterRule(r)
 	}

@@ -111,12 +111,23 @@ func TestCaptureFindingsNameRegisteredRules(t *testing.T) {
 	cf := analysis.CaptureFacts{
 		SourceExhausted: true, DialogsEvicted: 2, MessagesDropped: 3,
 		Undecodable: map[string]uint64{"truncated": 4}, PortGatedSIP: map[string]uint64{"5080": 5},
+		SIPMalformed: 1, MalformedExamples: []analysis.MalformedExample{{CallID: "x", Frame: "f#1", Reasons: []string{"junk before the start line"}}},
 	}
 	r := analysis.CaptureReport(facts, st, cf, analysis.Options{})
-	if len(r.Findings) < 7 {
+	if len(r.Findings) < 8 {
 		t.Fatalf("got %d findings, want the capture's and the shed ones", len(r.Findings))
 	}
-	for _, f := range r.Findings {
+	// sip-sdp-example.pcap holds no RTP: media_not_captured.
+	st2, facts2 := load(t, "sip-sdp-example.pcap")
+	r2 := analysis.CaptureReport(facts2, st2, analysis.CaptureFacts{SourceExhausted: true}, analysis.Options{})
+	kinds := map[string]bool{}
+	for _, f := range append(r.Findings, r2.Findings...) {
+		kinds[f.Kind] = true
+	}
+	if !kinds["malformed_sip"] || !kinds["media_not_captured"] {
+		t.Fatalf("want malformed_sip and media_not_captured among %v", kinds)
+	}
+	for _, f := range append(r.Findings, r2.Findings...) {
 		ri, ok := analysis.LookupRule(f.Rule)
 		if !ok {
 			t.Errorf("%s: rule %q is not registered", f.Kind, f.Rule)

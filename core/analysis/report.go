@@ -289,7 +289,7 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			if ex.Frame != "" {
 				note = "frame " + ex.Frame + ": " + note
 			}
-			f.Evidence = append(f.Evidence, Evidence{CallID: ex.CallID, Note: note})
+			f.Evidence = append(f.Evidence, Evidence{CallID: ex.CallID, Counts: map[string]int64{"messages": 1}, Note: note})
 		}
 		f.EvidenceOmitted = f.Occurrences - int64(len(f.Evidence))
 	}
