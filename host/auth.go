@@ -180,7 +180,9 @@ func (v *verifier) verify(token string) (identity, error) {
 	if !ok {
 		return identity{}, errInvalidToken
 	}
-	gotSig, err := base64.RawURLEncoding.DecodeString(sig)
+	// Strict: the signature's last character carries unused low bits; a
+	// lenient decoder would accept four spellings of one signature.
+	gotSig, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil {
 		return identity{}, errInvalidToken
 	}
@@ -192,7 +194,7 @@ func (v *verifier) verify(token string) (identity, error) {
 	if match != 1 {
 		return identity{}, errInvalidToken
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(body)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(body)
 	if err != nil {
 		return identity{}, errInvalidToken
 	}

@@ -206,6 +206,7 @@ func TestVerifierRejectsEveryBadTokenAlike(t *testing.T) {
 		{"REST audience", mk(key1, "agent-a", "full", "api", future), identity{}, false},
 		{"metrics scope", mk(key1, "agent-a", "metrics", "mcp", future), identity{}, false},
 		{"garbage", "s2.zzz", identity{}, false},
+		{"signature respelled in its unused bits", respell(mk(key1, "agent-a", "full", "mcp", future)), identity{}, false},
 		{"wrong static", "static-token-0123456780", identity{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,6 +219,15 @@ func TestVerifierRejectsEveryBadTokenAlike(t *testing.T) {
 			}
 		})
 	}
+}
+
+// respell changes the unused low bits of a token's last base64url character:
+// a 32-byte HMAC is 43 characters whose last carries 4 bits, so a lenient
+// decoder reads the respelled token as the same signature.
+func respell(tok string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, tok[len(tok)-1])
+	return tok[:len(tok)-1] + string(alphabet[last^1])
 }
 
 func TestRewriteCodes(t *testing.T) {

@@ -233,6 +233,19 @@ func mint(t *testing.T, key, id, scope string, extra ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// tamperSignature changes one fully significant character in the middle of
+// the token's signature, so the result never decodes to the same bytes.
+func tamperSignature(tok string) string {
+	i := strings.LastIndexByte(tok, '.') + 5
+	b := []byte(tok)
+	if b[i] == 'A' {
+		b[i] = 'B'
+	} else {
+		b[i] = 'A'
+	}
+	return string(b)
+}
+
 // TestBadTokensGetByteIdenticalChallenges: expired, revoked, forged,
 // wrong-scope and malformed tokens all get the same 401 challenge; a request
 // presenting nothing gets no error code.
@@ -251,7 +264,7 @@ func TestBadTokensGetByteIdenticalChallenges(t *testing.T) {
 		"forged":      mint(t, otherKey, "agent-1", "full"),
 		"wrong scope": mint(t, key, "agent-1", "metrics"),
 		"garbage":     "not-a-token",
-		"tampered":    good[:len(good)-2] + "AA",
+		"tampered":    tamperSignature(good),
 	}
 	const metadata = "https://mcp.example.net/.well-known/oauth-protected-resource/mcp"
 	want := `Bearer realm="sipnab", error="invalid_token", error_description="the access token is invalid", resource_metadata="` + metadata + `"`
