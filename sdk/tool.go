@@ -253,7 +253,7 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 		}
 		args = clampLimit(t.input, args, limits.MaxRows)
 	}
-	c := &Call{limits: limits}
+	c := &Call{limits: limits, encode: func(out any) ([]byte, error) { return json.Marshal(fillNonNull(out, t.nonNull)) }}
 	out, err := t.invoke(ctx, c, args)
 	if err != nil {
 		return Reply{}, AsError(err)
@@ -265,20 +265,15 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 			// the answer does not meet.
 			return Reply{}, Internal("tool %s answered with a rendered document but its descriptor does not set Renders", t.Name)
 		}
-		first = *c.text
+		first = c.fitDocument(*c.text)
 	} else {
-		b, err := json.Marshal(fillNonNull(out, t.nonNull))
+		b, err := c.encodeAnswer(out)
 		if err != nil {
 			return Reply{}, Internal("serializing %s answer: %v", t.Name, err)
 		}
-		if c.projRows != "" {
-			if b, err = Project(b, c.projRows, c.projFields); err != nil {
-				return Reply{}, Internal("%v", err)
-			}
-		}
 		first = string(b)
 	}
-	return Reply{Blocks: append([]string{first}, c.extra...), Fenced: c.fenced, IsError: c.isError, Document: c.text != nil}, nil
+	return c.reply(first, c.text != nil), nil
 }
 
 // Call is the per-call context a handler uses to shape its answer.
@@ -290,6 +285,11 @@ type Call struct {
 	isError    bool
 	projRows   string
 	projFields []string
+	// encode serializes the handler's answer (Invoke sets it: nonnull
+	// fields filled); nil is json.Marshal.
+	encode func(out any) ([]byte, error)
+	// rest says where the rest of a cut document is (Call.WhenCut).
+	rest string
 }
 
 // NewCall returns a Call with the given limits, for handler unit tests.

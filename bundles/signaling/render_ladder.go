@@ -51,6 +51,7 @@ func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 		return sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
 	}
 	c.MarkFenced()
+	c.WhenCut("get_dialog pages every message (max_messages, cursor)")
 	c.ReplyText(call.CallReport(f))
 	return nil
 }
