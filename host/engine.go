@@ -94,7 +94,8 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 	}
 	for i, addr := range nonEmpty(cfg.Strings("hep.listen")) {
 		hc := heplisten.Config{UDP: addr, TCP: addr, Allow: nonEmpty(cfg.Strings("hep.allow")),
-			PerPeerRate: float64(cfg.Int("hep.rate_limit_per_peer")), SourceID: uint16(200 + i)}
+			PerPeerRate: float64(cfg.Int("hep.rate_limit_per_peer")), SourceID: uint16(200 + i),
+			Logger: toSlog(log.Named("hep"))}
 		l, err := c.StartHEP(ctx, hc)
 		if err != nil {
 			_ = c.Close()

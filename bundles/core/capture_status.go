@@ -70,8 +70,13 @@ type CaptureQuality struct {
 	// or RTP (ARP, LLDP, STP, ICMP echo): counted, never undecodable, never
 	// degrading the capture.
 	OtherTrafficFrames uint64 `json:"other_traffic_frames" desc:"non-VoIP frames (ARP, LLDP)"`
-	// Degraded: over 1% of frames undecodable, any invalid timestamp, a kernel drop, or a source stopped early.
-	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, kernel drops, or a source stopped early"`
+	// HEPRefused counts what the HEP listeners refused, by reason
+	// (global_rate, rate_limited, malformed, too_many_conns, not_allowed,
+	// auth_failed...), plus kernel_dropped for datagrams the kernel dropped
+	// at a full receive buffer. Absent without a listener or a refusal.
+	HEPRefused map[string]uint64 `json:"hep_refused,omitempty" desc:"HEP refusals by reason, kernel_dropped included"`
+	// Degraded: over 1% of frames undecodable, any invalid timestamp, a kernel drop, a source stopped early, or HEP data lost.
+	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, kernel drops, a source stopped early, or HEP data lost"`
 }
 
 // LoadStatus is the background file load.
@@ -166,6 +171,25 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 		OtherTrafficFrames: st.OtherTrafficFrames,
 		Degraded: st.InvalidTimestamps > 0 || st.SourceStoppedEarly ||
 			(st.FramesRead > 0 && st.UndecodableFrames*100 > st.FramesRead),
+	}
+	for _, l := range st.HEP.Listeners {
+		add := func(k string, n uint64) {
+			if n > 0 {
+				if out.CaptureQuality.HEPRefused == nil {
+					out.CaptureQuality.HEPRefused = map[string]uint64{}
+				}
+				out.CaptureQuality.HEPRefused[k] += n
+			}
+		}
+		for k, n := range l.Refused {
+			add(k, n)
+		}
+		if l.KernelDropped != nil {
+			add("kernel_dropped", *l.KernelDropped)
+		}
+	}
+	if st.HEP.Lost() > 0 {
+		out.CaptureQuality.Degraded = true
 	}
 	if drops, ok := kernelDrops(d.live); ok {
 		out.CaptureQuality.KernelDroppedPackets = &drops

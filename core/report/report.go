@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"github.com/sipnab/sipnab/core/textsafe"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -302,6 +303,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 	if r.Dialogs.Evicted > 0 || r.Dialogs.Refused > 0 {
 		fmt.Fprintf(w, "The dialog store was full: %d dialogs evicted (least recently updated first), %d refused.\n", r.Dialogs.Evicted, r.Dialogs.Refused)
 	}
+	writeHEPListeners(w, r.HEP.Listeners)
 
 	fmt.Fprintf(w, "\nDIALOGS (%d)\n", len(doc.Dialogs))
 	if len(doc.Dialogs) == 0 {
@@ -425,4 +427,46 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeHEPListeners says what each HEP listener refused, dropped or held
+// back, when it did (core/heplisten): nothing a sender meant to deliver is
+// lost without a line here.
+func writeHEPListeners(w io.Writer, ls []engine.HEPListener) {
+	for _, l := range ls {
+		var kernel uint64
+		if l.KernelDropped != nil {
+			kernel = *l.KernelDropped
+		}
+		if l.RefusedTotal() == 0 && kernel == 0 && l.TCPThrottled == 0 && l.TCPIdleReaped == 0 && l.ReadErrors == 0 {
+			continue
+		}
+		var parts []string
+		if n := l.RefusedTotal(); n > 0 {
+			keys := make([]string, 0, len(l.Refused))
+			for k := range l.Refused {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var by []string
+			for _, k := range keys {
+				by = append(by, fmt.Sprintf("%s %d", k, l.Refused[k]))
+			}
+			parts = append(parts, fmt.Sprintf("%d refused (%s)", n, strings.Join(by, ", ")))
+		}
+		if kernel > 0 {
+			parts = append(parts, fmt.Sprintf("%d dropped by the kernel at a full receive buffer", kernel))
+		}
+		if l.ReadErrors > 0 {
+			parts = append(parts, fmt.Sprintf("%d read errors", l.ReadErrors))
+		}
+		if l.TCPThrottled > 0 {
+			parts = append(parts, fmt.Sprintf("%d TCP messages held back %d ms by the rate budget (delivered)", l.TCPThrottled, l.TCPThrottledMS))
+		}
+		if l.TCPIdleReaped > 0 {
+			parts = append(parts, fmt.Sprintf("%d idle TCP connections closed at the connection cap", l.TCPIdleReaped))
+		}
+		fmt.Fprintf(w, "HEP listener %s: %d received, %d admitted; %s; %d lost.\n",
+			textsafe.Line(l.Name, 120), l.Received, l.Admitted, strings.Join(parts, "; "), l.Lost)
+	}
 }
