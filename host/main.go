@@ -376,10 +376,13 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		ln = newTLSListener(ln, tlsCfg, log.Named("tls"))
 		scheme = "https"
 	}
-	hs := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second, ErrorLog: hclogStd(log.Named("http"))}
-	log.Info("serving MCP over streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "tools", len(sel))
+	// Slow and idle connections are bounded (host/httpguard.go).
+	guard := newConnGuard(ln, defaultConnCap(), log.Named("http"))
+	hs := &http.Server{Handler: newBodyGuard(front, log.Named("http")), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+		ConnState: guard.connState, ErrorLog: hclogStd(log.Named("http"))}
+	log.Info("serving MCP over streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "tools", len(sel), "max_connections", guard.max)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(guard) }()
 	select {
 	case <-ctx.Done():
 		// In-flight calls get a second to finish; connections that never
