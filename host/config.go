@@ -66,6 +66,7 @@ var options = []option{
 	{flag: "json", key: "json", kind: kBool, def: false, usage: "write the analysis as one JSON document to stdout", noConfig: true},
 	{flag: "report", key: "report", kind: kBool, def: false, usage: "write a readable report to stdout", noConfig: true},
 	{flag: "limit", key: "limit", kind: kInt, def: 100000, usage: "dialog cap (evicts oldest past it)"},
+	{flag: "max-store-mb", key: "max_store_mb", kind: kInt, def: 0, usage: "dialog store budget in MiB (retained messages and their structures); past it the oldest dialogs are evicted, counted as evicted_for_bytes (0: a sixteenth of memory, 64 MiB to 1 GiB)"},
 	{flag: "max-streams", key: "media.max_streams", kind: kInt, def: media.DefaultMaxStreams, usage: "RTP stream cap (evicts oldest past it, counted as streams_evicted)"},
 	{flag: "one-way-delay", key: "media.one_way_delay", kind: kFloat, def: -1.0, usage: "one-way path delay in ms for MOS, delay source declared (-1: half an RTCP round trip, else 100 ms assumed)"},
 	{flag: "cores", key: "cores", kind: kInt, def: 1, usage: "cores a file load uses: 1 routes every packet on one goroutine; N >= 2 hands RTP/RTCP/UDPTL to N-1 workers (same answers)"},

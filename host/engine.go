@@ -50,6 +50,9 @@ func engineConfig(cfg *Config) engine.Config {
 	}
 	ec := engine.Config{Node: node, Cores: cfg.Int("cores")}
 	ec.Dialog = dialog.Config{MaxDialogs: cfg.Int("limit")}
+	if mb := cfg.Int("max_store_mb"); mb > 0 {
+		ec.Dialog.MaxBytes = int64(mb) << 20
+	}
 	th := thresholdsOf(cfg) // quality-interval verdicts judge with --loss-threshold and --jitter-threshold, as high_loss/high_jitter do
 	ec.Media.LossThresholdPct, ec.Media.JitterThresholdMs = &th.LossPct, &th.JitterMs
 	ec.Media.MaxStreams = cfg.Int("media.max_streams")

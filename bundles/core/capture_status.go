@@ -38,6 +38,8 @@ type CaptureStatus struct {
 	ActiveCallCount int `json:"active_call_count" desc:"dialogs in InCall"`
 	// CaptureQuality says how much of the input could be read.
 	CaptureQuality CaptureQuality `json:"capture_quality" desc:"how much of the input could be read"`
+	// DialogStore is the dialog store's bytes, budget and evictions.
+	DialogStore DialogStore `json:"dialog_store" desc:"the dialog store's bytes, budget and evictions"`
 	sdk.SourceFlags
 	// WritingTo names the output file captured packets are written to; absent when none.
 	WritingTo string `json:"writing_to,omitempty" desc:"output file packets are written to"`
@@ -54,6 +56,22 @@ type CaptureStatus struct {
 	AMICleartext []AMISighting `json:"ami_cleartext" nonnull:"true" desc:"cleartext AMI sightings (banner, login); [] means looked, none"`
 	// SchemaVersion of this answer.
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
+}
+
+// DialogStore is the dialog store's bounds and what they shed.
+type DialogStore struct {
+	// Bytes is what the store holds now (messages and their structures).
+	Bytes int64 `json:"held_bytes" desc:"bytes held: messages and their structures"`
+	// MaxBytes is its byte budget (--max-store-mb); absent: none.
+	MaxBytes int64 `json:"max_bytes,omitempty" desc:"byte budget (--max-store-mb)"`
+	// Evicted counts dialogs evicted, at the dialog cap or the byte budget.
+	Evicted uint64 `json:"evicted" desc:"dialogs evicted (dialog cap or byte budget)"`
+	// EvictedForBytes counts those evicted for the byte budget.
+	EvictedForBytes uint64 `json:"evicted_for_bytes" desc:"of those, for the byte budget"`
+	// Refused counts new Call-IDs refused at the cap (no-rotate).
+	Refused uint64 `json:"refused" desc:"new Call-IDs refused (no-rotate)"`
+	// MessagesNotRetained counts messages past the per-dialog cap.
+	MessagesNotRetained uint64 `json:"messages_not_retained" desc:"messages past the per-dialog cap"`
 }
 
 // CaptureQuality are the blind-spot counters.
@@ -165,6 +183,9 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 		n, o := st.Media.Streams, st.Media.OrphanedStreams
 		out.StreamCount, out.OrphanedStreamCount = &n, &o
 	}
+	ds := st.Dialogs
+	out.DialogStore = DialogStore{Bytes: ds.Bytes, MaxBytes: ds.MaxBytes, Evicted: ds.Evicted, EvictedForBytes: ds.EvictedForBytes,
+		Refused: ds.Refused, MessagesNotRetained: ds.MessagesNotRetained}
 	out.CaptureQuality = CaptureQuality{
 		InvalidTimestamps:  st.InvalidTimestamps,
 		UndecodableFrames:  st.UndecodableFrames,

@@ -275,6 +275,7 @@ type dialog struct {
 	whole       map[int]*sip.Message      // messages the parser did not make, by message
 	msgsDropped int
 	malformed   int
+	bytes       int64 // what the store holds for this dialog (membudget.go)
 
 	seen        []uint64 // the first smallSeen identities
 	seenMap     map[uint64]struct{}

@@ -100,7 +100,9 @@ func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
 	d.noteExtra(o, pos, leg)
 	if c, ok := o.Msg.Retain(); ok {
 		r.msg = c
+		d.bytes += int64(len(c.Raw())) + messageOverhead
 	} else {
+		d.bytes += int64(len(o.Msg.Raw))*wholeFactor + messageOverhead
 		r.flags |= retWhole
 		if d.whole == nil {
 			d.whole = map[int]*sip.Message{}

@@ -300,8 +300,12 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 		}
 		fmt.Fprintf(w, "%s of other traffic (not SIP or RTP, set aside): %s.\n", plural(r.OtherTrafficFrames, "frame"), strings.Join(kinds, ", "))
 	}
-	if r.Dialogs.Evicted > 0 || r.Dialogs.Refused > 0 {
-		fmt.Fprintf(w, "The dialog store was full: %d dialogs evicted (least recently updated first), %d refused.\n", r.Dialogs.Evicted, r.Dialogs.Refused)
+	if capEvicted := r.Dialogs.Evicted - r.Dialogs.EvictedForBytes; capEvicted > 0 || r.Dialogs.Refused > 0 {
+		fmt.Fprintf(w, "The dialog store was full: %d dialogs evicted (least recently updated first), %d refused.\n", capEvicted, r.Dialogs.Refused)
+	}
+	if r.Dialogs.EvictedForBytes > 0 {
+		fmt.Fprintf(w, "The dialog store reached its byte budget (%d MiB, --max-store-mb): %s evicted, least recently updated first.\n",
+			r.Dialogs.MaxBytes>>20, plural(r.Dialogs.EvictedForBytes, "dialog"))
 	}
 	writeHEPListeners(w, r.HEP.Listeners)
 
@@ -394,11 +398,18 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 			case "source_not_exhausted":
 				fmt.Fprintf(w, "  The source was not read to its end (still loading, or a live source); everything above covers only what was read so far.\n")
 			case "dialogs_evicted":
-				fmt.Fprintf(w, "  %s evicted at the dialog cap (--limit): their calls are not above.\n", plural(r.Dialogs.Evicted, "dialog"))
+				if n := r.Dialogs.Evicted - r.Dialogs.EvictedForBytes; n > 0 {
+					fmt.Fprintf(w, "  %s evicted at the dialog cap (--limit): their calls are not above.\n", plural(n, "dialog"))
+				}
+				if n := r.Dialogs.EvictedForBytes; n > 0 {
+					fmt.Fprintf(w, "  %s evicted at the store's byte budget (--max-store-mb): their calls are not above.\n", plural(n, "dialog"))
+				}
 			case "dialogs_refused":
 				fmt.Fprintf(w, "  %s refused at the dialog cap (%s not analysed).\n", plural(r.Dialogs.Refused, "new Call-ID"), plural(r.Dialogs.RefusedMessages, "message"))
 			case "messages_not_retained":
 				fmt.Fprintf(w, "  %s past the per-dialog retention cap counted, not kept.\n", plural(r.Dialogs.MessagesNotRetained, "SIP message"))
+			case "hep_data_lost":
+				fmt.Fprintf(w, "  %s a HEP sender meant to deliver were refused or dropped (the HEP listener lines above say why).\n", plural(r.HEP.Lost(), "datagram"))
 			case "streams_evicted":
 				fmt.Fprintf(w, "  %s evicted at the stream cap (--max-streams): their media is not above.\n", plural(ms.StreamsEvicted, "stream"))
 			case "media_endpoints_evicted":
