@@ -335,7 +335,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
 		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer"),
 		callTimeout: time.Duration(cfg.Int("mcp.call_timeout")) * time.Second,
-		sourceless:  batchSourcesOf(cfg).none()})
+		sourceless:  batchSourcesOf(cfg).none(), thresholds: th})
 	if batchSourcesOf(cfg).none() {
 		// Served all the same (mcp-surface §3: capture_status source
 		// "unknown"), but the operator hears it once at startup.
