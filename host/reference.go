@@ -16,7 +16,7 @@ import (
 // every such tool and the handshake instructions point at
 // sipnab://reference/filter-language, and those tools sit in more than one
 // bundle, so the page must not depend on which bundle is loaded.
-const referenceTemplate = "sipnab://reference/{topic}"
+const referenceTemplate = reference.URIPrefix + "{topic}"
 
 // maxReferenceArg is how much of an unknown topic a refusal echoes.
 const maxReferenceArg = 128

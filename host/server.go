@@ -21,6 +21,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/ratelimit"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -39,7 +40,7 @@ const instructions = "sipnab reads SIP signaling and RTP media from a capture fi
 // filterNote is said when a loaded tool takes a filter: the host then serves
 // the page it names (reference.go).
 const filterNote = " Every filter argument speaks one language (field op value joined by and, or, not; aliases such as problems): " +
-	"read the resource sipnab://reference/filter-language for its grammar, fields and aliases."
+	"read the resource " + reference.FilterURI + " for its grammar, fields and aliases."
 
 // writeNote is said only when a loaded tool is not read-only.
 const writeNote = " Tools that change state are opt-in and refuse unless the operator enabled them."
