@@ -213,6 +213,9 @@ type serviceList []any
 
 // buildRegistry provisions every compiled-in bundle.
 func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root hclog.Logger, services serviceList, limits sdk.Limits, files sdk.FileRoot) (*sdk.Registry, error) {
+	// The opt-in flags (mcp-allow-<verb>) handed to bundles. Each is added
+	// with the tool it enables, never before: this build defines none
+	// (TestNoOptInFlagForAToolNotBuilt).
 	opts := map[string]bool{}
 	for _, o := range options {
 		if strings.HasPrefix(o.flag, "mcp-allow-") {
