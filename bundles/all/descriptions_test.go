@@ -88,7 +88,7 @@ func TestDescriptionsCarryNoUnexplainedJargon(t *testing.T) {
 	for _, b := range reg.Bundles() {
 		for _, tl := range b.Tools {
 			d := tl.Description
-			for _, word := range []string{"OBS rules", "keepalive", "--call-report", "clauses that fired"} {
+			for _, word := range []string{"OBS rules", "keepalive", "--call-report", "clauses that fired", "orphaned RTP"} {
 				if strings.Contains(d, word) {
 					t.Errorf("%s says %q, which an agent cannot resolve:\n%s", tl.Name, word, d)
 				}
