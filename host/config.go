@@ -103,11 +103,6 @@ var options = []option{
 	{flag: "mcp-tls-key", key: "mcp.tls_key", kind: kString, def: "", usage: "TLS key for the HTTP listener"},
 	{flag: "user", key: "user", kind: kString, def: "", usage: "user to drop to when started as root (default nobody)"},
 	{flag: "mcp-file-root", key: "mcp.file_root", kind: kString, def: "", usage: "sandbox directory for file tools"},
-	{flag: "mcp-allow-shutdown", key: "mcp.allow_shutdown", kind: kBool, def: false, usage: "enable shutdown_server"},
-	{flag: "mcp-allow-open-capture", key: "mcp.allow_open_capture", kind: kBool, def: false, usage: "enable open_capture"},
-	{flag: "mcp-allow-tls-capture", key: "mcp.allow_tls_capture", kind: kBool, def: false, usage: "enable start_tls_capture"},
-	{flag: "mcp-allow-save-findings", key: "mcp.allow_save_findings", kind: kBool, def: false, usage: "enable save_findings"},
-	{flag: "mcp-allow-relay-query", key: "mcp.allow_relay_query", kind: kBool, def: false, usage: "enable relay queries"},
 
 	// The run's analysis thresholds (filter.Thresholds): the filter aliases
 	// (problems, slow-setup, short-calls), sipnab://filter/<alias>, the

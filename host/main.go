@@ -213,6 +213,9 @@ type serviceList []any
 
 // buildRegistry provisions every compiled-in bundle.
 func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root hclog.Logger, services serviceList, limits sdk.Limits, files sdk.FileRoot) (*sdk.Registry, error) {
+	// The opt-in flags (mcp-allow-<verb>) handed to bundles. Each is added
+	// with the tool it enables, never before: this build defines none
+	// (TestNoOptInFlagForAToolNotBuilt).
 	opts := map[string]bool{}
 	for _, o := range options {
 		if strings.HasPrefix(o.flag, "mcp-allow-") {
@@ -335,7 +338,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
 		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer"),
 		callTimeout: time.Duration(cfg.Int("mcp.call_timeout")) * time.Second,
-		sourceless:  batchSourcesOf(cfg).none()})
+		sourceless:  batchSourcesOf(cfg).none(), thresholds: th})
 	if batchSourcesOf(cfg).none() {
 		// Served all the same (mcp-surface §3: capture_status source
 		// "unknown"), but the operator hears it once at startup.

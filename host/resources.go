@@ -44,8 +44,8 @@ type resourceHost struct {
 	fixed     map[string]served
 	templates []templateEntry
 	maxValues int
-	// hostTemplates are the host's own templates (the file resource),
-	// served whatever the tool selection.
+	// hostTemplates are the host's own templates (the reference pages when a
+	// loaded tool takes a filter, the file resource with a file root).
 	hostTemplates []sdk.ResourceTemplate
 
 	mu       sync.Mutex
@@ -113,6 +113,7 @@ func newResourceHost(log hclog.Logger, maxRows int) *resourceHost {
 func (rh *resourceHost) collect(reg *sdk.Registry, selected map[string]bool) (subscribable, completes bool) {
 	for _, t := range rh.hostTemplates {
 		rh.templates = append(rh.templates, newTemplateEntry(t))
+		completes = completes || t.Complete != nil
 	}
 	for _, b := range reg.Bundles() {
 		loaded := false

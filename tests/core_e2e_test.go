@@ -38,6 +38,8 @@ type rawSession struct {
 	lines  chan []byte
 	stderr *lockedBuffer
 	nextID *int
+	// instructions are the initialize answer's.
+	instructions string
 }
 
 // on returns the session reporting to t (a subtest), so a failure inside a
@@ -132,8 +134,15 @@ func startRaw(t *testing.T, args ...string) *rawSession {
 			<-done
 		}
 	})
-	s.request("initialize", map[string]any{"protocolVersion": eraLegacy, "capabilities": map[string]any{},
+	_, init := s.request("initialize", map[string]any{"protocolVersion": eraLegacy, "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "core-e2e", "version": "1"}})
+	var ans struct {
+		Result struct {
+			Instructions string `json:"instructions"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(init, &ans)
+	s.instructions = ans.Result.Instructions
 	s.send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	return s
 }

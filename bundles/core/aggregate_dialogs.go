@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -15,7 +16,7 @@ const aggregateDefaultTopN = 50
 
 type aggregateDialogsIn struct {
 	GroupBy string `json:"group_by" enum:"state|response_code|method|from.user|to.user|ua|src.ip|dst.ip|rtp.codec" desc:"the one dimension to count by"`
-	Filter  string `json:"filter,omitempty" desc:"filter expression or alias; absent: all dialogs"`
+	Filter  string `json:"filter,omitempty" desc:"absent: all dialogs"`
 	TopN    int    `json:"top_n,omitempty" default:"50" desc:"buckets kept (default 50); the rest count in other_count"`
 }
 
@@ -55,8 +56,8 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "aggregate_dialogs",
 		Title: "Count dialogs by one dimension",
-		Description: "Counts the dialogs matching an optional filter by one dimension, in the store. Use it instead of " +
-			"tallying list pages: buckets + other_count = total_matched; absent values count as (none).",
+		Description: "Counts matching dialogs per value of one dimension (buckets + other_count = total_matched; absent: " +
+			"(none)). Rates per value (ASR, PDD, MOS): group_dialogs. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},

@@ -141,7 +141,7 @@ func captureStatusTool(d *deps) sdk.Tool {
 		Name:  "capture_status",
 		Title: "Capture status",
 		Description: "What the server reads and how far: source, counts, capture quality, load progress, " +
-			"source_exhausted. Call first: files load in the background. unsaved says whether stopping loses data.",
+			"source_exhausted. Call first: files load in the background. unsaved: stopping a live source loses its packets.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, _ captureStatusIn) (CaptureStatus, error) {
 		return captureStatus(d, time.Now()), nil

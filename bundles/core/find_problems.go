@@ -7,12 +7,13 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
 type findProblemsIn struct {
-	Kinds            []string `json:"kinds,omitempty" default:"[\"problems\"]" desc:"aliases, OR-ed; absent or []: [problems]"`
-	Filter           string   `json:"filter,omitempty" desc:"filter expression AND-ed with kinds"`
+	Kinds            []string `json:"kinds,omitempty" default:"[\"problems\"]" desc:"OR-ed, of problems, slow-setup, short-calls, one-way, nat-issues, codec-asym, ptime-asym, payload-asym, duration-asym, late-media; absent or []: [problems]"`
+	Filter           string   `json:"filter,omitempty" desc:"AND-ed with kinds"`
 	Limit            int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50, max --mcp-max-rows)"`
 	Cursor           string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	Fields           []string `json:"fields,omitempty" desc:"row fields to keep; call_id always kept"`
@@ -25,9 +26,8 @@ func findProblemsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "find_problems",
 		Title: "Find problem dialogs",
-		Description: "list_dialogs page of dialogs matching problem aliases (problems, slow-setup, short-calls, one-way, " +
-			"nat-issues, codec-asym, ptime-asym, payload-asym, duration-asym, late-media); rows name clauses matched " +
-			"and values; by_method exposes keepalives.",
+		Description: "list_dialogs of the problem aliases in kinds, each row naming the clause it matched and the value; " +
+			"by_method shows how many are OPTIONS or REGISTER, not calls. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown alias in kinds (the message lists the aliases and suggests the nearest)"},

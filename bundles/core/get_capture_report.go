@@ -60,7 +60,7 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_capture_report",
 		Title: "Capture report",
-		Description: "Whole-capture verdict: findings worst first with evidence (failures, media, orphaned RTP, " +
+		Description: "Whole-capture verdict: findings worst first with evidence (failures, media, RTP of no known call, " +
 			"what was not read). complete is false over a partial read.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		// yang-json, markdown and text are documents: no outputSchema.

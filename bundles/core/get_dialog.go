@@ -29,7 +29,7 @@ const (
 type getDialogIn struct {
 	CallID      string `json:"call_id" desc:"Call-ID, verbatim"`
 	MaxMessages int    `json:"max_messages,omitempty" default:"100" desc:"messages per page (default 100, max --mcp-max-rows)"`
-	Cursor      string `json:"cursor,omitempty" desc:"next_cursor of the previous page (a string)"`
+	Cursor      string `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 }
 
 // GetDialogMessage is one SIP message of a dialog: the message shape every
@@ -81,8 +81,8 @@ func getDialogTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_dialog",
 		Title: "Get one dialog",
-		Description: "One dialog with its SIP messages (addresses, CSeq, fenced headers, SDP), paged by max_messages " +
-			"and a string cursor. total_messages counts every message; complete says nothing is missing.",
+		Description: "One dialog's SIP messages as data (addresses, CSeq, fenced headers, SDP), paged by max_messages and cursor; " +
+			"total_messages counts all. Who sent what when, drawn: render_ladder.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},

@@ -3,11 +3,12 @@ package core
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
 type listDialogsIn struct {
-	Filter           string   `json:"filter,omitempty" desc:"filter expression or alias; absent: all dialogs"`
+	Filter           string   `json:"filter,omitempty" desc:"absent: all dialogs"`
 	Limit            int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50, max --mcp-max-rows)"`
 	Cursor           string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	Fields           []string `json:"fields,omitempty" desc:"row fields to keep; call_id always kept"`
@@ -20,8 +21,8 @@ func listDialogsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "list_dialogs",
 		Title: "List dialogs",
-		Description: "Page of dialog rows (created_at order) matching an optional filter, with total_matched and " +
-			"by_method over every match. Page with next_cursor; count with aggregate_dialogs, not by tallying rows.",
+		Description: "Dialog rows matching a filter, oldest first, with total_matched and by_method over every match. " +
+			"Counts: aggregate_dialogs; why each is a problem: find_problems. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},

@@ -13,7 +13,7 @@ import (
 const searchSchemaVersion = 1
 
 type searchMessagesIn struct {
-	Query            string `json:"query" desc:"text to find, case-insensitive"`
+	Query            string `json:"query" desc:"text to find"`
 	Limit            int    `json:"limit,omitempty" default:"50" desc:"hits per page (default 50, max --mcp-max-rows)"`
 	Cursor           string `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	MaxResponseBytes int    `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" desc:"answer byte cap; hits past it wait for next_cursor"`
@@ -50,7 +50,7 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		Name:  "search_messages",
 		Title: "Search SIP messages",
 		Description: "Finds a substring (case-insensitive) in the method, From, To, User-Agent and body of every " +
-			"retained SIP message; one hit per message with a fenced snippet. Page with next_cursor.",
+			"retained SIP message; one hit per message with a fenced snippet.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty query or one over the query size limit"},

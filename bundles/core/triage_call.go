@@ -110,8 +110,8 @@ func triageCallTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "triage_call",
 		Title: "Triage one call",
-		Description: "One call's verdict (signaling, media, both or none) from the clauses that fired, with hints " +
-			"and the termination cause.",
+		Description: "First look at one call: which side failed (signaling, media, both or none), the diagnosis rules that fired, " +
+			"hints, the termination cause. Whole story: get_dialog_report; the messages: get_dialog.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},

@@ -7,6 +7,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -27,7 +28,7 @@ const (
 )
 
 type awaitConditionIn struct {
-	Filter         string `json:"filter" desc:"filter expression or alias to wait for; values may be bare or quoted"`
+	Filter         string `json:"filter" desc:"the condition to wait for"`
 	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"30" desc:"seconds to wait (default 30, at most --mcp-max-wait-seconds); 0 looks once"`
 	PollIntervalMS *int   `json:"poll_interval_ms,omitempty" default:"500" desc:"milliseconds between looks (default 500, at least 100)"`
 }
@@ -77,7 +78,7 @@ func awaitConditionTool(d *deps) sdk.Tool {
 		Name:  "await_condition",
 		Title: "Wait until a filter matches",
 		Description: "Block until a dialog matches the filter, the source is read whole, or timeout_seconds passes " +
-			"(a deadline is a successful answer). Returns the matches and why it stopped.",
+			"(a deadline is a successful answer). Returns the matches and why it stopped. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty filter"},

@@ -63,9 +63,10 @@ type CompareDialogs struct {
 
 func compareDialogsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
-		Name:        "compare_dialogs",
-		Title:       "Compare two calls",
-		Description: "Two calls side by side (state, final code, messages, methods, hints) and the fields that differ.",
+		Name:  "compare_dialogs",
+		Title: "Compare two calls",
+		Description: "Two calls side by side (state, final code, messages, methods, hints) and the fields that differ: " +
+			"a failing call against one that worked.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id_a or call_id_b"},

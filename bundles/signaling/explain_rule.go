@@ -59,7 +59,7 @@ func explainRuleTool(*deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:        "explain_rule",
 		Title:       "Explain a lint rule",
-		Description: "One lint rule: what it checks, its severity and basis, the RFC and section it cites, and a link. An unknown id lists all 43.",
+		Description: "One lint rule: what it checks, its severity and basis, the RFC and section it cites. An unknown id lists all 43.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown rule_id (the message lists all 43)"},

@@ -74,8 +74,8 @@ func findCorrelatedTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "find_correlated",
 		Title: "Find the other legs of a call",
-		Description: "Other legs of a call (B2BUA, SBC, Call-ID-changing proxy): session_id, x_call_id 100, related-icid 95, " +
-			"sdp_origin 90, icid 85, via_branch 80, embedded_tag 75; guesses same_users 60, timing_heuristic 50. No leg: hop.",
+		Description: "Other legs of a call (B2BUA, SBC, Call-ID-changing proxy), each with the identifier linking it and a " +
+			"confidence 0-100 (same_users, timing_heuristic: guesses); none found: hop says why. Every leg, transitively: get_call_tree.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},

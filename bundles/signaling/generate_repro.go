@@ -14,7 +14,7 @@ const reproSchemaVersion = 1
 
 type generateReproIn struct {
 	CallID   string    `json:"call_id" desc:"Call-ID, verbatim"`
-	Format   string    `json:"format,omitempty" default:"sipp" enum:"sipp" desc:"scenario format (sipp, the default and only one)"`
+	Format   string    `json:"format,omitempty" default:"sipp" enum:"sipp" desc:"scenario format (sipp, the only one)"`
 	Pin      []string  `json:"pin,omitempty" desc:"aspects suspected of causing the outcome, kept as captured: branch, call_id, cseq, headers, request_uri, sdp, tags, user_agent"`
 	Vary     *[]string `json:"vary,omitempty" default:"the identity aspects not pinned" desc:"identity aspects SIPp regenerates per call: branch, call_id, tags (default: those not pinned)"`
 	Filename string    `json:"filename,omitempty" desc:"also write the scenario to this new file in the file root (needs --mcp-file-root)"`

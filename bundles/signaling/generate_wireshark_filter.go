@@ -71,7 +71,7 @@ func generateWiresharkFilterTool(d *deps) sdk.Tool {
 		Name:  "generate_wireshark_filter",
 		Title: "Wireshark filter for a call",
 		Description: "A Wireshark display filter selecting one call (SIP by Call-ID; with include_media, RTP by 5-tuple and " +
-			"SSRC and its RTCP) and the tshark command (decode-as for SIP off port 5060). Refuses Call-IDs with control characters.",
+			"SSRC and its RTCP) and the tshark command (decode-as for SIP off port 5060).",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},

@@ -75,8 +75,8 @@ func getCallTreeTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_call_tree",
 		Title: "Get every leg of a call as a tree",
-		Description: "All legs reachable from a Call-ID over identifier matches, breadth first, with dialog rows. Timing " +
-			"guesses are leaves, never walked (heuristic_edges); followed false: not searched.",
+		Description: "Every leg reachable from a Call-ID by following identifier links, breadth first, with dialog rows. " +
+			"Timing-only guesses are listed (heuristic_edges), never followed. One call's direct legs, scored: find_correlated.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},

@@ -30,8 +30,8 @@ func getDialogReportTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_dialog_report",
 		Title: "Report on one call",
-		Description: "One call's report: result, parties, timing, diagnosis, SDP timeline, termination, streams. " +
-			"markdown/text add transaction chains.",
+		Description: "One call's full report: result, parties, timing, diagnosis, SDP timeline, termination, streams; " +
+			"markdown/text add transaction chains. Quick verdict: triage_call; message flow: render_ladder.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		// markdown/text are documents: no outputSchema.
 		Renders: true,

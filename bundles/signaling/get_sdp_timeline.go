@@ -117,7 +117,7 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 		Name:  "get_sdp_timeline",
 		Title: "SDP offer/answer history of a call",
 		Description: "Every SDP offer and answer of a call in order: codecs, media address/port, ptime, direction, changes " +
-			"(Hold, Resume, T38Switch, T38End, T38Fallback, MediaAnchorChange, CodecChange), each offer's outcome.",
+			"(hold, resume, T.38 switch, codec or media address change), each offer's outcome.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -17,7 +18,7 @@ const defaultTopN = 50
 type groupDialogsIn struct {
 	By      string   `json:"by" desc:"state, response_code, method, from.user, to.user, ua, src.ip, dst.ip, rtp.codec, to_domain, hour (UTC), next_hop (ip:port the opening request was last sent to)"`
 	Metrics []string `json:"metrics,omitempty" default:"all eight" desc:"subset of count, asr, ner, acd, pdd_p50, pdd_p95, mos_p10, retransmit_rate (default all)"`
-	Filter  string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
+	Filter  string   `json:"filter,omitempty" desc:"absent: all dialogs"`
 	TopN    int      `json:"top_n,omitempty" default:"50" desc:"largest groups kept (default 50)"`
 }
 
@@ -99,9 +100,9 @@ func groupDialogsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "group_dialogs",
 		Title: "Carrier metrics per group",
-		Description: "Carrier metrics per value of one dimension, beside their population: ASR/NER (percent), " +
-			"ACD (s of conversation), PDD p50/p95 (ms, nearest rank), MOS p10, retransmits per dialog. " +
-			"Not computable: null and a not_grounded reason, never 0.",
+		Description: "Carrier metrics per value of one dimension: ASR/NER (%), ACD (s), PDD p50/p95 (ms), MOS p10, " +
+			"retransmits per dialog; not computable: null with a not_grounded reason, never 0. Counts only: aggregate_dialogs. " +
+			reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown dimension in by or metric in metrics"},

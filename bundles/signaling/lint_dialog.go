@@ -17,7 +17,7 @@ import (
 const lintSchemaVersion = 1
 
 type lintDialogIn struct {
-	CallID          string   `json:"call_id" desc:"Call-ID of the dialog, verbatim"`
+	CallID          string   `json:"call_id" desc:"Call-ID, verbatim"`
 	Rulesets        []string `json:"rulesets,omitempty" default:"[\"all\"]" desc:"union of: all (default), must, rfc, interop, observation (alias observed), syntax, rfc3261, rfc3262, rfc3264, rfc3551, rfc4028, rfc4566, rfc5761, rfc7989"`
 	SeverityMin     string   `json:"severity_min,omitempty" default:"info" enum:"info|notice|warning|error" desc:"lowest severity reported (default info)"`
 	SuppressionFile string   `json:"suppression_file,omitempty" default:".sipnablint beside the capture" desc:"suppression list in the file root (needs --mcp-file-root); default: .sipnablint beside the capture, up to the project root"`
@@ -103,9 +103,9 @@ func lintDialogTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "lint_dialog",
 		Title: "Lint a dialog against the RFCs",
-		Description: "RFC conformance findings for one call: SIP message rules, SDP offer/answer rules, and OBS rules that check " +
-			"the SDP against the RTP actually observed. Quote rfc and section from the findings. rules_not_evaluated lists " +
-			"selected rules that could not run (no RTP, single message): a rule that found nothing is not there.",
+		Description: "RFC conformance findings for one call: SIP message rules, SDP offer/answer rules, and observation rules " +
+			"(the SDP against the RTP seen). Quote rfc and section from the findings. rules_not_evaluated lists rules that " +
+			"could not run (no RTP, one message): not a pass. One message: validate_message.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},

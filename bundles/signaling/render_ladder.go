@@ -20,8 +20,8 @@ func renderLadderTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "render_ladder",
 		Title: "Draw a call's ladder",
-		Description: "Call report, then the ladder: participants by address, arrows, relative times, SDP, RTP, " +
-			"correlated legs. Same bytes as --call-report.",
+		Description: "One call's report, then its ladder diagram: participants by address, arrows, relative times, SDP, RTP, " +
+			"correlated legs. Exact headers: get_dialog.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		// Always a document: no outputSchema.
 		Renders: true,

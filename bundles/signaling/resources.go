@@ -6,12 +6,12 @@ import (
 	"strings"
 
 	"github.com/sipnab/sipnab/core/filter"
-	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
 // The signaling bundle's resources (mcp-surface §4.1): lint rules, filter
-// alias expansions, filter fields and the reference pages. None of them
+// alias expansions and filter fields (the host serves the reference pages,
+// sipnab://reference/{topic}, whatever the selection). None of them
 // changes during a run, so none is subscribable (a subscription that can
 // never fire reads like a quiet network). Each is rendered by the function
 // its tool uses: sipnab://lint/<rule-id> is ExplainRule, the body of
@@ -23,15 +23,13 @@ const maxResourceBytes = 8 << 20
 
 // Resource templates and their variables.
 const (
-	lintTemplate      = "sipnab://lint/{rule_id}"
-	filterTemplate    = "sipnab://filter/{alias}"
-	fieldTemplate     = "sipnab://filter/field/{field}"
-	referenceTemplate = "sipnab://reference/{topic}"
+	lintTemplate   = "sipnab://lint/{rule_id}"
+	filterTemplate = "sipnab://filter/{alias}"
+	fieldTemplate  = "sipnab://filter/field/{field}"
 
 	varRuleID = "rule_id"
 	varAlias  = "alias"
 	varField  = "field"
-	varTopic  = "topic"
 )
 
 // runThresholds returns the thresholds the filter aliases expand with in
@@ -78,16 +76,6 @@ func addResources(env sdk.Env, _ *deps) {
 			return fieldResource(vars[varField])
 		},
 		Complete: completer(varField, fieldNames),
-	})
-	env.AddResourceTemplate(sdk.ResourceTemplate{
-		URITemplate: referenceTemplate,
-		Name:        "reference page",
-		MIMEType:    "text/markdown",
-		Description: "Reference text: mos-and-codecs (what a MOS is here, grounding, which codecs are grounded), filter-language (with this run's alias thresholds).",
-		Read: func(_ context.Context, _ string, vars map[string]string) (sdk.ResourceContent, error) {
-			return referenceResource(vars[varTopic], th())
-		},
-		Complete: completer(varTopic, reference.Topics),
 	})
 }
 
@@ -186,12 +174,4 @@ func fieldResource(name string) (sdk.ResourceContent, error) {
 		doc.Values = filter.States()
 	}
 	return jsonContent(doc)
-}
-
-func referenceResource(topic string, th filter.Thresholds) (sdk.ResourceContent, error) {
-	text, ok := reference.Page(topic, th)
-	if !ok {
-		return sdk.ResourceContent{}, sdk.InvalidParams("unknown reference topic %q; the topics are: %s", clipArg(topic), strings.Join(reference.Topics(), ", "))
-	}
-	return textContent(text)
 }

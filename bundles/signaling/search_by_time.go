@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -15,7 +16,7 @@ const searchByTimeSchemaVersion = 1
 type searchByTimeIn struct {
 	Start  string   `json:"start" desc:"window start, RFC 3339, inclusive"`
 	End    string   `json:"end,omitempty" default:"no end" desc:"window end, RFC 3339, exclusive, after start (default: no end)"`
-	Filter string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
+	Filter string   `json:"filter,omitempty" desc:"absent: all dialogs in the window"`
 	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50)"`
 	Cursor string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
@@ -52,8 +53,8 @@ func searchByTimeTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "search_by_time",
 		Title: "Dialogs in a time window",
-		Description: "Page of the dialogs created in [start, end) that match an optional filter, in created_at order, " +
-			"with total_matched and a cursor.",
+		Description: "list_dialogs within a creation-time window [start, end), oldest first, with total_matched and a cursor. " +
+			reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "start or end not an RFC 3339 time"},
