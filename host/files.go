@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"errors"
+	"io"
 	"mime"
 	"os"
 	"path/filepath"
@@ -22,7 +24,7 @@ const fileTemplate = "sipnab:///{filename}"
 // startup error. The captures the server reads (-I inputs and the files
 // found under them) are protected from writes by canonical path.
 func fileRootOf(cfg *Config, eng *engineHandle) (sdk.FileRoot, error) {
-	dir := cfg.String("mcp.file_root")
+	dir := cfg.MCP.FileRoot
 	if dir == "" {
 		return sdk.FileRoot{}, nil
 	}
@@ -32,6 +34,17 @@ func fileRootOf(cfg *Config, eng *engineHandle) (sdk.FileRoot, error) {
 	}
 	if !st.IsDir() {
 		return sdk.FileRoot{}, usagef("--mcp-file-root %q is not a directory", dir)
+	}
+	// Listing it is what the file tools and resources do; a root the
+	// running user cannot read (after the privilege drop) fails here, at
+	// startup, not in every later call.
+	d, err := os.Open(dir)
+	if err == nil {
+		_, err = d.Readdirnames(1)
+		_ = d.Close()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return sdk.FileRoot{}, usagef("--mcp-file-root %q: %w", dir, err)
 	}
 	protected := inputsOf(cfg)
 	if eng != nil && eng.capture != nil {
