@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"mime"
 	"os"
 	"path/filepath"
@@ -29,8 +30,11 @@ func fileRootOf(cfg *Config, eng *engineHandle) (sdk.FileRoot, error) {
 		return sdk.FileRoot{}, nil
 	}
 	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return sdk.FileRoot{}, usagef("--mcp-file-root %q: %v (sipnab does not create it: make the directory first, e.g. mkdir -p %s)", dir, err, dir)
+	}
 	if err != nil {
-		return sdk.FileRoot{}, usagef("--mcp-file-root %q: %v", dir, err)
+		return sdk.FileRoot{}, usagef("--mcp-file-root %q: %w", dir, err)
 	}
 	if !st.IsDir() {
 		return sdk.FileRoot{}, usagef("--mcp-file-root %q is not a directory", dir)

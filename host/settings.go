@@ -148,7 +148,7 @@ func kindOf(key string) (kind, error) {
 }
 
 // splitLists splits the comma-separated entries of every string-list field
-// (--mcp-tools core,get_dialog is two entries), trimming each.
+// (--mcp-tools core,lint_dialog is two entries), trimming each.
 func (s *Settings) splitLists() {
 	v := reflect.ValueOf(s).Elem()
 	for key, path := range settingsFields {
