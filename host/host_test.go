@@ -45,7 +45,7 @@ func TestConfigLayering(t *testing.T) {
 		{"limits section", []string{"--config", toml}, nil, "limits.mcp_max_rows", 20, ""},
 		{"tools list from file", []string{"--config", toml}, nil, "mcp.tools", []string{"a", "b"}, ""},
 		{"tools flag comma list", []string{"--mcp-tools", "core,x"}, nil, "mcp.tools", []string{"core", "x"}, ""},
-		{"unknown file key", []string{"--config", bad}, nil, "", nil, "unknown key mcp.max_concurent"},
+		{"unknown file key", []string{"--config", bad}, nil, "", nil, "bad.toml:2: unknown key \"mcp.max_concurent\" (did you mean \"max_concurrent\"?)"},
 		{"unknown env is ignored", nil, []string{"SIPNAB_MCP_NOPE=1"}, "mcp.max_concurrent", 100, ""},
 		{"bad env int", nil, []string{"SIPNAB_MCP_MAX_ROWS=x"}, "", nil, "want an integer"},
 		{"unknown flag", []string{"--nope"}, nil, "", nil, "flag provided but not defined"},
@@ -65,9 +65,9 @@ func TestConfigLayering(t *testing.T) {
 			var got any
 			switch tc.want.(type) {
 			case int:
-				got = cfg.Int(tc.key)
+				got = cfg.value(tc.key)
 			case []string:
-				got = cfg.Strings(tc.key)
+				got = cfg.value(tc.key)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("%s: got %v, want %v", tc.key, got, tc.want)

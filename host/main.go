@@ -5,6 +5,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -51,13 +52,14 @@ func Main(args []string, bundles []sdk.Bundle) int {
 func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 	cfg, err := loadConfig(args, sio.Env, sio.Stderr)
 	if err != nil {
-		if errors.Is(err, errHelp) || strings.Contains(err.Error(), "flag: help requested") {
+		if errors.Is(err, errHelp) {
+			writeHelp(sio.Stdout)
 			return exitOK
 		}
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
-	if cfg.Bool("version") {
+	if cfg.Version {
 		fmt.Fprintln(sio.Stdout, versionLine())
 		return exitOK
 	}
@@ -67,9 +69,9 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 			logSpec = v
 		}
 	}
-	root, auditLog := newRootLogger(sio.Stderr, logSpec, cfg.Bool("quiet"))
+	root, auditLog := newRootLogger(sio.Stderr, logSpec, cfg.Quiet)
 
-	if cfg.Bool("mint_token") {
+	if cfg.MintToken {
 		return mint(cfg, sio)
 	}
 	if err := checkStartup(cfg); err != nil {
@@ -82,7 +84,7 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 	runDone := make(chan struct{})
 	defer close(runDone)
 	go exitAfterSignal(parent, ctx, stop, runDone, sio.Stderr, stopGrace, os.Exit)
-	if cfg.Bool("mcp.enabled") {
+	if cfg.MCP.Enabled {
 		code, err := runMCP(ctx, cfg, bundles, sio, root, auditLog)
 		if err != nil {
 			var ue usageError
@@ -131,8 +133,8 @@ func exitAfterSignal(parent, sig context.Context, stop func(), runDone <-chan st
 
 // checkStartup applies the startup refusals of mcp-surface §1.4.
 func checkStartup(cfg *Config) error {
-	mcpOn := cfg.Bool("mcp.enabled")
-	if !cfg.Bool("no_tui") {
+	mcpOn := cfg.MCP.Enabled
+	if !cfg.NoTUI {
 		if mcpOn {
 			return usagef("--mcp needs -N/--no-tui")
 		}
@@ -144,45 +146,52 @@ func checkStartup(cfg *Config) error {
 	if err := checkBatch(cfg); err != nil {
 		return err
 	}
-	if n := cfg.Int("cores"); n < 1 || n > 256 {
+	if n := cfg.Cores; n < 1 || n > 256 {
 		return usagef("--cores %d: want 1 to 256", n)
 	}
-	if cfg.String("call_report") == "" {
-		for _, f := range []string{"markdown", "no_cli_print"} {
-			if cfg.Bool(f) {
-				return usagef("--%s goes with --call-report <Call-ID>", strings.ReplaceAll(f, "_", "-"))
+	if cfg.CallReport == "" {
+		for f, on := range map[string]bool{"markdown": cfg.Markdown, "no-cli-print": cfg.NoCLIPrint} {
+			if on {
+				return usagef("--%s goes with --call-report <Call-ID>", f)
 			}
 		}
 	} else if mcpOn {
 		return usagef("--call-report is a batch output; it does not combine with --mcp (render_ladder answers the same document)")
 	}
 	if mcpOn {
-		transport := cfg.String("mcp.transport")
+		transport := cfg.MCP.Transport
 		switch transport {
 		case "stdio":
-			for _, f := range []string{"json", "report"} {
-				if cfg.Bool(f) {
+			for f, on := range map[string]bool{"json": cfg.JSON, "report": cfg.Report} {
+				if on {
 					return usagef("--%s writes to stdout, which carries JSON-RPC with stdio MCP; use --mcp-transport http or drop --%s", f, f)
 				}
 			}
 		case "http":
-			if cfg.Bool("json") || cfg.Bool("report") {
+			if cfg.JSON || cfg.Report {
 				return usagef("--json and --report are batch outputs; they do not combine with --mcp")
 			}
 		default:
 			return usagef("--mcp-transport %q: want stdio or http", transport)
 		}
-		for _, k := range []string{"limits.mcp_max_rows", "mcp.max_body_bytes", "mcp.max_response_bytes", "mcp.max_wait_seconds"} {
-			if cfg.Int(k) < 1 {
-				return usagef("%s must be at least 1", k)
+		for _, c := range []struct {
+			key string
+			v   int
+		}{{"limits.mcp_max_rows", cfg.Limits.MCPMaxRows}, {"mcp.max_body_bytes", cfg.MCP.MaxBodyBytes},
+			{"mcp.max_response_bytes", cfg.MCP.MaxResponseBytes}, {"mcp.max_wait_seconds", cfg.MCP.MaxWaitSeconds}} {
+			if c.v < 1 {
+				return usagef("%s must be at least 1", c.key)
 			}
 		}
-		for _, k := range []string{"mcp.max_concurrent", "mcp.rate_limit_per_peer"} {
-			if cfg.Int(k) < 0 {
-				return usagef("%s must be 0 (unlimited) or more", k)
+		for _, c := range []struct {
+			key string
+			v   int
+		}{{"mcp.max_concurrent", cfg.MCP.MaxConcurrent}, {"mcp.rate_limit_per_peer", cfg.MCP.RateLimitPerPeer}} {
+			if c.v < 0 {
+				return usagef("%s must be 0 (unlimited) or more", c.key)
 			}
 		}
-		if ct, mw := cfg.Int("mcp.call_timeout"), cfg.Int("mcp.max_wait_seconds"); ct <= mw {
+		if ct, mw := cfg.MCP.CallTimeout, cfg.MCP.MaxWaitSeconds; ct <= mw {
 			return usagef("--mcp-call-timeout %d must exceed --mcp-max-wait-seconds %d: a tool that waits would time out first", ct, mw)
 		}
 	}
@@ -196,8 +205,8 @@ func mint(cfg *Config, sio IO) int {
 	}
 	var tok string
 	if err == nil {
-		ttl := time.Duration(cfg.Int("mcp.token_ttl")) * time.Second
-		tok, err = mintToken(keys[0], cfg.String("token_id"), cfg.String("token_scope"), tokenAudience, time.Now().Add(ttl))
+		ttl := time.Duration(cfg.MCP.TokenTTL) * time.Second
+		tok, err = mintToken(keys[0], cfg.TokenID, cfg.TokenScope, tokenAudience, time.Now().Add(ttl))
 	}
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
@@ -219,7 +228,7 @@ func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root 
 	opts := map[string]bool{}
 	for _, o := range options {
 		if strings.HasPrefix(o.flag, "mcp-allow-") {
-			opts[o.flag] = cfg.Bool(o.key)
+			opts[o.flag] = cfg.value(o.key).(bool)
 		}
 	}
 	env := func(info sdk.Info) sdk.Env {
@@ -237,16 +246,16 @@ func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root 
 
 func limitsFrom(cfg *Config) sdk.Limits {
 	return sdk.Limits{
-		MaxRows:          cfg.Int("limits.mcp_max_rows"),
-		MaxBodyBytes:     cfg.Int("mcp.max_body_bytes"),
-		MaxResponseBytes: cfg.Int("mcp.max_response_bytes"),
-		MaxWaitSeconds:   cfg.Int("mcp.max_wait_seconds"),
+		MaxRows:          cfg.Limits.MCPMaxRows,
+		MaxBodyBytes:     cfg.MCP.MaxBodyBytes,
+		MaxResponseBytes: cfg.MCP.MaxResponseBytes,
+		MaxWaitSeconds:   cfg.MCP.MaxWaitSeconds,
 	}
 }
 
 func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root, auditLog hclog.Logger) (int, error) {
 	log := root.Named("mcp")
-	transport := cfg.String("mcp.transport")
+	transport := cfg.MCP.Transport
 
 	// Everything that needs the starting user's rights happens before the
 	// privilege drop: secrets, TLS keys, the audit file.
@@ -258,14 +267,14 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		if verify, err = newVerifier(cfg); err != nil {
 			return 0, err
 		}
-		if s := cfg.String("mcp.resource_url"); s != "" {
+		if s := cfg.MCP.ResourceURL; s != "" {
 			u, err := parseResourceURL(s)
 			if err != nil {
 				return 0, err
 			}
 			resURL = u
 		}
-		bind := cfg.String("mcp.bind")
+		bind := cfg.MCP.Bind
 		host, _, err := net.SplitHostPort(bind)
 		if err != nil {
 			return 0, usagef("--mcp-bind %q: %v", bind, err)
@@ -273,7 +282,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		if !isLoopbackHost(host) && !verify.configured() {
 			return 0, usagef("--mcp-bind %s is not a loopback address and no credential is configured (--mcp-token, --mcp-token-file, --mcp-signing-key); refusing to start", bind)
 		}
-		cert, key := cfg.String("mcp.tls_cert"), cfg.String("mcp.tls_key")
+		cert, key := cfg.MCP.TLSCert, cfg.MCP.TLSKey
 		if (cert == "") != (key == "") {
 			return 0, usagef("--mcp-tls-cert and --mcp-tls-key go together")
 		}
@@ -284,12 +293,12 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 			}
 			tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 		}
-	} else if cfg.String("mcp.resource_url") != "" {
-		if _, err := parseResourceURL(cfg.String("mcp.resource_url")); err != nil {
+	} else if cfg.MCP.ResourceURL != "" {
+		if _, err := parseResourceURL(cfg.MCP.ResourceURL); err != nil {
 			return 0, err
 		}
 	}
-	audit, err := openAuditor(auditLog, cfg.String("mcp.audit_file"))
+	audit, err := openAuditor(auditLog, cfg.MCP.AuditFile)
 	if err != nil {
 		return 0, err
 	}
@@ -297,20 +306,32 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 
 	limits := limitsFrom(cfg)
 	var drop func() error
+	// ranAs is the user sipnab dropped root to; "" while it keeps the
+	// starting user's rights.
+	ranAs := ""
 	if transport == "http" {
 		// Root is dropped once secrets, keys, the audit file and live
 		// sockets are open, before capture files are read and before the
 		// listener binds.
-		drop = func() error { return dropPrivileges(cfg.String("user"), log) }
+		drop = func() error {
+			wasRoot := os.Geteuid() == 0
+			if err := dropPrivileges(cfg.User, log); err != nil {
+				return err
+			}
+			if wasRoot {
+				ranAs = cmp.Or(cfg.User, "nobody")
+			}
+			return nil
+		}
 	}
 	eng, err := startEngine(ctx, cfg, root, drop)
 	if err != nil {
-		return 0, err
+		return 0, afterDrop(err, ranAs)
 	}
 	files, err := fileRootOf(cfg, eng)
 	if err != nil {
 		_ = eng.capture.Close()
-		return 0, err
+		return 0, afterDrop(err, ranAs)
 	}
 	th := thresholdsOf(cfg)
 	log.Debug("analysis thresholds", "thresholds", thresholdsLine(th))
@@ -325,19 +346,23 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	if err != nil {
 		return 0, fmt.Errorf("registering bundles: %w", err)
 	}
-	custom, err := cfg.CustomBundles()
-	if err != nil {
+	var ids []string
+	for _, b := range reg.Bundles() {
+		ids = append(ids, b.Info.ID)
+	}
+	if err := cfg.checkBundleSections(ids); err != nil {
 		return 0, err
 	}
-	entries := cfg.Strings("mcp.tools")
+	custom := cfg.CustomBundles()
+	entries := cfg.MCP.Tools
 	sel, err := selectTools(entries, custom, reg)
 	if err != nil {
 		return 0, err
 	}
 	h := newMCPHost(hostOptions{log: log, reg: reg, selected: sel, entries: entries, limits: limits, files: files,
-		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
-		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer"),
-		callTimeout: time.Duration(cfg.Int("mcp.call_timeout")) * time.Second,
+		outputSchemas: cfg.MCP.OutputSchemas, audit: audit,
+		maxConcurrent: cfg.MCP.MaxConcurrent, ratePerPeer: cfg.MCP.RateLimitPerPeer,
+		callTimeout: time.Duration(cfg.MCP.CallTimeout) * time.Second,
 		sourceless:  batchSourcesOf(cfg).none(), thresholds: th})
 	if batchSourcesOf(cfg).none() {
 		// Served all the same (mcp-surface §3: capture_status source
@@ -357,11 +382,11 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	}
 
 	front := newHTTPFront(h, log, verify, maxSessions)
-	front.allowedHosts = cfg.Strings("mcp.allowed_host")
+	front.allowedHosts = cfg.MCP.AllowedHost
 	if len(front.allowedHosts) == 1 && front.allowedHosts[0] == "" {
 		front.allowedHosts = nil
 	}
-	for _, o := range cfg.Strings("mcp.allowed_origin") {
+	for _, o := range cfg.MCP.AllowedOrigin {
 		if o != "" {
 			front.allowedOrigins = append(front.allowedOrigins, o)
 		}
@@ -370,9 +395,9 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		front.resourceURL = resURL
 		front.metadataPath, front.metadataURL = metadataLocation(resURL)
 	}
-	ln, err := net.Listen("tcp", cfg.String("mcp.bind"))
+	ln, err := net.Listen("tcp", cfg.MCP.Bind)
 	if err != nil {
-		return 0, fmt.Errorf("binding %s: %w", cfg.String("mcp.bind"), err)
+		return 0, afterDrop(fmt.Errorf("binding %s: %w", cfg.MCP.Bind, err), ranAs)
 	}
 	scheme := "http"
 	if tlsCfg != nil {
