@@ -30,7 +30,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
 		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
-		ByteBudget: sdk.Budget{Default: 13400, WithOutputSchemas: 66500},
+		ByteBudget: sdk.Budget{Default: 14300, WithOutputSchemas: 67500},
 	}
 }
 
