@@ -55,7 +55,7 @@ func findProblemsTool(d *deps) sdk.Tool {
 			return ProblemPage{}, sdk.Internal("splitting kinds: %v", err)
 		}
 		rows, pg, err := rowsPage(ctx, d, c, dialogPageArgs{filter: filter.And(kinds, f), limit: in.Limit, cursor: in.Cursor,
-			bind:   []string{"kinds", strings.Join(in.Kinds, ","), "filter", in.Filter},
+			bind:   []string{"kinds", boundKinds(in.Kinds), "filter", in.Filter},
 			fields: in.Fields, maxResponseBytes: in.MaxResponseBytes}, sdk.FieldNames[ProblemRow](),
 			func(q *query.Querier, r dialog.Summary) ProblemRow {
 				m := q.Explain(&r, clauses)
@@ -90,4 +90,13 @@ type ProblemPage struct {
 	// ByMethod counts every matching dialog by the method that opened it.
 	ByMethod []query.MethodCount `json:"by_method" nonnull:"true" desc:"every matching dialog counted by opening method, largest first; past 50 methods the rest count as (other)"`
 	sdk.Page
+}
+
+// boundKinds is kinds as a cursor binds it: absent or [] is the default
+// ["problems"], so either spelling continues the other's listing.
+func boundKinds(kinds []string) string {
+	if len(kinds) == 0 {
+		return "problems"
+	}
+	return strings.Join(kinds, ",")
 }
