@@ -51,9 +51,11 @@ func IndexCursor(t time.Time, key string, index int) string {
 // comes after cursor. An empty cursor is the start.
 func After(rowKey, cursor string) bool { return cursor == "" || rowKey > cursor }
 
-// ParseCursor validates a cursor and splits it. A bare RFC3339 timestamp is
-// accepted for compatibility (it pages strictly after that instant). A
-// malformed cursor is an invalid-params error.
+// ParseCursor validates a position (what [Call.BindCursor] returns from a
+// sealed cursor) and splits it. A bare RFC3339 timestamp parses (it pages
+// strictly after that instant); clients can no longer send one, since a
+// cursor they did not get from this server is refused before it is opened.
+// A malformed position is an invalid-params error.
 func ParseCursor(s string) (Cursor, error) {
 	var c Cursor
 	ts, rest, hasKey := strings.Cut(s, "|")

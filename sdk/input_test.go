@@ -293,3 +293,28 @@ func TestBoundCursorRefusesAnotherScope(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitAppliedBytesIsWhatInvokeAdds: page fitting reserves
+// LimitAppliedBytes for the limit_applied Invoke appends after the handler;
+// the reservation is exactly the bytes added (and zero with no clamp).
+func TestLimitAppliedBytesIsWhatInvokeAdds(t *testing.T) {
+	reserved := -1
+	tool := NewTool(Descriptor{Name: "rows", Description: "d", Annotations: ro},
+		func(ctx context.Context, c *Call, in struct {
+			Limit int `json:"limit,omitempty" desc:"rows"`
+		}) (echoOut, error) {
+			reserved = c.LimitAppliedBytes()
+			return echoOut{Rows: []echoRow{}, Page: NewPage(in.Limit, 0, false, "", SourceState{}, 1)}, nil
+		})
+	plain, err := tool.Invoke(context.Background(), json.RawMessage(`{"limit":1000}`), Limits{MaxRows: 1000})
+	if err != nil || reserved != 0 {
+		t.Fatalf("unclamped: reserved %d, %v; want 0", reserved, err)
+	}
+	clamped, err := tool.Invoke(context.Background(), json.RawMessage(`{"limit":5000}`), Limits{MaxRows: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added := len(clamped.Blocks[0]) - len(plain.Blocks[0]); added != reserved || added == 0 {
+		t.Errorf("limit_applied added %d bytes, LimitAppliedBytes reserved %d", added, reserved)
+	}
+}

@@ -102,7 +102,10 @@ type Descriptor struct {
 	Description string
 	// Annotations are required; their zero values are invalid.
 	Annotations Annotations
-	// StrictArgs refuses arguments the input struct does not name (file tools).
+	// StrictArgs also decodes the arguments refusing fields the input
+	// struct does not name (file tools). Every tool's input schema is
+	// closed, so validation refuses an unknown argument first, naming the
+	// valid ones; this is the decoder's second guard.
 	StrictArgs bool
 	// Renders marks a tool that may answer with a rendered document
 	// (Call.ReplyText: markdown, text, or JSON in another schema such as

@@ -85,7 +85,8 @@ func responseCeiling(c *sdk.Call, requested int) (int, error) {
 	if requested > 0 && requested < limit {
 		limit = requested
 	}
-	return limit, nil
+	// The answer may still gain limit_applied after the page is fitted.
+	return limit - c.LimitAppliedBytes(), nil
 }
 
 // rowBytes returns the serialized size of each row as it will appear in the
