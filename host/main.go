@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -241,7 +242,9 @@ func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root 
 			FileRoot: files,
 		})
 	}
-	return sdk.Register(ctx, bundles, env, sdk.RegistryOptions{})
+	// An unknown argument's refusal names the closest valid one, by the
+	// filter language's "did you mean".
+	return sdk.Register(ctx, bundles, env, sdk.RegistryOptions{Suggest: filter.Suggest})
 }
 
 func limitsFrom(cfg *Config) sdk.Limits {

@@ -45,9 +45,9 @@ func TestSchemaForCollapsesOptionalUnionsOnInputOnly(t *testing.T) {
 	tool := echoTool("echo", ro)
 	in, _ := json.Marshal(tool.InputSchema())
 	wantIn := `{"type":"object","properties":{"query":{"type":"string","description":"text to find"},` +
-		`"limit":{"type":"integer","description":"rows per page"},` +
+		`"limit":{"type":"integer","description":"rows per page","minimum":1},` +
 		`"format":{"type":"string","description":"answer format","enum":["json","text"]},` +
-		`"fields":{"type":"array","description":"row fields to keep","items":{"type":"string"}}},"required":["query"]}`
+		`"fields":{"type":"array","description":"row fields to keep","items":{"type":"string"}}},"required":["query"],"additionalProperties":false}`
 	if string(in) != wantIn {
 		t.Errorf("input schema:\n got %s\nwant %s", in, wantIn)
 	}
@@ -337,7 +337,7 @@ func TestLimitIsClampedCentrally(t *testing.T) {
 		args string
 		want string
 	}{
-		{`{"limit":5000}`, `{"got":1000}`},
+		{`{"limit":5000}`, `{"got":1000,"limit_applied":1000}`},
 		{`{"limit":7}`, `{"got":7}`},
 		{`{}`, `{"got":0}`},
 	} {

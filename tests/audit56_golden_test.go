@@ -69,7 +69,7 @@ func TestAudit56GoldenTranscriptsE2E(t *testing.T) {
 			// Both INVITEs answered 200 without an 18x: ASR 100, PDD null with a reason.
 			[]string{`"value":"INVITE","count":2`, `"asr":100`, `"ner":100`, `"pdd_p50":null`, `"asr":"percent"`}},
 		{"search_by_time", "search_by_time", map[string]any{"start": "2000-01-01T00:00:00Z", "limit": 1}, plain,
-			[]string{`"call_id":"` + a + `"`, `"returned":1,"total_matched":2,"truncated":true`, `"next_cursor":"2016-11-26T14:52:59.666393000Z|` + a + `"`}},
+			[]string{`"call_id":"` + a + `"`, `"returned":1,"total_matched":2,"truncated":true,"next_cursor":"`}},
 		{"validate_filter", "validate_filter", map[string]any{"expr": "state == Failed and (method =="}, plain,
 			[]string{`"valid":false`, `"position":30`, `"total_matched":null`, `"total_dialogs":2`}},
 		{"tail_dialogs", "tail_dialogs", map[string]any{"limit": 1}, fenced,

@@ -147,10 +147,9 @@ func toolSection(t sdk.Tool) string {
 	}
 
 	b.WriteString("Refusals:\n\n")
-	generic := "arguments that fail the input schema (a required argument missing, a wrong type, a value outside its enum)"
-	if t.StrictArgs {
-		generic += ", or an argument the tool does not name"
-	}
+	// Every input schema is closed and bounded (sdk.ValidateArgs).
+	generic := "arguments that fail the input schema (a required argument missing, a wrong type, a value outside its enum, " +
+		"minimum or maximum, an argument the tool does not name: the refusal names the valid ones)"
 	fmt.Fprintf(&b, "- `%d` %s\n", sdk.CodeInvalidParams, generic)
 	for _, r := range t.Refusals {
 		fmt.Fprintf(&b, "- `%d` %s\n", r.Code, strings.Join(strings.Fields(r.When), " "))

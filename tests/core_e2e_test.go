@@ -754,9 +754,13 @@ func TestGeneratedCarrierCaptureE2E(t *testing.T) {
 // instanceRE matches a capture instance, bare or inside a JSON string.
 var instanceRE = regexp.MustCompile(`(\\*"instance\\*":\s*\\*")[0-9a-f]+`)
 
+// cursorRE matches a next_cursor, bare or inside a JSON string: sealed with
+// the capture instance and a key drawn per process, it differs every run.
+var cursorRE = regexp.MustCompile(`(\\*"next_cursor\\*":\s*\\*")[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+
 // transcript renders one exchange for a golden file: the request and the
-// response line, each indented, with the capture instance (random per run)
-// and the request id replaced.
+// response line, each indented, with the capture instance and the cursors
+// sealed with it (random per run) and the request id replaced.
 func transcript(t *testing.T, r toolResult) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -774,7 +778,7 @@ func transcript(t *testing.T, r toolResult) []byte {
 		if err := enc.Encode(v); err != nil {
 			t.Fatal(err)
 		}
-		b.Write(instanceRE.ReplaceAll(ind.Bytes(), []byte("${1}INSTANCE")))
+		b.Write(cursorRE.ReplaceAll(instanceRE.ReplaceAll(ind.Bytes(), []byte("${1}INSTANCE")), []byte("${1}CURSOR")))
 	}
 	return b.Bytes()
 }

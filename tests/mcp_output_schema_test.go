@@ -384,6 +384,8 @@ func discoverCalls(t *testing.T, s *rawSession) []toolCall {
 		{"get_capture_report", map[string]any{"format": "text"}},
 		{"list_dialogs", nil},
 		{"list_dialogs", map[string]any{"limit": 1}},
+		// Above --mcp-max-rows: clamped, and limit_applied in the answer.
+		{"list_dialogs", map[string]any{"limit": 5000}},
 		{"list_dialogs", map[string]any{"fields": []string{"call_id", "state", "timing"}}},
 		{"find_problems", nil},
 		{"find_problems", map[string]any{"kinds": []string{"problems", "one-way", "slow-setup"}}},
@@ -473,6 +475,7 @@ func discoverCalls(t *testing.T, s *rawSession) []toolCall {
 			toolCall{"triage_call", one},
 			toolCall{"get_dialog", one},
 			toolCall{"get_dialog", map[string]any{"call_id": id, "max_messages": 1}},
+			toolCall{"get_dialog", map[string]any{"call_id": id, "max_messages": 5000}},
 			toolCall{"rtp_stats", one},
 			toolCall{"find_correlated", one},
 			toolCall{"get_call_tree", one},

@@ -17,7 +17,7 @@ const aggregateDefaultTopN = 50
 type aggregateDialogsIn struct {
 	GroupBy string `json:"group_by" enum:"state|response_code|method|from.user|to.user|ua|src.ip|dst.ip|rtp.codec" desc:"the one dimension to count by"`
 	Filter  string `json:"filter,omitempty" desc:"absent: all dialogs"`
-	TopN    int    `json:"top_n,omitempty" default:"50" desc:"buckets kept (default 50); the rest count in other_count"`
+	TopN    int    `json:"top_n,omitempty" default:"50" min:"1" desc:"buckets kept; the rest count in other_count"`
 }
 
 // AggregateBucket is one value of the dimension and its dialogs.

@@ -85,7 +85,8 @@ func responseCeiling(c *sdk.Call, requested int) (int, error) {
 	if requested > 0 && requested < limit {
 		limit = requested
 	}
-	return limit, nil
+	// The answer may still gain limit_applied after the page is fitted.
+	return limit - c.LimitAppliedBytes(), nil
 }
 
 // rowBytes returns the serialized size of each row as it will appear in the
@@ -177,9 +178,12 @@ type DialogPage struct {
 
 // dialogPageArgs are the arguments list_dialogs and find_problems share.
 type dialogPageArgs struct {
-	filter           *filter.Filter
-	limit            int
-	cursor           string
+	filter *filter.Filter
+	limit  int
+	cursor string
+	// bind names the arguments that select the rows, name/value pairs: a
+	// cursor is bound to them (sdk.Call.BindCursor).
+	bind             []string
 	fields           []string
 	maxResponseBytes int
 }
@@ -214,7 +218,14 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 	if err := c.Project("dialogs", a.fields, names); err != nil {
 		return nil, pageParts{}, err
 	}
-	after, err := dialogCursor(a.cursor)
+	// Status first, store after: flags that say the source was read whole
+	// then describe rows read after the load ended.
+	src := sourceState(d.capture.Status())
+	pos, err := c.BindCursor(a.cursor, src.Identity.Instance, a.bind...)
+	if err != nil {
+		return nil, pageParts{}, err
+	}
+	after, err := dialogCursor(pos)
 	if err != nil {
 		return nil, pageParts{}, err
 	}
@@ -222,9 +233,6 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 	if err != nil {
 		return nil, pageParts{}, err
 	}
-	// Status first, store after: flags that say the source was read whole
-	// then describe rows read after the load ended.
-	src := sourceState(d.capture.Status())
 	q := querier(d)
 	p, err := q.List(ctx, query.ListOptions{Filter: a.filter, Order: dialog.ByCreated, After: after, Limit: c.Limit(a.limit)})
 	if err != nil {
@@ -238,10 +246,11 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 	}
 	parts := func(k int) pageParts {
 		more := p.More || k < len(rows)
-		last := a.cursor
+		last := pos
 		if k > 0 {
 			last = query.CursorOf(&plain[k-1], dialog.ByCreated)
 		}
+		last = c.Cursor(last)
 		next := ""
 		if more && k > 0 {
 			next = last

@@ -28,7 +28,7 @@ const (
 
 type getDialogIn struct {
 	CallID      string `json:"call_id" desc:"Call-ID, verbatim"`
-	MaxMessages int    `json:"max_messages,omitempty" default:"100" desc:"messages per page (default 100, max --mcp-max-rows)"`
+	MaxMessages int    `json:"max_messages,omitempty" default:"100" clamp:"rows" desc:"messages per page (max --mcp-max-rows)"`
 	Cursor      string `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 }
 
@@ -88,7 +88,7 @@ func getDialogTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
 			{Code: sdk.CodeInvalidParams, When: "a negative max_messages"},
-			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, an integer, or from another call_id"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, an integer, altered, or from another capture, tool or call_id"},
 			{Code: sdk.CodeInvalidParams, When: "one message larger than --mcp-max-response-bytes"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in getDialogIn) (GetDialog, error) {
@@ -114,14 +114,18 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 		return GetDialog{}, sdk.InvalidParams("unknown call_id %q (list_dialogs lists them)", in.CallID)
 	}
 	d.capture.Dialogs().MarkInProgress(&det.Summary, querier(d).CaptureEnd())
+	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "call_id", in.CallID)
+	if err != nil {
+		return GetDialog{}, err
+	}
 	start := 0
-	if in.Cursor != "" {
-		cur, err := query.ParseMessageCursor(in.Cursor)
+	if pos != "" {
+		cur, err := query.ParseMessageCursor(pos)
 		if err != nil {
 			return GetDialog{}, sdk.InvalidParams("%v", err)
 		}
 		if !cur.HasIndex || cur.CallID != in.CallID {
-			return GetDialog{}, sdk.InvalidParams("cursor %q is not a get_dialog cursor of call_id %q: pass next_cursor of the previous page", in.Cursor, in.CallID)
+			return GetDialog{}, sdk.InvalidParams("cursor is not a get_dialog cursor of call_id %q: pass next_cursor of the previous page", in.CallID)
 		}
 		start = cur.Index + 1
 	}
@@ -156,8 +160,9 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 			}
 			next := query.MessageCursor(det.CreatedAt, det.CallID, last-1)
 			if k == 0 {
-				next = in.Cursor
+				next = pos
 			}
+			next = c.Cursor(next)
 			g.NextCursor = &next
 		case retained < det.MsgCount:
 			g.TruncatedBy = truncatedByRetention

@@ -9,10 +9,10 @@ import (
 
 type listDialogsIn struct {
 	Filter           string   `json:"filter,omitempty" desc:"absent: all dialogs"`
-	Limit            int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50, max --mcp-max-rows)"`
+	Limit            int      `json:"limit,omitempty" default:"50" desc:"rows per page (max --mcp-max-rows)"`
 	Cursor           string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	Fields           []string `json:"fields,omitempty" desc:"row fields to keep; call_id always kept"`
-	MaxResponseBytes int      `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" desc:"answer byte cap; rows past it wait for next_cursor"`
+	MaxResponseBytes int      `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" min:"1" desc:"answer byte cap; rows past it wait for next_cursor"`
 }
 
 var _ = addTool(listDialogsTool)
@@ -26,7 +26,7 @@ func listDialogsTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this listing's: malformed, altered, or from another capture, tool or filter"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
 			{Code: sdk.CodeInvalidParams, When: "a negative max_response_bytes"},
 		},
@@ -36,6 +36,6 @@ func listDialogsTool(d *deps) sdk.Tool {
 			return DialogPage{}, err
 		}
 		return dialogPage(ctx, d, c, dialogPageArgs{filter: f, limit: in.Limit, cursor: in.Cursor,
-			fields: in.Fields, maxResponseBytes: in.MaxResponseBytes})
+			bind: []string{"filter", in.Filter}, fields: in.Fields, maxResponseBytes: in.MaxResponseBytes})
 	})
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 
 	"github.com/sipnab/sipnab/core/analysis"
@@ -17,10 +18,10 @@ const rtpStatsSchemaVersion = 1
 
 type rtpStatsIn struct {
 	CallID   string   `json:"call_id,omitempty" desc:"one call's streams and media diagnosis; absent: sweep all streams"`
-	MinMOS   *float64 `json:"min_mos,omitempty" desc:"sweep: grounded MOS at least this (ungrounded skipped, counted)"`
-	MaxMOS   *float64 `json:"max_mos,omitempty" desc:"sweep: grounded MOS at most this (ungrounded skipped, counted)"`
+	MinMOS   *float64 `json:"min_mos,omitempty" min:"1" max:"5" desc:"sweep: grounded MOS at least this (ungrounded skipped, counted)"`
+	MaxMOS   *float64 `json:"max_mos,omitempty" min:"1" max:"5" desc:"sweep: grounded MOS at most this (ungrounded skipped, counted)"`
 	Orphaned *bool    `json:"orphaned,omitempty" desc:"sweep: true only orphans, false only streams of a dialog"`
-	Limit    int      `json:"limit,omitempty" default:"50" desc:"sweep: rows per page (default 50)"`
+	Limit    int      `json:"limit,omitempty" default:"50" desc:"sweep: rows per page"`
 	Cursor   string   `json:"cursor,omitempty" desc:"sweep: next_cursor of the previous page"`
 }
 
@@ -55,7 +56,7 @@ func rtpStatsTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "orphaned, limit or cursor with call_id"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (no dialog and no stream)"},
 			{Code: sdk.CodeInvalidParams, When: "min_mos above max_mos"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this listing's: malformed, altered, or from another capture, tool or filter"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 		if in.CallID != "" {
@@ -106,6 +107,15 @@ func streamKey(s *media.StreamInfo) string {
 	return sdk.TimeCursor(s.FirstSeen, s.SSRC+"@"+s.Src+">"+s.Dst)
 }
 
+// optText is an optional argument's value as a cursor binds it: "" when
+// absent.
+func optText[T any](v *T) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(*v)
+}
+
 // envelopeReserve is room kept for the page envelope when rows are trimmed
 // to the response ceiling.
 const envelopeReserve = 2048
@@ -114,9 +124,15 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	if in.MinMOS != nil && in.MaxMOS != nil && *in.MinMOS > *in.MaxMOS {
 		return RTPStats{}, sdk.InvalidParams("min_mos %g is above max_mos %g: no stream can match", *in.MinMOS, *in.MaxMOS)
 	}
+	src := sourceState(d.capture.Status())
+	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance,
+		"min_mos", optText(in.MinMOS), "max_mos", optText(in.MaxMOS), "orphaned", optText(in.Orphaned))
+	if err != nil {
+		return RTPStats{}, err
+	}
 	after := ""
-	if in.Cursor != "" {
-		cur, err := sdk.ParseCursor(in.Cursor)
+	if pos != "" {
+		cur, err := sdk.ParseCursor(pos)
 		if err != nil {
 			return RTPStats{}, err
 		}
@@ -131,7 +147,6 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	limit := c.Limit(in.Limit)
 	bounded := in.MinMOS != nil || in.MaxMOS != nil
 
-	src := sourceState(d.capture.Status())
 	all := mediaOf(d.capture).All()
 	type row struct {
 		key string
@@ -182,11 +197,13 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	}
 	last := next
 	if last == "" {
-		last = in.Cursor
+		last = pos
 	}
+	last = c.Cursor(last)
 	if !more {
 		next = ""
 	}
+	next = c.Cursor(next)
 	out.Page = sdk.NewPage(len(out.Streams), len(matched), more, next, src, rtpStatsSchemaVersion)
 	out.Page.ResumeAt(src, last)
 	return out, nil

@@ -29,8 +29,8 @@ const (
 
 type awaitConditionIn struct {
 	Filter         string `json:"filter" desc:"the condition to wait for"`
-	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"30" desc:"seconds to wait (default 30, at most --mcp-max-wait-seconds); 0 looks once"`
-	PollIntervalMS *int   `json:"poll_interval_ms,omitempty" default:"500" desc:"milliseconds between looks (default 500, at least 100)"`
+	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"30" min:"0" desc:"seconds to wait (at most --mcp-max-wait-seconds); 0 looks once"`
+	PollIntervalMS *int   `json:"poll_interval_ms,omitempty" default:"500" min:"0" desc:"milliseconds between looks (under 100 is 100)"`
 }
 
 // AwaitCondition is await_condition's answer. A passed deadline is a

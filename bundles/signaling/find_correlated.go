@@ -17,7 +17,7 @@ const findCorrelatedSchemaVersion = 1
 
 type findCorrelatedIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned (default 50)"`
+	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned"`
 }
 
 // CorrelatedLeg is one other leg of the call.

@@ -14,7 +14,7 @@ const getCallTreeSchemaVersion = 1
 
 type getCallTreeIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned, root included (default 50)"`
+	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned, root included"`
 }
 
 // CallTreeLeg is one leg of a call tree.

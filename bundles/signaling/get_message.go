@@ -17,7 +17,7 @@ const getMessageSchemaVersion = 1
 
 type getMessageIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Index  int    `json:"index" desc:"message index, from 0 (get_dialog messages[].index)"`
+	Index  int    `json:"index" min:"0" desc:"message index, from 0 (get_dialog messages[].index)"`
 }
 
 // MessageCSeq is a message's CSeq.

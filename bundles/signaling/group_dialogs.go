@@ -19,7 +19,7 @@ type groupDialogsIn struct {
 	By      string   `json:"by" desc:"state, response_code, method, from.user, to.user, ua, src.ip, dst.ip, rtp.codec, to_domain, hour (UTC), next_hop (ip:port the opening request was last sent to)"`
 	Metrics []string `json:"metrics,omitempty" default:"all eight" desc:"subset of count, asr, ner, acd, pdd_p50, pdd_p95, mos_p10, retransmit_rate (default all)"`
 	Filter  string   `json:"filter,omitempty" desc:"absent: all dialogs"`
-	TopN    int      `json:"top_n,omitempty" default:"50" desc:"largest groups kept (default 50)"`
+	TopN    int      `json:"top_n,omitempty" default:"50" min:"1" desc:"largest groups kept"`
 }
 
 // GroupPopulation is what a group's metrics were computed over.

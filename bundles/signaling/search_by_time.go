@@ -17,7 +17,7 @@ type searchByTimeIn struct {
 	Start  string   `json:"start" desc:"window start, RFC 3339, inclusive"`
 	End    string   `json:"end,omitempty" default:"no end" desc:"window end, RFC 3339, exclusive, after start (default: no end)"`
 	Filter string   `json:"filter,omitempty" desc:"absent: all dialogs in the window"`
-	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50)"`
+	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (max --mcp-max-rows)"`
 	Cursor string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
 }
@@ -61,7 +61,7 @@ func searchByTimeTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "end not after start"},
 			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this listing's: malformed, altered, or from another capture, tool or filter"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in searchByTimeIn) (SearchByTime, error) {
@@ -86,9 +86,14 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 	if in.Limit < 0 {
 		return SearchByTime{}, sdk.InvalidParams("limit %d: want a positive number, or omit it for %d", in.Limit, sdk.DefaultLimit)
 	}
+	src := sourceState(d.capture.Status())
+	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "start", in.Start, "end", in.End, "filter", in.Filter)
+	if err != nil {
+		return SearchByTime{}, err
+	}
 	var after *query.Cursor
-	if in.Cursor != "" {
-		cur, err := query.ParseDialogCursor(in.Cursor)
+	if pos != "" {
+		cur, err := query.ParseDialogCursor(pos)
 		if err != nil {
 			return SearchByTime{}, sdk.InvalidParams("%v", err)
 		}
@@ -102,7 +107,6 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 	if err != nil {
 		return SearchByTime{}, err
 	}
-	src := sourceState(d.capture.Status())
 	limit := c.Limit(in.Limit)
 	p, err := q.Window(ctx, query.WindowOptions{Start: start, End: end, Filter: f, After: after, Limit: limit})
 	if err != nil {
@@ -114,11 +118,12 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 		out.Dialogs[i] = TimeRow{CallID: r.CallID, CreatedAt: r.CreatedAt, State: r.State, FinalStatusCode: r.FinalStatusCode,
 			Ended: r.Ended, DurationToCaptureEndMs: r.DurationToCaptureEndMs}
 	}
-	last := in.Cursor
+	last := pos
 	if len(p.Rows) > 0 {
 		r := &p.Rows[len(p.Rows)-1]
 		last = query.DialogCursor(r.CreatedAt, r.CallID)
 	}
+	last = c.Cursor(last)
 	next := ""
 	if p.More && len(p.Rows) > 0 {
 		next = last

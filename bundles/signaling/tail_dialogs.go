@@ -13,7 +13,7 @@ const tailDialogsSchemaVersion = 1
 
 type tailDialogsIn struct {
 	Cursor string   `json:"cursor,omitempty" default:"the oldest change" desc:"next_cursor of the previous call; absent: from the oldest change"`
-	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50)"`
+	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (max --mcp-max-rows)"`
 	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
 }
 
@@ -49,7 +49,7 @@ func tailDialogsTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, altered, or from another capture or tool"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in tailDialogsIn) (TailDialogs, error) {
@@ -61,9 +61,14 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 	if in.Limit < 0 {
 		return TailDialogs{}, sdk.InvalidParams("limit %d: want a positive number, or omit it for %d", in.Limit, sdk.DefaultLimit)
 	}
+	src := sourceState(d.capture.Status())
+	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance)
+	if err != nil {
+		return TailDialogs{}, err
+	}
 	var after *query.Cursor
-	if in.Cursor != "" {
-		cur, err := query.ParseDialogCursor(in.Cursor)
+	if pos != "" {
+		cur, err := query.ParseDialogCursor(pos)
 		if err != nil {
 			return TailDialogs{}, sdk.InvalidParams("%v", err)
 		}
@@ -72,7 +77,6 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 	if err := c.Project("dialogs", in.Fields, sdk.FieldNames[dialog.Summary]()); err != nil {
 		return TailDialogs{}, err
 	}
-	src := sourceState(d.capture.Status())
 	p, err := storeQuerier(d).List(ctx, query.ListOptions{Order: dialog.ByUpdated, After: after, Limit: c.Limit(in.Limit)})
 	if err != nil {
 		return TailDialogs{}, err
@@ -86,10 +90,10 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 	switch {
 	case len(p.Rows) > 0:
 		last := &p.Rows[len(p.Rows)-1]
-		next := query.DialogCursor(last.UpdatedAt, last.CallID)
+		next := c.Cursor(query.DialogCursor(last.UpdatedAt, last.CallID))
 		out.NextCursor = &next
-	case in.Cursor != "":
-		next := in.Cursor
+	case pos != "":
+		next := c.Cursor(pos)
 		out.NextCursor = &next
 	}
 	// The page envelope's rule for truncated: true when more rows wait,

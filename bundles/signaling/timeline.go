@@ -21,7 +21,7 @@ const timelineSchemaVersion = 1
 const defaultBucketSeconds = 60
 
 type timelineIn struct {
-	BucketSeconds *int64 `json:"bucket_seconds,omitempty" default:"60" desc:"bucket width in seconds, 1 to 31622400 (default 60)"`
+	BucketSeconds *int64 `json:"bucket_seconds,omitempty" default:"60" min:"1" max:"31622400" desc:"bucket width in seconds"`
 }
 
 // TimelineBucket is one bucket of the histogram.

@@ -9,7 +9,7 @@ import (
 
 type validateMessageIn struct {
 	CallID          string `json:"call_id" desc:"Call-ID, verbatim"`
-	Index           int    `json:"index" desc:"index of the message within the Call-ID (as get_dialog numbers them)"`
+	Index           int    `json:"index" min:"0" desc:"index of the message within the Call-ID (as get_dialog numbers them)"`
 	SuppressionFile string `json:"suppression_file,omitempty" default:".sipnablint beside the capture" desc:"suppression list in the file root (needs --mcp-file-root); default: .sipnablint beside the capture"`
 }
 
