@@ -298,7 +298,26 @@ func callReq(name string, args map[string]any) mcp.CallToolRequest {
 	return r
 }
 
-func mustMarshalErr(err error) []byte {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": -32603, "message": err.Error()}})
-	return b
+// refusalOf reads a tool execution error (a result with isError): the
+// code of its structured body and its text block; "" when m is no such
+// result. It checks the body's message is the text block.
+func refusalOf(t *testing.T, m map[string]any) (kind, text string) {
+	t.Helper()
+	res, _ := m["result"].(map[string]any)
+	if res == nil || res["isError"] != true {
+		return "", ""
+	}
+	content, _ := res["content"].([]any)
+	if len(content) != 1 {
+		t.Errorf("isError result of %d blocks, want 1: %v", len(content), res)
+		return "", ""
+	}
+	text, _ = content[0].(map[string]any)["text"].(string)
+	sc, _ := res["structuredContent"].(map[string]any)
+	body, _ := sc["error"].(map[string]any)
+	if body == nil || body["message"] != text {
+		t.Errorf("structuredContent %v: want {error:{code,message}} with the text block %q", sc, text)
+	}
+	kind, _ = body["code"].(string)
+	return kind, text
 }

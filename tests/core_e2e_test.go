@@ -67,6 +67,37 @@ type toolResult struct {
 	Request, Response []byte `json:"-"`
 }
 
+// toolRefusal is the structured body of a tool execution error
+// (docs/mcp-protocol.md, "Errors").
+type toolRefusal struct {
+	Code     string   `json:"code"`
+	Message  string   `json:"message"`
+	Argument string   `json:"argument"`
+	Position *int     `json:"position"`
+	Valid    []string `json:"valid"`
+}
+
+// refused returns r's tool execution error (isError, its structured
+// body), nil when r is none; it fails t unless the one text block is the
+// body's message.
+func (r toolResult) refused(t *testing.T) *toolRefusal {
+	t.Helper()
+	if r.Err != nil || !r.IsError {
+		return nil
+	}
+	var sc struct {
+		Error *toolRefusal `json:"error"`
+	}
+	if err := json.Unmarshal(r.StructuredContent, &sc); err != nil || sc.Error == nil || sc.Error.Code == "" {
+		t.Errorf("isError without a structured {error:{code,message}} body: %s", r.Response)
+		return &toolRefusal{}
+	}
+	if len(r.Content) != 1 || r.Content[0].Text != sc.Error.Message {
+		t.Errorf("isError text %v differs from its body's message %q", r.texts(), sc.Error.Message)
+	}
+	return sc.Error
+}
+
 // texts returns the text of every content block.
 func (r toolResult) texts() []string {
 	var out []string
@@ -816,8 +847,11 @@ func TestCoreGoldenTranscriptsE2E(t *testing.T) {
 			r := s.on(t).call(tc.tool, tc.args)
 			coreGolden(t, tc.golden, transcript(t, r))
 			if r.Err != nil {
-				if r.Err.Code != sdk.CodeInvalidParams {
-					t.Errorf("error code %d, want %d", r.Err.Code, sdk.CodeInvalidParams)
+				t.Fatalf("JSON-RPC error %+v", r.Err)
+			}
+			if r.IsError {
+				if rf := r.refused(t); rf.Code != "unknown_id" || rf.Argument != "call_id" {
+					t.Errorf("refusal %+v, want unknown_id naming call_id", rf)
 				}
 				return
 			}
