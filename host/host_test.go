@@ -297,10 +297,16 @@ func TestCentralExitOverStdio(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := s.tool(tc.tool, tc.args)
 			code, msg := errCode(m)
-			kind, text := refusalOf(t, m)
+			kind, text, in := refusalOfIn(t, m)
 			if tc.wantCode == 0 {
 				if code != 0 || kind != tc.wantKind || !strings.Contains(text, tc.wantMsg) {
 					t.Errorf("got error %d %q, result %s %q; want isError %s containing %q", code, msg, kind, text, tc.wantKind, tc.wantMsg)
+				}
+				// The tool advertises an outputSchema (--mcp-output-schemas):
+				// the body is in _meta, where no client checks it against
+				// the schema.
+				if in != "_meta" {
+					t.Errorf("error body in %s, want _meta beside an advertised outputSchema", in)
 				}
 				return
 			}
@@ -514,7 +520,7 @@ func TestUnwritableAuditRecordRefusesTheCall(t *testing.T) {
 	h := newMCPHost(hostOptions{log: newTestLogger(), reg: reg, selected: map[string]bool{"t_echo": true}, entries: []string{"full"},
 		limits: sdk.DefaultLimits(), audit: aud})
 	tool, _, _ := reg.Tool("t_echo")
-	_, err = h.handler(tool)(context.Background(), callReq("t_echo", map[string]any{"text": "x"}))
+	_, err = h.handler(tool, false)(context.Background(), callReq("t_echo", map[string]any{"text": "x"}))
 	if err == nil || !strings.Contains(err.Error(), "audit record could not be written") {
 		t.Fatalf("got %v, want refusal", err)
 	}

@@ -208,7 +208,8 @@ func newMCPHost(o hostOptions) *mcpHost {
 				continue // unselected tools are removed from the router
 			}
 			h.tools[t.Name] = t
-			h.srv.AddTool(t.Wire(o.outputSchemas), h.handler(t))
+			wire := t.Wire(o.outputSchemas)
+			h.srv.AddTool(wire, h.handler(t, wire.OutputSchema.Type != "" || len(wire.RawOutputSchema) > 0))
 		}
 		for _, p := range b.Prompts {
 			if !h.promptLoaded(p) {
@@ -257,7 +258,8 @@ func idString(id any) string {
 // the same text, {"error": body} as structuredContent; MCP 2025-11-25,
 // tools: error handling); a server fault is a JSON-RPC error, which mcp-go
 // answers -32603 with its text.
-func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
+// advertised says the tool's tools/list entry carries an outputSchema.
+func (h *mcpHost) handler(t sdk.Tool, advertised bool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		var id string
@@ -274,7 +276,7 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 				e := sdk.AsError(callErr)
 				msg = e.Message
 				if e.Refusal() {
-					res, callErr = refusalResult(e), nil
+					res, callErr = refusalResult(e, advertised), nil
 				}
 			} else if res != nil && res.IsError {
 				msg = "tool error result"
@@ -359,19 +361,29 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 	}
 }
 
+// errorMetaKey names the structured body of a tool execution error in the
+// result's _meta when the tool advertises an outputSchema.
+const errorMetaKey = "sipnab.dev/error"
+
 // refusalResult is a tool's refusal as a tool execution error: the message
 // as the text block, {"error": {code, message, argument?, position?,
 // valid?}} as structuredContent. An output schema describes a successful
-// result only: an isError result's structuredContent need not match it
-// (docs/mcp-protocol.md).
-func refusalResult(e *sdk.Error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		IsError: true,
-		Content: []mcp.Content{mcp.NewTextContent(e.Message)},
-		StructuredContent: struct {
-			Error sdk.ErrorBody `json:"error"`
-		}{e.Body()},
+// result only, but some clients validate an isError result's
+// structuredContent against it and fail the call; so a tool that
+// advertises one (advertised) carries the same body in _meta under
+// errorMetaKey instead, and no structuredContent (docs/mcp-protocol.md,
+// "Errors").
+func refusalResult(e *sdk.Error, advertised bool) *mcp.CallToolResult {
+	body := struct {
+		Error sdk.ErrorBody `json:"error"`
+	}{e.Body()}
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.NewTextContent(e.Message)}}
+	if advertised {
+		res.Meta = mcp.NewMetaFromMap(map[string]any{errorMetaKey: body})
+	} else {
+		res.StructuredContent = body
 	}
+	return res
 }
 
 // structured parses the first text block: structuredContent is attached only

@@ -37,6 +37,7 @@ type session interface {
 type callResult struct {
 	texts      []string
 	structured any
+	meta       map[string]any
 	isError    bool
 }
 
@@ -74,6 +75,9 @@ func (s mcpgoSession) result(ctx context.Context, name string, args map[string]a
 		return callResult{}, err
 	}
 	out := callResult{structured: r.StructuredContent, isError: r.IsError}
+	if r.Meta != nil {
+		out.meta = r.Meta.AdditionalFields
+	}
 	for _, c := range r.Content {
 		if tc, ok := c.(mcpgo.TextContent); ok {
 			out.texts = append(out.texts, tc.Text)
@@ -137,7 +141,7 @@ func (s gosdkSession) result(ctx context.Context, name string, args map[string]a
 	if err != nil {
 		return callResult{}, err
 	}
-	out := callResult{structured: r.StructuredContent, isError: r.IsError}
+	out := callResult{structured: r.StructuredContent, isError: r.IsError, meta: r.Meta}
 	for _, c := range r.Content {
 		if tc, ok := c.(*gosdk.TextContent); ok {
 			out.texts = append(out.texts, tc.Text)

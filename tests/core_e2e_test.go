@@ -60,9 +60,10 @@ type toolResult struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent"`
-	IsError           bool            `json:"isError"`
-	Err               *rpcError       `json:"-"`
+	StructuredContent json.RawMessage            `json:"structuredContent"`
+	Meta              map[string]json.RawMessage `json:"_meta"`
+	IsError           bool                       `json:"isError"`
+	Err               *rpcError                  `json:"-"`
 	// Request and Response are the two wire lines.
 	Request, Response []byte `json:"-"`
 }
@@ -78,8 +79,9 @@ type toolRefusal struct {
 }
 
 // refused returns r's tool execution error (isError, its structured
-// body), nil when r is none; it fails t unless the one text block is the
-// body's message.
+// body: structuredContent, or _meta's sipnab.dev/error beside an advertised
+// outputSchema), nil when r is none; it fails t unless the one text block
+// is the body's message.
 func (r toolResult) refused(t *testing.T) *toolRefusal {
 	t.Helper()
 	if r.Err != nil || !r.IsError {
@@ -88,7 +90,14 @@ func (r toolResult) refused(t *testing.T) *toolRefusal {
 	var sc struct {
 		Error *toolRefusal `json:"error"`
 	}
-	if err := json.Unmarshal(r.StructuredContent, &sc); err != nil || sc.Error == nil || sc.Error.Code == "" {
+	raw := r.StructuredContent
+	if m, ok := r.Meta["sipnab.dev/error"]; ok {
+		if len(raw) > 0 {
+			t.Errorf("error body in both structuredContent and _meta: %s", r.Response)
+		}
+		raw = m
+	}
+	if err := json.Unmarshal(raw, &sc); err != nil || sc.Error == nil || sc.Error.Code == "" {
 		t.Errorf("isError without a structured {error:{code,message}} body: %s", r.Response)
 		return &toolRefusal{}
 	}

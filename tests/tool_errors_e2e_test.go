@@ -71,14 +71,30 @@ func rpcCode(err error) int {
 // protocol version sipnab negotiates, with both client libraries over stdio
 // and HTTP, that each class of refusal (argument, missing argument, filter,
 // unknown id, gate, a value outside its valid set) is a tool execution
-// error: isError, the message as the one text block, and
-// structuredContent {"error": {code, message, argument?, position?,
-// valid?}} (MCP 2025-11-25, tools: error handling; docs/mcp-protocol.md).
-// The server advertises output schemas: an isError result's body need not
-// match them, and neither client rejects it. An unknown tool stays a
-// JSON-RPC error (-32602).
+// error: isError, the message as the one text block, and the body
+// {"error": {code, message, argument?, position?, valid?}} (MCP
+// 2025-11-25, tools: error handling; docs/mcp-protocol.md) as
+// structuredContent; with --mcp-output-schemas, beside an advertised
+// outputSchema, in _meta under sipnab.dev/error and no structuredContent
+// (a client that checks an error's structuredContent against the schema
+// would fail the call). An unknown tool stays a JSON-RPC error (-32602).
 func TestToolRefusalsReachTheModelAsResultsInEveryVersionE2E(t *testing.T) {
-	ways := connectorsFor(t, "e2e-errors-token-0123456789", "--mcp-output-schemas", "-I", sampleCapture())
+	for _, mode := range []struct {
+		name   string
+		args   []string
+		inMeta bool
+	}{
+		{"default", []string{"-I", sampleCapture()}, false},
+		{"output-schemas", []string{"--mcp-output-schemas", "-I", sampleCapture()}, true},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			ways := connectorsFor(t, "e2e-errors-token-0123456789", mode.args...)
+			checkToolRefusals(t, ways, mode.inMeta)
+		})
+	}
+}
+
+func checkToolRefusals(t *testing.T, ways map[string]func(t *testing.T, ctx context.Context, era string) session, inMeta bool) {
 	refusals := []struct {
 		class, tool string
 		args        map[string]any
@@ -112,7 +128,14 @@ func TestToolRefusalsReachTheModelAsResultsInEveryVersionE2E(t *testing.T) {
 					var body struct {
 						Error *toolRefusal `json:"error"`
 					}
-					b, _ := json.Marshal(r.structured)
+					carrier := r.structured
+					if inMeta {
+						if r.structured != nil {
+							t.Errorf("%s: structuredContent %v beside an advertised outputSchema", rc.class, r.structured)
+						}
+						carrier = r.meta["sipnab.dev/error"]
+					}
+					b, _ := json.Marshal(carrier)
 					_ = json.Unmarshal(b, &body)
 					switch {
 					case !r.isError || body.Error == nil:
