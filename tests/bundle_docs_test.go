@@ -146,7 +146,7 @@ func toolSection(t sdk.Tool) string {
 		b.WriteString("\n")
 	}
 
-	b.WriteString("Refusals (`isError`: a tool execution error with `structuredContent.error`; a number: a JSON-RPC error; see docs/mcp-protocol.md):\n\n")
+	b.WriteString("Refusals (`isError`: a tool execution error with a structured error body; a number: a JSON-RPC error; docs/mcp-protocol.md, Errors):\n\n")
 	generic := "arguments that fail the input schema (a required argument missing, a wrong type, a value outside its enum)"
 	if t.StrictArgs {
 		generic += ", or an argument the tool does not name"
