@@ -203,7 +203,9 @@ func (h *mcpHost) admit(ctx context.Context, c caller, sessionID, metadataURL st
 		t := &ticket{contents: contents}
 		return h.withTicket(msg, t), t, nil
 	}
-	t, err := h.admitCall(c, req.Params.Name, string(req.ID), req.Params.Arguments)
+	var id any
+	_ = json.Unmarshal(req.ID, &id)
+	t, err := h.admitCall(c, req.Params.Name, idString(id), req.Params.Arguments)
 	if err != nil {
 		e := sdk.AsError(err)
 		r := refuse(e.Code, "%s", e.Message)

@@ -160,6 +160,9 @@ func TestReadScopeRefusesWriteToolsOverHTTP(t *testing.T) {
 		}
 		callers = append(callers, r.Caller)
 		outcomes = append(outcomes, r.Outcome)
+		if r.ID != "2" {
+			t.Errorf("record %+v: id %q, want the request's id 2", r, r.ID)
+		}
 	}
 	wantCallers := []string{
 		"peer 127.0.0.1 bearer-verified scope=read token=agent-read",
