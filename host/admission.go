@@ -189,7 +189,7 @@ func (h *mcpHost) admit(ctx context.Context, c caller, sessionID, metadataURL st
 		}
 		return msg, nil, nil
 	case string(mcp.MethodResourcesRead):
-		msg = h.res.rewriteRequest(msg)
+		msg = h.res.canonicalRead(msg)
 		var canon request
 		_ = json.Unmarshal(msg, &canon)
 		if _, _, ok := h.res.lookup(canon.Params.URI); !ok {

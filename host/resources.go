@@ -177,7 +177,7 @@ func (rh *resourceHost) register(reg *sdk.Registry, selected map[string]bool) {
 }
 
 // requestedMetaKey carries, in a rewritten resources/read, the URI the
-// client sent (see rewriteRequest).
+// client sent (see canonicalRead).
 const requestedMetaKey = "sipnab.dev/requested-uri"
 
 func requestedURI(req mcp.ReadResourceRequest) string {
@@ -261,13 +261,14 @@ func pctEncode(v string) string {
 	return b.String()
 }
 
-// rewriteRequest lets a resources/read name a raw value: mcp-go routes a
-// read by RFC 6570 matching only, so a URI that matches no template but
-// resolves as a raw value (sipnab://live/dialogs/abc@host) is rewritten to
-// its encoded form before mcp-go sees it, the client's URI kept in _meta so
-// the answer names the URI the client asked for. Any other message passes
-// unchanged.
-func (rh *resourceHost) rewriteRequest(msg []byte) []byte {
+// canonicalRead lets a resources/read name a raw value: mcp-go routes a
+// read by RFC 6570 matching only, so the incoming request (decoded and
+// encoded again as JSON, never matched as bytes) of a URI that matches no
+// template but resolves as a raw value (sipnab://live/dialogs/abc@host)
+// names its encoded form before mcp-go sees it, the client's URI kept in
+// _meta so the answer names the URI the client asked for. Any other message
+// passes unchanged.
+func (rh *resourceHost) canonicalRead(msg []byte) []byte {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(msg, &m) != nil {
 		return msg
