@@ -46,8 +46,8 @@ func guardServer(t *testing.T, max int, h http.Handler) (*connGuard, string) {
 	return g, ln.Addr().String()
 }
 
-// request sends one HTTP/1.1 request on c and reads the response.
-func request(t *testing.T, c net.Conn, br *bufio.Reader) *http.Response {
+// guardRequest sends one HTTP/1.1 request on c and reads the response.
+func guardRequest(t *testing.T, c net.Conn, br *bufio.Reader) *http.Response {
 	t.Helper()
 	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
@@ -94,14 +94,14 @@ func TestConnGuardClosesTheIdlestAtTheCap(t *testing.T) {
 		return c
 	}
 	idle := dial()
-	request(t, idle, bufio.NewReader(idle)) // now idle between requests
+	guardRequest(t, idle, bufio.NewReader(idle)) // now idle between requests
 	busy := dial()
 	fmt.Fprintf(busy, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
 	waitOpen(t, g, 2)
 	time.Sleep(50 * time.Millisecond) // let the busy request reach its handler (StateActive)
 
 	newcomer := dial()
-	if resp := request(t, newcomer, bufio.NewReader(newcomer)); resp.StatusCode != 200 {
+	if resp := guardRequest(t, newcomer, bufio.NewReader(newcomer)); resp.StatusCode != 200 {
 		t.Fatalf("newcomer got %d", resp.StatusCode)
 	}
 	if g.evicted.Load() != 1 || g.refused.Load() != 0 {

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,6 +82,11 @@ type mcpHost struct {
 
 	ids sync.Map // request context → JSON-RPC id
 
+	// tools are the selected tools by name (admission's view).
+	tools map[string]sdk.Tool
+	// admitted holds the tickets of admitted requests (admission.go).
+	admitted *tickets
+
 	res          *resourceHost
 	subscribable bool
 }
@@ -119,7 +122,8 @@ const noSourceInstructions = " No source is attached: capture_status answers sou
 
 func newMCPHost(o hostOptions) *mcpHost {
 	h := &mcpHost{log: o.log, reg: o.reg, selected: o.selected, limits: o.limits, outputSchemas: o.outputSchemas,
-		audit: o.audit, maxConcurrent: int64(o.maxConcurrent), callTimeout: o.callTimeout}
+		audit: o.audit, maxConcurrent: int64(o.maxConcurrent), callTimeout: o.callTimeout,
+		tools: map[string]sdk.Tool{}, admitted: &tickets{}}
 	if h.callTimeout <= 0 {
 		h.callTimeout = defaultCallTimeoutSeconds * time.Second
 	}
@@ -174,15 +178,12 @@ func newMCPHost(o hostOptions) *mcpHost {
 	if filters {
 		h.res.hostTemplates = append(h.res.hostTemplates, referenceResourceTemplate(th))
 	}
+	h.res.admitted = h.admitted
 	if o.files.Enabled() {
 		h.res.hostTemplates = append(h.res.hostTemplates, fileResourceTemplate(o.files))
 	}
 	subscribable, completes := h.res.collect(o.reg, o.selected)
 	h.subscribable = subscribable
-	hooks.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {
-		raw, _ := message.(json.RawMessage)
-		return h.res.checkSubscribe(ctx, raw)
-	})
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		h.res.subscribe(ctx, req.Params.URI)
 	})
@@ -229,7 +230,9 @@ func newMCPHost(o hostOptions) *mcpHost {
 			if !o.selected[t.Name] {
 				continue // unselected tools are removed from the router
 			}
-			h.srv.AddTool(t.Wire(o.outputSchemas), h.handler(t))
+			h.tools[t.Name] = t
+			wire := t.Wire(o.outputSchemas)
+			h.srv.AddTool(wire, h.handler(t, wire.OutputSchema.Type != "" || len(wire.RawOutputSchema) > 0))
 		}
 		for _, p := range b.Prompts {
 			if !h.promptLoaded(p) {
@@ -269,11 +272,17 @@ func idString(id any) string {
 	}
 }
 
-// handler is the central exit every tool call leaves through: guards, scope
-// check, input validation, the tool, the response cap, structuredContent
-// parsed from the text block, the provenance note last, the audit record.
-func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
-	readOnly := t.Annotations.Effect == sdk.ReadOnly
+// handler is the central exit every tool call leaves through: its
+// admission ticket (scope, rate and concurrency were checked in front of
+// mcp-go, admission.go), input validation, the tool, the response cap,
+// structuredContent parsed from the text block, the provenance note last,
+// the audit record. A refusal (sdk.Error.Refusal: argument, filter,
+// unknown id, gate) is a tool execution error the model reads (isError,
+// the same text, {"error": body} as structuredContent; MCP 2025-11-25,
+// tools: error handling); a server fault is a JSON-RPC error, which mcp-go
+// answers -32603 with its text.
+// advertised says the tool's tools/list entry carries an outputSchema.
+func (h *mcpHost) handler(t sdk.Tool, advertised bool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		var id string
@@ -287,31 +296,39 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 		finish := func(outcome string, res *mcp.CallToolResult, callErr error) (*mcp.CallToolResult, error) {
 			msg := ""
 			if callErr != nil {
-				msg = sdk.AsError(callErr).Message
+				e := sdk.AsError(callErr)
+				msg = e.Message
+				if e.Refusal() {
+					res, callErr = refusalResult(e, advertised), nil
+				}
 			} else if res != nil && res.IsError {
 				msg = "tool error result"
 			}
 			if err := h.audit.record(t.Name, id, c.label, outcome, time.Since(start), argLine, msg); err != nil {
 				h.log.Error("audit record not written; call refused", "tool", t.Name, "error", err)
-				return nil, wireError(sdk.Internal("call refused: its audit record could not be written"))
+				return nil, sdk.Internal("call refused: its audit record could not be written")
 			}
 			if callErr != nil {
-				return nil, wireError(callErr)
+				return nil, sdk.AsError(callErr)
 			}
 			return res, nil
 		}
 
-		// Guards: refuse, never queue. The concurrency slot is released
-		// when the tool really returns (runWithDeadline), not when the call
-		// is answered: a call abandoned at its deadline keeps its slot.
-		release := func() {}
-		if h.maxConcurrent > 0 {
-			if n := h.inFlight.Add(1); n > h.maxConcurrent {
-				h.inFlight.Add(-1)
-				h.capRefused.Add(1)
-				return finish(outcomeRefused, nil, sdk.Unavailable("at capacity: %d calls in flight (--mcp-max-concurrent); retry shortly", h.maxConcurrent))
+		// The ticket holds the call's concurrency slot, released when the
+		// tool really returns (runWithDeadline), not when the call is
+		// answered: a call abandoned at its deadline keeps its slot. A
+		// call that did not pass the front (an in-process caller) is
+		// admitted here.
+		tk := h.admitted.take(req.Params.Meta)
+		if tk == nil {
+			var err error
+			if tk, err = h.admitCall(c, t.Name, id, args); err != nil {
+				return nil, err
 			}
-			release = func() { h.inFlight.Add(-1) }
+		}
+		release := func() {}
+		if tk != nil && tk.release != nil {
+			release = tk.release
 		}
 		handedOff := false
 		defer func() {
@@ -319,12 +336,6 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 				release()
 			}
 		}()
-		if !h.rate.Allow(c.peer) {
-			return finish(outcomeRefused, nil, sdk.Unavailable("rate limited (%d refused since start); retry shortly", h.rate.Refused()))
-		}
-		if c.scope == scopeRead && !readOnly {
-			return finish(outcomeRefused, nil, sdk.InvalidParams("tool %s changes state and this token's scope is read", t.Name))
-		}
 
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			token := req.Params.Meta.ProgressToken
@@ -352,7 +363,7 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 			total += len(b)
 		}
 		if total > h.limits.MaxResponseBytes {
-			return finish(outcomeToolError, nil, sdk.InvalidParams(
+			return finish(outcomeToolError, nil, sdk.Refuse(sdk.KindTooLarge, "",
 				"answer of %d bytes exceeds --mcp-max-response-bytes (%d); lower limit, use fields or page with cursor", total, h.limits.MaxResponseBytes))
 		}
 		res := &mcp.CallToolResult{IsError: reply.IsError}
@@ -373,6 +384,31 @@ func (h *mcpHost) handler(t sdk.Tool) server.ToolHandlerFunc {
 	}
 }
 
+// errorMetaKey names the structured body of a tool execution error in the
+// result's _meta when the tool advertises an outputSchema.
+const errorMetaKey = "sipnab.dev/error"
+
+// refusalResult is a tool's refusal as a tool execution error: the message
+// as the text block, {"error": {code, message, argument?, position?,
+// valid?}} as structuredContent. An output schema describes a successful
+// result only, but some clients validate an isError result's
+// structuredContent against it and fail the call; so a tool that
+// advertises one (advertised) carries the same body in _meta under
+// errorMetaKey instead, and no structuredContent (docs/mcp-protocol.md,
+// "Errors").
+func refusalResult(e *sdk.Error, advertised bool) *mcp.CallToolResult {
+	body := struct {
+		Error sdk.ErrorBody `json:"error"`
+	}{e.Body()}
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.NewTextContent(e.Message)}}
+	if advertised {
+		res.Meta = mcp.NewMetaFromMap(map[string]any{errorMetaKey: body})
+	} else {
+		res.StructuredContent = body
+	}
+	return res
+}
+
 // structured parses the first text block: structuredContent is attached only
 // when it is a JSON object, and is that very text (no second
 // serialization). The caller attaches none to a document (Reply.Document:
@@ -386,34 +422,11 @@ func structured(text string) (json.RawMessage, bool) {
 	return json.RawMessage(b), true
 }
 
-// mcp-go answers every handler error with -32603 (and a refusal from a
-// request hook with -32600). The host marks the real
-// code inside the message and the transports rewrite it on the way out (see
-// codeRewriter): a tool's -32602 and the guards' -32000 reach the client.
-const codeMark = "\x1esipnab:"
-
-var codeMarkRE = regexp.MustCompile(`"code":-?[0-9]+,"message":"\\u001esipnab:(-?[0-9]+)\\u001e`)
-
-func wireError(err error) error {
-	e := sdk.AsError(err)
-	return errors.New(codeMark + strconv.Itoa(e.Code) + "\x1e" + e.Message)
-}
-
-// rewriteCodes restores the marked JSON-RPC error codes in a wire message.
-func rewriteCodes(b []byte) []byte {
-	if !bytes.Contains(b, []byte(`\u001esipnab:`)) {
-		return b
-	}
-	return codeMarkRE.ReplaceAll(b, []byte(`"code":$1,"message":"`))
-}
-
-// invokeSafely runs a tool, turning a panic into an internal error so the
-// call is still answered and audited.
 // defaultCallTimeoutSeconds is --mcp-call-timeout's default: above the
 // default --mcp-max-wait-seconds (60) with room for a sweep's answer.
 const defaultCallTimeoutSeconds = 120
 
-// runWithDeadline runs the tool under the call's deadline (issue 12 §2):
+// runWithDeadline runs the tool under the call's deadline (--mcp-call-timeout):
 // its context ends at h.callTimeout, and if the tool has not returned by
 // then the call is answered at once (-32603, audit outcome timed_out)
 // instead of waiting for a tool blocked where a context cannot reach. The
@@ -450,6 +463,8 @@ func (h *mcpHost) runWithDeadline(ctx context.Context, t sdk.Tool, args json.Raw
 	}
 }
 
+// invokeSafely runs a tool, turning a panic into an internal error so the
+// call is still answered and audited.
 func invokeSafely(ctx context.Context, t sdk.Tool, args json.RawMessage, limits sdk.Limits) (r sdk.Reply, err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -61,7 +61,7 @@ func ParseCursor(s string) (Cursor, error) {
 	ts, rest, hasKey := strings.Cut(s, "|")
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {
-		return c, InvalidParams("invalid cursor %q: want the next_cursor of an earlier page", s)
+		return c, Refuse(KindInvalidCursor, "cursor", "invalid cursor %q: want the next_cursor of an earlier page", s)
 	}
 	c.Time = t
 	if !hasKey {

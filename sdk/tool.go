@@ -119,7 +119,8 @@ type Descriptor struct {
 	// ReplyText fails the call with an internal error.
 	Renders bool
 	// Refusals document when the tool refuses a call, beyond arguments that
-	// fail its input schema (which every tool refuses with -32602).
+	// fail its input schema (which every tool refuses, as a tool execution
+	// error).
 	// Documentation only: the per-bundle pages in docs/bundles list them;
 	// they are not sent.
 	Refusals []Refusal
@@ -127,8 +128,9 @@ type Descriptor struct {
 
 // Refusal is one documented way a tool refuses a call.
 type Refusal struct {
-	// Code is the JSON-RPC error code (CodeInvalidParams, CodeInternal,
-	// CodeUnavailable).
+	// Code is the error's code: CodeInvalidParams for a refusal (answered
+	// as a tool execution error, isError), CodeInternal or CodeUnavailable
+	// for a JSON-RPC error.
 	Code int
 	// When says what the caller did, e.g. "unknown call_id".
 	When string

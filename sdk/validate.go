@@ -120,14 +120,14 @@ func (vd validator) value(s *Schema, v any, path string) error {
 		}
 		if !ok {
 			if got == "number" && slices.Contains(s.Type, "integer") {
-				return InvalidParams("%s: want an integer, got %v", name, v)
+				return Refuse(KindInvalidArgument, path, "%s: want an integer, got %v", name, v)
 			}
-			return InvalidParams("%s: want %s, got %s", name, strings.Join(s.Type, " or "), got)
+			return Refuse(KindInvalidArgument, path, "%s: want %s, got %s", name, strings.Join(s.Type, " or "), got)
 		}
 	}
 	if len(s.Enum) > 0 {
 		if str, isStr := v.(string); isStr && !slices.Contains(s.Enum, str) {
-			return InvalidParams("%s: %q is not one of %s", name, str, strings.Join(s.Enum, ", "))
+			return Refuse(KindInvalidArgument, path, "%s: %q is not one of %s", name, str, strings.Join(s.Enum, ", ")).Accepting(s.Enum)
 		}
 	}
 	switch val := v.(type) {
@@ -156,7 +156,7 @@ func (vd validator) value(s *Schema, v any, path string) error {
 		}
 		for _, r := range s.Required {
 			if _, ok := val[r]; !ok {
-				return InvalidParams("missing required argument %q", join(path, r))
+				return Refuse(KindMissingArgument, join(path, r), "missing required argument %q", join(path, r))
 			}
 		}
 		for _, p := range s.Properties {

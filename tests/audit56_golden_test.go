@@ -121,12 +121,13 @@ func TestAudit56GoldenTranscriptsE2E(t *testing.T) {
 			audit56Golden(t, tc.golden+".json", got)
 
 			if tc.shape == refused {
-				if r.Err == nil || r.Err.Code != sdk.CodeInvalidParams {
-					t.Fatalf("got %+v %s, want a -32602 refusal", r.Err, r.Response)
+				rf := r.refused(t)
+				if rf == nil {
+					t.Fatalf("got %+v %s, want a tool execution error", r.Err, r.Response)
 				}
 				for _, w := range tc.want {
-					if !strings.Contains(r.Err.Message, w) {
-						t.Errorf("refusal %q does not name %q", r.Err.Message, w)
+					if !strings.Contains(rf.Message, w) {
+						t.Errorf("refusal %q does not name %q", rf.Message, w)
 					}
 				}
 				return

@@ -62,11 +62,51 @@ type toolResult struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent"`
-	IsError           bool            `json:"isError"`
-	Err               *rpcError       `json:"-"`
+	StructuredContent json.RawMessage            `json:"structuredContent"`
+	Meta              map[string]json.RawMessage `json:"_meta"`
+	IsError           bool                       `json:"isError"`
+	Err               *rpcError                  `json:"-"`
 	// Request and Response are the two wire lines.
 	Request, Response []byte `json:"-"`
+}
+
+// toolRefusal is the structured body of a tool execution error
+// (docs/mcp-protocol.md, "Errors").
+type toolRefusal struct {
+	Code     string   `json:"code"`
+	Message  string   `json:"message"`
+	Argument string   `json:"argument"`
+	Position *int     `json:"position"`
+	Valid    []string `json:"valid"`
+}
+
+// refused returns r's tool execution error (isError, its structured
+// body: structuredContent, or _meta's sipnab.dev/error beside an advertised
+// outputSchema), nil when r is none; it fails t unless the one text block
+// is the body's message.
+func (r toolResult) refused(t *testing.T) *toolRefusal {
+	t.Helper()
+	if r.Err != nil || !r.IsError {
+		return nil
+	}
+	var sc struct {
+		Error *toolRefusal `json:"error"`
+	}
+	raw := r.StructuredContent
+	if m, ok := r.Meta["sipnab.dev/error"]; ok {
+		if len(raw) > 0 {
+			t.Errorf("error body in both structuredContent and _meta: %s", r.Response)
+		}
+		raw = m
+	}
+	if err := json.Unmarshal(raw, &sc); err != nil || sc.Error == nil || sc.Error.Code == "" {
+		t.Errorf("isError without a structured {error:{code,message}} body: %s", r.Response)
+		return &toolRefusal{}
+	}
+	if len(r.Content) != 1 || r.Content[0].Text != sc.Error.Message {
+		t.Errorf("isError text %v differs from its body's message %q", r.texts(), sc.Error.Message)
+	}
+	return sc.Error
 }
 
 // texts returns the text of every content block.
@@ -829,8 +869,11 @@ func TestCoreGoldenTranscriptsE2E(t *testing.T) {
 			r := s.on(t).call(tc.tool, tc.args)
 			coreGolden(t, tc.golden, transcript(t, r))
 			if r.Err != nil {
-				if r.Err.Code != sdk.CodeInvalidParams {
-					t.Errorf("error code %d, want %d", r.Err.Code, sdk.CodeInvalidParams)
+				t.Fatalf("JSON-RPC error %+v", r.Err)
+			}
+			if r.IsError {
+				if rf := r.refused(t); rf.Code != "unknown_id" || rf.Argument != "call_id" {
+					t.Errorf("refusal %+v, want unknown_id naming call_id", rf)
 				}
 				return
 			}

@@ -262,8 +262,8 @@ func TestResourcesE2EReads(t *testing.T) {
 				t.Errorf("%s: got %s, want %s", id, got, want)
 			}
 		}
-		if r := s.call("get_dialog", map[string]any{"call_id": "x"}); r.Err == nil || r.Err.Code != -32602 {
-			t.Errorf("get_dialog on an unknown Call-ID: got %+v, want -32602 (the resource differs from the tool here)", r.Err)
+		if r := s.call("get_dialog", map[string]any{"call_id": "x"}); r.refused(t) == nil || r.refused(t).Code != "unknown_id" {
+			t.Errorf("get_dialog on an unknown Call-ID: got %s, want isError unknown_id (the resource differs from the tool here)", r.Response)
 		}
 	})
 
@@ -275,7 +275,7 @@ func TestResourcesE2EReads(t *testing.T) {
 			}
 		}
 		_, rerr := s.resText("sipnab://lint/NO-SUCH-RULE")
-		terr := s.call("explain_rule", map[string]any{"rule_id": "NO-SUCH-RULE"}).Err
+		terr := s.call("explain_rule", map[string]any{"rule_id": "NO-SUCH-RULE"}).refused(t)
 		if rerr == nil || terr == nil || rerr.Message != terr.Message {
 			t.Errorf("unknown rule: resource %+v, tool %+v; want the same refusal", rerr, terr)
 		}

@@ -53,9 +53,9 @@ func compileFilter(q *query.Querier, expr string) (*filter.Filter, error) {
 	if err != nil {
 		var fe *filter.Error
 		if errors.As(err, &fe) {
-			return nil, sdk.InvalidParams("invalid filter: %s\n%s", fe.Error(), fe.Caret)
+			return nil, sdk.Refuse(sdk.KindInvalidFilter, "filter", "invalid filter: %s\n%s", fe.Error(), fe.Caret).At(fe.Pos)
 		}
-		return nil, sdk.InvalidParams("invalid filter: %v", err)
+		return nil, sdk.Refuse(sdk.KindInvalidFilter, "filter", "invalid filter: %v", err)
 	}
 	return f, nil
 }
@@ -67,7 +67,7 @@ func dialogCursor(s string) (*query.Cursor, error) {
 	}
 	c, err := query.ParseDialogCursor(s)
 	if err != nil {
-		return nil, sdk.InvalidParams("%v", err)
+		return nil, sdk.Refuse(sdk.KindInvalidCursor, "cursor", "%v", err)
 	}
 	return &c, nil
 }

@@ -98,7 +98,7 @@ func getDialogTool(d *deps) sdk.Tool {
 
 func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 	if in.CallID == "" {
-		return GetDialog{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return GetDialog{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	if in.MaxMessages < 0 {
 		return GetDialog{}, sdk.InvalidParams("max_messages must be positive, got %d", in.MaxMessages)
@@ -111,7 +111,7 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 	src := sourceState(d.capture.Status())
 	det, ok := d.capture.Dialogs().Get(in.CallID)
 	if !ok {
-		return GetDialog{}, sdk.InvalidParams("unknown call_id %q (list_dialogs lists them)", in.CallID)
+		return GetDialog{}, sdk.UnknownID("call_id", "unknown call_id %q (list_dialogs lists them)", in.CallID)
 	}
 	d.capture.Dialogs().MarkInProgress(&det.Summary, querier(d).CaptureEnd())
 	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "call_id", in.CallID)

@@ -78,7 +78,7 @@ func rtpStatsCall(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	det, known := d.capture.Dialogs().GetWith(in.CallID, dialog.Options{NoMessages: true})
 	streams := store.StreamsFor(in.CallID)
 	if !known && len(streams) == 0 {
-		return RTPStats{}, sdk.InvalidParams("unknown call_id %q: no dialog and no stream with this Call-ID (list_dialogs lists them)", in.CallID)
+		return RTPStats{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog and no stream with this Call-ID (list_dialogs lists them)", in.CallID)
 	}
 	facts := analysis.DialogFacts{CallID: in.CallID}
 	if known {

@@ -133,14 +133,14 @@ func mediaOf(c *engine.Capture) *media.Store {
 
 func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, callID string) (Triage, error) {
 	if callID == "" {
-		return Triage{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return Triage{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	// Status first, stores after: flags that say the source was read whole
 	// describe stores read after the load ended.
 	src := sourceState(capture.Status())
 	det, ok := capture.Dialogs().Get(callID)
 	if !ok {
-		return Triage{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", callID)
+		return Triage{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", callID)
 	}
 	// Timers are judged against the end of the whole capture, as
 	// get_capture_report judges them.

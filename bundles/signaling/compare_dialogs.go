@@ -98,7 +98,7 @@ func compareDialogs(d *deps, in compareDialogsIn) (CompareDialogs, error) {
 	read := func(arg, id string) (compared, error) {
 		det, ok := capture.Dialogs().Get(id)
 		if !ok {
-			return compared{}, sdk.InvalidParams("unknown %s %q: no dialog with this Call-ID (list_dialogs lists them)", arg, id)
+			return compared{}, sdk.UnknownID(arg, "unknown %s %q: no dialog with this Call-ID (list_dialogs lists them)", arg, id)
 		}
 		cp := compared{det: det, diag: analysis.Diagnose(analysis.FactsFrom(det), ms, d.analysisOptions()), n: len(ms.StreamsFor(id))}
 		cp.side = CompareSide{CallID: id, State: det.State, FinalStatusCode: det.FinalStatusCode, MsgCount: det.MsgCount,

@@ -45,8 +45,8 @@ func ExplainRule(ruleID string) (RuleExplanation, error) {
 				hint = " (did you mean " + id + "? ids are exact)"
 			}
 		}
-		return RuleExplanation{}, sdk.InvalidParams("unknown rule_id %q%s; the %d rules are: %s",
-			clipArg(ruleID), hint, lint.RuleCount, strings.Join(lint.IDs(), ", "))
+		return RuleExplanation{}, sdk.Refuse(sdk.KindUnknownID, "rule_id", "unknown rule_id %q%s; the %d rules are: %s",
+			clipArg(ruleID), hint, lint.RuleCount, strings.Join(lint.IDs(), ", ")).Accepting(lint.IDs())
 	}
 	return RuleExplanation{
 		RuleID: r.ID, Title: r.Title, Severity: r.Severity.String(), Basis: string(r.Basis),

@@ -89,7 +89,7 @@ func findCorrelatedTool(d *deps) sdk.Tool {
 func findCorrelated(d *deps, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, error) {
 	capture := d.capture
 	if in.CallID == "" {
-		return FindCorrelated{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return FindCorrelated{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	if in.Limit < 0 {
 		return FindCorrelated{}, sdk.InvalidParams("limit must be positive, got %d", in.Limit)

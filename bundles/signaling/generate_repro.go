@@ -86,7 +86,7 @@ func generateRepro(d *deps, c *sdk.Call, in generateReproIn) (Repro, error) {
 	}
 	if in.Filename != "" {
 		if !d.root.Enabled() {
-			return Repro{}, sdk.InvalidParams("file tools are disabled: filename needs the server started with --mcp-file-root (leave it out to get the scenario inline)")
+			return Repro{}, sdk.NotEnabled("filename", "file tools are disabled: filename needs the server started with --mcp-file-root (leave it out to get the scenario inline)")
 		}
 		if err := sdk.CheckName(in.Filename); err != nil {
 			return Repro{}, err

@@ -85,7 +85,7 @@ func generateWiresharkFilterTool(d *deps) sdk.Tool {
 
 func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, error) {
 	if in.CallID == "" {
-		return WiresharkFilter{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return WiresharkFilter{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	if _, err := wsfilter.Quote(in.CallID); err != nil {
 		return WiresharkFilter{}, sdk.InvalidParams("call_id %q holds a control character: a display filter escapes only \\ and \", "+
@@ -94,7 +94,7 @@ func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, er
 	src := sourceState(d.capture.Status())
 	sum, ok := d.capture.Dialogs().Lookup(in.CallID)
 	if !ok {
-		return WiresharkFilter{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", clipArg(in.CallID))
+		return WiresharkFilter{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", clipArg(in.CallID))
 	}
 	media := in.IncludeMedia == nil || *in.IncludeMedia
 	out := WiresharkFilter{

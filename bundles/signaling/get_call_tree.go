@@ -91,7 +91,7 @@ func getCallTreeTool(d *deps) sdk.Tool {
 func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 	capture := d.capture
 	if in.CallID == "" {
-		return CallTree{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return CallTree{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	if in.Limit < 0 {
 		return CallTree{}, sdk.InvalidParams("limit must be positive, got %d", in.Limit)
@@ -100,7 +100,7 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 	src := sourceState(capture.Status())
 	tree, ok := legCorrelator(d).Tree(in.CallID, limit)
 	if !ok {
-		return CallTree{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return CallTree{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
 	}
 	out := CallTree{
 		RootCallID:      in.CallID,

@@ -47,7 +47,7 @@ func getDialogReportTool(d *deps) sdk.Tool {
 func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, error) {
 	capture := d.capture
 	if in.CallID == "" {
-		return DialogReport{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return DialogReport{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	var f callreport.Format
 	switch in.Format {
@@ -62,7 +62,7 @@ func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, 
 	src := sourceState(capture.Status())
 	call, ok := callreport.Build(capture, in.CallID, callReportOptions(d))
 	if !ok {
-		return DialogReport{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return DialogReport{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
 	}
 	// The report mixes sipnab's analysis with sender-written text: it
 	// carries the provenance note, never markers.

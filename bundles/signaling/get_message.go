@@ -101,12 +101,12 @@ func getMessageTool(d *deps) sdk.Tool {
 
 func getMessage(capture *engine.Capture, c *sdk.Call, in getMessageIn) (Message, error) {
 	if in.CallID == "" {
-		return Message{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return Message{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	src := sourceState(capture.Status())
 	det, ok := capture.Dialogs().Get(in.CallID)
 	if !ok {
-		return Message{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return Message{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
 	}
 	n := len(det.Messages)
 	switch {

@@ -132,12 +132,12 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 // flags that say the source was read whole describe what was read).
 func callDetail(d *deps, callID string) (dialog.Detail, sdk.SourceState, error) {
 	if callID == "" {
-		return dialog.Detail{}, sdk.SourceState{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return dialog.Detail{}, sdk.SourceState{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	src := sourceState(d.capture.Status())
 	det, ok := d.capture.Dialogs().Get(callID)
 	if !ok {
-		return dialog.Detail{}, src, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", clipArg(callID))
+		return dialog.Detail{}, src, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", clipArg(callID))
 	}
 	return det, src, nil
 }

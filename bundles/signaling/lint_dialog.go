@@ -170,7 +170,7 @@ func clipArg(s string) string {
 func (d *deps) dialog(callID string) (dialog.Detail, []media.StreamInfo, error) {
 	det, ok := d.capture.Dialogs().Get(callID)
 	if !ok {
-		return dialog.Detail{}, nil, sdk.InvalidParams("unknown call_id %q", clipArg(callID))
+		return dialog.Detail{}, nil, sdk.UnknownID("call_id", "unknown call_id %q", clipArg(callID))
 	}
 	var streams []media.StreamInfo
 	if m := d.capture.Media(); m != nil {
@@ -192,7 +192,7 @@ func (d *deps) qualityInterval() time.Duration {
 func (d *deps) suppression(name string) (*lint.Suppression, error) {
 	if name != "" {
 		if !d.root.Enabled() {
-			return nil, sdk.InvalidParams("file tools are disabled: suppression_file needs the server started with --mcp-file-root")
+			return nil, sdk.NotEnabled("suppression_file", "file tools are disabled: suppression_file needs the server started with --mcp-file-root")
 		}
 		// Read through the sandbox's one open (beneath the root, regular
 		// files only), then parse the bytes: never reopened by path.

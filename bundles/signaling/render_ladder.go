@@ -36,7 +36,7 @@ func renderLadderTool(d *deps) sdk.Tool {
 
 func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 	if in.CallID == "" {
-		return sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	f := callreport.Markdown
 	switch in.Format {
@@ -48,7 +48,7 @@ func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 	}
 	call, ok := callreport.Build(d.capture, in.CallID, callReportOptions(d))
 	if !ok {
-		return sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
 	}
 	c.MarkFenced()
 	c.ReplyText(call.CallReport(f))

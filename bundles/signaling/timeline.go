@@ -151,9 +151,9 @@ func compileDialogFilter(q *query.Querier, expr string) (*filter.Filter, error) 
 	if err != nil {
 		var fe *filter.Error
 		if errors.As(err, &fe) {
-			return nil, sdk.InvalidParams("invalid filter: %s\n%s", fe.Error(), fe.Caret)
+			return nil, sdk.Refuse(sdk.KindInvalidFilter, "filter", "invalid filter: %s\n%s", fe.Error(), fe.Caret).At(fe.Pos)
 		}
-		return nil, sdk.InvalidParams("invalid filter: %v", err)
+		return nil, sdk.Refuse(sdk.KindInvalidFilter, "filter", "invalid filter: %v", err)
 	}
 	return f, nil
 }
