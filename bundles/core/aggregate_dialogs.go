@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -82,7 +83,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 		if m := c.Limits().MaxRows; m > 0 && top > m {
 			top = m
 		}
-		src := sourceState(d.capture.Status())
+		src := answer.SourceState(d.capture.Status())
 		a, err := q.Aggregate(ctx, f, dim, top)
 		if err != nil {
 			return AggregateDialogs{}, sdk.Internal("counting dialogs: %v", err)
@@ -105,7 +106,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 				v = c.Fence(v)
 			case dim == query.DimMethod:
 				// a method token is sender-written but shown unfenced
-				v = unfencedValue(v)
+				v = answer.Unfenced(v)
 			}
 			out.Buckets = append(out.Buckets, AggregateBucket{Value: v, Count: b.Count})
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
@@ -141,11 +142,11 @@ func fitRows(sizes []int, limit int, envelope func(k int) (int, error)) (int, er
 
 // fencedRow returns a copy of a dialog row with its sender-written values
 // (from_user, to_user) fenced and its method token, sender-written too but
-// shown unfenced, given the fence's hygiene (unfencedValue). Everything
+// shown unfenced, given the fence's hygiene (answer.Unfenced). Everything
 // else in the row is sipnab's own derivation or an identifier, shown
 // verbatim.
 func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
-	r.Method = unfencedValue(r.Method)
+	r.Method = answer.Unfenced(r.Method)
 	if r.FromUser != "" {
 		r.FromUser = c.Fence(r.FromUser)
 	}
@@ -156,11 +157,11 @@ func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
 }
 
 // cleanByMethod copies a by_method tally with each method given the
-// fence's hygiene (unfencedValue); never nil.
+// fence's hygiene (answer.Unfenced); never nil.
 func cleanByMethod(in []query.MethodCount) []query.MethodCount {
 	out := make([]query.MethodCount, len(in))
 	for i, m := range in {
-		out[i] = query.MethodCount{Method: unfencedValue(m.Method), Count: m.Count}
+		out[i] = query.MethodCount{Method: answer.Unfenced(m.Method), Count: m.Count}
 	}
 	return out
 }
@@ -224,7 +225,7 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 	}
 	// Status first, store after: flags that say the source was read whole
 	// then describe rows read after the load ended.
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	q := querier(d)
 	p, err := q.List(ctx, query.ListOptions{Filter: a.filter, Order: dialog.ByCreated, After: after, Limit: c.Limit(a.limit)})
 	if err != nil {

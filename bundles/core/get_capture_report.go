@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/report"
 	"github.com/sipnab/sipnab/sdk"
@@ -72,7 +73,7 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 		}
 		rep, st := report.Analyze(d.capture, analysisOptions(d))
 		rep = cleanNotes(rep)
-		src := sourceState(st)
+		src := answer.SourceState(st)
 		// Reports carry the provenance note but no markers: fencing a mixed
 		// document would tell the agent to distrust sipnab's own analysis.
 		c.MarkFenced()
@@ -112,7 +113,7 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 }
 
 // cleanNotes gives every evidence note the fence's hygiene without its
-// markers (unfencedValue), before any format is written. A note can carry
+// markers (answer.Unfenced), before any format is written. A note can carry
 // text the sender wrote: a final failure's reason phrase, method tokens,
 // the codec names of an asymmetry. A report carries the provenance note and
 // no markers (mcp-surface §2.5: fencing a mixed document would tell the
@@ -132,7 +133,7 @@ func cleanNotes(r analysis.Report) analysis.Report {
 		if f.Evidence != nil {
 			ev := make([]analysis.Evidence, len(f.Evidence))
 			for j, e := range f.Evidence {
-				e.Note = unfencedValue(e.Note)
+				e.Note = answer.Unfenced(e.Note)
 				ev[j] = e
 			}
 			f.Evidence = ev

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/media"
@@ -72,7 +73,7 @@ func rtpStatsCall(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	if in.Orphaned != nil || in.Limit != 0 || in.Cursor != "" {
 		return RTPStats{}, sdk.InvalidParams("orphaned, limit and cursor page a sweep: drop call_id to sweep")
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	store := mediaOf(d.capture)
 	det, known := d.capture.Dialogs().GetWith(in.CallID, dialog.Options{NoMessages: true})
 	streams := store.StreamsFor(in.CallID)
@@ -131,7 +132,7 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	limit := c.Limit(in.Limit)
 	bounded := in.MinMOS != nil || in.MaxMOS != nil
 
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	all := mediaOf(d.capture).All()
 	type row struct {
 		key string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -70,7 +71,7 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		if err != nil {
 			return SearchMessages{}, err
 		}
-		src := sourceState(d.capture.Status())
+		src := answer.SourceState(d.capture.Status())
 		p, err := querier(d).Search(ctx, query.SearchOptions{Query: in.Query, After: after, Limit: c.Limit(in.Limit),
 			SnippetBytes: c.Limits().MaxBodyBytes})
 		if errors.Is(err, query.ErrQuery) {

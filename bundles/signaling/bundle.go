@@ -117,15 +117,3 @@ func tools(d *deps) []sdk.Tool {
 		generateReproTool(d),
 	}
 }
-
-// sourceState converts the engine's status to the sdk's source state.
-func sourceState(st engine.Status) sdk.SourceState {
-	id := st.Identity
-	return sdk.SourceState{
-		Exhausted:    st.SourceExhausted,
-		StoppedEarly: st.SourceStoppedEarly,
-		Loading:      st.Loading,
-		Identity: sdk.CaptureIdentity{Node: id.Node, Instance: id.Instance,
-			DialogGeneration: id.DialogGeneration, StreamGeneration: id.StreamGeneration},
-	}
-}

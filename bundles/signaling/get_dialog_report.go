@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/sdptimeline"
@@ -37,7 +38,7 @@ func getDialogReportTool(d *deps) sdk.Tool {
 		Renders: true,
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in getDialogReportIn) (DialogReport, error) {
 		return getDialogReport(d, c, in)
@@ -59,10 +60,10 @@ func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, 
 	default:
 		return DialogReport{}, sdk.InvalidParams("unknown format %q: want json, markdown or text", in.Format)
 	}
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	call, ok := callreport.Build(capture, in.CallID, callReportOptions(d))
 	if !ok {
-		return DialogReport{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return DialogReport{}, answer.UnknownCall("call_id", in.CallID)
 	}
 	// The report mixes sipnab's analysis with sender-written text: it
 	// carries the provenance note, never markers.
@@ -75,7 +76,7 @@ func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, 
 }
 
 // cleanReport gives every sender-written value of the JSON report the
-// fence's hygiene without its markers (unfencedValue): the report stays
+// fence's hygiene without its markers (answer.Unfenced): the report stays
 // unfenced (it carries the provenance note, mcp-surface §2.5), but no value
 // can forge a marker, reorder a transcript with a bidi control or spend the
 // context window. Sender-written: the From/To URIs and display names, the
@@ -86,7 +87,7 @@ func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, 
 // sipnab's own text (hints, states, kinds) is left alone. Every list and
 // pointer that changes is copied: the model's values are not written.
 func cleanReport(r callreport.Report) callreport.Report {
-	u := unfencedValue
+	u := answer.Unfenced
 	r.Method, r.FinalStatusReason = u(r.Method), u(r.FinalStatusReason)
 	r.From, r.FromDisplay, r.To, r.ToDisplay = u(r.From), u(r.FromDisplay), u(r.To), u(r.ToDisplay)
 	if s := r.Diagnosis.Signaling; s != nil {
@@ -136,11 +137,11 @@ func cleanReport(r callreport.Report) callreport.Report {
 	if r.SDPTimeline != nil {
 		xs := make([]sdptimeline.Exchange, len(r.SDPTimeline))
 		for i, x := range r.SDPTimeline {
-			x.Method, x.Transaction, x.Codecs = u(x.Method), u(x.Transaction), unfencedValues(x.Codecs)
+			x.Method, x.Transaction, x.Codecs = u(x.Method), u(x.Transaction), answer.UnfencedAll(x.Codecs)
 			if x.Streams != nil {
 				ss := make([]sdptimeline.Stream, len(x.Streams))
 				for j, st := range x.Streams {
-					st.Type, st.Proto, st.Codecs = u(st.Type), u(st.Proto), unfencedValues(st.Codecs)
+					st.Type, st.Proto, st.Codecs = u(st.Type), u(st.Proto), answer.UnfencedAll(st.Codecs)
 					ss[j] = st
 				}
 				x.Streams = ss

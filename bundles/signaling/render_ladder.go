@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -27,7 +28,7 @@ func renderLadderTool(d *deps) sdk.Tool {
 		Renders: true,
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in renderLadderIn) (Ladder, error) {
 		return Ladder{}, renderLadder(d, c, in)
@@ -48,7 +49,7 @@ func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 	}
 	call, ok := callreport.Build(d.capture, in.CallID, callReportOptions(d))
 	if !ok {
-		return sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return answer.UnknownCall("call_id", in.CallID)
 	}
 	c.MarkFenced()
 	c.ReplyText(call.CallReport(f))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -101,7 +102,7 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 	if err != nil {
 		return SearchByTime{}, err
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	limit := c.Limit(in.Limit)
 	p, err := q.Window(ctx, query.WindowOptions{Start: start, End: end, Filter: f, After: after, Limit: limit})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
@@ -83,7 +84,7 @@ func timeline(ctx context.Context, d *deps, c *sdk.Call, in timelineIn) (Timelin
 	}
 	// The source state is read before the store: an exhausted source seen
 	// here means the count below is over the whole capture.
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	tl, err := storeQuerier(d).Timeline(ctx, w, maxRows(c))
 	if err != nil {
 		return Timeline{}, err

@@ -2,7 +2,6 @@ package callreport
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 var t0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)

@@ -2,11 +2,11 @@ package callreport
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"strings"
 	"time"
 
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // Report renders the per-call report for a person (get_dialog_report

@@ -8,7 +8,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"io"
 	"math"
 	"sort"
@@ -21,6 +20,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // Options are the run's settings the reports judge with.
