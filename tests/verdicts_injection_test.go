@@ -1,7 +1,7 @@
 package tests
 
-// Prompt injection through the capture (mcp-surface §2.5, docs/mcp-tools.md
-// "Untrusted capture text"): injection.pcap carries instructions in every
+// Prompt injection through the capture (docs/mcp-protocol.md "Untrusted
+// capture text"): injection.pcap carries instructions in every
 // place a sender writes free text an agent will read: the From and To
 // display names and the From user, the User-Agent and Server headers, a
 // vendor header, the Reason header of a BYE, the reason phrase, Warning and
@@ -15,12 +15,13 @@ package tests
 // TestInjectionCaptureEveryToolEveryFormat calls every tool tools/list
 // names, with every value of every enumerated argument (format, group_by,
 // ...), and checks every answer: no bidi, zero-width, control character or
-// escape sequence anywhere; no fence code point outside a real marker and
-// the markers paired; every answer that shows a tag (fenced or not) ends
-// with the provenance note; a tag outside the markers only where the answer
-// is a report (sanitized, note attached: a report mixes sipnab's analysis
-// with sender text, mcp-surface §2.5) or a value sipnab derives from the
-// sender's text.
+// escape sequence anywhere (text blocks and structuredContent); no fence
+// code point outside a real marker and the markers paired; every tag shown
+// inside the markers, in every format of every tool, reports and the
+// report above render_ladder's drawing included; every answer that shows a
+// tag ends with the provenance note. The drawing's labels and sentences
+// sipnab writes around sender text are sanitized only (injMayShowUnfenced
+// names the fields allowed there; none shows today).
 
 import (
 	"encoding/json"
@@ -154,6 +155,13 @@ var (
 	injForbidden = regexp.MustCompile("[\x00-\x08\x0b-\x1f\x7f\u0080-\u009f\u202a-\u202e\u2066-\u2069\u200b-\u200f\u061c\ufeff]")
 	injTag       = regexp.MustCompile(`INJ-[A-Z]+`)
 )
+
+// injMayShowUnfenced are the fields an answer may show outside the markers
+// (sanitized, with the provenance note). None: the reason phrase, the one
+// candidate (an arrow label of the ladder, cut to its column; a hint),
+// never reaches a label or a hint with its tag on this capture, and every
+// other field is fenced wherever it is shown.
+var injMayShowUnfenced = map[string]bool{}
 
 // injScan checks one text shown to the agent: forbidden characters, fence
 // code points outside a real marker, markers out of pairs. It returns the
@@ -407,6 +415,9 @@ func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
 				key := tool.Name
 				if f, ok := args["format"].(string); ok {
 					key += " format=" + f
+				}
+				if !injMayShowUnfenced[tag] {
+					t.Errorf("%s: %s shown outside the markers", label, tag)
 				}
 				if unfenced[key] == nil {
 					unfenced[key] = map[string]bool{}

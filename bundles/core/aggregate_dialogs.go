@@ -72,7 +72,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 			return AggregateDialogs{}, sdk.InvalidParams("top_n must be positive, got %d", in.TopN)
 		}
 		q := querier(d)
-		f, err := compileFilter(q, in.Filter)
+		f, err := answer.CompileFilter(q, in.Filter)
 		if err != nil {
 			return AggregateDialogs{}, err
 		}

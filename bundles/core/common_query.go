@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
@@ -45,20 +44,6 @@ func runThresholds(d *deps) filter.Thresholds { return d.th }
 // --call-report judge.
 func analysisOptions(d *deps) analysis.Options {
 	return report.Options{Thresholds: d.th}.Analysis()
-}
-
-// compileFilter compiles a filter argument; a bad expression is an
-// invalid-params error carrying the compiler's message and position.
-func compileFilter(q *query.Querier, expr string) (*filter.Filter, error) {
-	f, err := q.Compile(expr)
-	if err != nil {
-		var fe *filter.Error
-		if errors.As(err, &fe) {
-			return nil, sdk.InvalidParams("invalid filter: %s\n%s", fe.Error(), fe.Caret)
-		}
-		return nil, sdk.InvalidParams("invalid filter: %v", err)
-	}
-	return f, nil
 }
 
 // dialogCursor parses a list cursor.

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
@@ -45,7 +46,7 @@ func findProblemsTool(d *deps) sdk.Tool {
 			}
 			return ProblemPage{}, sdk.Internal("compiling kinds: %v", err)
 		}
-		f, err := compileFilter(q, in.Filter)
+		f, err := answer.CompileFilter(q, in.Filter)
 		if err != nil {
 			return ProblemPage{}, err
 		}

@@ -132,7 +132,7 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 	}
 	topN = min(topN, maxRows(c))
 	q := storeQuerier(d)
-	f, err := compileDialogFilter(q, in.Filter)
+	f, err := answer.CompileFilter(q, in.Filter)
 	if err != nil {
 		return GroupDialogs{}, err
 	}

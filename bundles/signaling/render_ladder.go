@@ -22,7 +22,7 @@ func renderLadderTool(d *deps) sdk.Tool {
 		Name:  "render_ladder",
 		Title: "Draw a call's ladder",
 		Description: "Call report, then the ladder: participants by address, arrows, relative times, SDP, RTP, " +
-			"correlated legs. Same bytes as --call-report.",
+			"correlated legs. As --call-report, values fenced.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		// Always a document: no outputSchema.
 		Renders: true,
@@ -51,7 +51,13 @@ func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 	if !ok {
 		return answer.UnknownCall("call_id", in.CallID)
 	}
+	// The report above the drawing fences each value the sender wrote
+	// whole, as get_dialog_report does; the drawing's labels (a reason
+	// phrase cut to its column) cannot carry markers and are sanitized
+	// only. The answer carries the provenance note. Without the markers
+	// the document is --call-report's, byte for byte.
 	c.MarkFenced()
+	call.Quote = c.Fence
 	c.ReplyText(call.CallReport(f))
 	return nil
 }

@@ -2,7 +2,6 @@ package signaling
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"time"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
-	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -142,19 +140,4 @@ func maxRows(c *sdk.Call) int {
 		return n
 	}
 	return sdk.DefaultMaxRows
-}
-
-// compileDialogFilter compiles a filter argument with the bundle's query
-// layer; a bad expression is invalid params carrying the compiler's
-// message, position and caret line.
-func compileDialogFilter(q *query.Querier, expr string) (*filter.Filter, error) {
-	f, err := q.Compile(expr)
-	if err != nil {
-		var fe *filter.Error
-		if errors.As(err, &fe) {
-			return nil, sdk.InvalidParams("invalid filter: %s\n%s", fe.Error(), fe.Caret)
-		}
-		return nil, sdk.InvalidParams("invalid filter: %v", err)
-	}
-	return f, nil
 }

@@ -146,6 +146,35 @@ func TestRenderedDocumentsNeutralizeSenderText(t *testing.T) {
 	}
 }
 
+// TestQuoteMarksTheSendersWholeValues: with Quote set, the report's From
+// and To lines, the final reason, the final failure's reason and the cause
+// text are quoted after they are made one clean line; the ladder's labels
+// and sipnab's words are not; without Quote nothing is.
+func TestQuoteMarksTheSendersWholeValues(t *testing.T) {
+	const a, b = "192.0.2.1:5060", "192.0.2.2:5060"
+	c := feed(t, engine.Config{},
+		wire{0, a, b, msg("INVITE sip:bob@example.com SIP/2.0", "q", "z9hG4bK-q1", "Eve\u202e", "", 1, "INVITE")},
+		wire{time.Second, b, a, msg("SIP/2.0 486 Busy\x1b[2J Here", "q", "z9hG4bK-q1", "Eve\u202e", "b1", 1, "INVITE")},
+		wire{2 * time.Second, a, b, msg("ACK sip:bob@example.com SIP/2.0", "q", "z9hG4bK-q1", "Eve\u202e", "b1", 1, "ACK")},
+	)
+	call := build(t, c, "q")
+	plain := call.CallReport(Text)
+	call.Quote = func(s string) string { return "<<" + s + ">>" }
+	quoted := call.CallReport(Text)
+	for _, want := range []string{"final 486 <<Busy Here>>", "final failure: 486 <<Busy Here>>", `From:      <<"Eve" <sip:`} {
+		if !strings.Contains(quoted, want) {
+			t.Errorf("quoted report lacks %q:\n%s", want, quoted)
+		}
+	}
+	if strings.Contains(plain, "<<") {
+		t.Errorf("without Quote the report is quoted:\n%s", plain)
+	}
+	// the drawing is the same with and without Quote
+	if i, j := strings.Index(plain, "LADDER"), strings.Index(quoted, "LADDER"); i < 0 || j < 0 || plain[i:] != quoted[j:] {
+		t.Errorf("Quote changed the ladder:\n%s\n---\n%s", plain, quoted)
+	}
+}
+
 // TestMultiLegLadder: a leg tied by X-Call-ID is drawn beside the call with
 // its letter; a leg tied only by timing is named and not drawn.
 func TestMultiLegLadder(t *testing.T) {

@@ -1,14 +1,18 @@
 // Package answer holds what every bundle's answers share, so no bundle
 // keeps a copy (a bundle never imports another bundle; bundles/internal is
 // their common ground): the source flags and capture identity an answer
-// carries, the refusal of a Call-ID the capture does not hold, and the
-// hygiene of sender-written values an answer shows without fence markers.
+// carries, the refusals of a Call-ID the capture does not hold and of a
+// filter that does not compile, and the hygiene of sender-written values an
+// answer shows without fence markers.
 package answer
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -52,6 +56,21 @@ var UnknownCallRefusal = sdk.Refusal{Code: sdk.CodeInvalidParams, When: "an unkn
 // MaxEchoBytes.
 func UnknownCall(arg, callID string) error {
 	return sdk.InvalidParams("unknown %s %q: no dialog with this Call-ID (list_dialogs lists them)", arg, Clip(callID))
+}
+
+// CompileFilter compiles a tool's filter argument with the capture's query
+// layer; a bad expression is an invalid-params refusal carrying the
+// compiler's message, position and caret line.
+func CompileFilter(q *query.Querier, expr string) (*filter.Filter, error) {
+	f, err := q.Compile(expr)
+	if err != nil {
+		var fe *filter.Error
+		if errors.As(err, &fe) {
+			return nil, sdk.InvalidParams("invalid filter: %s\n%s", fe.Error(), fe.Caret)
+		}
+		return nil, sdk.InvalidParams("invalid filter: %v", err)
+	}
+	return f, nil
 }
 
 // Unfenced readies sender-written text that an answer shows without
