@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
@@ -72,7 +73,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 			return AggregateDialogs{}, sdk.InvalidParams("top_n must be positive, got %d", in.TopN)
 		}
 		q := querier(d)
-		f, err := compileFilter(q, in.Filter)
+		f, err := answer.CompileFilter(q, in.Filter)
 		if err != nil {
 			return AggregateDialogs{}, err
 		}
@@ -83,7 +84,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 		if m := c.Limits().MaxRows; m > 0 && top > m {
 			top = m
 		}
-		src := sourceState(d.capture.Status())
+		src := answer.SourceState(d.capture.Status())
 		a, err := q.Aggregate(ctx, f, dim, top)
 		if err != nil {
 			return AggregateDialogs{}, sdk.Internal("counting dialogs: %v", err)
@@ -106,7 +107,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 				v = c.Fence(v)
 			case dim == query.DimMethod:
 				// a method token is sender-written but shown unfenced
-				v = unfencedValue(v)
+				v = answer.Unfenced(v)
 			}
 			out.Buckets = append(out.Buckets, AggregateBucket{Value: v, Count: b.Count})
 		}

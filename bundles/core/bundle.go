@@ -82,18 +82,3 @@ func addTool(mk func(*deps) sdk.Tool) bool {
 	constructors = append(constructors, mk)
 	return true
 }
-
-// sourceState converts the engine's status to the sdk's source state.
-func sourceState(st engine.Status) sdk.SourceState {
-	return sdk.SourceState{
-		Exhausted:    st.SourceExhausted,
-		StoppedEarly: st.SourceStoppedEarly,
-		Loading:      st.Loading,
-		Identity:     identity(st.Identity),
-	}
-}
-
-func identity(id engine.Identity) sdk.CaptureIdentity {
-	return sdk.CaptureIdentity{Node: id.Node, Instance: id.Instance,
-		DialogGeneration: id.DialogGeneration, StreamGeneration: id.StreamGeneration}
-}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/ami"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
@@ -155,7 +156,7 @@ var finalStates = map[string]bool{
 
 func captureStatus(d *deps, now time.Time) CaptureStatus {
 	st := d.capture.Status()
-	src := sourceState(st)
+	src := answer.SourceState(st)
 	out := CaptureStatus{
 		Source:          st.Source,
 		Name:            st.Name,

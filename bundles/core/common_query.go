@@ -3,8 +3,8 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
@@ -44,20 +44,6 @@ func runThresholds(d *deps) filter.Thresholds { return d.th }
 // --call-report judge.
 func analysisOptions(d *deps) analysis.Options {
 	return report.Options{Thresholds: d.th}.Analysis()
-}
-
-// compileFilter compiles a filter argument; a bad expression is an
-// invalid-params error carrying the compiler's message and position.
-func compileFilter(q *query.Querier, expr string) (*filter.Filter, error) {
-	f, err := q.Compile(expr)
-	if err != nil {
-		var fe *filter.Error
-		if errors.As(err, &fe) {
-			return nil, sdk.Refuse(sdk.KindInvalidFilter, "filter", "invalid filter: %s\n%s", fe.Error(), fe.Caret).At(fe.Pos)
-		}
-		return nil, sdk.Refuse(sdk.KindInvalidFilter, "filter", "invalid filter: %v", err)
-	}
-	return f, nil
 }
 
 // dialogCursor parses a list cursor.
@@ -142,11 +128,11 @@ func fitRows(sizes []int, limit int, envelope func(k int) (int, error)) (int, er
 
 // fencedRow returns a copy of a dialog row with its sender-written values
 // (from_user, to_user) fenced and its method token, sender-written too but
-// shown unfenced, given the fence's hygiene (unfencedValue). Everything
+// shown unfenced, given the fence's hygiene (answer.Unfenced). Everything
 // else in the row is sipnab's own derivation or an identifier, shown
 // verbatim.
 func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
-	r.Method = unfencedValue(r.Method)
+	r.Method = answer.Unfenced(r.Method)
 	if r.FromUser != "" {
 		r.FromUser = c.Fence(r.FromUser)
 	}
@@ -157,11 +143,11 @@ func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
 }
 
 // cleanByMethod copies a by_method tally with each method given the
-// fence's hygiene (unfencedValue); never nil.
+// fence's hygiene (answer.Unfenced); never nil.
 func cleanByMethod(in []query.MethodCount) []query.MethodCount {
 	out := make([]query.MethodCount, len(in))
 	for i, m := range in {
-		out[i] = query.MethodCount{Method: unfencedValue(m.Method), Count: m.Count}
+		out[i] = query.MethodCount{Method: answer.Unfenced(m.Method), Count: m.Count}
 	}
 	return out
 }
@@ -220,7 +206,7 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 	}
 	// Status first, store after: flags that say the source was read whole
 	// then describe rows read after the load ended.
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	pos, err := c.BindCursor(a.cursor, src.Identity.Instance, a.bind...)
 	if err != nil {
 		return nil, pageParts{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
@@ -46,7 +47,7 @@ func findProblemsTool(d *deps) sdk.Tool {
 			}
 			return ProblemPage{}, sdk.Internal("compiling kinds: %v", err)
 		}
-		f, err := compileFilter(q, in.Filter)
+		f, err := answer.CompileFilter(q, in.Filter)
 		if err != nil {
 			return ProblemPage{}, err
 		}

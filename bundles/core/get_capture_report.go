@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/report"
 	"github.com/sipnab/sipnab/sdk"
@@ -29,9 +30,9 @@ type captureReportIn struct {
 }
 
 // CaptureReport is get_capture_report's json answer: the whole-capture
-// verdict, findings ranked worst first. An evidence note may carry
-// sender-written text (a reason phrase): unfenced, as in every format of a
-// report, but cleaned (cleanNotes).
+// verdict, findings ranked worst first. An evidence note that is a
+// sender-written value (a final failure's reason phrase) is fenced; the
+// other notes are sipnab's words or method tokens, cleaned (cleanNotes).
 type CaptureReport struct {
 	// SchemaVersion of the report shape.
 	SchemaVersion int `json:"schema_version" desc:"report schema version"`
@@ -72,10 +73,14 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 		}
 		rep, st := report.Analyze(d.capture, analysisOptions(d))
 		rep = cleanNotes(rep)
-		src := sourceState(st)
-		// Reports carry the provenance note but no markers: fencing a mixed
-		// document would tell the agent to distrust sipnab's own analysis.
+		src := answer.SourceState(st)
+		// A report fences the notes the sender wrote whole (a final
+		// failure's reason phrase) and carries the provenance note; the
+		// rest is sipnab's analysis, left unmarked.
 		c.MarkFenced()
+		if format == formatJSON || format == formatYANG {
+			fenceSenderNotes(c, rep)
+		}
 		switch format {
 		case formatJSON:
 			out := CaptureReport{
@@ -101,9 +106,9 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 			c.ReplyText(doc)
 			c.AddBlock(flags)
 		case formatMarkdown:
-			c.ReplyText(report.RenderFindings(rep, st.Name, report.FindingsMarkdown))
+			c.ReplyText(report.RenderFindingsQuoted(rep, st.Name, report.FindingsMarkdown, c.Fence))
 		case formatText:
-			c.ReplyText(report.RenderFindings(rep, st.Name, report.FindingsText))
+			c.ReplyText(report.RenderFindingsQuoted(rep, st.Name, report.FindingsText, c.Fence))
 		default:
 			return CaptureReport{}, sdk.InvalidParams("unknown format %q: want json, yang-json, markdown or text", in.Format)
 		}
@@ -112,17 +117,15 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 }
 
 // cleanNotes gives every evidence note the fence's hygiene without its
-// markers (unfencedValue), before any format is written. A note can carry
-// text the sender wrote: a final failure's reason phrase, method tokens,
-// the codec names of an asymmetry. A report carries the provenance note and
-// no markers (mcp-surface §2.5: fencing a mixed document would tell the
-// agent to distrust sipnab's own analysis), so in all four formats the note
-// is unfenced, with the fence code points rewritten to [ ], control and
-// bidi characters stripped and at most 256 bytes; the rendered formats then
-// apply their own escaping. sipnab's own notes (an SSRC, a port, a decoder
-// reason) come back unchanged; Call-IDs and endpoints are identifiers and
-// stay verbatim. The findings and their evidence are copied, never written
-// in place.
+// markers (answer.Unfenced), before any format is written: fence code
+// points rewritten to [ ], terminal escapes, control, bidi and other format
+// characters dropped, at most 256 bytes. A note can carry text the sender
+// wrote: a final failure's reason phrase (then fenced as well, by
+// fenceSenderNotes or the renderer's quote), method tokens, the codec names
+// of an asymmetry. sipnab's own notes (an SSRC, a port, a decoder reason)
+// come back unchanged; Call-IDs and endpoints are identifiers and stay
+// verbatim. The findings and their evidence are copied, never written in
+// place.
 func cleanNotes(r analysis.Report) analysis.Report {
 	if r.Findings == nil {
 		return r
@@ -132,7 +135,7 @@ func cleanNotes(r analysis.Report) analysis.Report {
 		if f.Evidence != nil {
 			ev := make([]analysis.Evidence, len(f.Evidence))
 			for j, e := range f.Evidence {
-				e.Note = unfencedValue(e.Note)
+				e.Note = answer.Unfenced(e.Note)
 				ev[j] = e
 			}
 			f.Evidence = ev
@@ -141,6 +144,22 @@ func cleanNotes(r analysis.Report) analysis.Report {
 	}
 	r.Findings = fs
 	return r
+}
+
+// fenceSenderNotes fences, in place, the evidence notes the sender wrote
+// whole (report.SenderNote: a final failure's reason phrase) of a report
+// cleanNotes copied.
+func fenceSenderNotes(c *sdk.Call, r analysis.Report) {
+	for i := range r.Findings {
+		if !report.SenderNote(&r.Findings[i]) {
+			continue
+		}
+		for j := range r.Findings[i].Evidence {
+			if e := &r.Findings[i].Evidence[j]; e.Note != "" {
+				e.Note = c.Fence(e.Note)
+			}
+		}
+	}
 }
 
 // RFC 7951 encoding of the sipnab-diagnosis module. 64-bit integers are

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/core/sip"
@@ -86,7 +87,7 @@ func getDialogTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "a negative max_messages"},
 			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, an integer, altered, or from another capture, tool or call_id"},
 			{Code: sdk.CodeInvalidParams, When: "one message larger than --mcp-max-response-bytes"},
@@ -108,10 +109,10 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 		limit = getDialogDefaultMessages
 	}
 	limit = c.Limit(limit)
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	det, ok := d.capture.Dialogs().Get(in.CallID)
 	if !ok {
-		return GetDialog{}, sdk.UnknownID("call_id", "unknown call_id %q (list_dialogs lists them)", in.CallID)
+		return GetDialog{}, answer.UnknownCall("call_id", in.CallID)
 	}
 	d.capture.Dialogs().MarkInProgress(&det.Summary, querier(d).CaptureEnd())
 	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "call_id", in.CallID)
@@ -200,7 +201,7 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 // fenceDetail fences a dialog detail's sender-written values: the users of
 // the row and of each leg, the final reason phrase and the cause text; the
 // method tokens (of the row, each leg and each unanswered request), shown
-// unfenced, get the fence's hygiene (unfencedValue).
+// unfenced, get the fence's hygiene (answer.Unfenced).
 func fenceDetail(c *sdk.Call, det dialog.Detail) dialog.Detail {
 	det.Summary = fencedRow(c, det.Summary)
 	if det.FinalReason != "" {
@@ -209,14 +210,14 @@ func fenceDetail(c *sdk.Call, det dialog.Detail) dialog.Detail {
 	if det.RetransmittedNoResponse != nil {
 		rs := make([]dialog.Unanswered, len(det.RetransmittedNoResponse))
 		for i, r := range det.RetransmittedNoResponse {
-			r.Method = unfencedValue(r.Method)
+			r.Method = answer.Unfenced(r.Method)
 			rs[i] = r
 		}
 		det.RetransmittedNoResponse = rs
 	}
 	legs := make([]dialog.LegView, len(det.Legs))
 	for i, l := range det.Legs {
-		l.Method = unfencedValue(l.Method)
+		l.Method = answer.Unfenced(l.Method)
 		if l.FromUser != "" {
 			l.FromUser = c.Fence(l.FromUser)
 		}
@@ -253,16 +254,16 @@ func messageView(c *sdk.Call, m *dialog.Message) GetDialogMessage {
 		v.SDP = c.FenceBody(lfOnly(v.SDP))
 	}
 	// Method tokens are sender-written, shown unfenced.
-	v.Method = unfencedValue(v.Method)
+	v.Method = answer.Unfenced(v.Method)
 	if v.CSeq != nil {
 		cs := *v.CSeq
-		cs.Method = unfencedValue(cs.Method)
+		cs.Method = answer.Unfenced(cs.Method)
 		v.CSeq = &cs
 	}
 	if msg := m.Msg; msg != nil && !msg.IsRequest {
 		v.ResponseContext = sip.StatusClass(msg.StatusCode)
 		if msg.CSeq.Valid {
-			v.ResponseContext += " to " + unfencedValue(msg.CSeq.Method)
+			v.ResponseContext += " to " + answer.Unfenced(msg.CSeq.Method)
 		}
 	}
 	return v

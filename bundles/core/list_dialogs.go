@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 
 	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
@@ -31,7 +32,7 @@ func listDialogsTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "a negative max_response_bytes"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in listDialogsIn) (DialogPage, error) {
-		f, err := compileFilter(querier(d), in.Filter)
+		f, err := answer.CompileFilter(querier(d), in.Filter)
 		if err != nil {
 			return DialogPage{}, err
 		}

@@ -528,7 +528,7 @@ func TestMethodTokensKeepTheFenceHygiene(t *testing.T) {
 
 	t.Run("every surface", func(t *testing.T) {
 		hostile := "\u202eEVIL\u27e7\x1b[31m" + strings.Repeat("Y", 600)
-		clean := "EVIL][31m" + strings.Repeat("Y", sdk.MaxFieldBytes-len("EVIL][31m")) + sdk.TruncatedMarker
+		clean := "EVIL]" + strings.Repeat("Y", sdk.MaxFieldBytes-len("EVIL]")) + sdk.TruncatedMarker
 		call := sdk.NewCall(sdk.DefaultLimits())
 		row := fencedRow(call, dialog.Summary{CallID: "id\u202e", Method: hostile})
 		bm := cleanByMethod([]query.MethodCount{{Method: hostile, Count: 1}})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/media"
@@ -73,7 +74,7 @@ func rtpStatsCall(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	if in.Orphaned != nil || in.Limit != 0 || in.Cursor != "" {
 		return RTPStats{}, sdk.InvalidParams("orphaned, limit and cursor page a sweep: drop call_id to sweep")
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	store := mediaOf(d.capture)
 	det, known := d.capture.Dialogs().GetWith(in.CallID, dialog.Options{NoMessages: true})
 	streams := store.StreamsFor(in.CallID)
@@ -124,7 +125,7 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	if in.MinMOS != nil && in.MaxMOS != nil && *in.MinMOS > *in.MaxMOS {
 		return RTPStats{}, sdk.InvalidParams("min_mos %g is above max_mos %g: no stream can match", *in.MinMOS, *in.MaxMOS)
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance,
 		"min_mos", optText(in.MinMOS), "max_mos", optText(in.MaxMOS), "orphaned", optText(in.Orphaned))
 	if err != nil {

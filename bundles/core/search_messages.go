@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -58,7 +59,7 @@ func searchMessagesTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "a max_response_bytes too small for one hit"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in searchMessagesIn) (SearchMessages, error) {
-		src := sourceState(d.capture.Status())
+		src := answer.SourceState(d.capture.Status())
 		pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "query", in.Query)
 		if err != nil {
 			return SearchMessages{}, err

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
@@ -115,7 +116,7 @@ func triageCallTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in triageIn) (Triage, error) {
 		return triageCall(d.capture, analysisOptions(d), c, in.CallID)
@@ -137,10 +138,10 @@ func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, cal
 	}
 	// Status first, stores after: flags that say the source was read whole
 	// describe stores read after the load ended.
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	det, ok := capture.Dialogs().Get(callID)
 	if !ok {
-		return Triage{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", callID)
+		return Triage{}, answer.UnknownCall("call_id", callID)
 	}
 	// Timers are judged against the end of the whole capture, as
 	// get_capture_report judges them.

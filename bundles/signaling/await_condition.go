@@ -2,6 +2,7 @@ package signaling
 
 import (
 	"context"
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"time"
 
 	"github.com/sipnab/sipnab/core/dialog"
@@ -117,7 +118,7 @@ func awaitCondition(ctx context.Context, d *deps, c *sdk.Call, in awaitCondition
 	if in.Filter == "" {
 		return AwaitCondition{}, sdk.InvalidParams("filter is empty: name the condition to wait for (e.g. state == Failed, or an alias such as problems)")
 	}
-	f, err := compileDialogFilter(q, in.Filter)
+	f, err := answer.CompileFilter(q, in.Filter)
 	if err != nil {
 		return AwaitCondition{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/lint"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -46,7 +47,7 @@ func ExplainRule(ruleID string) (RuleExplanation, error) {
 			}
 		}
 		return RuleExplanation{}, sdk.Refuse(sdk.KindUnknownID, "rule_id", "unknown rule_id %q%s; the %d rules are: %s",
-			clipArg(ruleID), hint, lint.RuleCount, strings.Join(lint.IDs(), ", ")).Accepting(lint.IDs())
+			answer.Clip(ruleID), hint, lint.RuleCount, strings.Join(lint.IDs(), ", ")).Accepting(lint.IDs())
 	}
 	return RuleExplanation{
 		RuleID: r.ID, Title: r.Title, Severity: r.Severity.String(), Basis: string(r.Basis),

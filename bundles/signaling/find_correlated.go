@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/dialog"
@@ -95,7 +96,7 @@ func findCorrelated(d *deps, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, 
 		return FindCorrelated{}, sdk.InvalidParams("limit must be positive, got %d", in.Limit)
 	}
 	limit := c.Limit(in.Limit)
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	res, _ := legCorrelator(d).Find(in.CallID)
 	out := FindCorrelated{
 		SourceCallID:    in.CallID,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/repro"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -69,7 +70,7 @@ func generateReproTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.Writes, Idempotency: sdk.Idempotent, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "an unknown aspect in pin or vary, an aspect both pinned and varied, or one that cannot vary"},
 			{Code: sdk.CodeInvalidParams, When: "filename without --mcp-file-root (\"file tools are disabled\")"},
 			{Code: sdk.CodeInvalidParams, When: "a filename that is not one file name, or a name already taken in the file root (a dangling symlink included) or a capture the server reads"},
@@ -82,7 +83,7 @@ func generateReproTool(d *deps) sdk.Tool {
 
 func generateRepro(d *deps, c *sdk.Call, in generateReproIn) (Repro, error) {
 	if in.Format != "" && in.Format != "sipp" {
-		return Repro{}, sdk.InvalidParams("format %q is not supported: the only format is sipp", clipArg(in.Format))
+		return Repro{}, sdk.InvalidParams("format %q is not supported: the only format is sipp", answer.Clip(in.Format))
 	}
 	if in.Filename != "" {
 		if !d.root.Enabled() {
@@ -114,7 +115,7 @@ func generateRepro(d *deps, c *sdk.Call, in generateReproIn) (Repro, error) {
 		r.Caveats = append(r.Caveats, "the capture is still being read: responses seen later are not asserted")
 	}
 	out := Repro{
-		CallID: det.CallID, Format: "sipp", Method: unfencedValue(r.Method), Hypothesis: r.Hypothesis, Asserted: r.Asserted,
+		CallID: det.CallID, Format: "sipp", Method: answer.Unfenced(r.Method), Hypothesis: r.Hypothesis, Asserted: r.Asserted,
 		Scenario: r.Scenario, Run: r.Run, Caveats: r.Caveats,
 		SourceFlags: src.Flags(), CaptureIdentity: src.Identity, SchemaVersion: reproSchemaVersion,
 	}

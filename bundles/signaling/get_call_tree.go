@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/sdk"
@@ -80,7 +81,7 @@ func getCallTreeTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
@@ -97,10 +98,10 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 		return CallTree{}, sdk.InvalidParams("limit must be positive, got %d", in.Limit)
 	}
 	limit := c.Limit(in.Limit)
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	tree, ok := legCorrelator(d).Tree(in.CallID, limit)
 	if !ok {
-		return CallTree{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return CallTree{}, answer.UnknownCall("call_id", in.CallID)
 	}
 	out := CallTree{
 		RootCallID:      in.CallID,
@@ -131,7 +132,7 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 			if row.UpdatedAt.After(out.LastActivity) {
 				out.LastActivity = row.UpdatedAt
 			}
-			row.Method = unfencedValue(row.Method)
+			row.Method = answer.Unfenced(row.Method)
 			if row.FromUser != "" {
 				row.FromUser = c.Fence(row.FromUser)
 			}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/sdptimeline"
 	"github.com/sipnab/sipnab/sdk"
@@ -121,7 +122,7 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in sdpTimelineIn) (SDPTimeline, error) {
 		return getSDPTimeline(d, c, in.CallID)
@@ -134,10 +135,10 @@ func callDetail(d *deps, callID string) (dialog.Detail, sdk.SourceState, error) 
 	if callID == "" {
 		return dialog.Detail{}, sdk.SourceState{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	det, ok := d.capture.Dialogs().Get(callID)
 	if !ok {
-		return dialog.Detail{}, src, sdk.UnknownID("call_id", "unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", clipArg(callID))
+		return dialog.Detail{}, src, answer.UnknownCall("call_id", callID)
 	}
 	return det, src, nil
 }
@@ -167,7 +168,7 @@ func getSDPTimeline(d *deps, c *sdk.Call, callID string) (SDPTimeline, error) {
 		}
 		x := SDPExchangeOut{
 			MessageIndex: e.MessageIndex, Direction: e.Direction, Transaction: e.Transaction,
-			Message: unfencedValue(e.Method), Codecs: fenceCodecs(c, e.Codecs), MediaAddr: e.MediaAddr, MediaPort: e.MediaPort,
+			Message: answer.Unfenced(e.Method), Codecs: fenceCodecs(c, e.Codecs), MediaAddr: e.MediaAddr, MediaPort: e.MediaPort,
 			Ptime: e.Ptime, Mode: e.Mode, Timestamp: e.Timestamp, Events: e.Events,
 			Src: addrText(e.Src.String(), e.Src.IsValid()), Dst: addrText(e.Dst.String(), e.Dst.IsValid()),
 			Frame: e.Frame, Streams: make([]SDPStreamOut, 0, len(e.Streams)), SDPProblems: e.Problems,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
@@ -54,7 +55,7 @@ type DialogGroup struct {
 	// Value is the dimension's value; "(none)" when the dialogs have none.
 	// to_domain, from.user, to.user and ua are fenced (sender-written);
 	// the other dimensions' values are unfenced, stripped of control and
-	// bidi characters and cut to 256 bytes (unfencedValue).
+	// bidi characters and cut to 256 bytes (answer.Unfenced).
 	Value string `json:"value" desc:"dimension value; (none) when absent; sender-written values fenced"`
 	// Count is the number of dialogs in the group.
 	Count int `json:"count" desc:"dialogs in the group"`
@@ -132,11 +133,11 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 	}
 	topN = min(topN, maxRows(c))
 	q := storeQuerier(d)
-	f, err := compileDialogFilter(q, in.Filter)
+	f, err := answer.CompileFilter(q, in.Filter)
 	if err != nil {
 		return GroupDialogs{}, err
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	g, err := q.Group(ctx, query.GroupOptions{Filter: f, By: by, Metrics: metrics, TopN: topN})
 	if err != nil {
 		return GroupDialogs{}, err
@@ -165,7 +166,7 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 		case fence:
 			v = c.Fence(v)
 		default:
-			v = unfencedValue(v)
+			v = answer.Unfenced(v)
 		}
 		dg := DialogGroup{
 			Value:       v,

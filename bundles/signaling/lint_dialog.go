@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/lint"
@@ -108,7 +109,7 @@ func lintDialogTool(d *deps) sdk.Tool {
 			"could not run (no RTP, one message): not a pass. One message: validate_message.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "an unknown ruleset"},
 			{Code: sdk.CodeInvalidParams, When: "suppression_file without --mcp-file-root (\"file tools are disabled\")"},
 			{Code: sdk.CodeInvalidParams, When: "a suppression_file that is not one file name, does not exist, resolves outside the file root, or does not parse"},
@@ -150,19 +151,11 @@ func lintOptions(rulesets []string, severityMin string) (*lint.Selection, lint.S
 	if severityMin != "" {
 		s, ok := lint.ParseSeverity(severityMin)
 		if !ok {
-			return nil, 0, sdk.InvalidParams("severity_min: %q is not one of %s", clipArg(severityMin), strings.Join(lint.SeverityNames(), ", "))
+			return nil, 0, sdk.InvalidParams("severity_min: %q is not one of %s", answer.Clip(severityMin), strings.Join(lint.SeverityNames(), ", "))
 		}
 		sev = s
 	}
 	return sel, sev, nil
-}
-
-// clipArg shortens a caller's argument echoed in an error.
-func clipArg(s string) string {
-	if len(s) > 128 {
-		return s[:128] + "..."
-	}
-	return s
 }
 
 // dialog fetches one dialog and the RTP attributed to it; an unknown
@@ -170,7 +163,7 @@ func clipArg(s string) string {
 func (d *deps) dialog(callID string) (dialog.Detail, []media.StreamInfo, error) {
 	det, ok := d.capture.Dialogs().Get(callID)
 	if !ok {
-		return dialog.Detail{}, nil, sdk.UnknownID("call_id", "unknown call_id %q", clipArg(callID))
+		return dialog.Detail{}, nil, answer.UnknownCall("call_id", callID)
 	}
 	var streams []media.StreamInfo
 	if m := d.capture.Media(); m != nil {
@@ -202,7 +195,7 @@ func (d *deps) suppression(name string) (*lint.Suppression, error) {
 		}
 		pats, err := lint.ParseSuppression(data)
 		if err != nil {
-			return nil, sdk.InvalidParams("suppression_file %q: %v", clipArg(name), err)
+			return nil, sdk.InvalidParams("suppression_file %q: %v", answer.Clip(name), err)
 		}
 		return &lint.Suppression{File: name, Patterns: pats}, nil
 	}
@@ -238,7 +231,7 @@ func lintAnswer(c *sdk.Call, callID string, sel *lint.Selection, sev lint.Severi
 		FindingsWithheld:  res.Withheld,
 		Suppressions:      Suppressions{Patterns: []string{}, FindingsSuppressed: res.Withheld.Suppressed},
 		RuleCatalog:       ruleCatalog(),
-		SourceFlags:       sourceState(st).Flags(),
+		SourceFlags:       answer.SourceState(st).Flags(),
 	}
 	if out.RulesNotEvaluated == nil {
 		out.RulesNotEvaluated = []lint.NotEvaluated{}

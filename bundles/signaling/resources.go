@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -133,7 +134,7 @@ type AliasThresholds struct {
 func aliasResource(name string, th filter.Thresholds) (sdk.ResourceContent, error) {
 	expr, ok := filter.ExpandAlias(name, th)
 	if !ok {
-		return sdk.ResourceContent{}, sdk.InvalidParams("unknown alias %q; the aliases are: %s", clipArg(name), strings.Join(aliasNames(), ", "))
+		return sdk.ResourceContent{}, sdk.InvalidParams("unknown alias %q; the aliases are: %s", answer.Clip(name), strings.Join(aliasNames(), ", "))
 	}
 	var doc string
 	for _, a := range filter.Aliases() {
@@ -166,7 +167,7 @@ type FieldDoc struct {
 func fieldResource(name string) (sdk.ResourceContent, error) {
 	f, ok := filter.FieldByName(name)
 	if !ok {
-		return sdk.ResourceContent{}, sdk.InvalidParams("unknown filter field %q; the fields are: %s", clipArg(name), strings.Join(fieldNames(), ", "))
+		return sdk.ResourceContent{}, sdk.InvalidParams("unknown filter field %q; the fields are: %s", answer.Clip(name), strings.Join(fieldNames(), ", "))
 	}
 	info := f.Info()
 	doc := FieldDoc{Name: info.Name, Type: info.Type.String(), Multi: info.Multi, Unit: info.Unit, Doc: info.Doc}

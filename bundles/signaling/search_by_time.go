@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
@@ -86,7 +87,7 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 	if in.Limit < 0 {
 		return SearchByTime{}, sdk.InvalidParams("limit %d: want a positive number, or omit it for %d", in.Limit, sdk.DefaultLimit)
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "start", in.Start, "end", in.End, "filter", in.Filter)
 	if err != nil {
 		return SearchByTime{}, err
@@ -103,7 +104,7 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 		return SearchByTime{}, err
 	}
 	q := storeQuerier(d)
-	f, err := compileDialogFilter(q, in.Filter)
+	f, err := answer.CompileFilter(q, in.Filter)
 	if err != nil {
 		return SearchByTime{}, err
 	}

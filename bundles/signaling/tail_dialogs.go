@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
@@ -61,7 +62,7 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 	if in.Limit < 0 {
 		return TailDialogs{}, sdk.InvalidParams("limit %d: want a positive number, or omit it for %d", in.Limit, sdk.DefaultLimit)
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance)
 	if err != nil {
 		return TailDialogs{}, err
@@ -105,11 +106,11 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 
 // fenceSummaries returns the rows with their sender-written users fenced
 // (from_user, to_user) and the method token, shown unfenced, given the
-// fence's hygiene (unfencedValue), as every dialog row tool does.
+// fence's hygiene (answer.Unfenced), as every dialog row tool does.
 func fenceSummaries(c *sdk.Call, rows []dialog.Summary) []dialog.Summary {
 	out := make([]dialog.Summary, len(rows))
 	for i, r := range rows {
-		r.Method = unfencedValue(r.Method)
+		r.Method = answer.Unfenced(r.Method)
 		if r.FromUser != "" {
 			r.FromUser = c.Fence(r.FromUser)
 		}

@@ -2,14 +2,13 @@ package signaling
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"time"
 	"weak"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
-	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -83,7 +82,7 @@ func timeline(ctx context.Context, d *deps, c *sdk.Call, in timelineIn) (Timelin
 	}
 	// The source state is read before the store: an exhausted source seen
 	// here means the count below is over the whole capture.
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	tl, err := storeQuerier(d).Timeline(ctx, w, maxRows(c))
 	if err != nil {
 		return Timeline{}, err
@@ -141,19 +140,4 @@ func maxRows(c *sdk.Call) int {
 		return n
 	}
 	return sdk.DefaultMaxRows
-}
-
-// compileDialogFilter compiles a filter argument with the bundle's query
-// layer; a bad expression is invalid params carrying the compiler's
-// message, position and caret line.
-func compileDialogFilter(q *query.Querier, expr string) (*filter.Filter, error) {
-	f, err := q.Compile(expr)
-	if err != nil {
-		var fe *filter.Error
-		if errors.As(err, &fe) {
-			return nil, sdk.Refuse(sdk.KindInvalidFilter, "filter", "invalid filter: %s\n%s", fe.Error(), fe.Caret).At(fe.Pos)
-		}
-		return nil, sdk.Refuse(sdk.KindInvalidFilter, "filter", "invalid filter: %v", err)
-	}
-	return f, nil
 }

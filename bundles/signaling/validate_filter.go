@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
@@ -71,7 +72,7 @@ func validateFilterTool(d *deps) sdk.Tool {
 
 func validateFilter(ctx context.Context, d *deps, in validateFilterIn) (ValidateFilter, error) {
 	q := storeQuerier(d)
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	out := ValidateFilter{
 		SchemaVersion:   validateFilterSchemaVersion,
 		Expr:            in.Expr,

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"io"
 	"sort"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // SchemaVersion is the version of the batch JSON document.
