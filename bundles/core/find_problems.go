@@ -3,8 +3,8 @@ package core
 import (
 	"context"
 	"errors"
-	"strings"
 	"github.com/sipnab/sipnab/bundles/internal/answer"
+	"strings"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
