@@ -304,6 +304,9 @@ func (p *parser) header(s, e int, folded bool) {
 		Start: s,
 		End:   e,
 	}
+	if c := canonicalNames[h.ID]; h.ID != HdrExtension && h.Name == c {
+		h.Name = c // interned: the usual spelling holds no message's bytes
+	}
 	var val string
 	if folded {
 		val = unfold(raw[colon+1 : e])
