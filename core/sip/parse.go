@@ -2,6 +2,7 @@ package sip
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"strings"
@@ -288,7 +289,15 @@ func (p *parser) header(s, e int, folded bool) {
 		return
 	}
 	// Control bytes anywhere in the logical line (CRLF of folds excepted).
-	for k := s; k < e; k++ {
+	// Eight bytes at a time up to the first word that may hold one (a tab
+	// stops the fast scan too), then byte by byte.
+	k := s
+	for ; k+8 <= e; k += 8 {
+		if mayHoldCtl(binary.LittleEndian.Uint64(raw[k:])) {
+			break
+		}
+	}
+	for ; k < e; k++ {
 		c := raw[k]
 		if isCtl[c] {
 			if (c == '\r' || c == '\n') && folded && foldBreak(raw, k) {
@@ -328,6 +337,18 @@ func (p *parser) header(s, e int, folded bool) {
 	}
 	h.Value = val
 	p.m.Headers = append(p.m.Headers, h)
+}
+
+// mayHoldCtl reports whether one of the eight bytes of x is below 0x20 or
+// is 0x7f (the classic "has a byte less than n" and "has a zero byte" word
+// tricks; exact for bytes below 0x80, and a byte of 0x80 or more cannot
+// raise a false negative: it only sends the scan byte by byte).
+func mayHoldCtl(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	less := (x - ones*0x20) & ^x & highs
+	y := x ^ (ones * 0x7f)
+	del := (y - ones) & ^y & highs
+	return less|del != 0
 }
 
 // foldBreak reports whether the CR or LF at k is part of a line fold (CRLF
