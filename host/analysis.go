@@ -14,11 +14,11 @@ import (
 // --*-threshold flags). Bundles receive them as a filter.Thresholds service.
 func thresholdsOf(cfg *Config) filter.Thresholds {
 	return filter.Thresholds{
-		PDDSeconds:       cfg.Float("analysis.pdd_threshold"),
-		ShortCallSeconds: cfg.Float("analysis.short_call_threshold"),
-		LossPct:          cfg.Float("analysis.loss_threshold"),
-		JitterMs:         cfg.Float("analysis.jitter_threshold"),
-		Retransmits:      cfg.Int("analysis.retransmit_threshold"),
+		PDDSeconds:       cfg.Analysis.PDDThreshold,
+		ShortCallSeconds: cfg.Analysis.ShortCallThreshold,
+		LossPct:          cfg.Analysis.LossThreshold,
+		JitterMs:         cfg.Analysis.JitterThreshold,
+		Retransmits:      cfg.Analysis.RetransmitThreshold,
 	}
 }
 
@@ -28,8 +28,8 @@ func thresholdsOf(cfg *Config) filter.Thresholds {
 // the same value, so render_ladder and --call-report print the same bytes.
 func correlationOf(cfg *Config) correlate.Config {
 	return correlate.Config{
-		Window:         time.Duration(cfg.Float("correlation.window") * float64(time.Second)),
-		XCallIDHeaders: nonEmpty(cfg.Strings("correlation.x_call_id_headers")),
+		Window:         time.Duration(cfg.Correlation.Window * float64(time.Second)),
+		XCallIDHeaders: nonEmpty(cfg.Correlation.XCallIDHeaders),
 	}
 }
 
@@ -39,17 +39,17 @@ func checkAnalysis(cfg *Config) error {
 	if err := thresholdsOf(cfg).Validate(); err != nil {
 		return usagef("%v (--pdd-threshold, --short-call-threshold, --loss-threshold, --jitter-threshold, --retransmit-threshold or [analysis])", err)
 	}
-	if w := cfg.Float("correlation.window"); math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 || w > 3600 {
+	if w := cfg.Correlation.Window; math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 || w > 3600 {
 		return usagef("--leg-correlation-window %v: want seconds above 0 and at most 3600", w)
 	}
-	if n := cfg.Int("media.max_streams"); n < 1 {
+	if n := cfg.Media.MaxStreams; n < 1 {
 		return usagef("--max-streams %d: want at least 1", n)
 	}
 	// Unset is -1; a declared delay is 0 to 10 s (mos caps d anyway).
-	if d := cfg.Float("media.one_way_delay"); math.IsNaN(d) || math.IsInf(d, 0) || d > 10000 || d < 0 && d != -1 {
+	if d := cfg.Media.OneWayDelay; math.IsNaN(d) || math.IsInf(d, 0) || d > 10000 || d < 0 && d != -1 {
 		return usagef("--one-way-delay %v: want milliseconds from 0 to 10000", d)
 	}
-	hdrs := cfg.Strings("correlation.x_call_id_headers")
+	hdrs := cfg.Correlation.XCallIDHeaders
 	if len(nonEmpty(hdrs)) == 0 {
 		return usagef("--x-call-id-header: name at least one header (default X-Call-ID)")
 	}

@@ -94,9 +94,9 @@ func TestThresholdRefusalsAtStartup(t *testing.T) {
 		{"not a number", []string{"--pdd-threshold", "soon"}, nil, "invalid value"},
 		{"zero window", []string{"--leg-correlation-window", "0"}, nil, "--leg-correlation-window 0"},
 		{"bad header", []string{"--x-call-id-header", "X Call"}, nil, "not a header name"},
-		{"wrong type in the file", []string{"--config", badType}, nil, "analysis.pdd_threshold: want a number"},
-		{"fraction for an integer", []string{"--config", fractional}, nil, "analysis.retransmit_threshold: want an integer"},
-		{"unknown key", []string{"--config", unknown}, nil, "unknown key analysis.pdd"},
+		{"wrong type in the file", []string{"--config", badType}, nil, "bad.toml:2: key \"analysis.pdd_threshold\": want a number, got \"eleven\" (a string)"},
+		{"fraction for an integer", []string{"--config", fractional}, nil, "frac.toml:2: key \"analysis.retransmit_threshold\": want an integer, got 2.5 (a number)"},
+		{"unknown key", []string{"--config", unknown}, nil, "unknown.toml:2: unknown key \"analysis.pdd\" (did you mean \"pdd_threshold\"?)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr syncBuffer

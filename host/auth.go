@@ -64,9 +64,9 @@ var errInvalidToken = errors.New("invalid token")
 func (v *verifier) configured() bool { return v.static != nil || len(v.keys) > 0 }
 
 func newVerifier(cfg *Config) (*verifier, error) {
-	v := &verifier{now: time.Now, revokedPath: cfg.String("mcp.revoked_file")}
-	tok := cfg.String("mcp.token")
-	if f := cfg.String("mcp.token_file"); f != "" {
+	v := &verifier{now: time.Now, revokedPath: cfg.MCP.RevokedFile}
+	tok := cfg.MCP.Token
+	if f := cfg.MCP.TokenFile; f != "" {
 		if tok != "" {
 			return nil, usagef("--mcp-token and --mcp-token-file are exclusive")
 		}
@@ -101,13 +101,13 @@ func newVerifier(cfg *Config) (*verifier, error) {
 
 func signingKeys(cfg *Config) ([][]byte, error) {
 	var keys [][]byte
-	for _, k := range cfg.Strings("mcp.signing_key") {
+	for _, k := range cfg.MCP.SigningKey {
 		if k == "" {
 			continue
 		}
 		keys = append(keys, []byte(k))
 	}
-	for _, f := range cfg.Strings("mcp.signing_key_file") {
+	for _, f := range cfg.MCP.SigningKeyFile {
 		if f == "" {
 			continue
 		}

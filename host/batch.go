@@ -26,7 +26,7 @@ type batchSources struct {
 }
 
 func batchSourcesOf(cfg *Config) batchSources {
-	return batchSources{files: inputsOf(cfg), interfaces: nonEmpty(cfg.Strings("interface")), listeners: nonEmpty(cfg.Strings("hep.listen"))}
+	return batchSources{files: inputsOf(cfg), interfaces: nonEmpty(cfg.Interface), listeners: nonEmpty(cfg.HEP.Listen)}
 }
 
 func (s batchSources) none() bool {
@@ -42,14 +42,14 @@ const noInput = "sipnab: no input: give -I FILE (repeatable) or -I DIR, -i IFACE
 // checkBatch validates the batch stop conditions (--duration, --count) at
 // startup: a usage error, exit 2.
 func checkBatch(cfg *Config) error {
-	d, n := cfg.Float("duration"), cfg.Int("count")
+	d, n := cfg.Duration, cfg.Count
 	if math.IsNaN(d) || math.IsInf(d, 0) || d < 0 || d > 366*24*3600 {
 		return usagef("--duration %v: want seconds, 0 (no limit) or more, at most a year", d)
 	}
 	if n < 0 {
 		return usagef("--count %d: want a number of frames, 0 (no limit) or more", n)
 	}
-	if cfg.Bool("mcp.enabled") && (d > 0 || n > 0) {
+	if cfg.MCP.Enabled && (d > 0 || n > 0) {
 		return usagef("--duration and --count stop a batch run; they do not combine with --mcp")
 	}
 	return nil
@@ -62,10 +62,10 @@ func checkBatch(cfg *Config) error {
 // the document. Exit 0 when the read was whole or stopped on request, 1 when
 // a source stopped early (a truncated file, a live source fault).
 func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
-	if cfg.String("call_report") != "" {
+	if cfg.CallReport != "" {
 		return runCallReport(ctx, cfg, sio, log)
 	}
-	wantJSON, wantReport := cfg.Bool("json"), cfg.Bool("report")
+	wantJSON, wantReport := cfg.JSON, cfg.Report
 	if wantJSON == wantReport {
 		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json or --report (or --call-report <Call-ID>, or --mcp)")
 		return exitUsage
@@ -104,12 +104,12 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var timedOut <-chan time.Time
-	if d := cfg.Float("duration"); d > 0 {
+	if d := cfg.Duration; d > 0 {
 		t := time.NewTimer(time.Duration(d * float64(time.Second)))
 		defer t.Stop()
 		timedOut = t.C
 	}
-	count := uint64(cfg.Int("count"))
+	count := uint64(cfg.Count)
 
 	e, err = startEngine(runCtx, cfg, log, nil)
 	if err != nil {
@@ -129,7 +129,7 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 	}
 
 	var limits []string
-	if d := cfg.Float("duration"); d > 0 {
+	if d := cfg.Duration; d > 0 {
 		limits = append(limits, fmt.Sprintf("for %gs", d))
 	}
 	if count > 0 {
@@ -221,7 +221,7 @@ func batchExit(st engine.Status, onRequest bool) int {
 // the document. With a live interface or a HEP listener it reads until a
 // stop is requested, as runBatch does.
 func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
-	if cfg.Bool("json") || cfg.Bool("report") {
+	if cfg.JSON || cfg.Report {
 		fmt.Fprintln(sio.Stderr, "sipnab: --call-report does not combine with --json or --report")
 		return exitUsage
 	}
@@ -234,14 +234,14 @@ func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) i
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure
 	}
-	id := cfg.String("call_report")
+	id := cfg.CallReport
 	call, ok := callreport.Build(e.capture, id, callReportOptions(cfg, e.capture))
 	if !ok {
 		fmt.Fprintf(sio.Stderr, "sipnab: no dialog with Call-ID %q in the capture\n", id)
 		return exitFailure
 	}
 	f := callreport.Text
-	if cfg.Bool("markdown") {
+	if cfg.Markdown {
 		f = callreport.Markdown
 	}
 	if _, err := io.WriteString(sio.Stdout, call.CallReport(f)); err != nil {
@@ -249,7 +249,7 @@ func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) i
 		return exitFailure
 	}
 	st := e.capture.Status()
-	if !cfg.Bool("no_cli_print") {
+	if !cfg.NoCLIPrint {
 		read := "read whole"
 		switch {
 		case st.SourceStoppedEarly:

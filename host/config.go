@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,12 +42,40 @@ const (
 	kFloat
 )
 
-// option is one setting: its flag, its config key, its default.
+// group is what a setting is for: --help lists the settings by group.
+type group int
+
+const (
+	gSources group = iota
+	gBatch
+	gAnalysis
+	gMCP
+	gSecurity
+	gLimits
+	gMint
+	gGeneral
+)
+
+var groupTitles = [...]string{
+	gSources:  "Sources (at least one; -I, -i and -L combine)",
+	gBatch:    "Batch output (without --mcp: read the sources, write one document to stdout)",
+	gAnalysis: "Analysis thresholds and leg correlation (batch and MCP alike)",
+	gMCP:      "MCP server",
+	gSecurity: "MCP security (HTTP transport)",
+	gLimits:   "MCP limits",
+	gMint:     "Signed tokens (--mint-token prints one and exits)",
+	gGeneral:  "General and capacity",
+}
+
+// option is one setting: its flag, its config key, its default, and what
+// --help says of it. Its type is its Settings field's (kindOf).
 type option struct {
 	flag  string // long flag name without dashes
 	short string // optional one-letter alias
-	key   string // koanf key
-	kind  kind
+	key   string // koanf key: the Settings field's tag path
+	kind  kind   // from the Settings field (init)
+	group group
+	arg   string // the value's name in --help ("FILE"); by kind when empty
 	def   any
 	usage string
 	// noConfig: command-line only (never read from a file or environment).
@@ -56,148 +85,244 @@ type option struct {
 // options lists every setting sipnab reads. Environment variables are
 // SIPNAB_ + the flag name upper-cased with - as _ (SIPNAB_MCP_TOKEN).
 var options = []option{
-	{flag: "config", key: "config", kind: kString, def: "", usage: "TOML or YAML config file", noConfig: true},
-	{flag: "no-tui", short: "N", key: "no_tui", kind: kBool, def: false, usage: "run without the terminal UI (batch or MCP)"},
-	{flag: "input", short: "I", key: "input", kind: kStrings, def: []string{}, usage: "capture file or directory (repeatable)"},
-	{flag: "interface", short: "i", key: "interface", kind: kStrings, def: []string{}, usage: "live capture on a network interface (repeatable; needs CAP_NET_RAW)"},
-	{flag: "hep-listen", short: "L", key: "hep.listen", kind: kStrings, def: []string{}, usage: "receive HEP on this address, UDP and TCP (repeatable)"},
-	{flag: "hep-allow", key: "hep.allow", kind: kStrings, def: []string{}, usage: "HEP sources admitted: CIDR, address or host (repeatable; required off loopback)"},
-	{flag: "hep-rate-limit-per-peer", key: "hep.rate_limit_per_peer", kind: kInt, def: 0, usage: "HEP datagrams per second per sender (0 = unlimited)"},
-	{flag: "json", key: "json", kind: kBool, def: false, usage: "write the analysis as one JSON document to stdout", noConfig: true},
-	{flag: "report", key: "report", kind: kBool, def: false, usage: "write a readable report to stdout", noConfig: true},
-	{flag: "limit", key: "limit", kind: kInt, def: 100000, usage: "dialog cap (evicts oldest past it)"},
-	{flag: "max-streams", key: "media.max_streams", kind: kInt, def: media.DefaultMaxStreams, usage: "RTP stream cap (evicts oldest past it, counted as streams_evicted)"},
-	{flag: "one-way-delay", key: "media.one_way_delay", kind: kFloat, def: -1.0, usage: "one-way path delay in ms for MOS, delay source declared (-1: half an RTCP round trip, else 100 ms assumed)"},
-	{flag: "cores", key: "cores", kind: kInt, def: 1, usage: "cores a file load uses: 1 routes every packet on one goroutine; N >= 2 hands RTP/RTCP/UDPTL to N-1 workers (same answers)"},
-	{flag: "node-name", key: "node_name", kind: kString, def: "", usage: "node name in capture_identity (default: host name)"},
-	{flag: "quiet", key: "quiet", kind: kBool, def: false, usage: "log warnings and errors only"},
+	{flag: "config", group: gGeneral, arg: "FILE", key: "config", def: "", usage: "TOML or YAML config file", noConfig: true},
+	{flag: "no-tui", group: gGeneral, short: "N", key: "no_tui", def: false, usage: "run without the terminal UI (batch or MCP)"},
+	{flag: "input", group: gSources, arg: "FILE", short: "I", key: "input", def: []string{}, usage: "capture file or directory (repeatable)"},
+	{flag: "interface", group: gSources, arg: "IFACE", short: "i", key: "interface", def: []string{}, usage: "live capture on a network interface (repeatable; needs CAP_NET_RAW)"},
+	{flag: "hep-listen", group: gSources, arg: "ADDR", short: "L", key: "hep.listen", def: []string{}, usage: "receive HEP on this address, UDP and TCP (repeatable)"},
+	{flag: "hep-allow", group: gSources, arg: "CIDR", key: "hep.allow", def: []string{}, usage: "HEP sources admitted: CIDR, address or host (repeatable; required off loopback)"},
+	{flag: "hep-rate-limit-per-peer", group: gSources, key: "hep.rate_limit_per_peer", def: 0, usage: "HEP datagrams per second per sender (0 = unlimited)"},
+	{flag: "json", group: gBatch, key: "json", def: false, usage: "write the analysis as one JSON document to stdout", noConfig: true},
+	{flag: "report", group: gBatch, key: "report", def: false, usage: "write a readable report to stdout", noConfig: true},
+	{flag: "limit", group: gGeneral, key: "limit", def: 100000, usage: "dialog cap (evicts oldest past it)"},
+	{flag: "max-store-mb", group: gGeneral, arg: "MIB", key: "max_store_mb", def: 0, usage: "dialog store budget in MiB (retained messages and their structures); past it the oldest dialogs are evicted, counted as evicted_for_bytes (0: a sixteenth of memory, 64 MiB to 1 GiB)"},
+	{flag: "max-streams", group: gGeneral, key: "media.max_streams", def: media.DefaultMaxStreams, usage: "RTP stream cap (evicts oldest past it, counted as streams_evicted)"},
+	{flag: "one-way-delay", group: gAnalysis, arg: "MS", key: "media.one_way_delay", def: -1.0, usage: "one-way path delay in ms for MOS, delay source declared (-1: half an RTCP round trip, else 100 ms assumed)"},
+	{flag: "cores", group: gGeneral, key: "cores", def: 1, usage: "cores a file load uses: 1 routes every packet on one goroutine; N >= 2 hands RTP/RTCP/UDPTL to N-1 workers (same answers)"},
+	{flag: "node-name", group: gGeneral, arg: "NAME", key: "node_name", def: "", usage: "node name in capture_identity (default: host name)"},
+	{flag: "quiet", group: gGeneral, key: "quiet", def: false, usage: "log warnings and errors only"},
 
-	{flag: "mcp", key: "mcp.enabled", kind: kBool, def: false, usage: "run the MCP server (needs -N)"},
-	{flag: "mcp-transport", key: "mcp.transport", kind: kString, def: "stdio", usage: "stdio or http"},
-	{flag: "mcp-bind", key: "mcp.bind", kind: kString, def: "127.0.0.1:8731", usage: "HTTP listen address"},
-	{flag: "mcp-tools", key: "mcp.tools", kind: kStrings, def: []string{"full"}, usage: "bundles, tools or custom bundles to load (comma-separated)"},
-	{flag: "mcp-output-schemas", key: "mcp.output_schemas", kind: kBool, def: false, usage: "send outputSchema in tools/list"},
-	{flag: "mcp-token", key: "mcp.token", kind: kString, def: "", usage: "static bearer token"},
-	{flag: "mcp-token-file", key: "mcp.token_file", kind: kString, def: "", usage: "file holding the static bearer token"},
-	{flag: "mcp-signing-key", key: "mcp.signing_key", kind: kStrings, def: []string{}, usage: "signed-token key (repeatable for rotation)"},
-	{flag: "mcp-signing-key-file", key: "mcp.signing_key_file", kind: kStrings, def: []string{}, usage: "file holding a signing key (repeatable)"},
-	{flag: "mcp-revoked-file", key: "mcp.revoked_file", kind: kString, def: "", usage: "file of revoked token ids, one per line"},
-	{flag: "mcp-token-ttl", key: "mcp.token_ttl", kind: kInt, def: 3600, usage: "lifetime of a minted token, seconds"},
-	{flag: "version", key: "version", kind: kBool, def: false, usage: "print the version (module, VCS revision, Go) on stdout and exit", noConfig: true},
-	{flag: "mint-token", key: "mint_token", kind: kBool, def: false, usage: "print a signed token and exit", noConfig: true},
-	{flag: "token-id", key: "token_id", kind: kString, def: "", usage: "id of the minted token", noConfig: true},
-	{flag: "token-scope", key: "token_scope", kind: kString, def: "full", usage: "scope of the minted token: full, read, metrics, actions", noConfig: true},
-	{flag: "mcp-allowed-host", key: "mcp.allowed_host", kind: kStrings, def: []string{}, usage: "allowed Host header (repeatable; * disables the check)"},
-	{flag: "mcp-allowed-origin", key: "mcp.allowed_origin", kind: kStrings, def: []string{}, usage: "allowed browser Origin besides the allowed hosts' (repeatable; * allows any)"},
-	{flag: "mcp-resource-url", key: "mcp.resource_url", kind: kString, def: "", usage: "public URL of the MCP endpoint (enables RFC 9728 metadata)"},
-	{flag: "mcp-audit-file", key: "mcp.audit_file", kind: kString, def: "", usage: "append one JSON line per tools/call to this file"},
-	{flag: "mcp-max-concurrent", key: "mcp.max_concurrent", kind: kInt, def: 100, usage: "tool calls in flight (0 = unlimited)"},
-	{flag: "mcp-rate-limit-per-peer", key: "mcp.rate_limit_per_peer", kind: kInt, def: 100, usage: "tool calls per second per peer address (0 = unlimited)"},
-	{flag: "mcp-max-rows", key: "limits.mcp_max_rows", kind: kInt, def: 1000, usage: "ceiling of every limit"},
-	{flag: "mcp-max-body-bytes", key: "mcp.max_body_bytes", kind: kInt, def: 4096, usage: "bodies and snippets cut to this size"},
-	{flag: "mcp-max-response-bytes", key: "mcp.max_response_bytes", kind: kInt, def: 1048576, usage: "server-wide response cap"},
-	{flag: "mcp-max-wait-seconds", key: "mcp.max_wait_seconds", kind: kInt, def: 60, usage: "ceiling of waits and sweeps"},
-	{flag: "mcp-call-timeout", key: "mcp.call_timeout", kind: kInt, def: defaultCallTimeoutSeconds, usage: "seconds a tool call may run before it is answered as timed out (more than --mcp-max-wait-seconds)"},
-	{flag: "mcp-tls-cert", key: "mcp.tls_cert", kind: kString, def: "", usage: "TLS certificate for the HTTP listener"},
-	{flag: "mcp-tls-key", key: "mcp.tls_key", kind: kString, def: "", usage: "TLS key for the HTTP listener"},
-	{flag: "user", key: "user", kind: kString, def: "", usage: "user to drop to when started as root (default nobody)"},
-	{flag: "mcp-file-root", key: "mcp.file_root", kind: kString, def: "", usage: "sandbox directory for file tools"},
-	{flag: "mcp-allow-shutdown", key: "mcp.allow_shutdown", kind: kBool, def: false, usage: "enable shutdown_server"},
-	{flag: "mcp-allow-open-capture", key: "mcp.allow_open_capture", kind: kBool, def: false, usage: "enable open_capture"},
-	{flag: "mcp-allow-tls-capture", key: "mcp.allow_tls_capture", kind: kBool, def: false, usage: "enable start_tls_capture"},
-	{flag: "mcp-allow-save-findings", key: "mcp.allow_save_findings", kind: kBool, def: false, usage: "enable save_findings"},
-	{flag: "mcp-allow-relay-query", key: "mcp.allow_relay_query", kind: kBool, def: false, usage: "enable relay queries"},
+	{flag: "mcp", group: gMCP, key: "mcp.enabled", def: false, usage: "run the MCP server (needs -N)"},
+	{flag: "mcp-transport", group: gMCP, arg: "stdio|http", key: "mcp.transport", def: "stdio", usage: "stdio or http"},
+	{flag: "mcp-bind", group: gMCP, arg: "ADDR", key: "mcp.bind", def: "127.0.0.1:8731", usage: "HTTP listen address"},
+	{flag: "mcp-tools", group: gMCP, arg: "LIST", key: "mcp.tools", def: []string{"full"}, usage: "bundles, tools or custom bundles to load (comma-separated)"},
+	{flag: "mcp-output-schemas", group: gMCP, key: "mcp.output_schemas", def: false, usage: "send outputSchema in tools/list"},
+	{flag: "mcp-token", group: gSecurity, arg: "TOKEN", key: "mcp.token", def: "", usage: "static bearer token"},
+	{flag: "mcp-token-file", group: gSecurity, arg: "FILE", key: "mcp.token_file", def: "", usage: "file holding the static bearer token"},
+	{flag: "mcp-signing-key", group: gSecurity, arg: "KEY", key: "mcp.signing_key", def: []string{}, usage: "signed-token key (repeatable for rotation)"},
+	{flag: "mcp-signing-key-file", group: gSecurity, arg: "FILE", key: "mcp.signing_key_file", def: []string{}, usage: "file holding a signing key (repeatable)"},
+	{flag: "mcp-revoked-file", group: gSecurity, arg: "FILE", key: "mcp.revoked_file", def: "", usage: "file of revoked token ids, one per line"},
+	{flag: "mcp-token-ttl", group: gSecurity, key: "mcp.token_ttl", def: 3600, usage: "lifetime of a minted token, seconds"},
+	{flag: "version", group: gGeneral, key: "version", def: false, usage: "print the version (module, VCS revision, Go) on stdout and exit", noConfig: true},
+	{flag: "mint-token", group: gMint, key: "mint_token", def: false, usage: "print a signed token and exit", noConfig: true},
+	{flag: "token-id", group: gMint, arg: "ID", key: "token_id", def: "", usage: "id of the minted token", noConfig: true},
+	{flag: "token-scope", group: gMint, arg: "SCOPE", key: "token_scope", def: "full", usage: "scope of the minted token: full, read, metrics, actions", noConfig: true},
+	{flag: "mcp-allowed-host", group: gSecurity, arg: "HOST", key: "mcp.allowed_host", def: []string{}, usage: "allowed Host header (repeatable; * disables the check)"},
+	{flag: "mcp-allowed-origin", group: gSecurity, arg: "ORIGIN", key: "mcp.allowed_origin", def: []string{}, usage: "allowed browser Origin besides the allowed hosts' (repeatable; * allows any)"},
+	{flag: "mcp-resource-url", group: gSecurity, arg: "URL", key: "mcp.resource_url", def: "", usage: "public URL of the MCP endpoint (enables RFC 9728 metadata)"},
+	{flag: "mcp-audit-file", group: gSecurity, arg: "FILE", key: "mcp.audit_file", def: "", usage: "append one JSON line per tools/call to this file"},
+	{flag: "mcp-max-concurrent", group: gLimits, key: "mcp.max_concurrent", def: 100, usage: "tool calls in flight (0 = unlimited)"},
+	{flag: "mcp-rate-limit-per-peer", group: gLimits, key: "mcp.rate_limit_per_peer", def: 100, usage: "tool calls per second per peer address (0 = unlimited)"},
+	{flag: "mcp-max-rows", group: gLimits, key: "limits.mcp_max_rows", def: 1000, usage: "ceiling of every limit"},
+	{flag: "mcp-max-body-bytes", group: gLimits, key: "mcp.max_body_bytes", def: 4096, usage: "bodies and snippets cut to this size"},
+	{flag: "mcp-max-response-bytes", group: gLimits, key: "mcp.max_response_bytes", def: 1048576, usage: "server-wide response cap"},
+	{flag: "mcp-max-wait-seconds", group: gLimits, key: "mcp.max_wait_seconds", def: 60, usage: "ceiling of waits and sweeps"},
+	{flag: "mcp-call-timeout", group: gLimits, key: "mcp.call_timeout", def: defaultCallTimeoutSeconds, usage: "seconds a tool call may run before it is answered as timed out (more than --mcp-max-wait-seconds)"},
+	{flag: "mcp-tls-cert", group: gSecurity, arg: "FILE", key: "mcp.tls_cert", def: "", usage: "TLS certificate for the HTTP listener"},
+	{flag: "mcp-tls-key", group: gSecurity, arg: "FILE", key: "mcp.tls_key", def: "", usage: "TLS key for the HTTP listener"},
+	{flag: "user", group: gSecurity, arg: "USER", key: "user", def: "", usage: "user to drop to when started as root (default nobody)"},
+	{flag: "mcp-file-root", group: gMCP, arg: "DIR", key: "mcp.file_root", def: "", usage: "sandbox directory for file tools"},
 
 	// The run's analysis thresholds (filter.Thresholds): the filter aliases
 	// (problems, slow-setup, short-calls), sipnab://filter/<alias>, the
 	// reference pages and the diagnosis all read them.
-	{flag: "pdd-threshold", key: "analysis.pdd_threshold", kind: kFloat, def: 11.0, usage: "post-dial delay over this many seconds is slow setup (slow-setup, problems, the diagnosis)"},
-	{flag: "short-call-threshold", key: "analysis.short_call_threshold", kind: kFloat, def: 3.0, usage: "completed calls shorter than this many seconds are short calls (short-calls)"},
-	{flag: "loss-threshold", key: "analysis.loss_threshold", kind: kFloat, def: 5.0, usage: "RTP loss over this percentage is a problem (problems)"},
-	{flag: "jitter-threshold", key: "analysis.jitter_threshold", kind: kFloat, def: 50.0, usage: "RTP jitter over this many milliseconds is a problem (problems)"},
-	{flag: "retransmit-threshold", key: "analysis.retransmit_threshold", kind: kInt, def: 3, usage: "more SIP retransmissions than this in a dialog is a problem (problems)"},
+	{flag: "pdd-threshold", group: gAnalysis, arg: "SECONDS", key: "analysis.pdd_threshold", def: 11.0, usage: "post-dial delay over this many seconds is slow setup (slow-setup, problems, the diagnosis)"},
+	{flag: "short-call-threshold", group: gAnalysis, arg: "SECONDS", key: "analysis.short_call_threshold", def: 3.0, usage: "completed calls shorter than this many seconds are short calls (short-calls)"},
+	{flag: "loss-threshold", group: gAnalysis, arg: "PERCENT", key: "analysis.loss_threshold", def: 5.0, usage: "RTP loss over this percentage is a problem (problems)"},
+	{flag: "jitter-threshold", group: gAnalysis, arg: "MS", key: "analysis.jitter_threshold", def: 50.0, usage: "RTP jitter over this many milliseconds is a problem (problems)"},
+	{flag: "retransmit-threshold", group: gAnalysis, key: "analysis.retransmit_threshold", def: 3, usage: "more SIP retransmissions than this in a dialog is a problem (problems)"},
 
 	// Leg correlation (core/correlate): find_correlated, get_call_tree, the
 	// per-call reports, render_ladder and --call-report read them.
-	{flag: "leg-correlation-window", key: "correlation.window", kind: kFloat, def: 2.0, usage: "seconds between two legs' starts for the timing heuristic"},
-	{flag: "x-call-id-header", key: "correlation.x_call_id_headers", kind: kStrings, def: []string{"X-Call-ID"}, usage: "header naming another leg's Call-ID (repeatable; default X-Call-ID)"},
+	{flag: "leg-correlation-window", group: gAnalysis, arg: "SECONDS", key: "correlation.window", def: 2.0, usage: "seconds between two legs' starts for the timing heuristic"},
+	{flag: "x-call-id-header", group: gAnalysis, arg: "HEADER", key: "correlation.x_call_id_headers", def: []string{"X-Call-ID"}, usage: "header naming another leg's Call-ID (repeatable; default X-Call-ID)"},
 
 	// Batch: one call's report and ladder.
-	{flag: "call-report", key: "call_report", kind: kString, def: "", usage: "print one call's report and ladder (text) and exit", noConfig: true},
+	{flag: "call-report", group: gBatch, arg: "CALL-ID", key: "call_report", def: "", usage: "print one call's report and ladder (text) and exit", noConfig: true},
 	// Batch: when a live or HEP run stops (a signal stops it too). Each is
 	// a stop on request: the run exits 0 unless a source failed.
-	{flag: "duration", key: "duration", kind: kFloat, def: 0.0, usage: "batch: stop reading after this many seconds, then write the document (0 = until SIGINT/SIGTERM, or the end of the files)", noConfig: true},
-	{flag: "count", key: "count", kind: kInt, def: 0, usage: "batch: stop reading after this many frames, then write the document (0 = no limit; a live or HEP run may read a few more while it stops)", noConfig: true},
-	{flag: "markdown", key: "markdown", kind: kBool, def: false, usage: "with --call-report: Markdown instead of text", noConfig: true},
-	{flag: "no-cli-print", key: "no_cli_print", kind: kBool, def: false, usage: "with --call-report: print only the document (no stderr summary)", noConfig: true},
+	{flag: "duration", group: gBatch, arg: "SECONDS", key: "duration", def: 0.0, usage: "batch: stop reading after this many seconds, then write the document (0 = until SIGINT/SIGTERM, or the end of the files)", noConfig: true},
+	{flag: "count", group: gBatch, arg: "FRAMES", key: "count", def: 0, usage: "batch: stop reading after this many frames, then write the document (0 = no limit; a live or HEP run may read a few more while it stops)", noConfig: true},
+	{flag: "markdown", group: gBatch, key: "markdown", def: false, usage: "with --call-report: Markdown instead of text", noConfig: true},
+	{flag: "no-cli-print", group: gBatch, key: "no_cli_print", def: false, usage: "with --call-report: print only the document (no stderr summary)", noConfig: true},
 }
 
-// freeSections are config subtrees whose keys are not fixed: custom bundles
-// and each bundle's own section.
-var freeSections = []string{"mcp.bundles", "bundles"}
+func init() {
+	for i, o := range options {
+		k, err := kindOf(o.key)
+		if err != nil {
+			panic("host: option --" + o.flag + ": " + err.Error())
+		}
+		var ok bool
+		switch k {
+		case kBool:
+			_, ok = o.def.(bool)
+		case kInt:
+			_, ok = o.def.(int)
+		case kFloat:
+			_, ok = o.def.(float64)
+		case kString:
+			_, ok = o.def.(string)
+		case kStrings:
+			_, ok = o.def.([]string)
+		}
+		if !ok {
+			panic(fmt.Sprintf("host: option --%s: default %#v does not fit its Settings field", o.flag, o.def))
+		}
+		options[i].kind = k
+	}
+}
 
-// Config is the resolved configuration.
+// Config is the resolved configuration: the typed Settings, which flags
+// the command line set, and the config file (for the line of a key a
+// bundle refuses).
 type Config struct {
-	k   *koanf.Koanf
-	set map[string]bool // flags given on the command line
+	Settings
+	set  map[string]bool // flags given on the command line
+	file *configFile     // nil without --config
 }
-
-func (c *Config) Bool(key string) bool        { return c.k.Bool(key) }
-func (c *Config) Float(key string) float64    { return c.k.Float64(key) }
-func (c *Config) Int(key string) int          { return c.k.Int(key) }
-func (c *Config) String(key string) string    { return c.k.String(key) }
-func (c *Config) Strings(key string) []string { return splitList(c.k.Strings(key)) }
 
 // FlagSet reports whether a flag was given on the command line.
 func (c *Config) FlagSet(name string) bool { return c.set[name] }
 
-// CustomBundles returns [mcp.bundles]: name → members.
-func (c *Config) CustomBundles() (map[string][]string, error) {
-	out := map[string][]string{}
-	raw := c.k.Get("mcp.bundles")
-	if raw == nil {
-		return out, nil
+// CustomBundles returns [mcp.bundles]: name → members (checked at load).
+func (c *Config) CustomBundles() map[string][]string {
+	if c.MCP.Bundles == nil {
+		return map[string][]string{}
 	}
-	m, ok := raw.(map[string]any)
-	if !ok {
-		return nil, usagef("config: [mcp.bundles] must be a table of name = [members]")
-	}
-	for name, v := range m {
-		list, ok := v.([]any)
-		if !ok {
-			return nil, usagef("config: [mcp.bundles] %s must be a list of tool or bundle names", name)
-		}
-		var members []string
-		for _, e := range list {
-			s, ok := e.(string)
-			if !ok {
-				return nil, usagef("config: [mcp.bundles] %s: member %v is not a string", name, e)
-			}
-			members = append(members, s)
-		}
-		out[name] = members
-	}
-	return out, nil
+	return c.MCP.Bundles
 }
 
-// BundleDecoder returns a strict decoder of [bundles.<id>] into a struct.
+// BundleDecoder returns a strict decoder of [bundles.<id>] into a struct:
+// an unknown key or a value of the wrong type is a usage error naming the
+// key and its line in the config file.
 func (c *Config) BundleDecoder(id string) func(v any) error {
 	return func(v any) error {
-		raw := c.k.Get("bundles." + id)
-		if raw == nil {
+		raw, ok := c.Bundles[id]
+		if !ok || raw == nil {
 			return nil
 		}
+		section := "bundles." + id
 		b, err := json.Marshal(raw)
 		if err != nil {
-			return fmt.Errorf("config [bundles.%s]: %w", id, err)
+			return usageError{c.file.errorf(section, "[%s]: %v", section, err)}
 		}
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(v); err != nil {
-			return fmt.Errorf("config [bundles.%s]: %w", id, err)
+		err = dec.Decode(v)
+		if err == nil {
+			return nil
 		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			key := section
+			if te.Field != "" {
+				key += "." + te.Field
+			}
+			return usageError{c.file.errorf(key, "key %q: want %s, got %s", key, jsonKindName(te.Type), te.Value)}
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			name, _ = strconv.Unquote(name)
+			key := section + "." + name
+			valid := jsonFieldNames(v)
+			hint := ""
+			if near := nearestName(name, valid); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return usageError{c.file.errorf(key, "unknown key %q%s; [%s] reads %s", key, hint, section, orNone(valid))}
+		}
+		return usageError{c.file.errorf(section, "[%s]: %v", section, err)}
+	}
+}
+
+// checkBundleSections refuses a [bundles.<id>] section that no compiled-in
+// bundle reads (ids): its settings would be ignored, silently.
+func (c *Config) checkBundleSections(ids []string) error {
+	var unknown []string
+	for id := range c.Bundles {
+		if !slices.Contains(ids, id) {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) == 0 {
 		return nil
 	}
+	sort.Slice(unknown, func(i, j int) bool { return c.file.line("bundles."+unknown[i]) < c.file.line("bundles."+unknown[j]) })
+	msgs := make([]string, len(unknown))
+	for i, id := range unknown {
+		hint := ""
+		if near := nearestName(id, ids); near != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		msgs[i] = c.file.errorf("bundles."+id, "[bundles.%s]: no bundle %q is compiled in%s; the bundles are %s", id, id, hint, strings.Join(ids, ", ")).Error()
+	}
+	return usagef("%s", strings.Join(msgs, "\n"))
+}
+
+// jsonKindName says what a Go type wants in a config file.
+func jsonKindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a table"
+	}
+	return t.String()
+}
+
+// jsonFieldNames lists the JSON names of the fields of the struct v points
+// to: the keys a bundle section may hold.
+func jsonFieldNames(v any) []string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "no keys"
+	}
+	return strings.Join(list, ", ")
 }
 
 type stringsValue struct{ v *[]string }
@@ -222,10 +347,11 @@ func splitList(in []string) []string {
 	return out
 }
 
-// loadConfig resolves defaults < file < SIPNAB_ environment < flags set.
+// loadConfig resolves defaults < file < SIPNAB_ environment < flags set,
+// and unmarshals the result into Settings. A help request is errHelp (Run
+// prints the help on stdout).
 func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, error) {
 	fs := flag.NewFlagSet("sipnab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	vals := map[string]any{}
 	for _, o := range options {
 		switch o.kind {
@@ -258,16 +384,15 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 		}
 	}
 	// The flag package prints a parse error and then the whole flag list;
-	// Run prints the error once itself (issue 11 item 15: startup errors
-	// printed once), so only a help request shows the list.
+	// Run prints the error once itself, and the help (grouped, on stdout)
+	// only when asked for.
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.Usage()
 			return nil, errHelp
 		}
-		return nil, usagef("%v (sipnab -h lists the flags)", err)
+		return nil, usagef("%v (sipnab --help lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
@@ -292,16 +417,20 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 	}
 
 	// File.
+	var file *configFile
 	if path := *(vals["config"].(*string)); path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, usagef("reading config: %v", err)
 		}
+		file = &configFile{path: path, data: data}
 		var m map[string]any
 		switch strings.ToLower(filepath.Ext(path)) {
 		case ".yaml", ".yml":
+			file.format = "yaml"
 			m, err = yaml.Parser().Unmarshal(data)
 		case ".toml":
+			file.format = "toml"
 			m, err = toml.Parser().Unmarshal(data)
 		default:
 			return nil, usagef("config %s: want a .toml, .yaml or .yml file", path)
@@ -313,7 +442,7 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 		if err := fk.Load(confmap.Provider(m, "."), nil); err != nil {
 			return nil, usagef("loading config %s: %v", path, err)
 		}
-		if err := checkKnownKeys(fk, path); err != nil {
+		if err := checkFileKeys(fk, file); err != nil {
 			return nil, err
 		}
 		if err := k.Merge(fk); err != nil {
@@ -349,8 +478,7 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 	// An unknown SIPNAB_ variable is ignored with one warning each, not
 	// refused: a client that starts sipnab over stdio (Claude Code, Claude
 	// Desktop) passes its whole environment, and an exit there is a server
-	// that never connects, its reason in a log the user does not see
-	// (issue 11 item 15).
+	// that never connects, its reason in a log the user does not see.
 	sort.Strings(unknownEnv)
 	for _, name := range unknownEnv {
 		hint := ""
@@ -383,7 +511,15 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 	if err := k.Load(confmap.Provider(flagMap, "."), nil); err != nil {
 		return nil, err
 	}
-	return &Config{k: k, set: set}, nil
+	cfg := &Config{set: set, file: file}
+	// Every value was type-checked above (file: checkFileKeys; environment:
+	// parseValue; flags: the flag package), so this cannot meet a value it
+	// would have to coerce.
+	if err := k.UnmarshalWithConf("", &cfg.Settings, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
+		return nil, usagef("configuration: %v", err)
+	}
+	cfg.splitLists()
+	return cfg, nil
 }
 
 func parseValue(o option, s string) (any, error) {
@@ -397,8 +533,8 @@ func parseValue(o option, s string) (any, error) {
 		}
 		return nil, fmt.Errorf("want true or false, got %q", s)
 	case kInt:
-		var n int
-		if _, err := fmt.Sscanf(s, "%d", &n); err != nil {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
 			return nil, fmt.Errorf("want an integer, got %q", s)
 		}
 		return n, nil
@@ -414,33 +550,52 @@ func parseValue(o option, s string) (any, error) {
 	return s, nil
 }
 
+// describe names a config-file value for an error: its text and its type.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q (a string)", x)
+	case bool:
+		return fmt.Sprintf("%v (a boolean)", x)
+	case int, int64, uint64:
+		return fmt.Sprintf("%v (an integer)", x)
+	case float64:
+		return fmt.Sprintf("%v (a number)", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("%v", v)
+}
+
 // checkType refuses a config-file value of the wrong type: koanf would read
 // it as the zero value, silently.
-func checkType(o option, v any) error {
-	switch o.kind {
+func checkType(k kind, v any) error {
+	switch k {
 	case kBool:
 		if _, ok := v.(bool); !ok {
-			return fmt.Errorf("want true or false, got %v", v)
+			return fmt.Errorf("want true or false, got %s", describe(v))
 		}
 	case kInt:
 		switch x := v.(type) {
 		case int, int64, uint64:
 		case float64:
-			if x != math.Trunc(x) {
-				return fmt.Errorf("want an integer, got %v", v)
+			if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+				return fmt.Errorf("want an integer, got %s", describe(v))
 			}
 		default:
-			return fmt.Errorf("want an integer, got %v", v)
+			return fmt.Errorf("want an integer, got %s", describe(v))
 		}
 	case kFloat:
 		switch v.(type) {
 		case int, int64, uint64, float64:
 		default:
-			return fmt.Errorf("want a number, got %v", v)
+			return fmt.Errorf("want a number, got %s", describe(v))
 		}
 	case kString:
 		if _, ok := v.(string); !ok {
-			return fmt.Errorf("want a string, got %v", v)
+			return fmt.Errorf("want a string, got %s", describe(v))
 		}
 	case kStrings:
 		switch x := v.(type) {
@@ -448,43 +603,140 @@ func checkType(o option, v any) error {
 		case []any:
 			for _, e := range x {
 				if _, ok := e.(string); !ok {
-					return fmt.Errorf("want a list of strings, got %v", v)
+					return fmt.Errorf("want a list of strings, got %s in the list", describe(e))
 				}
 			}
 		default:
-			return fmt.Errorf("want a list of strings, got %v", v)
+			return fmt.Errorf("want a list of strings, got %s", describe(v))
 		}
 	}
 	return nil
 }
 
-// checkKnownKeys refuses any key of a config file that sipnab does not read.
-func checkKnownKeys(fk *koanf.Koanf, path string) error {
+// checkFileKeys refuses every key of a config file that sipnab does not
+// read and every value of the wrong type, each as "file:line: ...", in file
+// order.
+func checkFileKeys(fk *koanf.Koanf, file *configFile) error {
 	known := map[string]option{}
+	var fileKeys []string
 	for _, o := range options {
+		known[o.key] = o
 		if !o.noConfig {
-			known[o.key] = o
+			fileKeys = append(fileKeys, o.key)
 		}
 	}
-	var unknown []string
+	var errs []lineError
+	add := func(key, format string, a ...any) {
+		errs = append(errs, lineError{line: file.line(key), msg: fmt.Sprintf(format, a...), key: key})
+	}
 	for _, key := range fk.Keys() {
-		if slices.ContainsFunc(freeSections, func(s string) bool { return key == s || strings.HasPrefix(key, s+".") }) {
+		v := fk.Get(key)
+		switch {
+		case key == "bundles" || key == "mcp.bundles":
+			add(key, "key %q: want a table, got %s", key, describe(v))
+			continue
+		case strings.HasPrefix(key, "bundles."):
+			continue // each bundle decodes its own section (BundleDecoder)
+		case strings.HasPrefix(key, "mcp.bundles."):
+			name := strings.TrimPrefix(key, "mcp.bundles.")
+			if strings.Contains(name, ".") {
+				add(key, "key %q: [mcp.bundles] holds name = [tools or bundles], not tables", key)
+			} else if _, ok := v.([]any); !ok {
+				add(key, "key %q: want a list of tool or bundle names, got %s", key, describe(v))
+			} else if err := checkType(kStrings, v); err != nil {
+				add(key, "key %q: %v", key, err)
+			}
 			continue
 		}
 		o, ok := known[key]
-		if !ok {
-			unknown = append(unknown, key)
-			continue
-		}
-		if err := checkType(o, fk.Get(key)); err != nil {
-			return usagef("config %s: %s: %v", path, key, err)
+		switch {
+		case !ok:
+			hint := ""
+			if near := nearestKey(key, fileKeys); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			add(key, "unknown key %q%s", key, hint)
+		case o.noConfig:
+			add(key, "key %q is command-line only (--%s), not a config key", key, o.flag)
+		default:
+			if err := checkType(o.kind, v); err != nil {
+				add(key, "key %q: %v", key, err)
+			}
 		}
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return usagef("config %s: unknown key %s", path, strings.Join(unknown, ", "))
+	if len(errs) == 0 {
+		return nil
 	}
-	return nil
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].line != errs[j].line {
+			return errs[i].line < errs[j].line
+		}
+		return errs[i].key < errs[j].key
+	})
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = file.at(e.line) + ": " + e.msg
+	}
+	return usagef("%s", strings.Join(msgs, "\n"))
+}
+
+type lineError struct {
+	line int
+	key  string
+	msg  string
+}
+
+// nearestKey names the known key an unknown one most likely meant: the
+// same section with a leaf within two edits (named by its leaf, as the
+// file spells it), or any key within two edits of the whole, or the same
+// leaf in another section (named whole). "" when none is close.
+func nearestKey(key string, known []string) string {
+	parent, leaf := splitKey(key)
+	best, bestD := "", math.MaxInt
+	for _, k := range known {
+		kp, kl := splitKey(k)
+		if kp == parent {
+			d := filter.EditDistance(leaf, kl)
+			if d > 2 && len(leaf) >= 3 && strings.HasPrefix(kl, leaf) {
+				d = 2 // a key cut short: pdd for pdd_threshold
+			}
+			if d <= 2 && (d < bestD || (d == bestD && kl < best)) {
+				best, bestD = kl, d
+			}
+		}
+	}
+	if best != "" {
+		return best
+	}
+	for _, k := range known {
+		_, kl := splitKey(k)
+		d := filter.EditDistance(key, k)
+		if kl == leaf {
+			d = 1 // the right key in the wrong section
+		}
+		if d <= 2 && (d < bestD || (d == bestD && k < best)) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func splitKey(key string) (parent, leaf string) {
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		return key[:i], key[i+1:]
+	}
+	return "", key
+}
+
+// nearestName is nearestKey for one flat list of names.
+func nearestName(name string, known []string) string {
+	best, bestD := "", math.MaxInt
+	for _, k := range known {
+		if d := filter.EditDistance(name, k); d <= 2 && (d < bestD || (d == bestD && k < best)) {
+			best, bestD = k, d
+		}
+	}
+	return best
 }
 
 var errHelp = errors.New("help requested")

@@ -31,7 +31,7 @@ func (e *engineHandle) services() serviceList {
 	return serviceList{e.capture, e.live}
 }
 
-func inputsOf(cfg *Config) []string { return nonEmpty(cfg.Strings("input")) }
+func inputsOf(cfg *Config) []string { return nonEmpty(cfg.Input) }
 
 func nonEmpty(list []string) []string {
 	var out []string
@@ -44,19 +44,22 @@ func nonEmpty(list []string) []string {
 }
 
 func engineConfig(cfg *Config) engine.Config {
-	node := cfg.String("node_name")
+	node := cfg.NodeName
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	ec := engine.Config{Node: node, Cores: cfg.Int("cores")}
-	ec.Dialog = dialog.Config{MaxDialogs: cfg.Int("limit")}
+	ec := engine.Config{Node: node, Cores: cfg.Cores}
+	ec.Dialog = dialog.Config{MaxDialogs: cfg.Limit}
+	if mb := cfg.MaxStoreMB; mb > 0 {
+		ec.Dialog.MaxBytes = int64(mb) << 20
+	}
 	th := thresholdsOf(cfg) // quality-interval verdicts judge with --loss-threshold and --jitter-threshold, as high_loss/high_jitter do
 	ec.Media.LossThresholdPct, ec.Media.JitterThresholdMs = &th.LossPct, &th.JitterMs
-	ec.Media.MaxStreams = cfg.Int("media.max_streams")
-	if d := cfg.Float("media.one_way_delay"); d >= 0 {
+	ec.Media.MaxStreams = cfg.Media.MaxStreams
+	if d := cfg.Media.OneWayDelay; d >= 0 {
 		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
 	}
-	if n := cfg.Int("count"); n > 0 {
+	if n := cfg.Count; n > 0 {
 		ec.Load.MaxFrames = uint64(n) // batch --count: a file load stops itself, on request
 	}
 	return ec
@@ -70,7 +73,7 @@ func engineConfig(cfg *Config) engine.Config {
 func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles func() error) (*engineHandle, error) {
 	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
 	var lives []*live.Capture
-	for i, dev := range nonEmpty(cfg.Strings("interface")) {
+	for i, dev := range nonEmpty(cfg.Interface) {
 		lc, err := live.Start(ctx, live.Options{Device: dev, Name: dev, SourceID: uint16(100 + i)}, c)
 		if err != nil {
 			_ = c.Close()
@@ -92,9 +95,10 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 			return nil, withFormats(err)
 		}
 	}
-	for i, addr := range nonEmpty(cfg.Strings("hep.listen")) {
-		hc := heplisten.Config{UDP: addr, TCP: addr, Allow: nonEmpty(cfg.Strings("hep.allow")),
-			PerPeerRate: float64(cfg.Int("hep.rate_limit_per_peer")), SourceID: uint16(200 + i)}
+	for i, addr := range nonEmpty(cfg.HEP.Listen) {
+		hc := heplisten.Config{UDP: addr, TCP: addr, Allow: nonEmpty(cfg.HEP.Allow),
+			PerPeerRate: float64(cfg.HEP.RateLimitPerPeer), SourceID: uint16(200 + i),
+			Logger: toSlog(log.Named("hep"))}
 		l, err := c.StartHEP(ctx, hc)
 		if err != nil {
 			_ = c.Close()

@@ -2,6 +2,9 @@ package host
 
 import (
 	"context"
+	"errors"
+	"io"
+	"io/fs"
 	"mime"
 	"os"
 	"path/filepath"
@@ -22,16 +25,30 @@ const fileTemplate = "sipnab:///{filename}"
 // startup error. The captures the server reads (-I inputs and the files
 // found under them) are protected from writes by canonical path.
 func fileRootOf(cfg *Config, eng *engineHandle) (sdk.FileRoot, error) {
-	dir := cfg.String("mcp.file_root")
+	dir := cfg.MCP.FileRoot
 	if dir == "" {
 		return sdk.FileRoot{}, nil
 	}
 	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return sdk.FileRoot{}, usagef("--mcp-file-root %q: %v (sipnab does not create it: make the directory first, e.g. mkdir -p %s)", dir, err, dir)
+	}
 	if err != nil {
-		return sdk.FileRoot{}, usagef("--mcp-file-root %q: %v", dir, err)
+		return sdk.FileRoot{}, usagef("--mcp-file-root %q: %w", dir, err)
 	}
 	if !st.IsDir() {
 		return sdk.FileRoot{}, usagef("--mcp-file-root %q is not a directory", dir)
+	}
+	// Listing it is what the file tools and resources do; a root the
+	// running user cannot read (after the privilege drop) fails here, at
+	// startup, not in every later call.
+	d, err := os.Open(dir)
+	if err == nil {
+		_, err = d.Readdirnames(1)
+		_ = d.Close()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return sdk.FileRoot{}, usagef("--mcp-file-root %q: %w", dir, err)
 	}
 	protected := inputsOf(cfg)
 	if eng != nil && eng.capture != nil {

@@ -115,14 +115,14 @@ func TestFileRootIsOneSandbox(t *testing.T) {
 	if m := s.tool("f_read", map[string]any{"name": "notes.txt"}); !strings.Contains(toolText(m), `"text":"hello"`) {
 		t.Errorf("f_read: %v", m)
 	}
-	if code, msg := errCode(s.tool("f_read", map[string]any{"name": "escape"})); code != sdk.CodeInvalidParams || !strings.Contains(msg, "outside the file root") {
-		t.Errorf("f_read escape: got %d %q", code, msg)
+	if kind, msg := refusalOf(t, s.tool("f_read", map[string]any{"name": "escape"})); kind != "file_refused" || !strings.Contains(msg, "outside the file root") {
+		t.Errorf("f_read escape: got %s %q, want isError file_refused", kind, msg)
 	}
 	if m := s.tool("f_write", map[string]any{"name": "new.txt", "text": "abc"}); !strings.Contains(toolText(m), `"bytes":3`) {
 		t.Errorf("f_write: %v", m)
 	}
-	if code, msg := errCode(s.tool("f_write", map[string]any{"name": "notes.txt", "text": "x"})); code != sdk.CodeInvalidParams || !strings.Contains(msg, "is taken") {
-		t.Errorf("f_write over an existing name: got %d %q", code, msg)
+	if kind, msg := refusalOf(t, s.tool("f_write", map[string]any{"name": "notes.txt", "text": "x"})); kind != "file_refused" || !strings.Contains(msg, "is taken") {
+		t.Errorf("f_write over an existing name: got %s %q, want isError file_refused", kind, msg)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "notes.txt")); string(b) != "hello" {
 		t.Errorf("notes.txt overwritten: %q", b)
@@ -137,8 +137,8 @@ func TestFileRootDisabledWithoutFlag(t *testing.T) {
 			t.Errorf("file template advertised without a root")
 		}
 	}
-	if code, msg := errCode(s.tool("f_read", map[string]any{"name": "notes.txt"})); code != sdk.CodeInvalidParams || !strings.HasPrefix(msg, "file tools are disabled") {
-		t.Errorf("f_read without a root: got %d %q", code, msg)
+	if kind, msg := refusalOf(t, s.tool("f_read", map[string]any{"name": "notes.txt"})); kind != "not_enabled" || !strings.HasPrefix(msg, "file tools are disabled") {
+		t.Errorf("f_read without a root: got %s %q, want isError not_enabled", kind, msg)
 	}
 }
 
@@ -171,8 +171,8 @@ func TestFileRootProtectsInputs(t *testing.T) {
 	}
 	s := startStdio(t, []string{"-N", "--mcp", "--mcp-file-root", root, "-I", in}, []sdk.Bundle{fileBundle{}}, nil)
 	defer s.close()
-	if code, msg := errCode(s.tool("f_write", map[string]any{"name": "in.pcap", "text": "x"})); code != sdk.CodeInvalidParams || !strings.Contains(msg, "a capture this server reads") {
-		t.Errorf("writing over the input: got %d %q", code, msg)
+	if kind, msg := refusalOf(t, s.tool("f_write", map[string]any{"name": "in.pcap", "text": "x"})); kind != "file_refused" || !strings.Contains(msg, "a capture this server reads") {
+		t.Errorf("writing over the input: got %s %q, want isError file_refused", kind, msg)
 	}
 	if b, _ := os.ReadFile(in); len(b) != len(src) {
 		t.Errorf("input changed: %d bytes, want %d", len(b), len(src))

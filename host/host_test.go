@@ -45,7 +45,7 @@ func TestConfigLayering(t *testing.T) {
 		{"limits section", []string{"--config", toml}, nil, "limits.mcp_max_rows", 20, ""},
 		{"tools list from file", []string{"--config", toml}, nil, "mcp.tools", []string{"a", "b"}, ""},
 		{"tools flag comma list", []string{"--mcp-tools", "core,x"}, nil, "mcp.tools", []string{"core", "x"}, ""},
-		{"unknown file key", []string{"--config", bad}, nil, "", nil, "unknown key mcp.max_concurent"},
+		{"unknown file key", []string{"--config", bad}, nil, "", nil, "bad.toml:2: unknown key \"mcp.max_concurent\" (did you mean \"max_concurrent\"?)"},
 		{"unknown env is ignored", nil, []string{"SIPNAB_MCP_NOPE=1"}, "mcp.max_concurrent", 100, ""},
 		{"bad env int", nil, []string{"SIPNAB_MCP_MAX_ROWS=x"}, "", nil, "want an integer"},
 		{"unknown flag", []string{"--nope"}, nil, "", nil, "flag provided but not defined"},
@@ -65,9 +65,9 @@ func TestConfigLayering(t *testing.T) {
 			var got any
 			switch tc.want.(type) {
 			case int:
-				got = cfg.Int(tc.key)
+				got = cfg.value(tc.key)
 			case []string:
-				got = cfg.Strings(tc.key)
+				got = cfg.value(tc.key)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("%s: got %v, want %v", tc.key, got, tc.want)
@@ -230,20 +230,6 @@ func respell(tok string) string {
 	return tok[:len(tok)-1] + string(alphabet[last^1])
 }
 
-func TestRewriteCodes(t *testing.T) {
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "error": map[string]any{"code": -32603, "message": wireError(sdk.Unavailable("at capacity")).Error()}})
-	// json.Marshal of a map sorts keys: code before message, as mcp-go writes.
-	got := string(rewriteCodes(msg))
-	want := `{"error":{"code":-32000,"message":"at capacity"},"id":1,"jsonrpc":"2.0"}`
-	if got != want {
-		t.Errorf("got %s, want %s", got, want)
-	}
-	plain := []byte(`{"error":{"code":-32603,"message":"\u001esipnab"}}`)
-	if string(rewriteCodes(plain)) != string(plain) {
-		t.Error("rewrote an unmarked message")
-	}
-}
-
 func TestCentralExitOverStdio(t *testing.T) {
 	b := &testBundle{id: "t"}
 	s := startStdio(t, []string{"-N", "--mcp", "--mcp-max-response-bytes", "5000", "--mcp-output-schemas"}, []sdk.Bundle{b}, nil)
@@ -290,22 +276,40 @@ func TestCentralExitOverStdio(t *testing.T) {
 			t.Errorf("got %d blocks, want document + note", n)
 		}
 	})
+	// A refusal is a tool execution error the model reads (isError, a
+	// stable code in structuredContent); a server fault and an unknown
+	// tool are JSON-RPC errors.
 	for _, tc := range []struct {
 		name     string
 		tool     string
 		args     map[string]any
-		wantCode int
+		wantCode int    // JSON-RPC error code; 0: a tool execution error
+		wantKind string // its structured code
 		wantMsg  string
 	}{
-		{"tool invalid params keeps -32602", "t_echo", map[string]any{"text": "bad"}, -32602, `text "bad" is refused`},
-		{"a panicking tool is an internal error", "t_echo", map[string]any{"text": "panic"}, -32603, "tool t_echo failed: boom"},
-		{"missing required argument", "t_echo", map[string]any{}, -32602, `missing required argument "text"`},
-		{"wrong type", "t_echo", map[string]any{"text": 5}, -32602, `want string, got integer`},
-		{"response cap", "t_big", map[string]any{"text": "x", "n": 6000}, -32602, "exceeds --mcp-max-response-bytes (5000)"},
-		{"unselected or unknown tool", "nope", map[string]any{}, -32602, "not found"},
+		{"a tool's refusal is isError", "t_echo", map[string]any{"text": "bad"}, 0, "invalid_argument", `text "bad" is refused`},
+		{"a panicking tool is an internal error", "t_echo", map[string]any{"text": "panic"}, -32603, "", "tool t_echo failed: boom"},
+		{"missing required argument is isError", "t_echo", map[string]any{}, 0, "missing_argument", `missing required argument "text"`},
+		{"wrong type is isError", "t_echo", map[string]any{"text": 5}, 0, "invalid_argument", `want string, got integer`},
+		{"response cap is isError", "t_big", map[string]any{"text": "x", "n": 6000}, 0, "response_too_large", "exceeds --mcp-max-response-bytes (5000)"},
+		{"unselected or unknown tool is -32602", "nope", map[string]any{}, -32602, "", "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, msg := errCode(s.tool(tc.tool, tc.args))
+			m := s.tool(tc.tool, tc.args)
+			code, msg := errCode(m)
+			kind, text, in := refusalOfIn(t, m)
+			if tc.wantCode == 0 {
+				if code != 0 || kind != tc.wantKind || !strings.Contains(text, tc.wantMsg) {
+					t.Errorf("got error %d %q, result %s %q; want isError %s containing %q", code, msg, kind, text, tc.wantKind, tc.wantMsg)
+				}
+				// The tool advertises an outputSchema (--mcp-output-schemas):
+				// the body is in _meta, where no client checks it against
+				// the schema.
+				if in != "_meta" {
+					t.Errorf("error body in %s, want _meta beside an advertised outputSchema", in)
+				}
+				return
+			}
 			if code != tc.wantCode || !strings.Contains(msg, tc.wantMsg) {
 				t.Errorf("got %d %q, want %d containing %q", code, msg, tc.wantCode, tc.wantMsg)
 			}
@@ -516,12 +520,12 @@ func TestUnwritableAuditRecordRefusesTheCall(t *testing.T) {
 	h := newMCPHost(hostOptions{log: newTestLogger(), reg: reg, selected: map[string]bool{"t_echo": true}, entries: []string{"full"},
 		limits: sdk.DefaultLimits(), audit: aud})
 	tool, _, _ := reg.Tool("t_echo")
-	_, err = h.handler(tool)(context.Background(), callReq("t_echo", map[string]any{"text": "x"}))
+	_, err = h.handler(tool, false)(context.Background(), callReq("t_echo", map[string]any{"text": "x"}))
 	if err == nil || !strings.Contains(err.Error(), "audit record could not be written") {
 		t.Fatalf("got %v, want refusal", err)
 	}
-	if got := string(rewriteCodes(mustMarshalErr(err))); !strings.Contains(got, `"code":-32603`) {
-		t.Errorf("got %s", got)
+	if e := sdk.AsError(err); e.Code != sdk.CodeInternal || e.Refusal() {
+		t.Errorf("got code %d, want %d (a JSON-RPC error, not a tool result)", e.Code, sdk.CodeInternal)
 	}
 }
 

@@ -106,13 +106,16 @@ func TestReadScopeRefusesWriteToolsOverHTTP(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	url, _ := startHTTPInProcess(t, []sdk.Bundle{&testBundle{id: "t"}}, []string{"SIPNAB_MCP_SIGNING_KEY=" + key},
 		"--mcp-audit-file", audit, "--mcp-rate-limit-per-peer", "0")
+	// A tool the token's scope does not allow is 403 insufficient_scope
+	// (RFC 6750 §3.1; MCP authorization: runtime insufficient scope), so a
+	// client can ask for a wider token; the call is audited as refused.
 	for _, tc := range []struct {
 		scope, tool string
-		wantCode    int
+		wantStatus  int
 	}{
-		{"read", "t_write", -32602},
-		{"read", "t_echo", 0},
-		{"full", "t_write", 0},
+		{"read", "t_write", http.StatusForbidden},
+		{"read", "t_echo", http.StatusOK},
+		{"full", "t_write", http.StatusOK},
 	} {
 		t.Run(tc.scope+"/"+tc.tool, func(t *testing.T) {
 			tok, err := mintToken([]byte(key), "agent-"+tc.scope, tc.scope, tokenAudience, time.Now().Add(time.Hour))
@@ -120,13 +123,33 @@ func TestReadScopeRefusesWriteToolsOverHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, sid := post(t, url, tok, "", initMsg)
-			m, _ := post(t, url, tok, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":{"text":"x"}}}`, tc.tool))
-			code, msg := errCode(m)
-			if code != tc.wantCode {
-				t.Errorf("got %d %q, want %d", code, msg, tc.wantCode)
+			args := `{"text":"x"}` // t_echo's; t_write takes none (the input schema is closed)
+			if tc.tool == "t_write" {
+				args = `{}`
 			}
-			if tc.wantCode != 0 && !strings.Contains(msg, "scope is read") {
-				t.Errorf("message %q", msg)
+			req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(fmt.Sprintf(
+				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tc.tool, args)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("got %d %s, want %d", resp.StatusCode, body, tc.wantStatus)
+			}
+			if tc.wantStatus == http.StatusForbidden {
+				if ch := resp.Header.Get("WWW-Authenticate"); !strings.Contains(ch, `error="insufficient_scope"`) || !strings.Contains(ch, `scope="full"`) ||
+					!strings.Contains(ch, "scope is read") {
+					t.Errorf("WWW-Authenticate %q: want insufficient_scope naming scope full", ch)
+				}
+			} else if !strings.Contains(string(body), `"result"`) || strings.Contains(string(body), `"isError":true`) {
+				t.Errorf("body %s: want a successful result", body)
 			}
 		})
 	}
@@ -141,6 +164,9 @@ func TestReadScopeRefusesWriteToolsOverHTTP(t *testing.T) {
 		}
 		callers = append(callers, r.Caller)
 		outcomes = append(outcomes, r.Outcome)
+		if r.ID != "2" {
+			t.Errorf("record %+v: id %q, want the request's id 2", r, r.ID)
+		}
 	}
 	wantCallers := []string{
 		"peer 127.0.0.1 bearer-verified scope=read token=agent-read",

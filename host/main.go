@@ -5,6 +5,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -51,13 +53,14 @@ func Main(args []string, bundles []sdk.Bundle) int {
 func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 	cfg, err := loadConfig(args, sio.Env, sio.Stderr)
 	if err != nil {
-		if errors.Is(err, errHelp) || strings.Contains(err.Error(), "flag: help requested") {
+		if errors.Is(err, errHelp) {
+			writeHelp(sio.Stdout)
 			return exitOK
 		}
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
-	if cfg.Bool("version") {
+	if cfg.Version {
 		fmt.Fprintln(sio.Stdout, versionLine())
 		return exitOK
 	}
@@ -67,9 +70,9 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 			logSpec = v
 		}
 	}
-	root, auditLog := newRootLogger(sio.Stderr, logSpec, cfg.Bool("quiet"))
+	root, auditLog := newRootLogger(sio.Stderr, logSpec, cfg.Quiet)
 
-	if cfg.Bool("mint_token") {
+	if cfg.MintToken {
 		return mint(cfg, sio)
 	}
 	if err := checkStartup(cfg); err != nil {
@@ -82,7 +85,7 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 	runDone := make(chan struct{})
 	defer close(runDone)
 	go exitAfterSignal(parent, ctx, stop, runDone, sio.Stderr, stopGrace, os.Exit)
-	if cfg.Bool("mcp.enabled") {
+	if cfg.MCP.Enabled {
 		code, err := runMCP(ctx, cfg, bundles, sio, root, auditLog)
 		if err != nil {
 			var ue usageError
@@ -131,8 +134,8 @@ func exitAfterSignal(parent, sig context.Context, stop func(), runDone <-chan st
 
 // checkStartup applies the startup refusals of mcp-surface §1.4.
 func checkStartup(cfg *Config) error {
-	mcpOn := cfg.Bool("mcp.enabled")
-	if !cfg.Bool("no_tui") {
+	mcpOn := cfg.MCP.Enabled
+	if !cfg.NoTUI {
 		if mcpOn {
 			return usagef("--mcp needs -N/--no-tui")
 		}
@@ -144,45 +147,52 @@ func checkStartup(cfg *Config) error {
 	if err := checkBatch(cfg); err != nil {
 		return err
 	}
-	if n := cfg.Int("cores"); n < 1 || n > 256 {
+	if n := cfg.Cores; n < 1 || n > 256 {
 		return usagef("--cores %d: want 1 to 256", n)
 	}
-	if cfg.String("call_report") == "" {
-		for _, f := range []string{"markdown", "no_cli_print"} {
-			if cfg.Bool(f) {
-				return usagef("--%s goes with --call-report <Call-ID>", strings.ReplaceAll(f, "_", "-"))
+	if cfg.CallReport == "" {
+		for f, on := range map[string]bool{"markdown": cfg.Markdown, "no-cli-print": cfg.NoCLIPrint} {
+			if on {
+				return usagef("--%s goes with --call-report <Call-ID>", f)
 			}
 		}
 	} else if mcpOn {
 		return usagef("--call-report is a batch output; it does not combine with --mcp (render_ladder answers the same document)")
 	}
 	if mcpOn {
-		transport := cfg.String("mcp.transport")
+		transport := cfg.MCP.Transport
 		switch transport {
 		case "stdio":
-			for _, f := range []string{"json", "report"} {
-				if cfg.Bool(f) {
+			for f, on := range map[string]bool{"json": cfg.JSON, "report": cfg.Report} {
+				if on {
 					return usagef("--%s writes to stdout, which carries JSON-RPC with stdio MCP; use --mcp-transport http or drop --%s", f, f)
 				}
 			}
 		case "http":
-			if cfg.Bool("json") || cfg.Bool("report") {
+			if cfg.JSON || cfg.Report {
 				return usagef("--json and --report are batch outputs; they do not combine with --mcp")
 			}
 		default:
 			return usagef("--mcp-transport %q: want stdio or http", transport)
 		}
-		for _, k := range []string{"limits.mcp_max_rows", "mcp.max_body_bytes", "mcp.max_response_bytes", "mcp.max_wait_seconds"} {
-			if cfg.Int(k) < 1 {
-				return usagef("%s must be at least 1", k)
+		for _, c := range []struct {
+			key string
+			v   int
+		}{{"limits.mcp_max_rows", cfg.Limits.MCPMaxRows}, {"mcp.max_body_bytes", cfg.MCP.MaxBodyBytes},
+			{"mcp.max_response_bytes", cfg.MCP.MaxResponseBytes}, {"mcp.max_wait_seconds", cfg.MCP.MaxWaitSeconds}} {
+			if c.v < 1 {
+				return usagef("%s must be at least 1", c.key)
 			}
 		}
-		for _, k := range []string{"mcp.max_concurrent", "mcp.rate_limit_per_peer"} {
-			if cfg.Int(k) < 0 {
-				return usagef("%s must be 0 (unlimited) or more", k)
+		for _, c := range []struct {
+			key string
+			v   int
+		}{{"mcp.max_concurrent", cfg.MCP.MaxConcurrent}, {"mcp.rate_limit_per_peer", cfg.MCP.RateLimitPerPeer}} {
+			if c.v < 0 {
+				return usagef("%s must be 0 (unlimited) or more", c.key)
 			}
 		}
-		if ct, mw := cfg.Int("mcp.call_timeout"), cfg.Int("mcp.max_wait_seconds"); ct <= mw {
+		if ct, mw := cfg.MCP.CallTimeout, cfg.MCP.MaxWaitSeconds; ct <= mw {
 			return usagef("--mcp-call-timeout %d must exceed --mcp-max-wait-seconds %d: a tool that waits would time out first", ct, mw)
 		}
 	}
@@ -196,8 +206,8 @@ func mint(cfg *Config, sio IO) int {
 	}
 	var tok string
 	if err == nil {
-		ttl := time.Duration(cfg.Int("mcp.token_ttl")) * time.Second
-		tok, err = mintToken(keys[0], cfg.String("token_id"), cfg.String("token_scope"), tokenAudience, time.Now().Add(ttl))
+		ttl := time.Duration(cfg.MCP.TokenTTL) * time.Second
+		tok, err = mintToken(keys[0], cfg.TokenID, cfg.TokenScope, tokenAudience, time.Now().Add(ttl))
 	}
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
@@ -213,10 +223,13 @@ type serviceList []any
 
 // buildRegistry provisions every compiled-in bundle.
 func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root hclog.Logger, services serviceList, limits sdk.Limits, files sdk.FileRoot) (*sdk.Registry, error) {
+	// The opt-in flags (mcp-allow-<verb>) handed to bundles. Each is added
+	// with the tool it enables, never before: this build defines none
+	// (TestNoOptInFlagForAToolNotBuilt).
 	opts := map[string]bool{}
 	for _, o := range options {
 		if strings.HasPrefix(o.flag, "mcp-allow-") {
-			opts[o.flag] = cfg.Bool(o.key)
+			opts[o.flag] = cfg.value(o.key).(bool)
 		}
 	}
 	env := func(info sdk.Info) sdk.Env {
@@ -229,21 +242,23 @@ func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root 
 			FileRoot: files,
 		})
 	}
-	return sdk.Register(ctx, bundles, env, sdk.RegistryOptions{})
+	// An unknown argument's refusal names the closest valid one, by the
+	// filter language's "did you mean".
+	return sdk.Register(ctx, bundles, env, sdk.RegistryOptions{Suggest: filter.Suggest})
 }
 
 func limitsFrom(cfg *Config) sdk.Limits {
 	return sdk.Limits{
-		MaxRows:          cfg.Int("limits.mcp_max_rows"),
-		MaxBodyBytes:     cfg.Int("mcp.max_body_bytes"),
-		MaxResponseBytes: cfg.Int("mcp.max_response_bytes"),
-		MaxWaitSeconds:   cfg.Int("mcp.max_wait_seconds"),
+		MaxRows:          cfg.Limits.MCPMaxRows,
+		MaxBodyBytes:     cfg.MCP.MaxBodyBytes,
+		MaxResponseBytes: cfg.MCP.MaxResponseBytes,
+		MaxWaitSeconds:   cfg.MCP.MaxWaitSeconds,
 	}
 }
 
 func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root, auditLog hclog.Logger) (int, error) {
 	log := root.Named("mcp")
-	transport := cfg.String("mcp.transport")
+	transport := cfg.MCP.Transport
 
 	// Everything that needs the starting user's rights happens before the
 	// privilege drop: secrets, TLS keys, the audit file.
@@ -255,14 +270,14 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		if verify, err = newVerifier(cfg); err != nil {
 			return 0, err
 		}
-		if s := cfg.String("mcp.resource_url"); s != "" {
+		if s := cfg.MCP.ResourceURL; s != "" {
 			u, err := parseResourceURL(s)
 			if err != nil {
 				return 0, err
 			}
 			resURL = u
 		}
-		bind := cfg.String("mcp.bind")
+		bind := cfg.MCP.Bind
 		host, _, err := net.SplitHostPort(bind)
 		if err != nil {
 			return 0, usagef("--mcp-bind %q: %v", bind, err)
@@ -270,7 +285,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		if !isLoopbackHost(host) && !verify.configured() {
 			return 0, usagef("--mcp-bind %s is not a loopback address and no credential is configured (--mcp-token, --mcp-token-file, --mcp-signing-key); refusing to start", bind)
 		}
-		cert, key := cfg.String("mcp.tls_cert"), cfg.String("mcp.tls_key")
+		cert, key := cfg.MCP.TLSCert, cfg.MCP.TLSKey
 		if (cert == "") != (key == "") {
 			return 0, usagef("--mcp-tls-cert and --mcp-tls-key go together")
 		}
@@ -281,12 +296,12 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 			}
 			tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 		}
-	} else if cfg.String("mcp.resource_url") != "" {
-		if _, err := parseResourceURL(cfg.String("mcp.resource_url")); err != nil {
+	} else if cfg.MCP.ResourceURL != "" {
+		if _, err := parseResourceURL(cfg.MCP.ResourceURL); err != nil {
 			return 0, err
 		}
 	}
-	audit, err := openAuditor(auditLog, cfg.String("mcp.audit_file"))
+	audit, err := openAuditor(auditLog, cfg.MCP.AuditFile)
 	if err != nil {
 		return 0, err
 	}
@@ -294,20 +309,32 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 
 	limits := limitsFrom(cfg)
 	var drop func() error
+	// ranAs is the user sipnab dropped root to; "" while it keeps the
+	// starting user's rights.
+	ranAs := ""
 	if transport == "http" {
 		// Root is dropped once secrets, keys, the audit file and live
 		// sockets are open, before capture files are read and before the
 		// listener binds.
-		drop = func() error { return dropPrivileges(cfg.String("user"), log) }
+		drop = func() error {
+			wasRoot := os.Geteuid() == 0
+			if err := dropPrivileges(cfg.User, log); err != nil {
+				return err
+			}
+			if wasRoot {
+				ranAs = cmp.Or(cfg.User, "nobody")
+			}
+			return nil
+		}
 	}
 	eng, err := startEngine(ctx, cfg, root, drop)
 	if err != nil {
-		return 0, err
+		return 0, afterDrop(err, ranAs)
 	}
 	files, err := fileRootOf(cfg, eng)
 	if err != nil {
 		_ = eng.capture.Close()
-		return 0, err
+		return 0, afterDrop(err, ranAs)
 	}
 	th := thresholdsOf(cfg)
 	log.Debug("analysis thresholds", "thresholds", thresholdsLine(th))
@@ -322,20 +349,24 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	if err != nil {
 		return 0, fmt.Errorf("registering bundles: %w", err)
 	}
-	custom, err := cfg.CustomBundles()
-	if err != nil {
+	var ids []string
+	for _, b := range reg.Bundles() {
+		ids = append(ids, b.Info.ID)
+	}
+	if err := cfg.checkBundleSections(ids); err != nil {
 		return 0, err
 	}
-	entries := cfg.Strings("mcp.tools")
+	custom := cfg.CustomBundles()
+	entries := cfg.MCP.Tools
 	sel, err := selectTools(entries, custom, reg)
 	if err != nil {
 		return 0, err
 	}
 	h := newMCPHost(hostOptions{log: log, reg: reg, selected: sel, entries: entries, limits: limits, files: files,
-		outputSchemas: cfg.Bool("mcp.output_schemas"), audit: audit,
-		maxConcurrent: cfg.Int("mcp.max_concurrent"), ratePerPeer: cfg.Int("mcp.rate_limit_per_peer"),
-		callTimeout: time.Duration(cfg.Int("mcp.call_timeout")) * time.Second,
-		sourceless:  batchSourcesOf(cfg).none()})
+		outputSchemas: cfg.MCP.OutputSchemas, audit: audit,
+		maxConcurrent: cfg.MCP.MaxConcurrent, ratePerPeer: cfg.MCP.RateLimitPerPeer,
+		callTimeout: time.Duration(cfg.MCP.CallTimeout) * time.Second,
+		sourceless:  batchSourcesOf(cfg).none(), thresholds: th})
 	if batchSourcesOf(cfg).none() {
 		// Served all the same (mcp-surface §3: capture_status source
 		// "unknown"), but the operator hears it once at startup.
@@ -354,11 +385,11 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	}
 
 	front := newHTTPFront(h, log, verify, maxSessions)
-	front.allowedHosts = cfg.Strings("mcp.allowed_host")
+	front.allowedHosts = cfg.MCP.AllowedHost
 	if len(front.allowedHosts) == 1 && front.allowedHosts[0] == "" {
 		front.allowedHosts = nil
 	}
-	for _, o := range cfg.Strings("mcp.allowed_origin") {
+	for _, o := range cfg.MCP.AllowedOrigin {
 		if o != "" {
 			front.allowedOrigins = append(front.allowedOrigins, o)
 		}
@@ -367,19 +398,22 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		front.resourceURL = resURL
 		front.metadataPath, front.metadataURL = metadataLocation(resURL)
 	}
-	ln, err := net.Listen("tcp", cfg.String("mcp.bind"))
+	ln, err := net.Listen("tcp", cfg.MCP.Bind)
 	if err != nil {
-		return 0, fmt.Errorf("binding %s: %w", cfg.String("mcp.bind"), err)
+		return 0, afterDrop(fmt.Errorf("binding %s: %w", cfg.MCP.Bind, err), ranAs)
 	}
 	scheme := "http"
 	if tlsCfg != nil {
 		ln = newTLSListener(ln, tlsCfg, log.Named("tls"))
 		scheme = "https"
 	}
-	hs := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second, ErrorLog: hclogStd(log.Named("http"))}
-	log.Info("serving MCP over streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "tools", len(sel))
+	// Slow and idle connections are bounded (host/httpguard.go).
+	guard := newConnGuard(ln, defaultConnCap(), log.Named("http"))
+	hs := &http.Server{Handler: newBodyGuard(front, log.Named("http")), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+		ConnState: guard.connState, ErrorLog: hclogStd(log.Named("http"))}
+	log.Info("serving MCP over streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "tools", len(sel), "max_connections", guard.max)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(guard) }()
 	select {
 	case <-ctx.Done():
 		// In-flight calls get a second to finish; connections that never

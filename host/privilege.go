@@ -1,7 +1,10 @@
 package host
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"os/user"
 	"strconv"
@@ -48,4 +51,19 @@ func dropPrivilegesTo(name string, log hclog.Logger) error {
 	}
 	log.Info("dropped privileges", "user", name, "uid", uid, "gid", gid)
 	return nil
+}
+
+// afterDrop names --user in a permission error met after the privilege
+// drop (user is who sipnab runs as then; "" when it kept its rights): a
+// capture file, the file root or a port the starting user could use is
+// refused to the user sipnab became, and the operator must hear which.
+func afterDrop(err error, user string) error {
+	if err == nil || user == "" || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "listen" {
+		return fmt.Errorf("%w (sipnab binds after dropping root to user %q (--user), and ports below 1024 need root: bind a higher port, the default 8731, behind a proxy)", err, user)
+	}
+	return fmt.Errorf("%w (after dropping root, sipnab runs as user %q (--user): give that user access, or name another with --user)", err, user)
 }

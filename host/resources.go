@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -39,13 +38,15 @@ type served struct {
 // resourceHost registers the selected bundles' resources with mcp-go,
 // answers completions, and tracks subscriptions itself.
 type resourceHost struct {
-	log       hclog.Logger
+	log hclog.Logger
+	// admitted holds the contents of reads done at admission.
+	admitted  *tickets
 	srv       *server.MCPServer
 	fixed     map[string]served
 	templates []templateEntry
 	maxValues int
-	// hostTemplates are the host's own templates (the file resource),
-	// served whatever the tool selection.
+	// hostTemplates are the host's own templates (the reference pages when a
+	// loaded tool takes a filter, the file resource with a file root).
 	hostTemplates []sdk.ResourceTemplate
 
 	mu       sync.Mutex
@@ -113,6 +114,7 @@ func newResourceHost(log hclog.Logger, maxRows int) *resourceHost {
 func (rh *resourceHost) collect(reg *sdk.Registry, selected map[string]bool) (subscribable, completes bool) {
 	for _, t := range rh.hostTemplates {
 		rh.templates = append(rh.templates, newTemplateEntry(t))
+		completes = completes || t.Complete != nil
 	}
 	for _, b := range reg.Bundles() {
 		loaded := false
@@ -160,12 +162,12 @@ func (rh *resourceHost) register(reg *sdk.Registry, selected map[string]bool) {
 	rh.fixedResources(reg, selected, func(r sdk.Resource) {
 		res := mcp.NewResource(r.URI, r.Name, mcp.WithResourceDescription(r.Description), mcp.WithMIMEType(r.MIMEType))
 		rh.srv.AddResource(res, func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			return rh.readURI(ctx, req.Params.URI, requestedURI(req))
+			return rh.read(ctx, req)
 		})
 	})
 	for _, te := range rh.templates {
 		rh.srv.AddResourceTemplate(te.compiled, func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			return rh.readURI(ctx, req.Params.URI, requestedURI(req))
+			return rh.read(ctx, req)
 		})
 	}
 	if rh.notify == nil {
@@ -176,7 +178,7 @@ func (rh *resourceHost) register(reg *sdk.Registry, selected map[string]bool) {
 }
 
 // requestedMetaKey carries, in a rewritten resources/read, the URI the
-// client sent (see rewriteRequest).
+// client sent (see canonicalRead).
 const requestedMetaKey = "sipnab.dev/requested-uri"
 
 func requestedURI(req mcp.ReadResourceRequest) string {
@@ -260,16 +262,14 @@ func pctEncode(v string) string {
 	return b.String()
 }
 
-// rewriteRequest lets a resources/read name a raw value: mcp-go routes a
-// read by RFC 6570 matching only, so a URI that matches no template but
-// resolves as a raw value (sipnab://live/dialogs/abc@host) is rewritten to
-// its encoded form before mcp-go sees it, the client's URI kept in _meta so
-// the answer names the URI the client asked for. Any other message passes
-// unchanged.
-func (rh *resourceHost) rewriteRequest(msg []byte) []byte {
-	if !bytes.Contains(msg, []byte(`resources/read`)) {
-		return msg
-	}
+// canonicalRead lets a resources/read name a raw value: mcp-go routes a
+// read by RFC 6570 matching only, so the incoming request (decoded and
+// encoded again as JSON, never matched as bytes) of a URI that matches no
+// template but resolves as a raw value (sipnab://live/dialogs/abc@host)
+// names its encoded form before mcp-go sees it, the client's URI kept in
+// _meta so the answer names the URI the client asked for. Any other message
+// passes unchanged.
+func (rh *resourceHost) canonicalRead(msg []byte) []byte {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(msg, &m) != nil {
 		return msg
@@ -305,6 +305,16 @@ func (rh *resourceHost) rewriteRequest(msg []byte) []byte {
 	return out
 }
 
+// read answers a resources/read mcp-go routed here: the contents read at
+// admission (admission.go), or read now for a request that did not pass
+// the front.
+func (rh *resourceHost) read(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	if t := rh.admitted.take(req.Params.Meta); t != nil && t.contents != nil {
+		return t.contents, nil
+	}
+	return rh.readURI(ctx, req.Params.URI, requestedURI(req))
+}
+
 func (rh *resourceHost) readURI(ctx context.Context, uri, requested string) ([]mcp.ResourceContents, error) {
 	s, vars, ok := rh.lookup(uri)
 	if !ok {
@@ -319,7 +329,7 @@ func (rh *resourceHost) readURI(ctx context.Context, uri, requested string) ([]m
 	}
 	c, err := s.read(ctx, uri, vars)
 	if err != nil {
-		return nil, wireError(err)
+		return nil, sdk.AsError(err)
 	}
 	mime := c.MIMEType
 	if mime == "" {
@@ -350,36 +360,22 @@ func (rh *resourceHost) CompleteResourceArgument(ctx context.Context, uri string
 	return out, nil
 }
 
-// checkSubscribe refuses a subscription before mcp-go records it: the URI
-// must be subscribable and the connection under its cap.
-func (rh *resourceHost) checkSubscribe(ctx context.Context, raw json.RawMessage) error {
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			URI string `json:"uri"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(raw, &msg) != nil || msg.Method != string(mcp.MethodResourcesSubscribe) {
-		return nil
-	}
-	s, _, ok := rh.lookup(msg.Params.URI)
+// checkSubscribe refuses a subscription of session before mcp-go records
+// it (admission.go): the URI must be subscribable and the connection under
+// its cap. A request without a session (2026-07-28) passes: mcp-go answers
+// that the method was removed.
+func (rh *resourceHost) checkSubscribe(session, uri string) error {
+	s, _, ok := rh.lookup(uri)
 	if !ok || s.revision == nil {
-		return wireError(sdk.InvalidParams("resource %q cannot be subscribed to: only live views change", msg.Params.URI))
+		return sdk.InvalidParams("resource %q cannot be subscribed to: only live views change", uri)
 	}
-	sess := server.ClientSessionFromContext(ctx)
-	if sess == nil {
-		return wireError(sdk.InvalidParams("subscriptions need a session"))
-	}
-	if sess.SessionID() == "" {
-		// A 2026-07-28 request: no session, and mcp-go answers that the
-		// method was removed (subscribe records nothing without a session
-		// id: nothing would ever end it).
+	if session == "" {
 		return nil
 	}
 	rh.mu.Lock()
 	defer rh.mu.Unlock()
-	if w := rh.sessions[sess.SessionID()]; len(w) >= maxSubscriptions && w[msg.Params.URI] == nil {
-		return wireError(sdk.InvalidParams("at most %d subscriptions per connection", maxSubscriptions))
+	if w := rh.sessions[session]; len(w) >= maxSubscriptions && w[uri] == nil {
+		return sdk.InvalidParams("at most %d subscriptions per connection", maxSubscriptions)
 	}
 	return nil
 }

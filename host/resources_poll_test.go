@@ -192,7 +192,7 @@ func TestRawURIsResolve(t *testing.T) {
 			Meta map[string]any `json:"_meta"`
 		} `json:"params"`
 	}
-	if err := json.Unmarshal(rh.rewriteRequest([]byte(raw)), &m); err != nil {
+	if err := json.Unmarshal(rh.canonicalRead([]byte(raw)), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Params.URI != "sipnab://live/dialogs/abc%40host" || m.Params.Meta[requestedMetaKey] != "sipnab://live/dialogs/abc@host" || m.Params.Meta["progressToken"] != 7.0 {
@@ -203,7 +203,7 @@ func TestRawURIsResolve(t *testing.T) {
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","arguments":{"q":"resources/read sipnab://live/dialogs/a@b"}}}`,
 		`not json resources/read`,
 	} {
-		if got := string(rh.rewriteRequest([]byte(keep))); got != keep {
+		if got := string(rh.canonicalRead([]byte(keep))); got != keep {
 			t.Errorf("rewrote %s into %s", keep, got)
 		}
 	}

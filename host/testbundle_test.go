@@ -31,6 +31,9 @@ type testBundle struct {
 type echoIn struct {
 	Text string `json:"text" desc:"text to echo"`
 	N    int    `json:"n,omitempty" desc:"repeat count"`
+	// Password is a secret argument: its value never reaches the audit
+	// record (secretArg).
+	Password string `json:"password,omitempty" desc:"a secret"`
 }
 
 type echoOut struct {
@@ -298,7 +301,42 @@ func callReq(name string, args map[string]any) mcp.CallToolRequest {
 	return r
 }
 
-func mustMarshalErr(err error) []byte {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": -32603, "message": err.Error()}})
-	return b
+// refusalOf reads a tool execution error (a result with isError): the
+// code of its structured body and its text block; "" when m is no such
+// result. It checks the body's message is the text block. The body is
+// structuredContent, or _meta's sipnab.dev/error for a tool that
+// advertises an outputSchema (refusalOfIn says which).
+func refusalOf(t *testing.T, m map[string]any) (kind, text string) {
+	t.Helper()
+	kind, text, _ = refusalOfIn(t, m)
+	return kind, text
+}
+
+func refusalOfIn(t *testing.T, m map[string]any) (kind, text, in string) {
+	t.Helper()
+	res, _ := m["result"].(map[string]any)
+	if res == nil || res["isError"] != true {
+		return "", "", ""
+	}
+	content, _ := res["content"].([]any)
+	if len(content) != 1 {
+		t.Errorf("isError result of %d blocks, want 1: %v", len(content), res)
+		return "", "", ""
+	}
+	text, _ = content[0].(map[string]any)["text"].(string)
+	sc, _ := res["structuredContent"].(map[string]any)
+	in = "structuredContent"
+	if meta, _ := res["_meta"].(map[string]any); meta[errorMetaKey] != nil {
+		if sc != nil {
+			t.Errorf("error body in both structuredContent and _meta: %v", res)
+		}
+		sc, _ = meta[errorMetaKey].(map[string]any)
+		in = "_meta"
+	}
+	body, _ := sc["error"].(map[string]any)
+	if body == nil || body["message"] != text {
+		t.Errorf("error body %v: want {error:{code,message}} with the text block %q", sc, text)
+	}
+	kind, _ = body["code"].(string)
+	return kind, text, in
 }

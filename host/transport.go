@@ -26,20 +26,24 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// rewriteWriter restores marked error codes on each wire write. Each
-// Write is one whole message (mcp-go writes a message and its newline in
-// one call), so the host's own refusals never split one. answered, when
-// set, is told of every message written.
-type rewriteWriter struct {
-	mu       sync.Mutex
-	w        io.Writer
-	answered func([]byte)
+// answerWriter writes each wire message to stdout, telling answering of it
+// before and answered after. Each Write is one whole message (mcp-go writes
+// a message and its newline in one call; the host's own refusals are
+// written whole).
+type answerWriter struct {
+	mu        sync.Mutex
+	w         io.Writer
+	answering func([]byte)
+	answered  func([]byte)
 }
 
-func (r *rewriteWriter) Write(p []byte) (int, error) {
+func (r *answerWriter) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, err := r.w.Write(rewriteCodes(p)); err != nil {
+	if r.answering != nil {
+		r.answering(p)
+	}
+	if _, err := r.w.Write(p); err != nil {
 		return 0, err
 	}
 	if r.answered != nil {
@@ -50,8 +54,9 @@ func (r *rewriteWriter) Write(p []byte) (int, error) {
 
 // serveStdio runs the MCP server on stdin/stdout: stdout carries JSON-RPC
 // only, every log line goes to stderr. Lines pass the typed layer first
-// (stdioReader: bounded, envelope checked); the answers to requests still
-// in flight when stdin closes are written before the server ends.
+// (stdioReader: bounded, envelope checked, then admission); the answers to
+// requests still in flight when stdin closes are written before the server
+// ends.
 func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, logw io.Writer) error {
 	s := server.NewStdioServer(h.srv)
 	s.SetErrorLogger(log.New(logw, "sipnab.stdio: ", log.LstdFlags))
@@ -59,11 +64,41 @@ func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, lo
 	// whatever mcp-go's session hooks did.
 	defer h.res.shut()
 	p := &pending{}
-	w := &rewriteWriter{w: out, answered: p.answered}
-	refuse := func(r *rpcRefusal) {
-		_, _ = w.Write(append(r.wire(), '\n'))
+	// open holds the tickets of admitted requests by id: a ticket no
+	// handler took is settled when its request is answered.
+	var mu sync.Mutex
+	open := map[string]*ticket{}
+	// A ticket is settled before its answer is written: a client that
+	// sends its next call on reading the answer finds the slot free.
+	w := &answerWriter{w: out, answered: func(msg []byte) { p.answered(msg) }, answering: func(msg []byte) {
+		id, ok := responseID(msg)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		t := open[id]
+		delete(open, id)
+		mu.Unlock()
+		h.admitted.forget(t)
+	}}
+	refuse := func(msg []byte) {
+		_, _ = w.Write(append(msg, '\n'))
 	}
-	err := s.Listen(ctx, newStdioReader(ctx, in, h.res.rewriteRequest, refuse, p), w)
+	admit := func(body []byte, env envelope) ([]byte, []byte) {
+		out, t, r := h.admit(ctx, caller{label: "stdio"}, stdioSessionID, "", body, env)
+		if r != nil {
+			return nil, r.wire()
+		}
+		if t != nil {
+			if id, ok := requestID(out); ok {
+				mu.Lock()
+				open[id] = t
+				mu.Unlock()
+			}
+		}
+		return out, nil
+	}
+	err := s.Listen(ctx, newStdioReader(ctx, in, admit, refuse, p), w)
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
 		return nil
 	}
@@ -183,8 +218,8 @@ func (m *sessionManager) Terminate(id string) (bool, error) {
 
 // httpFront is the HTTP entry: Host allowlist, /health, RFC 9728 metadata,
 // Origin check, bearer auth, Accept negotiation, the message's envelope
-// (checkEnvelope), session presence, then mcp-go's streamable HTTP server
-// with error codes restored.
+// (checkEnvelope), session presence, admission (admission.go), then
+// mcp-go's streamable HTTP server.
 type httpFront struct {
 	log          hclog.Logger
 	mcp          *server.StreamableHTTPServer
@@ -197,9 +232,8 @@ type httpFront struct {
 	resourceURL    *url.URL
 	metadataPath   string
 	metadataURL    string
-	// rewrite is applied to every POSTed message (raw resource URIs,
-	// resourceHost.rewriteRequest).
-	rewrite func([]byte) []byte
+	// host admits every POSTed request (admission.go).
+	host *mcpHost
 	// events holds what a client resuming a broken stream is replayed.
 	events *boundedEventStore
 }
@@ -211,7 +245,7 @@ type httpFront struct {
 // (DELETE, or evicted from the full table) takes its subscriptions and
 // mcp-go's state for it (registration, streams, stored events) with it.
 func newHTTPFront(h *mcpHost, log hclog.Logger, verify *verifier, maxSess int) *httpFront {
-	f := &httpFront{log: log, sessions: newSessionManager(), verify: verify, rewrite: h.res.rewriteRequest,
+	f := &httpFront{log: log, sessions: newSessionManager(), verify: verify, host: h,
 		events: newBoundedEventStore(maxStoredEvents)}
 	f.sessions.max = maxSess
 	h.res.bindSessions(f.sessions)
@@ -313,6 +347,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
 	legacyInit := false // an initialize asking for 2025-03-26
+	settle := func() {} // settles the request's ticket before its answer
 	switch r.Method {
 	case http.MethodPost:
 		if !acceptsBoth(r.Header.Values("Accept")) {
@@ -336,11 +371,12 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		env, refusal := checkEnvelope(body)
-		if refusal != nil {
-			writeRefusal(w, refusal)
+		env, envRefusal := checkEnvelope(body)
+		if envRefusal != nil {
+			writeRefusal(w, envRefusal)
 			return
 		}
+		var refusal *admitRefusal
 		var msg struct {
 			Params struct {
 				Meta            map[string]any `json:"_meta"`
@@ -358,9 +394,14 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeRefusal(w, &rpcRefusal{mcp.INVALID_REQUEST, msgNoSession})
 			return
 		}
-		if f.rewrite != nil {
-			body = f.rewrite(body)
+		var tk *ticket
+		body, tk, refusal = f.admit(r.WithContext(withCaller(r.Context(), c)), body, env)
+		if refusal != nil {
+			refusal.writeHTTP(w)
+			return
 		}
+		defer f.host.admitted.forget(tk) // a ticket no handler took, at the latest
+		settle = func() { f.host.admitted.forget(tk) }
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		r.ContentLength = int64(len(body))
 	case http.MethodGet, http.MethodDelete:
@@ -376,14 +417,20 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(withCaller(r.Context(), c))
 	if legacyInit {
 		// Remember the 2025-03-26 sessions: their clients may batch.
-		rw := &rewriteResponse{ResponseWriter: w, sse: true}
+		rw := &sseResponse{ResponseWriter: w, sse: true, before: settle}
 		f.mcp.ServeHTTP(rw, r)
 		if sid := w.Header().Get(server.HeaderKeySessionID); sid != "" && rw.status == http.StatusOK {
 			f.sessions.allowBatches(sid)
 		}
 		return
 	}
-	f.mcp.ServeHTTP(&rewriteResponse{ResponseWriter: w, sse: r.Method == http.MethodPost}, r)
+	f.mcp.ServeHTTP(&sseResponse{ResponseWriter: w, sse: r.Method == http.MethodPost, before: settle}, r)
+}
+
+// admit runs the admission of one POSTed message (r's context carries its
+// caller) in the session r names.
+func (f *httpFront) admit(r *http.Request, body []byte, env envelope) ([]byte, *ticket, *admitRefusal) {
+	return f.host.admit(r.Context(), callerFrom(r.Context()), r.Header.Get(server.HeaderKeySessionID), f.metadataURL, body, env)
 }
 
 func (f *httpFront) hostAllowed(host string) bool {
@@ -494,24 +541,29 @@ func acceptsBoth(values []string) bool {
 	return acceptsType(values, "application/json") && acceptsType(values, "text/event-stream")
 }
 
-// rewriteResponse restores marked error codes in HTTP responses (JSON or
-// SSE). With sse set (a POST carrying a request), a single JSON answer is
-// sent as text/event-stream too: an empty data: keepalive frame first, then
-// the answer as one message event, as the reference server frames it.
-type rewriteResponse struct {
+// sseResponse frames mcp-go's HTTP responses. With sse set (a POST carrying
+// a request), a single JSON answer is sent as text/event-stream too: an
+// empty data: keepalive frame first, then the answer as one message event,
+// as the reference server frames it. Other responses pass unchanged.
+type sseResponse struct {
 	http.ResponseWriter
-	sse      bool
+	sse bool
+	// before, when set, is called once before the first byte is written.
+	before   func()
 	decided  bool
 	framing  bool
 	status   int
 	captured bool
 }
 
-func (r *rewriteResponse) WriteHeader(status int) {
+func (r *sseResponse) WriteHeader(status int) {
 	if r.captured {
 		return
 	}
 	r.captured = true
+	if r.before != nil {
+		r.before()
+	}
 	r.status = status
 	r.decide()
 	r.ResponseWriter.WriteHeader(status)
@@ -521,7 +573,7 @@ func (r *rewriteResponse) WriteHeader(status int) {
 }
 
 // decide chooses the framing when the headers are final.
-func (r *rewriteResponse) decide() {
+func (r *sseResponse) decide() {
 	if r.decided {
 		return
 	}
@@ -535,11 +587,11 @@ func (r *rewriteResponse) decide() {
 	}
 }
 
-func (r *rewriteResponse) Write(p []byte) (int, error) {
+func (r *sseResponse) Write(p []byte) (int, error) {
 	if !r.captured {
 		r.WriteHeader(http.StatusOK)
 	}
-	out := rewriteCodes(p)
+	out := p
 	if r.framing {
 		out = []byte("event: message\ndata: " + strings.TrimRight(string(out), "\n") + "\n\n")
 	}
@@ -549,7 +601,7 @@ func (r *rewriteResponse) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (r *rewriteResponse) Flush() {
+func (r *sseResponse) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -152,16 +152,47 @@ func (p *pending) drain(ctx context.Context, max time.Duration) {
 }
 
 // answered is told of every message written to stdout: a response (no
-// method, an id that is not null) answers one request.
-func (p *pending) answered(msg []byte) {
+// method, an id that is not null) answers one request. It returns the
+// response's id.
+func (p *pending) answered(msg []byte) (string, bool) {
+	id, ok := responseID(msg)
+	if ok {
+		p.n.Add(-1)
+	}
+	return id, ok
+}
+
+// responseID is the id of a response (no method, an id that is not null),
+// normalized as requestID normalizes a request's.
+func responseID(msg []byte) (string, bool) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
 	}
 	if json.Unmarshal(msg, &m) != nil || m.Method != nil || len(m.ID) == 0 || m.ID[0] == 'n' {
-		return
+		return "", false
 	}
-	p.n.Add(-1)
+	return normalID(m.ID), true
+}
+
+// requestID is the id of a request, normalized (1 and 1.0 are one id).
+func requestID(msg []byte) (string, bool) {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.ID[0] == 'n' {
+		return "", false
+	}
+	return normalID(m.ID), true
+}
+
+func normalID(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // stdioReader hands mcp-go's stdio server one checked line at a time. A
@@ -170,11 +201,13 @@ func (p *pending) answered(msg []byte) {
 // is answered with a refusal. The last line before EOF is a message even
 // without its newline (one is added). Blank lines are skipped.
 type stdioReader struct {
-	ctx     context.Context
-	r       *bufio.Reader
-	max     int
-	rewrite func([]byte) []byte // resourceHost.rewriteRequest
-	refuse  func(*rpcRefusal)   // writes a refusal to stdout
+	ctx context.Context
+	r   *bufio.Reader
+	max int
+	// admit runs admission (admission.go): the message mcp-go is to
+	// read, or the refusal to write instead.
+	admit   func(body []byte, env envelope) (out, refusal []byte)
+	refuse  func(msg []byte) // writes a refusal to stdout
 	pending *pending
 	// drainMax bounds the wait at EOF (stdioDrainTimeout).
 	drainMax time.Duration
@@ -183,8 +216,8 @@ type stdioReader struct {
 	err      error
 }
 
-func newStdioReader(ctx context.Context, in io.Reader, rewrite func([]byte) []byte, refuse func(*rpcRefusal), p *pending) *stdioReader {
-	return &stdioReader{ctx: ctx, r: bufio.NewReaderSize(in, 64<<10), max: maxMessageBytes, rewrite: rewrite, refuse: refuse, pending: p,
+func newStdioReader(ctx context.Context, in io.Reader, admit func([]byte, envelope) ([]byte, []byte), refuse func([]byte), p *pending) *stdioReader {
+	return &stdioReader{ctx: ctx, r: bufio.NewReaderSize(in, 64<<10), max: maxMessageBytes, admit: admit, refuse: refuse, pending: p,
 		drainMax: stdioDrainTimeout}
 }
 
@@ -231,7 +264,7 @@ func (s *stdioReader) next() {
 		if nl {
 			total-- // the newline is no part of the message
 		}
-		s.refuse(tooLong(total))
+		s.refuse(tooLong(total).wire())
 		return
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -239,14 +272,21 @@ func (s *stdioReader) next() {
 	}
 	env, refusal := checkEnvelope(body)
 	if refusal != nil {
-		s.refuse(refusal)
+		s.refuse(refusal.wire())
 		return
 	}
+	// Counted before admission: a refusal answers the request's id, and
+	// its answer is counted off like mcp-go's.
 	if env.request && env.method != string(mcp.MethodSubscriptionsListen) {
 		s.pending.n.Add(1)
 	}
-	if s.rewrite != nil {
-		body = s.rewrite(body)
+	if s.admit != nil {
+		out, refused := s.admit(body, env)
+		if refused != nil {
+			s.refuse(refused)
+			return
+		}
+		body = out
 	}
 	s.buf = append(body, '\n') // over the line end when body is s.line's prefix
 }
@@ -307,14 +347,17 @@ func (f *httpFront) serveBatch(w http.ResponseWriter, r *http.Request, elems []j
 // own and returns the messages it answered (a JSON reply, or each data of
 // an event stream). An HTTP error becomes a JSON-RPC error for its id.
 func (f *httpFront) serveElement(r *http.Request, e json.RawMessage) [][]byte {
-	if f.rewrite != nil {
-		e = f.rewrite(e)
+	env, _ := checkEnvelope(e)
+	e, tk, refusal := f.admit(r, e, env)
+	if refusal != nil {
+		return [][]byte{refusal.wire()} // a 403 too: an error in its place
 	}
+	defer f.host.admitted.forget(tk)
 	r2 := r.Clone(r.Context())
 	r2.Body = io.NopCloser(bytes.NewReader(e))
 	r2.ContentLength = int64(len(e))
 	rec := &elementRecorder{header: http.Header{}}
-	f.mcp.ServeHTTP(&rewriteResponse{ResponseWriter: rec}, r2)
+	f.mcp.ServeHTTP(&sseResponse{ResponseWriter: rec}, r2)
 	switch {
 	case rec.status == http.StatusAccepted:
 		return nil

@@ -94,7 +94,13 @@ func TestStdioReaderBoundsLinesAndKeepsTheLastOne(t *testing.T) {
 			`[{"jsonrpc":"2.0","id":3,"method":"ping"}]` + "\n" + `{"jsonrpc":"2.0","id":4,"method":"ping"}`)}
 	var refused []*rpcRefusal
 	p := &pending{}
-	r := newStdioReader(context.Background(), big, nil, func(x *rpcRefusal) { refused = append(refused, x) }, p)
+	r := newStdioReader(context.Background(), big, nil, func(msg []byte) {
+		var m struct{ Error rpcRefusal }
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Errorf("refusal %q: %v", msg, err)
+		}
+		refused = append(refused, &m.Error)
+	}, p)
 	r.drainMax = 0 // nothing answers here
 	out, err := io.ReadAll(r)
 	if err != nil {
@@ -134,7 +140,7 @@ func TestStdioLineAtTheLimitPassesAndOneByteMoreIsRefused(t *testing.T) {
 		pad := maxMessageBytes - len(pre) - len(suf) + tc.extra
 		msg := pre + strings.Repeat("b", pad) + suf
 		var refused int
-		r := newStdioReader(context.Background(), strings.NewReader(msg+"\n"), nil, func(*rpcRefusal) { refused++ }, &pending{})
+		r := newStdioReader(context.Background(), strings.NewReader(msg+"\n"), nil, func([]byte) { refused++ }, &pending{})
 		r.drainMax = 0
 		out, _ := io.ReadAll(r)
 		if (refused == 1) != tc.refused || (len(out) > 0) == tc.refused {

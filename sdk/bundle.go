@@ -108,8 +108,9 @@ type EnvOptions struct {
 	Services []any
 	// Limits are the server-wide ceilings; zero fields take the defaults.
 	Limits Limits
-	// Options are the host's boolean opt-in flags by name (e.g.
-	// "mcp-allow-open-capture"), for tools that refuse when theirs is off.
+	// Options are the host's boolean opt-in flags (mcp-allow-<verb>) by
+	// name, for tools that refuse when theirs is off. A flag exists only
+	// with the tool it enables.
 	Options map[string]bool
 	// FileRoot is the file sandbox (--mcp-file-root); the zero value
 	// disables file arguments.
@@ -164,7 +165,8 @@ func (e Env) Decode(cfg any) error {
 // Limits returns the server-wide ceilings.
 func (e Env) Limits() Limits { return e.limits }
 
-// Option reports a host opt-in flag by name (e.g. "mcp-allow-open-capture").
+// Option reports a host opt-in flag (mcp-allow-<verb>) by name; false for a
+// flag the host does not define.
 func (e Env) Option(name string) bool { return e.opts[name] }
 
 // FileRoot returns the server's file sandbox (--mcp-file-root), shared by

@@ -18,7 +18,7 @@ const AlwaysKeptField = "call_id"
 func ValidateFields(fields, valid []string) error {
 	for _, f := range fields {
 		if !slices.Contains(valid, f) {
-			return InvalidParams("unknown field %q in fields; valid fields: %s", f, strings.Join(valid, ", "))
+			return Refuse(KindInvalidArgument, "fields", "unknown field %q in fields; valid fields: %s", f, strings.Join(valid, ", ")).Accepting(valid)
 		}
 	}
 	return nil

@@ -73,7 +73,7 @@ func (r FileRoot) Enabled() bool { return r.dir != "" }
 func (r FileRoot) Dir() string { return r.dir }
 
 func (r FileRoot) disabled() error {
-	return InvalidParams("file tools are disabled: this server was started without --mcp-file-root")
+	return NotEnabled("", "file tools are disabled: this server was started without --mcp-file-root")
 }
 
 // CheckName refuses a name that is not one plain path component: empty, ".",
@@ -82,19 +82,19 @@ func (r FileRoot) disabled() error {
 func CheckName(name string) error {
 	switch {
 	case name == "":
-		return InvalidParams("a file name is required")
+		return fileRefused("a file name is required")
 	case name == "." || name == "..",
 		strings.ContainsAny(name, `/\`),
 		filepath.IsAbs(name),
 		filepath.VolumeName(name) != "",
 		len(name) >= 2 && name[1] == ':':
-		return InvalidParams("file %q: name one file in the file root, without a directory", clip(name))
+		return fileRefused("file %q: name one file in the file root, without a directory", clip(name))
 	case len(name) > MaxFileNameBytes:
-		return InvalidParams("file name is longer than %d bytes", MaxFileNameBytes)
+		return fileRefused("file name is longer than %d bytes", MaxFileNameBytes)
 	}
 	for _, c := range name {
 		if c < 0x20 || c == 0x7f {
-			return InvalidParams("file %q: the name holds a control character", clip(name))
+			return fileRefused("file %q: the name holds a control character", clip(name))
 		}
 	}
 	return nil
@@ -174,7 +174,7 @@ func (r FileRoot) open(name string, flag int, perm fs.FileMode) (*os.File, error
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, InvalidParams("file %q is %s, not a regular file: only regular files are read", clip(name), kindOf(st.Mode()))
+		return nil, fileRefused("file %q is %s, not a regular file: only regular files are read", clip(name), kindOf(st.Mode()))
 	}
 	return f, nil
 }
@@ -185,19 +185,19 @@ func (r FileRoot) openErr(name string, flag int, err error) error {
 	errors.As(err, &pe)
 	switch {
 	case pe != nil && pe.Err.Error() == errPathEscapes:
-		return InvalidParams("file %q: resolves outside the file root", clip(name))
+		return fileRefused("file %q: resolves outside the file root", clip(name))
 	case flag&os.O_EXCL != 0 && errors.Is(err, fs.ErrExist):
-		return InvalidParams("file %q is taken in the file root: an existing name is never overwritten", clip(name))
+		return fileRefused("file %q is taken in the file root: an existing name is never overwritten", clip(name))
 	case errors.Is(err, fs.ErrNotExist):
-		return InvalidParams("file %q: no such file in the file root", clip(name))
+		return fileRefused("file %q: no such file in the file root", clip(name))
 	case errors.Is(err, syscall.ENXIO):
 		// open(2) of a UNIX socket, or of a device without its driver.
-		return InvalidParams("file %q is a socket or a device, not a regular file: only regular files are read", clip(name))
+		return fileRefused("file %q is a socket or a device, not a regular file: only regular files are read", clip(name))
 	case errors.Is(err, syscall.ELOOP):
 		// A symlink loop, or a name swapped while it was resolved.
-		return InvalidParams("file %q: too many levels of symbolic links, or the name changed while it was opened", clip(name))
+		return fileRefused("file %q: too many levels of symbolic links, or the name changed while it was opened", clip(name))
 	}
-	return InvalidParams("file %q: %s", clip(name), hidePath(err, name, name))
+	return fileRefused("file %q: %s", clip(name), hidePath(err, name, name))
 }
 
 // kindOf names a file type for a refusal.
@@ -238,7 +238,7 @@ func (r FileRoot) protectedPath(name string) error {
 	path := filepath.Join(root, name)
 	for _, p := range r.protected {
 		if p == path {
-			return InvalidParams("file %q is taken in the file root: it is a capture this server reads, and inputs are never overwritten", clip(name))
+			return fileRefused("file %q is taken in the file root: it is a capture this server reads, and inputs are never overwritten", clip(name))
 		}
 	}
 	return nil
@@ -290,7 +290,7 @@ func (r FileRoot) ReadFile(name string, max int64) ([]byte, error) {
 		return nil, Internal("file %q: %s", clip(name), hidePath(err, f.Name(), name))
 	}
 	if max > 0 && st.Size() > max {
-		return nil, InvalidParams("file %q is %d bytes, over the %d-byte read limit", clip(name), st.Size(), max)
+		return nil, fileRefused("file %q is %d bytes, over the %d-byte read limit", clip(name), st.Size(), max)
 	}
 	rd := io.Reader(f)
 	if max > 0 {
@@ -301,7 +301,7 @@ func (r FileRoot) ReadFile(name string, max int64) ([]byte, error) {
 		return nil, Internal("reading %q: %s", clip(name), hidePath(err, f.Name(), name))
 	}
 	if max > 0 && int64(len(b)) > max {
-		return nil, InvalidParams("file %q is over the %d-byte read limit", clip(name), max)
+		return nil, fileRefused("file %q is over the %d-byte read limit", clip(name), max)
 	}
 	return b, nil
 }
@@ -312,4 +312,9 @@ func (r FileRoot) String() string {
 		return "disabled"
 	}
 	return fmt.Sprintf("%s (%d protected inputs)", r.dir, len(r.protected))
+}
+
+// fileRefused is the sandbox's refusal of a file name (kind file_refused).
+func fileRefused(format string, a ...any) error {
+	return Refuse(KindFileRefused, "", format, a...)
 }

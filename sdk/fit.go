@@ -126,7 +126,7 @@ func escapedLen(s string) int {
 // refused.
 func (c *Call) ResponseBudget(requested int) (int, error) {
 	if requested < 0 {
-		return 0, InvalidParams("max_response_bytes must be positive, got %d", requested)
+		return 0, Refuse(KindInvalidArgument, "max_response_bytes", "max_response_bytes must be positive, got %d", requested)
 	}
 	limit := c.limits.MaxResponseBytes
 	if limit <= 0 {
@@ -139,8 +139,9 @@ func (c *Call) ResponseBudget(requested int) (int, error) {
 }
 
 // encodeAnswer serializes a handler's answer as Invoke will: nonnull
-// fields filled (when the tool set an encoder) and the fields projection
-// applied.
+// fields filled (when the tool set an encoder), the fields projection
+// applied and limit_applied appended when --mcp-max-rows clamped the
+// call, so WireBytes counts every byte Invoke sends.
 func (c *Call) encodeAnswer(out any) ([]byte, error) {
 	var b []byte
 	var err error
@@ -153,7 +154,12 @@ func (c *Call) encodeAnswer(out any) ([]byte, error) {
 		return nil, err
 	}
 	if c.projRows != "" {
-		return Project(b, c.projRows, c.projFields)
+		if b, err = Project(b, c.projRows, c.projFields); err != nil {
+			return nil, err
+		}
+	}
+	if c.limitApplied != 0 {
+		return withLimitApplied(b, c.limitApplied)
 	}
 	return b, nil
 }
@@ -196,7 +202,9 @@ func (c *Call) FitRows(n, budget int, build func(k int) any) (int, error) {
 // or 0): it returns how many leading rows the answer holds, and refuses
 // (invalid params, naming the bytes an answer with one row needs) when not
 // even one row fits, rather than answer an empty page that could never
-// move on. what names a row in that message ("row", "hit", "stream").
+// move on. what names a row in that message ("row", "hit", "stream"). The
+// refusal is response_too_large, naming max_response_bytes when that
+// argument set the budget.
 func (c *Call) FitPage(n, requested int, what string, build func(k int) any) (int, error) {
 	budget, err := c.ResponseBudget(requested)
 	if err != nil {
@@ -208,11 +216,11 @@ func (c *Call) FitPage(n, requested int, what string, build func(k int) any) (in
 	}
 	if k == 0 && n > 0 {
 		need, _ := c.WireBytes(build(1))
-		name := "--mcp-max-response-bytes"
+		name, arg := "--mcp-max-response-bytes", ""
 		if requested > 0 && requested == budget {
-			name = "max_response_bytes"
+			name, arg = "max_response_bytes", "max_response_bytes"
 		}
-		return 0, InvalidParams("%s %d cannot hold one %s (an answer with one needs %d bytes on the wire): raise it, or name fewer fields where the tool takes fields", name, budget, what, need)
+		return 0, Refuse(KindTooLarge, arg, "%s %d cannot hold one %s (an answer with one needs %d bytes on the wire): raise it, or name fewer fields where the tool takes fields", name, budget, what, need)
 	}
 	return k, nil
 }

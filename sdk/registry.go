@@ -28,6 +28,10 @@ type RegistryOptions struct {
 	WriteVerbs map[string]WriteVerb
 	// SkipBudgets skips the byte-budget check (used only to measure).
 	SkipBudgets bool
+	// Suggest returns the candidate closest to a misspelt word, or "": an
+	// unknown argument's refusal names it ("did you mean"). The host passes
+	// core/filter's; nil suggests nothing.
+	Suggest func(word string, candidates []string) string
 }
 
 // Registered is one provisioned bundle.
@@ -129,6 +133,9 @@ func Register(ctx context.Context, bundles []Bundle, env func(Info) Env, opts Re
 			continue
 		}
 		sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+		for i := range tools {
+			tools[i].suggest = opts.Suggest
+		}
 		for _, t := range tools {
 			for _, v := range CheckTool(t, opts.WriteVerbs) {
 				errs = append(errs, fmt.Errorf("%stool %q: %s", bp, t.Name, v))

@@ -5,7 +5,10 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,10 +37,24 @@ type Schema struct {
 	// OneOf, AnyOf and AllOf are schema combinators.
 	OneOf, AnyOf, AllOf []*Schema
 	// Default is the value an absent optional input takes, from the field's
-	// default tag. Documentation only (the per-bundle pages in docs/bundles):
-	// it is not sent in tools/list, where it would cost every agent context
-	// on every connection; the description says it where it matters.
+	// default tag, as the per-bundle pages in docs/bundles print it. It may
+	// be prose ("the oldest change", "--mcp-max-response-bytes").
 	Default string
+	// DefaultValue is Default as a JSON value of the property's type, sent
+	// as "default" in tools/list; nil when the default is prose, not a
+	// value (see [SchemaFor]).
+	DefaultValue json.RawMessage
+	// Minimum and Maximum bound a number (JSON Schema "minimum" and
+	// "maximum", inclusive), as JSON number text; "" is unbounded.
+	Minimum, Maximum string
+	// Closed: an object that refuses members it does not name
+	// ("additionalProperties": false). Every input object is closed: an
+	// unknown argument is refused, never ignored.
+	Closed bool
+	// clampRows: a row count clamped to --mcp-max-rows rather than refused
+	// above it (a top-level "limit", or a clamp:"rows" tag); it has no
+	// static maximum, the ceiling being the server's.
+	clampRows bool
 }
 
 // Property is one named member of Properties or Defs.
@@ -89,6 +106,18 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 		key("enum")
 		_ = val(s.Enum)
 	}
+	if s.DefaultValue != nil {
+		key("default")
+		b.Write(s.DefaultValue)
+	}
+	if s.Minimum != "" {
+		key("minimum")
+		b.WriteString(s.Minimum)
+	}
+	if s.Maximum != "" {
+		key("maximum")
+		b.WriteString(s.Maximum)
+	}
 	if s.Properties != nil || s.isObject() && s.AdditionalProperties == nil {
 		key("properties")
 		if err := writeProps(&b, s.Properties); err != nil {
@@ -110,6 +139,9 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 		if err := val(s.AdditionalProperties); err != nil {
 			return nil, err
 		}
+	} else if s.Closed {
+		key("additionalProperties")
+		b.WriteString("false")
 	}
 	if len(s.Defs) > 0 {
 		key("$defs")
@@ -175,8 +207,10 @@ func (s *Schema) Names() []string {
 // SchemaFor generates the JSON schema of a Go type as an input (arguments)
 // schema. Struct fields take their names from the json tag, their
 // description from the desc tag, their allowed values from the enum tag
-// (values separated by "|") and their documented default from the default
-// tag (not sent, see Schema.Default). A field without omitempty or omitzero
+// (values separated by "|"), their inclusive bounds from the min and max
+// tags and their documented default from the default tag (sent as
+// "default" only when it is a value, see [Schema.DefaultValue]). Every
+// object is closed ("additionalProperties": false). A field without omitempty or omitzero
 // is required. A pointer field without omitempty is nullable: its type is a
 // union with "null" (input schemas collapse the union of an optional field,
 // see [CollapseOptionalUnions]); a pointer with omitempty is absent when
@@ -305,7 +339,7 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 		}
 		g.seen[t] = true
 		defer delete(g.seen, t)
-		s := &Schema{Type: []string{"object"}, Properties: []Property{}}
+		s := &Schema{Type: []string{"object"}, Properties: []Property{}, Closed: !g.output}
 		if err := g.fields(t, path, s, path == ""); err != nil {
 			return nil, err
 		}
@@ -370,10 +404,83 @@ func (g *schemaGen) fields(t reflect.Type, path string, s *Schema, top bool) err
 		if e := f.Tag.Get("enum"); e != "" {
 			ps.Enum = strings.Split(e, "|")
 		}
+		if !g.output {
+			if err := inputBounds(ps, f.Tag, fp, top && name == "limit"); err != nil {
+				return err
+			}
+		}
 		s.Properties = append(s.Properties, Property{Name: name, Schema: ps})
 		if !optional {
 			s.Required = append(s.Required, name)
 		}
+	}
+	return nil
+}
+
+// inputBounds sets an input property's Minimum and Maximum from its min and
+// max tags and its DefaultValue from its default tag. A bound is a JSON
+// number (an integer on an integer property). A top-level integer "limit"
+// without a min tag has minimum 1: a page of no rows is a request that
+// cannot mean anything ([Tool.Invoke] refuses it naming the valid range).
+// The default tag becomes a value only when it is one: JSON that validates
+// against the property (bounds included), or for a string property one of
+// its enum values; prose ("the oldest change") stays documentation.
+func inputBounds(ps *Schema, tag reflect.StructTag, fp string, isLimit bool) error {
+	integer := slices.Contains(ps.Type, "integer")
+	number := integer || slices.Contains(ps.Type, "number")
+	for _, b := range []struct {
+		tag string
+		dst *string
+	}{{"min", &ps.Minimum}, {"max", &ps.Maximum}} {
+		v := tag.Get(b.tag)
+		if v == "" {
+			continue
+		}
+		if !number {
+			return fmt.Errorf("%s: a %s tag bounds a number, not %s", fp, b.tag, strings.Join(ps.Type, " or "))
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || integer && f != math.Trunc(f) {
+			return fmt.Errorf("%s: %s tag %q is not a JSON %s", fp, b.tag, v, map[bool]string{true: "integer", false: "number"}[integer])
+		}
+		*b.dst = strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	if integer && (isLimit || tag.Get("clamp") == "rows") {
+		ps.clampRows = true
+		if ps.Maximum != "" {
+			return fmt.Errorf("%s: a row count clamped to --mcp-max-rows takes no max tag", fp)
+		}
+		if ps.Minimum == "" {
+			ps.Minimum = "1"
+		}
+	} else if tag.Get("clamp") != "" {
+		return fmt.Errorf("%s: clamp tag %q: want clamp:\"rows\" on an integer", fp, tag.Get("clamp"))
+	}
+	if ps.Minimum != "" && ps.Maximum != "" {
+		lo, _ := strconv.ParseFloat(ps.Minimum, 64)
+		hi, _ := strconv.ParseFloat(ps.Maximum, 64)
+		if lo > hi {
+			return fmt.Errorf("%s: min %s is above max %s", fp, ps.Minimum, ps.Maximum)
+		}
+	}
+	if ps.Default == "" {
+		return nil
+	}
+	if slices.Contains(ps.Type, "string") {
+		if slices.Contains(ps.Enum, ps.Default) {
+			ps.DefaultValue, _ = json.Marshal(ps.Default)
+		}
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(ps.Default))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() || validateValue(ps, v, "") != nil {
+		return nil
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, []byte(ps.Default)) == nil {
+		ps.DefaultValue = compact.Bytes()
 	}
 	return nil
 }

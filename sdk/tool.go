@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -101,7 +102,10 @@ type Descriptor struct {
 	Description string
 	// Annotations are required; their zero values are invalid.
 	Annotations Annotations
-	// StrictArgs refuses arguments the input struct does not name (file tools).
+	// StrictArgs also decodes the arguments refusing fields the input
+	// struct does not name (file tools). Every tool's input schema is
+	// closed, so validation refuses an unknown argument first, naming the
+	// valid ones; this is the decoder's second guard.
 	StrictArgs bool
 	// Renders marks a tool that may answer with a rendered document
 	// (Call.ReplyText: markdown, text, or JSON in another schema such as
@@ -115,7 +119,8 @@ type Descriptor struct {
 	// ReplyText fails the call with an internal error.
 	Renders bool
 	// Refusals document when the tool refuses a call, beyond arguments that
-	// fail its input schema (which every tool refuses with -32602).
+	// fail its input schema (which every tool refuses, as a tool execution
+	// error).
 	// Documentation only: the per-bundle pages in docs/bundles list them;
 	// they are not sent.
 	Refusals []Refusal
@@ -123,8 +128,9 @@ type Descriptor struct {
 
 // Refusal is one documented way a tool refuses a call.
 type Refusal struct {
-	// Code is the JSON-RPC error code (CodeInvalidParams, CodeInternal,
-	// CodeUnavailable).
+	// Code is the error's code: CodeInvalidParams for a refusal (answered
+	// as a tool execution error, isError), CodeInternal or CodeUnavailable
+	// for a JSON-RPC error.
 	Code int
 	// When says what the caller did, e.g. "unknown call_id".
 	When string
@@ -145,6 +151,9 @@ type Tool struct {
 	// nonNull are the answer type's nonnull fields (fillNonNull).
 	nonNull [][]int
 	invoke  func(ctx context.Context, c *Call, args json.RawMessage) (any, error)
+	// suggest names the closest valid argument to an unknown one
+	// (RegistryOptions.Suggest); nil names none.
+	suggest func(word string, candidates []string) string
 }
 
 // NewTool builds a tool from its descriptor and typed handler. The input
@@ -170,6 +179,11 @@ func NewTool[In, Out any](d Descriptor, h Handler[In, Out]) Tool {
 			if len(p.Schema.Type) > 0 && p.Schema.Type[0] == "array" && p.Schema.Items != nil {
 				p.Schema.Items.Required = nil
 			}
+		}
+		if t.input != nil && len(clampedRows(t.input)) > 0 && out.Property(limitAppliedKey) == nil {
+			// The answer says when a row count was clamped.
+			la := limitAppliedSchema
+			out.Properties = append(out.Properties, Property{Name: limitAppliedKey, Schema: &la})
 		}
 		t.output = out
 	}
@@ -247,13 +261,13 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 	if t.invoke == nil {
 		return Reply{}, Internal("tool %s has no handler", t.Name)
 	}
+	c := &Call{limits: limits, tool: t.Name, encode: func(out any) ([]byte, error) { return json.Marshal(fillNonNull(out, t.nonNull)) }}
 	if t.input != nil {
-		if err := ValidateArgs(t.input, args); err != nil {
+		if err := (validator{suggest: t.suggest, maxRows: limits.MaxRows}).args(t.input, args); err != nil {
 			return Reply{}, err
 		}
-		args = clampLimit(t.input, args, limits.MaxRows)
+		args, c.limitApplied = clampRows(t.input, args, limits.MaxRows)
 	}
-	c := &Call{limits: limits, encode: func(out any) ([]byte, error) { return json.Marshal(fillNonNull(out, t.nonNull)) }}
 	out, err := t.invoke(ctx, c, args)
 	if err != nil {
 		return Reply{}, AsError(err)
@@ -278,13 +292,18 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 
 // Call is the per-call context a handler uses to shape its answer.
 type Call struct {
-	limits     Limits
-	fenced     bool
-	extra      []string
-	text       *string
-	isError    bool
-	projRows   string
-	projFields []string
+	limits Limits
+	tool   string
+	cursor *cursorScope
+	// limitApplied is the row count Invoke clamped to (--mcp-max-rows);
+	// the answer carries it as limit_applied. 0: nothing clamped.
+	limitApplied int
+	fenced       bool
+	extra        []string
+	text         *string
+	isError      bool
+	projRows     string
+	projFields   []string
 	// encode serializes the handler's answer (Invoke sets it: nonnull
 	// fields filled); nil is json.Marshal.
 	encode func(out any) ([]byte, error)
@@ -299,8 +318,9 @@ func NewCall(l Limits) *Call { return &Call{limits: l} }
 func (c *Call) Limits() Limits { return c.limits }
 
 // Limit resolves a requested row limit: 0 (absent) is DefaultLimit (50);
-// anything above --mcp-max-rows is silently clamped to it. Callers read
-// `returned`.
+// anything above --mcp-max-rows is clamped to it. A "limit" argument
+// reaches the handler already clamped (Invoke refuses one under 1 and
+// reports a clamp in limit_applied); this is the handler's own guard.
 func (c *Call) Limit(requested int) int {
 	if requested <= 0 {
 		requested = DefaultLimit
@@ -360,26 +380,85 @@ func (c *Call) Project(rowsKey string, fields, valid []string) error {
 	return nil
 }
 
-// clampLimit silently clamps an integer "limit" argument to maxRows, so no
-// tool can hand out more rows than --mcp-max-rows whatever its own code
-// does; callers read `returned`.
-func clampLimit(s *Schema, args json.RawMessage, maxRows int) json.RawMessage {
-	p := s.Property("limit")
-	if maxRows <= 0 || p == nil || len(p.Type) != 1 || p.Type[0] != "integer" {
-		return args
+// limitAppliedKey is the answer member that says a row count was clamped:
+// above --mcp-max-rows a count (limit, max_messages) is not refused but
+// lowered to it, and the answer carries the value used, so a short page
+// never reads as "that is all there is". Absent when nothing was clamped.
+const limitAppliedKey = "limit_applied"
+
+// limitAppliedSchema describes limit_applied in the output schema of every
+// tool with a clamped row count.
+var limitAppliedSchema = Schema{Type: []string{"integer"}, Description: "count used; the one asked exceeded --mcp-max-rows"}
+
+// LimitAppliedBytes is how many bytes Invoke adds to the answer for a
+// clamped row count (zero when nothing was clamped): page fitting reserves
+// them.
+func (c *Call) LimitAppliedBytes() int {
+	if c.limitApplied == 0 {
+		return 0
+	}
+	return len(`,"`+limitAppliedKey+`":`) + len(strconv.Itoa(c.limitApplied))
+}
+
+// clampedRows returns the top-level row counts of an input schema: the
+// integer properties clamped to --mcp-max-rows (a "limit", or a
+// clamp:"rows" tag).
+func clampedRows(s *Schema) []string {
+	var out []string
+	for _, p := range s.Properties {
+		if p.Schema.clampRows {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// clampRows lowers every row count above maxRows to it (so no tool can hand
+// out more rows than --mcp-max-rows whatever its own code does) and says
+// which one it lowered. Counts below the minimum never get here
+// (validation refuses them, naming the range).
+func clampRows(s *Schema, args json.RawMessage, maxRows int) (json.RawMessage, int) {
+	names := clampedRows(s)
+	if maxRows <= 0 || len(names) == 0 {
+		return args, 0
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(args, &m) != nil {
-		return args
+		return args, 0
 	}
-	var n int64
-	if raw, ok := m["limit"]; !ok || json.Unmarshal(raw, &n) != nil || n <= int64(maxRows) {
-		return args
+	clamped := false
+	for _, name := range names {
+		var n int64
+		if raw, ok := m[name]; !ok || json.Unmarshal(raw, &n) != nil || n <= int64(maxRows) {
+			continue
+		}
+		m[name] = json.RawMessage(strconv.Itoa(maxRows))
+		clamped = true
 	}
-	m["limit"] = json.RawMessage(fmt.Sprint(maxRows))
+	if !clamped {
+		return args, 0
+	}
 	out, err := json.Marshal(m)
 	if err != nil {
-		return args
+		return args, 0
 	}
-	return out
+	return out, maxRows
+}
+
+// withLimitApplied appends limit_applied to a serialized answer object,
+// leaving every other byte as it was.
+func withLimitApplied(b []byte, applied int) ([]byte, error) {
+	b = bytes.TrimRight(b, " \t\r\n")
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("reporting limit_applied: the answer is not a JSON object")
+	}
+	v := strconv.Itoa(applied)
+	out := make([]byte, 0, len(b)+len(limitAppliedKey)+len(v)+4)
+	out = append(out, b[:len(b)-1]...)
+	if len(bytes.TrimSpace(b[1:len(b)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"`+limitAppliedKey+`":`...)
+	out = append(out, v...)
+	return append(out, '}'), nil
 }

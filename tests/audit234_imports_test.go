@@ -16,9 +16,9 @@ import (
 // dependencies and, to admit what mcp-go's wire types import, lets sdk and
 // bundle packages depend on any third-party module but three. Here:
 //
-//	core/...       stdlib, core, gopacket, golang.org/x/sys
-//	sdk/...        stdlib, sdk, mcp-go's mcp wire types
-//	bundles/<x>    stdlib, sdk, core, its own packages (never another bundle)
+//	core/...       stdlib, core, internal/textsafe, gopacket, golang.org/x/sys
+//	sdk/...        stdlib, sdk, internal/textsafe, mcp-go's mcp wire types
+//	bundles/<x>    stdlib, sdk, core, bundles/internal, its own packages (never another bundle)
 //	bundles/all    stdlib, sdk, the bundles
 //	host/...       stdlib, sdk, core, mcp-go, koanf, go-hclog (never a bundle)
 //	cmd/sipnab     stdlib, host, bundles/all
@@ -55,15 +55,15 @@ func TestAudit234DirectImports(t *testing.T) {
 		switch {
 		case in(rel, "core"):
 			group, ok = "core", func(d string) bool {
-				return in(d, m+"core", "github.com/gopacket/gopacket", "golang.org/x/sys")
+				return in(d, m+"core", m+"internal/textsafe", "github.com/gopacket/gopacket", "golang.org/x/sys")
 			}
 		case in(rel, "sdk"):
-			group, ok = "sdk", func(d string) bool { return in(d, m+"sdk", "github.com/mark3labs/mcp-go/mcp") }
+			group, ok = "sdk", func(d string) bool { return in(d, m+"sdk", m+"internal/textsafe", "github.com/mark3labs/mcp-go/mcp") }
 		case rel == "bundles/all":
 			group, ok = "bundles/all", func(d string) bool { return in(d, m+"sdk", m+"bundles") && !in(d, m+"bundles/all") }
 		case in(rel, "bundles"):
 			own := m + strings.Join(strings.Split(rel, "/")[:2], "/")
-			group, ok = "bundles/<x>", func(d string) bool { return in(d, m+"sdk", m+"core", own) }
+			group, ok = "bundles/<x>", func(d string) bool { return in(d, m+"sdk", m+"core", m+"bundles/internal", own) }
 		case in(rel, "host"):
 			group, ok = "host", func(d string) bool {
 				return in(d, m+"host", m+"sdk", m+"core", "github.com/mark3labs/mcp-go", "github.com/knadh/koanf", "github.com/hashicorp/go-hclog")

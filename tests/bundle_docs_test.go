@@ -146,16 +146,20 @@ func toolSection(t sdk.Tool) string {
 		b.WriteString("\n")
 	}
 
-	b.WriteString("Refusals:\n\n")
-	generic := "arguments that fail the input schema (a required argument missing, a wrong type, a value outside its enum)"
-	if t.StrictArgs {
-		generic += ", or an argument the tool does not name"
-	}
-	fmt.Fprintf(&b, "- `%d` %s\n", sdk.CodeInvalidParams, generic)
+	b.WriteString("Refusals (`isError`: a tool execution error with a structured error body; a number: a JSON-RPC error; docs/mcp-protocol.md, Errors):\n\n")
+	// Every input schema is closed and bounded (sdk.ValidateArgs).
+	generic := "arguments that fail the input schema (a required argument missing, a wrong type, a value outside its enum, " +
+		"minimum or maximum, an argument the tool does not name: the refusal names the valid ones)"
+	fmt.Fprintf(&b, "- `isError` %s\n", generic)
 	for _, r := range t.Refusals {
+		if r.Code == sdk.CodeInvalidParams {
+			fmt.Fprintf(&b, "- `isError` %s\n", strings.Join(strings.Fields(r.When), " "))
+			continue
+		}
 		fmt.Fprintf(&b, "- `%d` %s\n", r.Code, strings.Join(strings.Fields(r.When), " "))
 	}
-	fmt.Fprintf(&b, "- `%d` an answer larger than `--mcp-max-response-bytes`; with a `read` token, a tool that is not read-only\n", sdk.CodeInvalidParams)
+	b.WriteString("- `isError` an answer larger than `--mcp-max-response-bytes`\n")
+	b.WriteString("- HTTP 403 `insufficient_scope`: with a `read` token, a tool that is not read-only\n")
 	fmt.Fprintf(&b, "- `%d` at capacity (`--mcp-max-concurrent`) or rate limited (`--mcp-rate-limit-per-peer`): retry\n", sdk.CodeUnavailable)
 	b.WriteString("\n")
 	return b.String()

@@ -28,7 +28,17 @@ type session interface {
 	instructions() string
 	tools(ctx context.Context) ([]string, error)
 	call(ctx context.Context, name string, args map[string]any) (texts []string, structured any, err error)
+	// result is call with the result's isError.
+	result(ctx context.Context, name string, args map[string]any) (r callResult, err error)
 	close()
+}
+
+// callResult is a tools/call result as a client library hands it over.
+type callResult struct {
+	texts      []string
+	structured any
+	meta       map[string]any
+	isError    bool
 }
 
 // --- mcp-go ---
@@ -52,20 +62,28 @@ func (s mcpgoSession) tools(ctx context.Context) ([]string, error) {
 }
 
 func (s mcpgoSession) call(ctx context.Context, name string, args map[string]any) ([]string, any, error) {
+	r, err := s.result(ctx, name, args)
+	return r.texts, r.structured, err
+}
+
+func (s mcpgoSession) result(ctx context.Context, name string, args map[string]any) (callResult, error) {
 	req := mcpgo.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
 	r, err := s.c.CallTool(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return callResult{}, err
 	}
-	var texts []string
+	out := callResult{structured: r.StructuredContent, isError: r.IsError}
+	if r.Meta != nil {
+		out.meta = r.Meta.AdditionalFields
+	}
 	for _, c := range r.Content {
 		if tc, ok := c.(mcpgo.TextContent); ok {
-			texts = append(texts, tc.Text)
+			out.texts = append(out.texts, tc.Text)
 		}
 	}
-	return texts, r.StructuredContent, nil
+	return out, nil
 }
 
 type mcpgoInit struct {
@@ -114,17 +132,22 @@ func (s gosdkSession) tools(ctx context.Context) ([]string, error) {
 }
 
 func (s gosdkSession) call(ctx context.Context, name string, args map[string]any) ([]string, any, error) {
+	r, err := s.result(ctx, name, args)
+	return r.texts, r.structured, err
+}
+
+func (s gosdkSession) result(ctx context.Context, name string, args map[string]any) (callResult, error) {
 	r, err := s.cs.CallTool(ctx, &gosdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		return nil, nil, err
+		return callResult{}, err
 	}
-	var texts []string
+	out := callResult{structured: r.StructuredContent, isError: r.IsError, meta: r.Meta}
 	for _, c := range r.Content {
 		if tc, ok := c.(*gosdk.TextContent); ok {
-			texts = append(texts, tc.Text)
+			out.texts = append(out.texts, tc.Text)
 		}
 	}
-	return texts, r.StructuredContent, nil
+	return out, nil
 }
 
 func connectGoSDK(t *testing.T, ctx context.Context, tr gosdk.Transport, era string) session {

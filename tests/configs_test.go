@@ -69,12 +69,13 @@ func TestEveryExampleConfigStarts(t *testing.T) {
 	}
 }
 
-// TestConfigWithAnUnknownKeyIsRefused: unknown keys are errors.
+// TestConfigWithAnUnknownKeyIsRefused: an unknown key is a startup error
+// naming the key, its file line and the key meant.
 func TestConfigWithAnUnknownKeyIsRefused(t *testing.T) {
 	dir := sharedDir(t)
 	path := writeFile(t, dir, "bad.toml", "[mcp]\nmax_concurent = 7\n")
 	out, code := runCode(t, "-N", "--mcp", "--config", path)
-	if code != 2 || !strings.Contains(out, "unknown key mcp.max_concurent") {
+	if want := path + `:2: unknown key "mcp.max_concurent" (did you mean "max_concurrent"?)`; code != 2 || !strings.Contains(out, want) {
 		t.Errorf("exit %d: %s", code, out)
 	}
 }

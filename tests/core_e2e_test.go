@@ -38,6 +38,8 @@ type rawSession struct {
 	lines  chan []byte
 	stderr *lockedBuffer
 	nextID *int
+	// instructions are the initialize answer's.
+	instructions string
 }
 
 // on returns the session reporting to t (a subtest), so a failure inside a
@@ -60,11 +62,51 @@ type toolResult struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent"`
-	IsError           bool            `json:"isError"`
-	Err               *rpcError       `json:"-"`
+	StructuredContent json.RawMessage            `json:"structuredContent"`
+	Meta              map[string]json.RawMessage `json:"_meta"`
+	IsError           bool                       `json:"isError"`
+	Err               *rpcError                  `json:"-"`
 	// Request and Response are the two wire lines.
 	Request, Response []byte `json:"-"`
+}
+
+// toolRefusal is the structured body of a tool execution error
+// (docs/mcp-protocol.md, "Errors").
+type toolRefusal struct {
+	Code     string   `json:"code"`
+	Message  string   `json:"message"`
+	Argument string   `json:"argument"`
+	Position *int     `json:"position"`
+	Valid    []string `json:"valid"`
+}
+
+// refused returns r's tool execution error (isError, its structured
+// body: structuredContent, or _meta's sipnab.dev/error beside an advertised
+// outputSchema), nil when r is none; it fails t unless the one text block
+// is the body's message.
+func (r toolResult) refused(t *testing.T) *toolRefusal {
+	t.Helper()
+	if r.Err != nil || !r.IsError {
+		return nil
+	}
+	var sc struct {
+		Error *toolRefusal `json:"error"`
+	}
+	raw := r.StructuredContent
+	if m, ok := r.Meta["sipnab.dev/error"]; ok {
+		if len(raw) > 0 {
+			t.Errorf("error body in both structuredContent and _meta: %s", r.Response)
+		}
+		raw = m
+	}
+	if err := json.Unmarshal(raw, &sc); err != nil || sc.Error == nil || sc.Error.Code == "" {
+		t.Errorf("isError without a structured {error:{code,message}} body: %s", r.Response)
+		return &toolRefusal{}
+	}
+	if len(r.Content) != 1 || r.Content[0].Text != sc.Error.Message {
+		t.Errorf("isError text %v differs from its body's message %q", r.texts(), sc.Error.Message)
+	}
+	return sc.Error
 }
 
 // texts returns the text of every content block.
@@ -132,8 +174,15 @@ func startRaw(t *testing.T, args ...string) *rawSession {
 			<-done
 		}
 	})
-	s.request("initialize", map[string]any{"protocolVersion": eraLegacy, "capabilities": map[string]any{},
+	_, init := s.request("initialize", map[string]any{"protocolVersion": eraLegacy, "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "core-e2e", "version": "1"}})
+	var ans struct {
+		Result struct {
+			Instructions string `json:"instructions"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(init, &ans)
+	s.instructions = ans.Result.Instructions
 	s.send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	return s
 }
@@ -745,9 +794,13 @@ func TestGeneratedCarrierCaptureE2E(t *testing.T) {
 // instanceRE matches a capture instance, bare or inside a JSON string.
 var instanceRE = regexp.MustCompile(`(\\*"instance\\*":\s*\\*")[0-9a-f]+`)
 
+// cursorRE matches a next_cursor, bare or inside a JSON string: sealed with
+// the capture instance and a key drawn per process, it differs every run.
+var cursorRE = regexp.MustCompile(`(\\*"next_cursor\\*":\s*\\*")[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+
 // transcript renders one exchange for a golden file: the request and the
-// response line, each indented, with the capture instance (random per run)
-// and the request id replaced.
+// response line, each indented, with the capture instance and the cursors
+// sealed with it (random per run) and the request id replaced.
 func transcript(t *testing.T, r toolResult) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -765,7 +818,7 @@ func transcript(t *testing.T, r toolResult) []byte {
 		if err := enc.Encode(v); err != nil {
 			t.Fatal(err)
 		}
-		b.Write(instanceRE.ReplaceAll(ind.Bytes(), []byte("${1}INSTANCE")))
+		b.Write(cursorRE.ReplaceAll(instanceRE.ReplaceAll(ind.Bytes(), []byte("${1}INSTANCE")), []byte("${1}CURSOR")))
 	}
 	return b.Bytes()
 }
@@ -816,8 +869,11 @@ func TestCoreGoldenTranscriptsE2E(t *testing.T) {
 			r := s.on(t).call(tc.tool, tc.args)
 			coreGolden(t, tc.golden, transcript(t, r))
 			if r.Err != nil {
-				if r.Err.Code != sdk.CodeInvalidParams {
-					t.Errorf("error code %d, want %d", r.Err.Code, sdk.CodeInvalidParams)
+				t.Fatalf("JSON-RPC error %+v", r.Err)
+			}
+			if r.IsError {
+				if rf := r.refused(t); rf.Code != "unknown_id" || rf.Argument != "call_id" {
+					t.Errorf("refusal %+v, want unknown_id naming call_id", rf)
 				}
 				return
 			}
@@ -868,8 +924,11 @@ func TestCaptureReportFormatsE2E(t *testing.T) {
 				if len(texts) != 2 || texts[1] != sdk.ProvenanceNote {
 					t.Errorf("%s: want the report then the provenance note, got %d blocks", format, len(texts))
 				}
-				if strings.Contains(strings.Join(texts, ""), sdk.FenceOpen) {
-					t.Errorf("%s: a report carries no markers", format)
+				// markers only around a final failure's reason phrase, never
+				// around the document
+				if o, c := strings.Count(texts[0], sdk.FenceOpen), strings.Count(texts[0], sdk.FenceClose); o != c ||
+					o > 0 && !strings.Contains(strings.ReplaceAll(texts[0], `\`, ""), "final_failure") || strings.HasPrefix(texts[0], sdk.FenceOpen) {
+					t.Errorf("%s: %d open and %d close markers: want a pair per final failure's reason phrase only", format, o, c)
 				}
 				doc := texts[0]
 				if format == "json" {
@@ -908,8 +967,8 @@ func TestCaptureReportFormatsE2E(t *testing.T) {
 
 // TestBatchJSONStreamsAreTheRTPStatsShapeE2E: `sipnab -N -I FILE --json`
 // fills streams with the rtp_stats stream shape: the same keys and the same
-// values as the tool's sweep once the tool's fences (codec names, RTCP
-// CNAME) are removed.
+// values as the tool's sweep with quality_intervals (opt-in on the tool)
+// once the tool's fences (codec names, RTCP CNAME) are removed.
 func TestBatchJSONStreamsAreTheRTPStatsShapeE2E(t *testing.T) {
 	capture := testcap.Public("SIP_CALL_RTP_G711")
 	cmd := exec.Command(bin, "-N", "-I", capture, "--json")
@@ -924,7 +983,7 @@ func TestBatchJSONStreamsAreTheRTPStatsShapeE2E(t *testing.T) {
 	}
 	s := startRaw(t, "-N", "--mcp", "-I", capture)
 	s.waitLoaded()
-	rows := sweepE2E(t, s, map[string]any{"limit": 1000})
+	rows := sweepE2E(t, s, map[string]any{"limit": 1000, "quality_intervals": true})
 	if len(doc.Streams) != len(rows) || len(rows) != 5 {
 		t.Fatalf("--json has %d streams, rtp_stats %d, want 5", len(doc.Streams), len(rows))
 	}

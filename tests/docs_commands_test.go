@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +36,11 @@ func docBlocks(t *testing.T, name string) map[string][]string {
 	return out
 }
 
-// docFiles are the real files behind the placeholder names of docs/mcp.md.
+// docFiles is the working directory a documented command runs in: the
+// placeholder files the docs name (capture.pcap, token.txt, signing.key)
+// exist there by those names, configs/ holds the example configs (their
+// machine paths, /etc/sipnab/... and /var/log/sipnab/..., pointed into the
+// directory), and testdata/ is the repository's.
 type docFiles struct {
 	dir, token, key, hepPort string
 }
@@ -45,6 +50,34 @@ func newDocFiles(t *testing.T) docFiles {
 	f := docFiles{dir: dir, token: "doc-static-token-0123456789abcdef", key: strings.Repeat("d", 48)}
 	writeFile(t, dir, "token.txt", f.token+"\n")
 	writeFile(t, dir, "signing.key", f.key+"\n")
+	writeFile(t, dir, "key", f.key+"\n")
+	raw, err := os.ReadFile(sampleCapture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "capture.pcap", string(raw))
+	if err := os.Symlink(filepath.Join(testcap.Root(), "testdata"), filepath.Join(dir, "testdata")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "configs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	confs, err := filepath.Glob(filepath.Join(testcap.Root(), "configs", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	machinePath := regexp.MustCompile(`"/(?:etc|var)/[^"]*/([^"/]+)"`)
+	for _, c := range confs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := machinePath.ReplaceAllStringFunc(string(b), func(m string) string {
+			return strconv.Quote(filepath.Join(dir, machinePath.FindStringSubmatch(m)[1]))
+		})
+		text = strings.ReplaceAll(text, ":8731", ":0")
+		writeFile(t, filepath.Join(dir, "configs"), filepath.Base(c), text)
+	}
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -54,20 +87,30 @@ func newDocFiles(t *testing.T) docFiles {
 	return f
 }
 
-// argsOf turns a documented command line into the arguments the test runs:
-// placeholder files become real ones, port 8731 a free one.
+// pathFlags take a file or directory: a relative one is read from the
+// command's working directory.
+var pathFlags = map[string]bool{"-I": true, "--input": true, "--config": true, "--mcp-token-file": true,
+	"--mcp-signing-key-file": true, "--mcp-audit-file": true, "--mcp-file-root": true, "--mcp-revoked-file": true,
+	"--mcp-tls-cert": true, "--mcp-tls-key": true}
+
+// argsOf turns a documented command line into the arguments the test runs,
+// as the command would run in f.dir: a relative path after a path flag is
+// joined to f.dir (so ./work must be made first, as the docs say), a
+// machine path (/captures/capture.pcap, /etc/sipnab/key) names the file of
+// that name in f.dir; port 8731 becomes a free one.
 func (f docFiles) argsOf(line string) []string {
 	var args []string
-	for _, a := range strings.Fields(line) {
+	fields := strings.Fields(line)
+	for i, a := range fields {
+		prev := ""
+		if i > 0 {
+			prev = fields[i-1]
+		}
 		switch {
-		case a == "capture.pcap" || a == "/captures/capture.pcap":
-			a = sampleCapture()
-		case a == "token.txt" || a == "signing.key" || a == "audit.jsonl":
+		case pathFlags[prev] && filepath.IsAbs(a):
+			a = filepath.Join(f.dir, filepath.Base(a))
+		case pathFlags[prev]:
 			a = filepath.Join(f.dir, a)
-		case a == "./work":
-			a = f.dir
-		case strings.HasPrefix(a, "configs/"):
-			a = filepath.Join(testcap.Root(), a)
 		case strings.HasSuffix(a, ":8731"):
 			a = strings.TrimSuffix(a, "8731") + "0"
 		case strings.HasSuffix(a, ":9060"):
@@ -78,25 +121,84 @@ func (f docFiles) argsOf(line string) []string {
 	return args
 }
 
-// sipnabLines returns the documented sipnab command lines (and the
-// commands registered through `claude mcp add ... -- sipnab ...`).
-func sipnabLines(t *testing.T) []string {
-	var lines []string
-	for _, block := range docBlocks(t, "mcp.md")["sh"] {
-		for _, l := range strings.Split(block, "\n") {
-			l = strings.TrimSpace(l)
-			if strings.HasPrefix(l, "sipnab ") {
-				lines = append(lines, l)
-			}
-			if _, after, ok := strings.Cut(l, " -- sipnab "); ok && strings.HasPrefix(l, "claude mcp add") {
-				lines = append(lines, "sipnab "+after)
+// docCommand is one sipnab command the docs show: the file it is in, the
+// line, its stdout redirection (> calls.json) and the directories the lines
+// before it in its block make (mkdir -p work).
+type docCommand struct {
+	where, line, redirect string
+	mkdirs                []string
+}
+
+// documentedCommands returns every sipnab command line of README.md,
+// docs/*.md and docs/bundles/*.md (sh blocks; go run ./cmd/sipnab counts as
+// sipnab, and claude mcp add ... -- sipnab registers one), and the one each
+// example config's comment shows.
+func documentedCommands(t *testing.T) []docCommand {
+	t.Helper()
+	root := testcap.Root()
+	files := []string{filepath.Join(root, "README.md")}
+	for _, pat := range []string{"docs/*.md", "docs/bundles/*.md"} {
+		m, err := filepath.Glob(filepath.Join(root, pat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	block := regexp.MustCompile("(?s)```(?:sh|bash|shell)\n(.*?)```")
+	var out []docCommand
+	add := func(where, l string, mkdirs []string) {
+		c := docCommand{where: where, mkdirs: mkdirs}
+		if before, after, ok := strings.Cut(l, " > "); ok {
+			l, c.redirect = before, strings.TrimSpace(after)
+		}
+		c.line = strings.TrimSpace(l)
+		out = append(out, c)
+	}
+	for _, path := range files {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, m := range block.FindAllStringSubmatch(string(raw), -1) {
+			var mkdirs []string
+			for _, l := range strings.Split(m[1], "\n") {
+				l = strings.TrimSpace(l)
+				switch {
+				case strings.HasPrefix(l, "mkdir -p "):
+					mkdirs = append(mkdirs, strings.Fields(l)[2:]...)
+				case strings.HasPrefix(l, "sipnab "):
+					add(rel, l, mkdirs)
+				case strings.HasPrefix(l, "go run ./cmd/sipnab "):
+					add(rel, "sipnab "+strings.TrimPrefix(l, "go run ./cmd/sipnab "), mkdirs)
+				case strings.HasPrefix(l, "claude mcp add") && strings.Contains(l, " -- sipnab "):
+					_, after, _ := strings.Cut(l, " -- sipnab ")
+					add(rel, "sipnab "+after, mkdirs)
+				}
 			}
 		}
 	}
-	if len(lines) < 8 {
-		t.Fatalf("found %d sipnab command lines in docs/mcp.md", len(lines))
+	confs, err := filepath.Glob(filepath.Join(root, "configs", "*"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return lines
+	comment := regexp.MustCompile(`(?m)^#\s+(sipnab .*)$`)
+	for _, c := range confs {
+		raw, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := comment.FindStringSubmatch(string(raw))
+		if m == nil {
+			t.Errorf("configs/%s: no comment shows the command that starts it", filepath.Base(c))
+			continue
+		}
+		add("configs/"+filepath.Base(c), m[1], nil)
+	}
+	if len(out) < 20 {
+		t.Fatalf("found %d documented sipnab commands", len(out))
+	}
+	return out
 }
 
 func stdioStatus(t *testing.T, args []string, before func()) map[string]any {
@@ -155,18 +257,33 @@ func sendHEP(t *testing.T, port string) {
 	}
 }
 
-// TestDocumentedCommandLinesRun runs every sipnab command line of
-// docs/mcp.md and checks what each one serves.
+// TestDocumentedCommandLinesRun runs every sipnab command of README.md,
+// docs/ and the example configs' comments as written, in a directory
+// holding the files they name, and checks what each one serves or prints.
 func TestDocumentedCommandLinesRun(t *testing.T) {
-	f := newDocFiles(t)
-	for _, line := range sipnabLines(t) {
-		t.Run(line, func(t *testing.T) {
-			args := f.argsOf(strings.TrimPrefix(line, "sipnab "))
+	for _, c := range documentedCommands(t) {
+		t.Run(c.where+": "+c.line, func(t *testing.T) {
+			f := newDocFiles(t)
+			for _, d := range c.mkdirs {
+				if err := os.MkdirAll(filepath.Join(f.dir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args := f.argsOf(strings.TrimPrefix(c.line, "sipnab "))
 			joined := " " + strings.Join(args, " ") + " "
+			// A config file's settings count as the command's.
+			if i := slices.Index(args, "--config"); i >= 0 && i+1 < len(args) {
+				raw, err := os.ReadFile(args[i+1])
+				if err != nil {
+					t.Fatalf("%s: %v", c.line, err)
+				}
+				joined += string(raw)
+			}
+			mcp := strings.Contains(joined, " --mcp ") || strings.Contains(joined, "enabled = true")
 			switch {
 			case strings.Contains(joined, " --call-report "):
 				out := runOut(t, args)
-				if !strings.HasPrefix(out, "sipnab call report: 1-1966@10.0.2.20") || !strings.Contains(out, "LADDER") {
+				if !strings.HasPrefix(out, "sipnab call report: ") || !strings.Contains(out, "LADDER") {
 					t.Errorf("--call-report printed %q", out)
 				}
 			case strings.Contains(joined, " --mint-token "):
@@ -174,26 +291,28 @@ func TestDocumentedCommandLinesRun(t *testing.T) {
 				if !strings.HasPrefix(out, "s2.") {
 					t.Errorf("minted %q", out)
 				}
-			case strings.Contains(joined, " --mcp-transport http "):
+			case !mcp:
+				docBatch(t, f, c, args)
+			case strings.Contains(joined, " --mcp-transport http ") || strings.Contains(joined, `transport = "http"`) || strings.Contains(joined, "transport: http"):
 				srv := startHTTP(t, nil, args...)
 				url := strings.Replace(srv.URL, "0.0.0.0", "127.0.0.1", 1)
 				url = strings.Replace(url, "[::]", "127.0.0.1", 1)
 				hdr := map[string]string{}
 				token := f.token
-				if strings.Contains(joined, "--mcp-signing-key-file") {
+				if strings.Contains(joined, "signing_key") || strings.Contains(joined, "--mcp-signing-key-file") {
 					token = mint(t, f.key, "doc-agent", "full")
 				}
 				hdr["Authorization"] = "Bearer " + token
-				if strings.Contains(joined, "--mcp-allowed-host mcp.example.net") {
+				if strings.Contains(joined, "mcp.example.net") {
 					hdr["Host"] = "mcp.example.net"
 				}
 				resp, body := rawPost(t, url, initBody, hdr)
 				if resp.StatusCode != 200 {
 					t.Fatalf("initialize: %d %s", resp.StatusCode, body)
 				}
-				if strings.Contains(joined, "--mcp-audit-file") {
-					if _, err := os.Stat(filepath.Join(f.dir, "audit.jsonl")); err != nil {
-						t.Errorf("audit file not created: %v", err)
+				if strings.Contains(joined, "audit") {
+					if audits, _ := filepath.Glob(filepath.Join(f.dir, "*audit.jsonl")); len(audits) != 1 {
+						t.Errorf("audit file not created in %s", f.dir)
 					}
 				}
 			case strings.Contains(joined, " -i "):
@@ -211,9 +330,128 @@ func TestDocumentedCommandLinesRun(t *testing.T) {
 				}
 			default:
 				st := stdioStatus(t, args, nil)
-				if st["source"] != "file" || st["name"] != "sip-rtp-g711.pcap" {
+				if st["source"] != "file" || st["name"] != "capture.pcap" {
 					t.Errorf("capture_status: %v", st)
 				}
+			}
+		})
+	}
+}
+
+// docBatch runs a documented batch command (--json or --report, to stdout
+// or to the file the docs redirect to). A live or HEP source runs until a
+// SIGINT, as the README says to stop it; a HEP source is sent one INVITE
+// first. The document must cover what was read.
+func docBatch(t *testing.T, f docFiles, c docCommand, args []string) {
+	t.Helper()
+	joined := " " + strings.Join(args, " ") + " "
+	live, hepIn := strings.Contains(joined, " -i "), strings.Contains(joined, " -L ")
+	if live && os.Geteuid() != 0 {
+		t.Skip("live capture needs root")
+	}
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if live || hepIn {
+		if hepIn {
+			for i := 0; i < 50 && !strings.Contains(stderr.String(), "receiving HEP"); i++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+			sendHEP(t, f.hepPort)
+		}
+		time.Sleep(time.Second)
+		_ = cmd.Process.Signal(os.Interrupt)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%v: %v; stderr:\n%s", args, err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("%v did not finish; stderr:\n%s", args, stderr.String())
+	}
+	out := stdout.String()
+	if c.redirect != "" {
+		// What the shell would have written to the file.
+		if err := os.WriteFile(filepath.Join(f.dir, c.redirect), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch {
+	case strings.Contains(joined, " --json "):
+		var doc struct {
+			Dialogs []struct {
+				CallID string `json:"call_id"`
+			} `json:"dialogs"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("--json printed no JSON document: %v\n%s", err, out)
+		}
+		if !live && len(doc.Dialogs) == 0 {
+			t.Errorf("--json document has no dialogs:\n%s", out)
+		}
+		if hepIn && (len(doc.Dialogs) != 1 || doc.Dialogs[0].CallID != "doc-hep-1@example.net") {
+			t.Errorf("HEP run: dialogs %+v, want the INVITE sent", doc.Dialogs)
+		}
+	case strings.Contains(joined, " --report "):
+		if !strings.Contains(out, "sipnab") || (!live && !strings.Contains(out, "1-1966@10.0.2.20")) {
+			t.Errorf("--report printed %q", out)
+		}
+	default:
+		t.Errorf("%v: neither --json nor --report", args)
+	}
+}
+
+// TestDocumentedToolSelectionsLoadWhatTheySay: every --mcp-tools list the
+// docs show (inline or in a command) starts, and each of its entries adds
+// tools the entries before it did not load: "--mcp-tools core,X adds a
+// single tool" is false if core already holds X.
+func TestDocumentedToolSelectionsLoadWhatTheySay(t *testing.T) {
+	root := testcap.Root()
+	files := []string{filepath.Join(root, "README.md")}
+	for _, pat := range []string{"docs/*.md", "docs/bundles/*.md"} {
+		m, _ := filepath.Glob(filepath.Join(root, pat))
+		files = append(files, m...)
+	}
+	re := regexp.MustCompile("--mcp-tools ([a-z0-9_,]+)")
+	lists := map[string]string{}
+	for _, p := range files {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(raw), -1) {
+			lists[m[1]] = filepath.Base(p)
+		}
+	}
+	if len(lists) < 3 {
+		t.Fatalf("found %d --mcp-tools lists in the docs", len(lists))
+	}
+	count := map[string]int{}
+	tools := func(sel string) int {
+		if n, ok := count[sel]; ok {
+			return n
+		}
+		n := len(liveToolsList(t, "--mcp-tools", sel))
+		count[sel] = n
+		return n
+	}
+	for list, where := range lists {
+		t.Run(where+": "+list, func(t *testing.T) {
+			entries := strings.Split(list, ",")
+			prev := 0
+			for i := range entries {
+				n := tools(strings.Join(entries[:i+1], ","))
+				if n <= prev {
+					t.Errorf("--mcp-tools %s: %q adds no tool to %s (%d tools either way)", list, entries[i], strings.Join(entries[:i], ","), n)
+				}
+				prev = n
 			}
 		})
 	}

@@ -41,8 +41,8 @@ func TestFileRootE2E(t *testing.T) {
 		{"outside the root", "../lint.txt", "without a directory"},
 		{"missing", "none.txt", "no such file"},
 	} {
-		if r := s.call("lint_dialog", map[string]any{"call_id": id, "suppression_file": tc.file}); r.Err == nil || r.Err.Code != -32602 || !strings.Contains(r.Err.Message, tc.want) || strings.Contains(r.Err.Message, root) {
-			t.Errorf("lint_dialog %s: %+v", tc.name, r.Err)
+		if r := s.call("lint_dialog", map[string]any{"call_id": id, "suppression_file": tc.file}); r.refused(t) == nil || !strings.Contains(r.refused(t).Message, tc.want) || strings.Contains(r.refused(t).Message, root) {
+			t.Errorf("lint_dialog %s: %s, want a tool execution error", tc.name, r.Response)
 		}
 	}
 
@@ -52,8 +52,8 @@ func TestFileRootE2E(t *testing.T) {
 		t.Fatalf("repro.xml: %v", err)
 	}
 	for _, name := range []string{"repro.xml", "sip_call.pcap", "lint.txt"} {
-		if r := s.call("generate_repro", map[string]any{"call_id": id, "filename": name}); r.Err == nil || !strings.Contains(r.Err.Message, "is taken") {
-			t.Errorf("generate_repro over %s: %+v", name, r.Err)
+		if r := s.call("generate_repro", map[string]any{"call_id": id, "filename": name}); r.refused(t) == nil || r.refused(t).Code != "file_refused" || !strings.Contains(r.refused(t).Message, "is taken") {
+			t.Errorf("generate_repro over %s: %s, want isError file_refused", name, r.Response)
 		}
 	}
 	if b, _ := os.ReadFile(capture); len(b) != len(src) {

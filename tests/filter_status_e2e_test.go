@@ -118,11 +118,11 @@ func TestFilterFinalStatusCode(t *testing.T) {
 			{"status == Failed", "status is a number"},
 			{"final_status_code =~ 5..", "=~ applies only to string fields"},
 		} {
-			// a filter that does not compile is invalid params (-32602),
-			// with the position and the hint
+			// a filter that does not compile is a tool execution error
+			// (invalid_filter) with the position and the hint
 			r := s.call("list_dialogs", map[string]any{"filter": c.filter})
-			if r.Err == nil || r.Err.Code != -32602 || !strings.Contains(r.Err.Message, c.want) {
-				t.Errorf("list_dialogs %q: got %s, want -32602 saying %q", c.filter, r.Response, c.want)
+			if rf := r.refused(t); rf == nil || rf.Code != "invalid_filter" || rf.Argument != "filter" || rf.Position == nil || !strings.Contains(rf.Message, c.want) {
+				t.Errorf("list_dialogs %q: got %s, want isError invalid_filter saying %q", c.filter, r.Response, c.want)
 			}
 		}
 	})

@@ -178,10 +178,10 @@ func TestStartupErrorsArePrintedOnce(t *testing.T) {
 			}
 		})
 	}
-	t.Run("-h still lists the flags", func(t *testing.T) {
-		_, errOut, code := fcRun(t, nil, "", "-h")
-		if code != 0 || !strings.Contains(errOut, "-mcp-file-root") {
-			t.Errorf("exit %d, stderr %q", code, errOut)
+	t.Run("-h still lists the flags, on stdout", func(t *testing.T) {
+		out, errOut, code := fcRun(t, nil, "", "-h")
+		if code != 0 || !strings.Contains(out, "--mcp-file-root") || errOut != "" {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
 }

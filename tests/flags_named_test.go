@@ -34,13 +34,17 @@ var foreignFlags = map[string][]string{
 // acceptedFlags parses `sipnab --help`: every flag the binary defines.
 func acceptedFlags(t *testing.T) map[string]bool {
 	t.Helper()
-	out, _ := exec.Command(bin, "--help").CombinedOutput()
+	out, _ := exec.Command(bin, "--help").Output()
 	got := map[string]bool{}
-	re := regexp.MustCompile(`^  -([A-Za-z][A-Za-z0-9-]*)`)
+	// "  -I, --input FILE" or "      --hep-allow CIDR"
+	re := regexp.MustCompile(`^ +(?:-([A-Za-z]), )?--([a-z][a-z0-9-]*)`)
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			got[m[1]] = true
+			if m[1] != "" {
+				got[m[1]] = true
+			}
+			got[m[2]] = true
 		}
 	}
 	if len(got) < 40 || !got["mcp-file-root"] {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,7 +97,8 @@ func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
 	if !strings.Contains(strings.Join(args, " "), "--mcp-transport http") {
 		full = append([]string{"-N", "--mcp", "--mcp-transport", "http"}, args...)
 	}
-	if !strings.Contains(strings.Join(args, " "), "--mcp-bind") {
+	// A config file's own bind (0 port in the tests' copies) stands.
+	if !strings.Contains(strings.Join(args, " "), "--mcp-bind") && !slices.Contains(args, "--config") {
 		full = append(full, "--mcp-bind", "127.0.0.1:0")
 	}
 	cmd := exec.Command(bin, full...)

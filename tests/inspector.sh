@@ -2,10 +2,20 @@
 # Runs the MCP Inspector CLI with --strict against sipnab's tools/list over
 # stdio and over streamable HTTP (with and without output schemas). Fails on
 # a non-zero Inspector exit (exit 6: an error-severity schema problem) and on
-# any finding about an input schema. Needs Node 20+ and the npm registry.
+# any finding about an input schema. Needs the npm registry and the Node the
+# pinned Inspector declares (.ci/inspector-node.sh; .ci/run installs it):
+# with another Node it fails at once, saying which it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+. .ci/inspector-node.sh
+
+if ! node_satisfies "$INSPECTOR_NODE"; then
+  echo "FAIL inspector: the MCP Inspector $INSPECTOR_VERSION needs Node $INSPECTOR_NODE (its package.json engines.node);" \
+    "node on PATH is $(node --version 2>/dev/null || echo missing) ($(command -v node || echo no node))." \
+    ".ci/run installs Node $NODE_VERSION; or put a Node $INSPECTOR_NODE first on PATH." >&2
+  exit 1
+fi
 
 work=$(mktemp -d)
 server_pid=
@@ -17,9 +27,18 @@ trap cleanup EXIT
 chmod 755 "$work"
 
 go build -o "$work/sipnab" ./cmd/sipnab
-(cd "$work" && npm install --silent --no-audit --no-fund --no-save @modelcontextprotocol/inspector@latest >/dev/null)
+(cd "$work" && npm install --silent --no-audit --no-fund --no-save "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null)
+# The pin and the package must agree on the Node they need: an Inspector
+# bumped without its engines.node would otherwise run on a Node it refuses.
+engines=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("engines", {}).get("node", ""))' \
+  "$work/node_modules/@modelcontextprotocol/inspector/package.json")
+if [ "$engines" != "$INSPECTOR_NODE" ]; then
+  echo "FAIL inspector: @modelcontextprotocol/inspector@$INSPECTOR_VERSION declares engines.node '$engines'," \
+    "but .ci/inspector-node.sh says '$INSPECTOR_NODE': update INSPECTOR_NODE (and NODE_VERSION to a Node that satisfies it)" >&2
+  exit 1
+fi
 inspector=("$work/node_modules/.bin/mcp-inspector" --cli)
-echo "MCP Inspector $("${inspector[@]}" --version 2>/dev/null || echo '?')"
+echo "MCP Inspector $("${inspector[@]}" --version 2>/dev/null || echo '?') on Node $(node --version) (needs $engines)"
 
 # Beside the binary: started as root, the HTTP server reads it as nobody.
 cp "$root/testdata/sip-rtp-g711.pcap" "$work/" && chmod 644 "$work/sip-rtp-g711.pcap"

@@ -438,12 +438,14 @@ func TestMCPAcceptanceHostileCaptureFencing(t *testing.T) {
 	})
 
 	// Compound cursors (mcp-surface §2.3): rows sharing a created_at page
-	// exactly once at limit 1, search hits carry a zero-padded message
-	// index, and a bare timestamp pages strictly after that instant.
+	// exactly once at limit 1 (the compound position, with a zero-padded
+	// message index for search hits, travels sealed: opaque base64url and
+	// a signature, the hostile Call-IDs never in clear), and a bare
+	// timestamp is refused.
 	t.Run("compound cursors page tied rows exactly once", func(t *testing.T) {
 		s := s.on(t)
-		dialogCursor := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z\|.+$`)
-		messageCursor := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z\|.+#\d{10}$`)
+		dialogCursor := regexp.MustCompile(`^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{16}$`)
+		messageCursor := dialogCursor
 		for _, tc := range []struct {
 			tool   string
 			args   map[string]any
@@ -480,7 +482,7 @@ func TestMCPAcceptanceHostileCaptureFencing(t *testing.T) {
 					break
 				}
 				if !tc.cursor.MatchString(next) {
-					t.Errorf("%s: next_cursor %q, want the compound form", tc.tool, next)
+					t.Errorf("%s: next_cursor %q, want the sealed form", tc.tool, next)
 				}
 				cursor = next
 			}
@@ -500,11 +502,12 @@ func TestMCPAcceptanceHostileCaptureFencing(t *testing.T) {
 				t.Errorf("%s missing from the listing", id)
 			}
 		}
-		// A bare timestamp starts strictly after the instant: the five tied
-		// REGISTERs sit exactly on it and every other dialog before it.
-		after := mcpaccListed(s, t, map[string]any{"cursor": "2023-11-14T22:13:40Z", "limit": 1000})
-		if len(after) != 0 {
-			t.Errorf("bare timestamp cursor at the tied instant: got %d rows, want 0", len(after))
+		// A bare timestamp (which would start strictly after the instant
+		// and skip the five tied REGISTERs on it) is not a cursor this
+		// server issued: refused, never read as an empty last page.
+		r := s.on(t).call("list_dialogs", map[string]any{"cursor": "2023-11-14T22:13:40Z", "limit": 1000})
+		if msg, refused := refusal(r); !refused || !strings.Contains(msg, "not a next_cursor this server issued") {
+			t.Errorf("bare timestamp cursor: got refused=%v %q, want a refusal", refused, msg)
 		}
 	})
 

@@ -209,12 +209,34 @@ func TestOutputSchemasHoldOverHTTPE2E(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s is not listed over HTTP", tc.tool)
 			}
-			r, err := cs.CallTool(ctx, &gosdk.CallToolParams{Name: tc.tool, Arguments: tc.args})
+			args := tc.args
+			if _, paged := args["cursor"]; paged {
+				// A cursor is bound to the capture instance that sealed
+				// it (docs/mcp-protocol.md): one discovered over stdio is
+				// refused here, so take this server's own next_cursor.
+				args = map[string]any{}
+				for k, v := range tc.args {
+					if k != "cursor" {
+						args[k] = v
+					}
+				}
+				first, err := cs.CallTool(ctx, &gosdk.CallToolParams{Name: tc.tool, Arguments: args})
+				if err != nil || first.IsError {
+					t.Fatalf("first page: %v %+v", err, first)
+				}
+				page, _ := first.StructuredContent.(map[string]any)
+				next, _ := page["next_cursor"].(string)
+				if next == "" {
+					t.Fatalf("first page over HTTP has no next_cursor: %v", page)
+				}
+				args["cursor"] = next
+			}
+			r, err := cs.CallTool(ctx, &gosdk.CallToolParams{Name: tc.tool, Arguments: args})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.IsError {
-				t.Fatalf("tool error result")
+				t.Fatalf("tool error result: %+v", r.Content)
 			}
 			if check == nil {
 				return
@@ -384,6 +406,8 @@ func discoverCalls(t *testing.T, s *rawSession) []toolCall {
 		{"get_capture_report", map[string]any{"format": "text"}},
 		{"list_dialogs", nil},
 		{"list_dialogs", map[string]any{"limit": 1}},
+		// Above --mcp-max-rows: clamped, and limit_applied in the answer.
+		{"list_dialogs", map[string]any{"limit": 5000}},
 		{"list_dialogs", map[string]any{"fields": []string{"call_id", "state", "timing"}}},
 		{"find_problems", nil},
 		{"find_problems", map[string]any{"kinds": []string{"problems", "one-way", "slow-setup"}}},
@@ -473,6 +497,7 @@ func discoverCalls(t *testing.T, s *rawSession) []toolCall {
 			toolCall{"triage_call", one},
 			toolCall{"get_dialog", one},
 			toolCall{"get_dialog", map[string]any{"call_id": id, "max_messages": 1}},
+			toolCall{"get_dialog", map[string]any{"call_id": id, "max_messages": 5000}},
 			toolCall{"rtp_stats", one},
 			toolCall{"find_correlated", one},
 			toolCall{"get_call_tree", one},

@@ -79,8 +79,8 @@ func invisibleIn(doc string) []string {
 // render_ladder and get_dialog_report) print a capture whose display name,
 // user, User-Agent, reason phrase and Call-ID carry U+202E, C1 controls and
 // terminal escapes without any of them, the sender text cleaned the same
-// way in both (core/textsafe.Line) and the Call-ID escaped visibly
-// (core/textsafe.ID).
+// way in both (internal/textsafe.Line) and the Call-ID escaped visibly
+// (internal/textsafe.ID).
 func TestRenderersSanitizeSenderText(t *testing.T) {
 	path := writeHostileCapture(t)
 	report := runStdout(t, "-N", "-I", path, "--report")
@@ -98,15 +98,24 @@ func TestRenderersSanitizeSenderText(t *testing.T) {
 	// the sender text, cleaned alike by both renderers
 	for _, tc := range []struct{ doc, want string }{
 		{"--report", " evil  bob  Failed"},              // hostileUser: U+202E and the CSI dropped
-		{"--report", "Busy Here[2J31m"},                 // hostileReason in the findings
+		{"--report", "Busy Here"},                       // hostileReason in the findings, escapes dropped whole
 		{"--report", `evil\u202eid\u001b[2J@a.example`}, // hostileCallID, escaped
-		{"--call-report", "486 Busy Here[2J31m"},
-		{"--call-report", `"Alice[2J  Admin" <sip:evil@a.example>`},
-		{"--call-report --markdown", `final 486 Busy Here\[2J31m`},
+		{"--call-report", "486 Busy Here"},
+		{"--call-report", `"Alice  Admin" <sip:evil@a.example>`},
+		{"--call-report --markdown", `final 486 Busy Here`},
 		{"--call-report hostile id", `evil\u202eid\u001b[2J@a.example`},
 	} {
 		if !strings.Contains(docs[tc.doc], tc.want) {
 			t.Errorf("%s lacks %q:\n%s", tc.doc, tc.want, docs[tc.doc])
+		}
+	}
+	// a terminal escape sequence is dropped whole: no "[2J" or "31m" residue
+	// outside an escaped identifier
+	for name, doc := range docs {
+		for _, residue := range []string{"Here[2J", `Here\[2J`, "31m", "Alice[2J", "]0;pwned"} {
+			if strings.Contains(doc, residue) {
+				t.Errorf("%s keeps the escape residue %q:\n%s", name, residue, doc)
+			}
 		}
 	}
 }

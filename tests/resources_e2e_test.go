@@ -135,23 +135,34 @@ func resourceRef(uri string) map[string]any {
 
 // TestResourcesE2EListed: resources/list and resources/templates/list name
 // what the loaded bundles serve: the live views with the core bundle, the
-// reference templates with the signaling bundle, no file template without
-// a file root.
+// lint and filter templates with the signaling bundle, the reference pages
+// (sipnab://reference/{topic}) whenever a loaded tool takes a filter, from
+// either bundle, and no file template without a file root. The handshake
+// instructions name sipnab://reference/filter-language exactly when it is
+// served.
 func TestResourcesE2EListed(t *testing.T) {
+	const ref = "sipnab://reference/{topic}"
 	live := []string{"sipnab://live/dialogs/{call_id}"}
-	sig := []string{"sipnab://filter/field/{field}", "sipnab://filter/{alias}", "sipnab://lint/{rule_id}", "sipnab://reference/{topic}"}
-	full := append(append([]string{}, live...), sig...)
-	sort.Strings(full)
+	sig := []string{"sipnab://filter/field/{field}", "sipnab://filter/{alias}", "sipnab://lint/{rule_id}"}
+	sorted := func(parts ...[]string) []string {
+		var out []string
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		sort.Strings(out)
+		return out
+	}
 	tests := []struct {
 		name          string
 		tools         string
 		wantFixed     []string
 		wantTemplates []string
 	}{
-		{"full", "full", []string{"sipnab://live/dialogs"}, full},
-		{"core only", "core", []string{"sipnab://live/dialogs"}, live},
-		{"one core tool", "capture_status", []string{"sipnab://live/dialogs"}, live},
-		{"signaling only", "signaling", nil, sig},
+		{"full", "full", []string{"sipnab://live/dialogs"}, sorted(live, sig, []string{ref})},
+		{"core only", "core", []string{"sipnab://live/dialogs"}, sorted(live, []string{ref})},
+		{"one core tool without a filter", "capture_status", []string{"sipnab://live/dialogs"}, live},
+		{"one signaling tool with a filter", "group_dialogs", nil, sorted(sig, []string{ref})},
+		{"signaling only", "signaling", nil, sorted(sig, []string{ref})},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,6 +201,9 @@ func TestResourcesE2EListed(t *testing.T) {
 			sort.Strings(got)
 			if !slices.Equal(got, tc.wantTemplates) {
 				t.Errorf("templates: got %v, want %v", got, tc.wantTemplates)
+			}
+			if served, named := slices.Contains(got, ref), strings.Contains(s.instructions, "sipnab://reference/filter-language"); named != served {
+				t.Errorf("instructions name the filter-language page: %v, served: %v:\n%s", named, served, s.instructions)
 			}
 		})
 	}
@@ -248,8 +262,8 @@ func TestResourcesE2EReads(t *testing.T) {
 				t.Errorf("%s: got %s, want %s", id, got, want)
 			}
 		}
-		if r := s.call("get_dialog", map[string]any{"call_id": "x"}); r.Err == nil || r.Err.Code != -32602 {
-			t.Errorf("get_dialog on an unknown Call-ID: got %+v, want -32602 (the resource differs from the tool here)", r.Err)
+		if r := s.call("get_dialog", map[string]any{"call_id": "x"}); r.refused(t) == nil || r.refused(t).Code != "unknown_id" {
+			t.Errorf("get_dialog on an unknown Call-ID: got %s, want isError unknown_id (the resource differs from the tool here)", r.Response)
 		}
 	})
 
@@ -261,7 +275,7 @@ func TestResourcesE2EReads(t *testing.T) {
 			}
 		}
 		_, rerr := s.resText("sipnab://lint/NO-SUCH-RULE")
-		terr := s.call("explain_rule", map[string]any{"rule_id": "NO-SUCH-RULE"}).Err
+		terr := s.call("explain_rule", map[string]any{"rule_id": "NO-SUCH-RULE"}).refused(t)
 		if rerr == nil || terr == nil || rerr.Message != terr.Message {
 			t.Errorf("unknown rule: resource %+v, tool %+v; want the same refusal", rerr, terr)
 		}

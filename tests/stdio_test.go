@@ -141,8 +141,9 @@ func liveToolsList(t *testing.T, args ...string) []json.RawMessage {
 
 // TestNoInputSchemaAdvertisesASpellingAStrictClientMayRefuse reads
 // tools/list off the live wire and checks every input schema: an object,
-// no type union anywhere, no bare true/false schema, every property typed
-// and described.
+// no type union anywhere, no bare true/false schema but the
+// additionalProperties false every object carries (an unknown argument is
+// refused), every property typed and described.
 func TestNoInputSchemaAdvertisesASpellingAStrictClientMayRefuse(t *testing.T) {
 	for _, extra := range [][]string{nil, {"--mcp-output-schemas"}} {
 		for _, raw := range liveToolsList(t, extra...) {
@@ -172,9 +173,12 @@ func TestNoInputSchemaAdvertisesASpellingAStrictClientMayRefuse(t *testing.T) {
 					t.Errorf("%s %s: type %v is a union", tool.Name, path, ty)
 				}
 				for _, key := range []string{"properties", "items", "additionalProperties"} {
-					if b, isBool := node[key].(bool); isBool {
+					if b, isBool := node[key].(bool); isBool && (key != "additionalProperties" || b) {
 						t.Errorf("%s %s/%s: bare %v schema", tool.Name, path, key, b)
 					}
+				}
+				if _, isObject := node["properties"]; isObject && node["additionalProperties"] != false {
+					t.Errorf("%s %s: additionalProperties %v, want false", tool.Name, path, node["additionalProperties"])
 				}
 				if props, ok := node["properties"].(map[string]any); ok {
 					for name, p := range props {

@@ -44,10 +44,15 @@ type Config struct {
 	Registers int `json:"registers"`
 	// Start is the capture's first instant; zero means DefaultStart.
 	Start time.Time `json:"start"`
+	// NoMedia leaves out every RTP packet: the SIP (SDP offers and answers
+	// included) is written as for a call with media, a BYE follows the
+	// conversation time, and the answers hold no streams. A proxy's or an
+	// SBC's signaling interface looks like this.
+	NoMedia bool `json:"no_media,omitempty"`
 }
 
 // Presets names the configurations the CLI and the benchmarks use.
-var Presets = []string{"small", "carrier", "memory"}
+var Presets = []string{"small", "carrier", "memory", "signaling"}
 
 // Small is the test configuration: every kind of call once (20 calls of
 // 4 s, 4 REGISTERs), about 6,700 frames.
@@ -67,6 +72,12 @@ func Memory(seed uint64) Config {
 	return Config{Seed: seed, Calls: 5000, Duration: 3 * time.Second, Spacing: 4 * time.Millisecond, Registers: 500}
 }
 
+// Signaling is the SIP throughput benchmark: 20,000 calls of 10 s and
+// 1,000 REGISTERs with no media, about 129,000 SIP messages.
+func Signaling(seed uint64) Config {
+	return Config{Seed: seed, Calls: 20000, Duration: 10 * time.Second, Spacing: 5 * time.Millisecond, Registers: 1000, NoMedia: true}
+}
+
 // Preset returns the named configuration (see Presets).
 func Preset(name string, seed uint64) (Config, error) {
 	switch name {
@@ -76,6 +87,8 @@ func Preset(name string, seed uint64) (Config, error) {
 		return Carrier(seed), nil
 	case "memory":
 		return Memory(seed), nil
+	case "signaling":
+		return Signaling(seed), nil
 	}
 	return Config{}, fmt.Errorf("unknown preset %q (want one of %v)", name, Presets)
 }

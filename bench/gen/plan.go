@@ -298,6 +298,9 @@ func newPlan(cfg Config) (*plan, error) {
 			dirs = []bool{r.IntN(2) == 0}
 		}
 		impaired := r.IntN(2) // which direction carries a one-stream impairment
+		if cfg.NoMedia {
+			dirs = nil
+		}
 		for d, fromCaller := range dirs {
 			s := &streamPlan{id: len(p.streams), call: c, fromCall: fromCaller, codec: c.codec, imp: ImpNone}
 			s.rng = rand.New(rand.NewPCG(cfg.Seed, 0xa11ce000+uint64(s.id)))

@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -15,8 +17,8 @@ const aggregateDefaultTopN = 50
 
 type aggregateDialogsIn struct {
 	GroupBy string `json:"group_by" enum:"state|response_code|method|from.user|to.user|ua|src.ip|dst.ip|rtp.codec" desc:"the one dimension to count by"`
-	Filter  string `json:"filter,omitempty" desc:"filter expression or alias; absent: all dialogs"`
-	TopN    int    `json:"top_n,omitempty" default:"50" desc:"buckets kept (default 50); the rest count in other_count"`
+	Filter  string `json:"filter,omitempty" desc:"absent: all dialogs"`
+	TopN    int    `json:"top_n,omitempty" default:"50" min:"1" desc:"buckets kept; the rest count in other_count"`
 }
 
 // AggregateBucket is one value of the dimension and its dialogs.
@@ -58,8 +60,8 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "aggregate_dialogs",
 		Title: "Count dialogs by one dimension",
-		Description: "Counts the dialogs matching an optional filter by one dimension, in the store. Use it instead of " +
-			"tallying list pages: buckets + other_count = total_matched; absent values count as (none).",
+		Description: "Counts matching dialogs per value of one dimension (buckets + other_count = total_matched; absent: " +
+			"(none)). Rates per value (ASR, PDD, MOS): group_dialogs. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
@@ -74,7 +76,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 			return AggregateDialogs{}, sdk.InvalidParams("top_n must be positive, got %d", in.TopN)
 		}
 		q := querier(d)
-		f, err := compileFilter(q, in.Filter)
+		f, err := answer.CompileFilter(q, in.Filter)
 		if err != nil {
 			return AggregateDialogs{}, err
 		}
@@ -85,7 +87,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 		if m := c.Limits().MaxRows; m > 0 && top > m {
 			top = m
 		}
-		src := sourceState(d.capture.Status())
+		src := answer.SourceState(d.capture.Status())
 		a, err := q.Aggregate(ctx, f, dim, top)
 		if err != nil {
 			return AggregateDialogs{}, sdk.Internal("counting dialogs: %v", err)
@@ -108,7 +110,7 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 				v = c.Fence(v)
 			case dim == query.DimMethod:
 				// a method token is sender-written but shown unfenced
-				v = unfencedValue(v)
+				v = answer.Unfenced(v)
 			}
 			out.Buckets = append(out.Buckets, AggregateBucket{Value: v, Count: b.Count})
 		}

@@ -26,7 +26,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "core",
 		Summary:    "what the server reads, the whole-capture verdict, dialogs, problems, one call's triage, RTP quality",
-		ByteBudget: sdk.Budget{Default: 6750, WithOutputSchemas: 51200},
+		ByteBudget: sdk.Budget{Default: 7950, WithOutputSchemas: 53800},
 	}
 }
 
@@ -81,19 +81,4 @@ var constructors []func(*deps) sdk.Tool
 func addTool(mk func(*deps) sdk.Tool) bool {
 	constructors = append(constructors, mk)
 	return true
-}
-
-// sourceState converts the engine's status to the sdk's source state.
-func sourceState(st engine.Status) sdk.SourceState {
-	return sdk.SourceState{
-		Exhausted:    st.SourceExhausted,
-		StoppedEarly: st.SourceStoppedEarly,
-		Loading:      st.Loading,
-		Identity:     identity(st.Identity),
-	}
-}
-
-func identity(id engine.Identity) sdk.CaptureIdentity {
-	return sdk.CaptureIdentity{Node: id.Node, Instance: id.Instance,
-		DialogGeneration: id.DialogGeneration, StreamGeneration: id.StreamGeneration}
 }

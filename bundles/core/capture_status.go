@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/ami"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
@@ -38,6 +39,8 @@ type CaptureStatus struct {
 	ActiveCallCount int `json:"active_call_count" desc:"dialogs in InCall"`
 	// CaptureQuality says how much of the input could be read.
 	CaptureQuality CaptureQuality `json:"capture_quality" desc:"how much of the input could be read"`
+	// DialogStore is the dialog store's bytes, budget and evictions.
+	DialogStore DialogStore `json:"dialog_store" desc:"the dialog store's bytes, budget and evictions"`
 	sdk.SourceFlags
 	// WritingTo names the output file captured packets are written to; absent when none.
 	WritingTo string `json:"writing_to,omitempty" desc:"output file packets are written to"`
@@ -56,6 +59,22 @@ type CaptureStatus struct {
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
 }
 
+// DialogStore is the dialog store's bounds and what they shed.
+type DialogStore struct {
+	// Bytes is what the store holds now (messages and their structures).
+	Bytes int64 `json:"held_bytes" desc:"bytes held: messages and their structures"`
+	// MaxBytes is its byte budget (--max-store-mb); absent: none.
+	MaxBytes int64 `json:"max_bytes,omitempty" desc:"byte budget (--max-store-mb)"`
+	// Evicted counts dialogs evicted, at the dialog cap or the byte budget.
+	Evicted uint64 `json:"evicted" desc:"dialogs evicted (dialog cap or byte budget)"`
+	// EvictedForBytes counts those evicted for the byte budget.
+	EvictedForBytes uint64 `json:"evicted_for_bytes" desc:"of those, for the byte budget"`
+	// Refused counts new Call-IDs refused at the cap (no-rotate).
+	Refused uint64 `json:"refused" desc:"new Call-IDs refused (no-rotate)"`
+	// MessagesNotRetained counts messages past the per-dialog cap.
+	MessagesNotRetained uint64 `json:"messages_not_retained" desc:"messages past the per-dialog cap"`
+}
+
 // CaptureQuality are the blind-spot counters.
 type CaptureQuality struct {
 	// KernelDroppedPackets counts packets the kernel dropped (live only).
@@ -70,8 +89,13 @@ type CaptureQuality struct {
 	// or RTP (ARP, LLDP, STP, ICMP echo): counted, never undecodable, never
 	// degrading the capture.
 	OtherTrafficFrames uint64 `json:"other_traffic_frames" desc:"non-VoIP frames (ARP, LLDP)"`
-	// Degraded: over 1% of frames undecodable, any invalid timestamp, a kernel drop, or a source stopped early.
-	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, kernel drops, or a source stopped early"`
+	// HEPRefused counts what the HEP listeners refused, by reason
+	// (global_rate, rate_limited, malformed, too_many_conns, not_allowed,
+	// auth_failed...), plus kernel_dropped for datagrams the kernel dropped
+	// at a full receive buffer. Absent without a listener or a refusal.
+	HEPRefused map[string]uint64 `json:"hep_refused,omitempty" desc:"HEP refusals by reason, kernel_dropped included"`
+	// Degraded: over 1% of frames undecodable, any invalid timestamp, a kernel drop, a source stopped early, or HEP data lost.
+	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, kernel drops, a source stopped early, or HEP data lost"`
 }
 
 // LoadStatus is the background file load.
@@ -118,7 +142,7 @@ func captureStatusTool(d *deps) sdk.Tool {
 		Name:  "capture_status",
 		Title: "Capture status",
 		Description: "What the server reads and how far: source, counts, capture quality, load progress, " +
-			"source_exhausted. Call first: files load in the background. unsaved says whether stopping loses data.",
+			"source_exhausted. Call first: files load in the background. unsaved: stopping a live source loses its packets.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, _ captureStatusIn) (CaptureStatus, error) {
 		return captureStatus(d, time.Now()), nil
@@ -132,7 +156,7 @@ var finalStates = map[string]bool{
 
 func captureStatus(d *deps, now time.Time) CaptureStatus {
 	st := d.capture.Status()
-	src := sourceState(st)
+	src := answer.SourceState(st)
 	out := CaptureStatus{
 		Source:          st.Source,
 		Name:            st.Name,
@@ -160,12 +184,34 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 		n, o := st.Media.Streams, st.Media.OrphanedStreams
 		out.StreamCount, out.OrphanedStreamCount = &n, &o
 	}
+	ds := st.Dialogs
+	out.DialogStore = DialogStore{Bytes: ds.Bytes, MaxBytes: ds.MaxBytes, Evicted: ds.Evicted, EvictedForBytes: ds.EvictedForBytes,
+		Refused: ds.Refused, MessagesNotRetained: ds.MessagesNotRetained}
 	out.CaptureQuality = CaptureQuality{
 		InvalidTimestamps:  st.InvalidTimestamps,
 		UndecodableFrames:  st.UndecodableFrames,
 		OtherTrafficFrames: st.OtherTrafficFrames,
 		Degraded: st.InvalidTimestamps > 0 || st.SourceStoppedEarly ||
 			(st.FramesRead > 0 && st.UndecodableFrames*100 > st.FramesRead),
+	}
+	for _, l := range st.HEP.Listeners {
+		add := func(k string, n uint64) {
+			if n > 0 {
+				if out.CaptureQuality.HEPRefused == nil {
+					out.CaptureQuality.HEPRefused = map[string]uint64{}
+				}
+				out.CaptureQuality.HEPRefused[k] += n
+			}
+		}
+		for k, n := range l.Refused {
+			add(k, n)
+		}
+		if l.KernelDropped != nil {
+			add("kernel_dropped", *l.KernelDropped)
+		}
+	}
+	if st.HEP.Lost() > 0 {
+		out.CaptureQuality.Degraded = true
 	}
 	if drops, ok := kernelDrops(d.live); ok {
 		out.CaptureQuality.KernelDroppedPackets = &drops

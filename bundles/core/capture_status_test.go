@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
@@ -267,5 +269,50 @@ func TestCaptureStatusCountsFollowTheRows(t *testing.T) {
 				t.Error("no dialogs: the comparison proves nothing")
 			}
 		})
+	}
+}
+
+// TestCaptureStatusReportsHEPRefusals: datagrams a HEP listener refuses
+// appear in capture_quality.hep_refused by reason, and the capture is
+// degraded because data a sender meant to deliver was lost.
+func TestCaptureStatusReportsHEPRefusals(t *testing.T) {
+	c := engine.New(engine.Config{}, nil)
+	defer c.Close()
+	l, err := c.StartHEP(context.Background(), heplisten.Config{UDP: "127.0.0.1:0", GlobalRate: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("udp", l.UDPAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const sent = 20
+	for i := 0; i < sent; i++ {
+		if _, err := conn.Write([]byte("HEP3\x00\x06")); err != nil { // a bare HEP3 header: admitted or rate-refused
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := c.Status()
+		if len(st.HEP.Listeners) == 1 && st.HEP.Listeners[0].Received == sent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listener never received %d datagrams: %+v", sent, st.HEP.Listeners)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m := callStatus(t, c)
+	q := m["capture_quality"].(map[string]any)
+	refused, _ := q["hep_refused"].(map[string]any)
+	// 3 tokens at once, then 3 a second: at least 10 of 20 refused
+	// unless reading the datagrams took over 2 s.
+	if n, _ := refused["global_rate"].(float64); n < 10 {
+		t.Errorf("hep_refused %v: want global_rate >= 10", refused)
+	}
+	if q["degraded"] != true {
+		t.Errorf("degraded %v with HEP data lost", q["degraded"])
 	}
 }

@@ -2,8 +2,8 @@ package core
 
 import (
 	"context"
-	"errors"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
@@ -45,20 +45,6 @@ func analysisOptions(d *deps) analysis.Options {
 	return report.Options{Thresholds: d.th}.Analysis()
 }
 
-// compileFilter compiles a filter argument; a bad expression is an
-// invalid-params error carrying the compiler's message and position.
-func compileFilter(q *query.Querier, expr string) (*filter.Filter, error) {
-	f, err := q.Compile(expr)
-	if err != nil {
-		var fe *filter.Error
-		if errors.As(err, &fe) {
-			return nil, sdk.InvalidParams("invalid filter: %s\n%s", fe.Error(), fe.Caret)
-		}
-		return nil, sdk.InvalidParams("invalid filter: %v", err)
-	}
-	return f, nil
-}
-
 // dialogCursor parses a list cursor.
 func dialogCursor(s string) (*query.Cursor, error) {
 	if s == "" {
@@ -66,18 +52,18 @@ func dialogCursor(s string) (*query.Cursor, error) {
 	}
 	c, err := query.ParseDialogCursor(s)
 	if err != nil {
-		return nil, sdk.InvalidParams("%v", err)
+		return nil, sdk.Refuse(sdk.KindInvalidCursor, "cursor", "%v", err)
 	}
 	return &c, nil
 }
 
 // fencedRow returns a copy of a dialog row with its sender-written values
 // (from_user, to_user) fenced and its method token, sender-written too but
-// shown unfenced, given the fence's hygiene (unfencedValue). Everything
+// shown unfenced, given the fence's hygiene (answer.Unfenced). Everything
 // else in the row is sipnab's own derivation or an identifier, shown
 // verbatim.
 func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
-	r.Method = unfencedValue(r.Method)
+	r.Method = answer.Unfenced(r.Method)
 	if r.FromUser != "" {
 		r.FromUser = c.Fence(r.FromUser)
 	}
@@ -88,11 +74,11 @@ func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
 }
 
 // cleanByMethod copies a by_method tally with each method given the
-// fence's hygiene (unfencedValue); never nil.
+// fence's hygiene (answer.Unfenced); never nil.
 func cleanByMethod(in []query.MethodCount) []query.MethodCount {
 	out := make([]query.MethodCount, len(in))
 	for i, m := range in {
-		out[i] = query.MethodCount{Method: unfencedValue(m.Method), Count: m.Count}
+		out[i] = query.MethodCount{Method: answer.Unfenced(m.Method), Count: m.Count}
 	}
 	return out
 }
@@ -109,9 +95,12 @@ type DialogPage struct {
 
 // dialogPageArgs are the arguments list_dialogs and find_problems share.
 type dialogPageArgs struct {
-	filter           *filter.Filter
-	limit            int
-	cursor           string
+	filter *filter.Filter
+	limit  int
+	cursor string
+	// bind names the arguments that select the rows, name/value pairs: a
+	// cursor is bound to them (sdk.Call.BindCursor).
+	bind             []string
 	fields           []string
 	maxResponseBytes int
 }
@@ -146,16 +135,20 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 	if err := c.Project("dialogs", a.fields, names); err != nil {
 		return nil, pageParts{}, err
 	}
-	after, err := dialogCursor(a.cursor)
+	// Status first, store after: flags that say the source was read whole
+	// then describe rows read after the load ended.
+	src := answer.SourceState(d.capture.Status())
+	pos, err := c.BindCursor(a.cursor, src.Identity.Instance, a.bind...)
+	if err != nil {
+		return nil, pageParts{}, err
+	}
+	after, err := dialogCursor(pos)
 	if err != nil {
 		return nil, pageParts{}, err
 	}
 	if _, err := c.ResponseBudget(a.maxResponseBytes); err != nil {
 		return nil, pageParts{}, err
 	}
-	// Status first, store after: flags that say the source was read whole
-	// then describe rows read after the load ended.
-	src := sourceState(d.capture.Status())
 	q := querier(d)
 	p, err := q.List(ctx, query.ListOptions{Filter: a.filter, Order: dialog.ByCreated, After: after, Limit: c.Limit(a.limit)})
 	if err != nil {
@@ -169,10 +162,11 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 	}
 	parts := func(k int) pageParts {
 		more := p.More || k < len(rows)
-		last := a.cursor
+		last := pos
 		if k > 0 {
 			last = query.CursorOf(&plain[k-1], dialog.ByCreated)
 		}
+		last = c.Cursor(last)
 		next := ""
 		if more && k > 0 {
 			next = last

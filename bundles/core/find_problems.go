@@ -3,20 +3,23 @@ package core
 import (
 	"context"
 	"errors"
+	"github.com/sipnab/sipnab/bundles/internal/answer"
+	"strings"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
 type findProblemsIn struct {
-	Kinds            []string `json:"kinds,omitempty" default:"[\"problems\"]" desc:"aliases, OR-ed; absent or []: [problems]"`
-	Filter           string   `json:"filter,omitempty" desc:"filter expression AND-ed with kinds"`
-	Limit            int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50, max --mcp-max-rows)"`
+	Kinds            []string `json:"kinds,omitempty" default:"[\"problems\"]" desc:"OR-ed, of problems, slow-setup, short-calls, one-way, nat-issues, codec-asym, ptime-asym, payload-asym, duration-asym, late-media; absent or []: [problems]"`
+	Filter           string   `json:"filter,omitempty" desc:"AND-ed with kinds"`
+	Limit            int      `json:"limit,omitempty" default:"50" desc:"rows per page (max --mcp-max-rows)"`
 	Cursor           string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	Fields           []string `json:"fields,omitempty" desc:"row fields to keep; call_id always kept"`
-	MaxResponseBytes int      `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" desc:"answer byte cap; rows past it wait for next_cursor"`
+	MaxResponseBytes int      `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" min:"1" desc:"answer byte cap; rows past it wait for next_cursor"`
 }
 
 var _ = addTool(findProblemsTool)
@@ -25,14 +28,13 @@ func findProblemsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "find_problems",
 		Title: "Find problem dialogs",
-		Description: "list_dialogs page of dialogs matching problem aliases (problems, slow-setup, short-calls, one-way, " +
-			"nat-issues, codec-asym, ptime-asym, payload-asym, duration-asym, late-media); rows name clauses matched " +
-			"and values; by_method exposes keepalives.",
+		Description: "list_dialogs of the problem aliases in kinds, each row naming the clause it matched and the value; " +
+			"by_method shows how many are OPTIONS or REGISTER, not calls. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown alias in kinds (the message lists the aliases and suggests the nearest)"},
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this listing's: malformed, altered, or from another capture, tool or filter"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
 			{Code: sdk.CodeInvalidParams, When: "a negative max_response_bytes"},
 		},
@@ -45,7 +47,7 @@ func findProblemsTool(d *deps) sdk.Tool {
 			}
 			return ProblemPage{}, sdk.Internal("compiling kinds: %v", err)
 		}
-		f, err := compileFilter(q, in.Filter)
+		f, err := answer.CompileFilter(q, in.Filter)
 		if err != nil {
 			return ProblemPage{}, err
 		}
@@ -54,6 +56,7 @@ func findProblemsTool(d *deps) sdk.Tool {
 			return ProblemPage{}, sdk.Internal("splitting kinds: %v", err)
 		}
 		rows, pg, err := rowsPage(ctx, d, c, dialogPageArgs{filter: filter.And(kinds, f), limit: in.Limit, cursor: in.Cursor,
+			bind:   []string{"kinds", boundKinds(in.Kinds), "filter", in.Filter},
 			fields: in.Fields, maxResponseBytes: in.MaxResponseBytes}, sdk.FieldNames[ProblemRow](),
 			func(q *query.Querier, r dialog.Summary) ProblemRow {
 				m := q.Explain(&r, clauses)
@@ -88,4 +91,13 @@ type ProblemPage struct {
 	// ByMethod counts every matching dialog by the method that opened it.
 	ByMethod []query.MethodCount `json:"by_method" nonnull:"true" desc:"every matching dialog counted by opening method, largest first; past 50 methods the rest count as (other)"`
 	sdk.Page
+}
+
+// boundKinds is kinds as a cursor binds it: absent or [] is the default
+// ["problems"], so either spelling continues the other's listing.
+func boundKinds(kinds []string) string {
+	if len(kinds) == 0 {
+		return "problems"
+	}
+	return strings.Join(kinds, ",")
 }

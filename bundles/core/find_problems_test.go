@@ -215,3 +215,38 @@ func TestFindProblemsRowsNameTheirClauses(t *testing.T) {
 		})
 	}
 }
+
+// TestFindProblemsCursorHoldsToItsKinds: a cursor of the default listing
+// (kinds absent) continues with kinds ["problems"], the same listing
+// spelled out; with other kinds or another filter it is refused naming
+// what it was bound to, never read as a position in another row set.
+func TestFindProblemsCursorHoldsToItsKinds(t *testing.T) {
+	tools := lqTools(t, lqPublic(t, "sip-routing-error.pcapng"))
+	var first lqPage
+	lqCall(t, tools, "find_problems", map[string]any{"limit": 1}, &first)
+	if first.NextCursor == nil {
+		t.Fatal("no next_cursor on a page of 1")
+	}
+	var next lqPage
+	lqCall(t, tools, "find_problems", map[string]any{"limit": 1, "kinds": []string{"problems"}, "cursor": *first.NextCursor}, &next)
+	if next.Returned != 1 || lqIDs(t, next.Dialogs)[0] == lqIDs(t, first.Dialogs)[0] {
+		t.Errorf("kinds [problems] after the default page: returned %d (%v after %v), want the next row", next.Returned, lqIDs(t, next.Dialogs), lqIDs(t, first.Dialogs))
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"other kinds", map[string]any{"kinds": []string{"one-way"}, "cursor": *first.NextCursor},
+			`cursor belongs to find_problems with kinds "problems"; this call asks kinds "one-way"`},
+		{"another filter", map[string]any{"filter": "method == INVITE", "cursor": *first.NextCursor},
+			`cursor belongs to find_problems with filter absent; this call asks filter "method == INVITE"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := lqInvoke(t, tools, "find_problems", tc.args, sdk.DefaultLimits())
+			if lqCode(err) != sdk.CodeInvalidParams || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want -32602 containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/report"
 	"github.com/sipnab/sipnab/sdk"
@@ -30,9 +31,9 @@ type captureReportIn struct {
 }
 
 // CaptureReport is get_capture_report's json answer: the whole-capture
-// verdict, findings ranked worst first. An evidence note may carry
-// sender-written text (a reason phrase): unfenced, as in every format of a
-// report, but cleaned (cleanNotes).
+// verdict, findings ranked worst first. An evidence note that is a
+// sender-written value (a final failure's reason phrase) is fenced; the
+// other notes are sipnab's words or method tokens, cleaned (cleanNotes).
 type CaptureReport struct {
 	// SchemaVersion of the report shape.
 	SchemaVersion int `json:"schema_version" desc:"report schema version"`
@@ -67,7 +68,7 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_capture_report",
 		Title: "Capture report",
-		Description: "Whole-capture verdict: findings worst first with evidence (failures, media, orphaned RTP, " +
+		Description: "Whole-capture verdict: findings worst first with evidence (failures, media, RTP of no known call, " +
 			"what was not read). complete is false over a partial read.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		// yang-json, markdown and text are documents: no outputSchema.
@@ -79,11 +80,15 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 		}
 		rep, st := report.Analyze(d.capture, analysisOptions(d))
 		rep = cleanNotes(rep)
-		src := sourceState(st)
-		// Reports carry the provenance note but no markers: fencing a mixed
-		// document would tell the agent to distrust sipnab's own analysis.
+		src := answer.SourceState(st)
+		// A report fences the notes the sender wrote whole (a final
+		// failure's reason phrase) and carries the provenance note; the
+		// rest is sipnab's analysis, left unmarked.
 		c.MarkFenced()
 		budget, _ := c.ResponseBudget(0)
+		if format == formatJSON || format == formatYANG {
+			fenceSenderNotes(c, rep)
+		}
 		switch format {
 		case formatJSON:
 			build := func(r analysis.Report, omitted int) CaptureReport {
@@ -130,7 +135,7 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 				return c.DocumentWireBytes(d) <= budget, err
 			})
 			if err != nil || omitted > 0 {
-				return CaptureReport{}, sdk.InvalidParams("the yang-json report does not fit --mcp-max-response-bytes (%d bytes) even without evidence, and its module cannot say findings were left out: ask format json (it says findings_omitted)", budget)
+				return CaptureReport{}, sdk.Refuse(sdk.KindTooLarge, "", "the yang-json report does not fit --mcp-max-response-bytes (%d bytes) even without evidence, and its module cannot say findings were left out: ask format json (it says findings_omitted)", budget)
 			}
 			doc, _, err := yangReport(r, src)
 			if err != nil {
@@ -143,7 +148,7 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 				style = report.FindingsMarkdown
 			}
 			render := func(r analysis.Report, omitted int) string {
-				doc := report.RenderFindings(r, st.Name, style)
+				doc := report.RenderFindingsQuoted(r, st.Name, style, c.Fence)
 				if omitted > 0 {
 					doc += fmt.Sprintf("\n(%d lower-ranked findings left out to fit --mcp-max-response-bytes, %d bytes; format json says findings_omitted, find_problems pages the dialogs.)\n", omitted, budget)
 				}
@@ -188,7 +193,7 @@ func fitReport(rep analysis.Report, fits func(r analysis.Report, omitted int) (b
 	}
 	if k == 0 {
 		if ok, err := fits(trimReport(rep, 0, 0), n); err != nil || !ok {
-			return rep, 0, sdk.InvalidParams("the capture report does not fit --mcp-max-response-bytes even without findings: raise it (a few thousand bytes hold the findings without their evidence)")
+			return rep, 0, sdk.Refuse(sdk.KindTooLarge, "", "the capture report does not fit --mcp-max-response-bytes even without findings: raise it (a few thousand bytes hold the findings without their evidence)")
 		}
 	}
 	return trimReport(rep, 0, k), n - k, nil
@@ -226,17 +231,15 @@ func trimmed(whole, fitted analysis.Report, omitted int) bool {
 }
 
 // cleanNotes gives every evidence note the fence's hygiene without its
-// markers (unfencedValue), before any format is written. A note can carry
-// text the sender wrote: a final failure's reason phrase, method tokens,
-// the codec names of an asymmetry. A report carries the provenance note and
-// no markers (mcp-surface §2.5: fencing a mixed document would tell the
-// agent to distrust sipnab's own analysis), so in all four formats the note
-// is unfenced, with the fence code points rewritten to [ ], control and
-// bidi characters stripped and at most 256 bytes; the rendered formats then
-// apply their own escaping. sipnab's own notes (an SSRC, a port, a decoder
-// reason) come back unchanged; Call-IDs and endpoints are identifiers and
-// stay verbatim. The findings and their evidence are copied, never written
-// in place.
+// markers (answer.Unfenced), before any format is written: fence code
+// points rewritten to [ ], terminal escapes, control, bidi and other format
+// characters dropped, at most 256 bytes. A note can carry text the sender
+// wrote: a final failure's reason phrase (then fenced as well, by
+// fenceSenderNotes or the renderer's quote), method tokens, the codec names
+// of an asymmetry. sipnab's own notes (an SSRC, a port, a decoder reason)
+// come back unchanged; Call-IDs and endpoints are identifiers and stay
+// verbatim. The findings and their evidence are copied, never written in
+// place.
 func cleanNotes(r analysis.Report) analysis.Report {
 	if r.Findings == nil {
 		return r
@@ -246,7 +249,7 @@ func cleanNotes(r analysis.Report) analysis.Report {
 		if f.Evidence != nil {
 			ev := make([]analysis.Evidence, len(f.Evidence))
 			for j, e := range f.Evidence {
-				e.Note = unfencedValue(e.Note)
+				e.Note = answer.Unfenced(e.Note)
 				ev[j] = e
 			}
 			f.Evidence = ev
@@ -255,6 +258,22 @@ func cleanNotes(r analysis.Report) analysis.Report {
 	}
 	r.Findings = fs
 	return r
+}
+
+// fenceSenderNotes fences, in place, the evidence notes the sender wrote
+// whole (report.SenderNote: a final failure's reason phrase) of a report
+// cleanNotes copied.
+func fenceSenderNotes(c *sdk.Call, r analysis.Report) {
+	for i := range r.Findings {
+		if !report.SenderNote(&r.Findings[i]) {
+			continue
+		}
+		for j := range r.Findings[i].Evidence {
+			if e := &r.Findings[i].Evidence[j]; e.Note != "" {
+				e.Note = c.Fence(e.Note)
+			}
+		}
+	}
 }
 
 // RFC 7951 encoding of the sipnab-diagnosis module. 64-bit integers are

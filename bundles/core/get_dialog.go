@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/core/sip"
@@ -27,8 +28,8 @@ const (
 
 type getDialogIn struct {
 	CallID      string `json:"call_id" desc:"Call-ID, verbatim"`
-	MaxMessages int    `json:"max_messages,omitempty" default:"100" desc:"messages per page (default 100, max --mcp-max-rows)"`
-	Cursor      string `json:"cursor,omitempty" desc:"next_cursor of the previous page (a string)"`
+	MaxMessages int    `json:"max_messages,omitempty" default:"100" clamp:"rows" desc:"messages per page (max --mcp-max-rows)"`
+	Cursor      string `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 }
 
 // GetDialogMessage is one SIP message of a dialog: the message shape every
@@ -80,14 +81,14 @@ func getDialogTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_dialog",
 		Title: "Get one dialog",
-		Description: "One dialog with its SIP messages (addresses, CSeq, fenced headers, SDP), paged by max_messages " +
-			"and a string cursor. total_messages counts every message; complete says nothing is missing.",
+		Description: "One dialog's SIP messages as data (addresses, CSeq, fenced headers, SDP), paged by max_messages and cursor; " +
+			"total_messages counts all. Who sent what when, drawn: render_ladder.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "a negative max_messages"},
-			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, an integer, or from another call_id"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, an integer, altered, or from another capture, tool or call_id"},
 			{Code: sdk.CodeInvalidParams, When: "one message larger than --mcp-max-response-bytes"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in getDialogIn) (GetDialog, error) {
@@ -97,7 +98,7 @@ func getDialogTool(d *deps) sdk.Tool {
 
 func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 	if in.CallID == "" {
-		return GetDialog{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return GetDialog{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	if in.MaxMessages < 0 {
 		return GetDialog{}, sdk.InvalidParams("max_messages must be positive, got %d", in.MaxMessages)
@@ -107,20 +108,24 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 		limit = getDialogDefaultMessages
 	}
 	limit = c.Limit(limit)
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	det, ok := d.capture.Dialogs().Get(in.CallID)
 	if !ok {
-		return GetDialog{}, sdk.InvalidParams("unknown call_id %q (list_dialogs lists them)", in.CallID)
+		return GetDialog{}, answer.UnknownCall("call_id", in.CallID)
 	}
 	d.capture.Dialogs().MarkInProgress(&det.Summary, querier(d).CaptureEnd())
+	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "call_id", in.CallID)
+	if err != nil {
+		return GetDialog{}, err
+	}
 	start := 0
-	if in.Cursor != "" {
-		cur, err := query.ParseMessageCursor(in.Cursor)
+	if pos != "" {
+		cur, err := query.ParseMessageCursor(pos)
 		if err != nil {
 			return GetDialog{}, sdk.InvalidParams("%v", err)
 		}
 		if !cur.HasIndex || cur.CallID != in.CallID {
-			return GetDialog{}, sdk.InvalidParams("cursor %q is not a get_dialog cursor of call_id %q: pass next_cursor of the previous page", in.Cursor, in.CallID)
+			return GetDialog{}, sdk.InvalidParams("cursor is not a get_dialog cursor of call_id %q: pass next_cursor of the previous page", in.CallID)
 		}
 		start = cur.Index + 1
 	}
@@ -155,8 +160,9 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 			}
 			next := query.MessageCursor(det.CreatedAt, det.CallID, last-1)
 			if k == 0 {
-				next = in.Cursor
+				next = pos
 			}
+			next = c.Cursor(next)
 			g.NextCursor = &next
 		case retained < det.MsgCount:
 			g.TruncatedBy = truncatedByRetention
@@ -181,7 +187,7 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 // fenceDetail fences a dialog detail's sender-written values: the users of
 // the row and of each leg, the final reason phrase and the cause text; the
 // method tokens (of the row, each leg and each unanswered request), shown
-// unfenced, get the fence's hygiene (unfencedValue).
+// unfenced, get the fence's hygiene (answer.Unfenced).
 func fenceDetail(c *sdk.Call, det dialog.Detail) dialog.Detail {
 	det.Summary = fencedRow(c, det.Summary)
 	if det.FinalReason != "" {
@@ -190,14 +196,14 @@ func fenceDetail(c *sdk.Call, det dialog.Detail) dialog.Detail {
 	if det.RetransmittedNoResponse != nil {
 		rs := make([]dialog.Unanswered, len(det.RetransmittedNoResponse))
 		for i, r := range det.RetransmittedNoResponse {
-			r.Method = unfencedValue(r.Method)
+			r.Method = answer.Unfenced(r.Method)
 			rs[i] = r
 		}
 		det.RetransmittedNoResponse = rs
 	}
 	legs := make([]dialog.LegView, len(det.Legs))
 	for i, l := range det.Legs {
-		l.Method = unfencedValue(l.Method)
+		l.Method = answer.Unfenced(l.Method)
 		if l.FromUser != "" {
 			l.FromUser = c.Fence(l.FromUser)
 		}
@@ -234,16 +240,16 @@ func messageView(c *sdk.Call, m *dialog.Message) GetDialogMessage {
 		v.SDP = c.FenceBody(lfOnly(v.SDP))
 	}
 	// Method tokens are sender-written, shown unfenced.
-	v.Method = unfencedValue(v.Method)
+	v.Method = answer.Unfenced(v.Method)
 	if v.CSeq != nil {
 		cs := *v.CSeq
-		cs.Method = unfencedValue(cs.Method)
+		cs.Method = answer.Unfenced(cs.Method)
 		v.CSeq = &cs
 	}
 	if msg := m.Msg; msg != nil && !msg.IsRequest {
 		v.ResponseContext = sip.StatusClass(msg.StatusCode)
 		if msg.CSeq.Valid {
-			v.ResponseContext += " to " + unfencedValue(msg.CSeq.Method)
+			v.ResponseContext += " to " + answer.Unfenced(msg.CSeq.Method)
 		}
 	}
 	return v

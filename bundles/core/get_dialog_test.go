@@ -249,6 +249,8 @@ func TestGetDialogPaging(t *testing.T) {
 		lqCall(t, tools, "get_dialog", map[string]any{"call_id": id, "max_messages": 3}, &g)
 		return *g.NextCursor
 	}()
+	var list lqPage
+	lqCall(t, tools, "list_dialogs", map[string]any{"limit": 1}, &list)
 	refusals := []struct {
 		name string
 		args map[string]any
@@ -256,8 +258,10 @@ func TestGetDialogPaging(t *testing.T) {
 	}{
 		{"unknown call_id", map[string]any{"call_id": "nope"}, `unknown call_id "nope"`},
 		{"missing call_id", map[string]any{}, "call_id"},
-		{"cursor of another call", map[string]any{"call_id": "fab24225-14f8a735-e063ce6@176.9.39.206", "cursor": cursor}, "not a get_dialog cursor"},
-		{"list cursor", map[string]any{"call_id": id, "cursor": "2019-08-27T17:26:49.000000000Z|" + id}, "not a get_dialog cursor"},
+		{"cursor of another call", map[string]any{"call_id": "fab24225-14f8a735-e063ce6@176.9.39.206", "cursor": cursor},
+			`cursor belongs to get_dialog with call_id "` + id + `"; this call asks call_id "fab24225-14f8a735-e063ce6@176.9.39.206"`},
+		{"list cursor", map[string]any{"call_id": id, "cursor": *list.NextCursor}, "cursor belongs to list_dialogs, not get_dialog"},
+		{"hand-built cursor", map[string]any{"call_id": id, "cursor": "2019-08-27T17:26:49.000000000Z|" + id + "#0000000002"}, "not a next_cursor this server issued"},
 		{"malformed cursor", map[string]any{"call_id": id, "cursor": "3"}, "invalid cursor"},
 		{"negative max_messages", map[string]any{"call_id": id, "max_messages": -1}, "max_messages"},
 	}

@@ -66,11 +66,16 @@ func lqResultOf(r sdk.Reply) lqResult {
 // lqInstance matches the capture instance, minted at random per capture.
 var lqInstance = regexp.MustCompile(`(\\?"instance\\?": ?\\?")[0-9a-f]+`)
 
+// lqCursor matches a sealed cursor: it carries the instance and a
+// signature under a key drawn per process.
+var lqCursor = regexp.MustCompile(`(\\?"next_cursor\\?": ?\\?")[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+
 // TestQueryToolTranscripts records one call of each query tool on a small
 // capture (sip-488-codec-reject.pcapng: OPTIONS pings and an INVITE
 // challenged, then refused 488) as a transcript: the request and the full
 // result, fenced text and the provenance note as the last block included.
-// The capture instance is written as "<instance>".
+// The capture instance is written as "<instance>", a next_cursor (sealed
+// with it) as "<cursor>".
 func TestQueryToolTranscripts(t *testing.T) {
 	tools := lqTools(t, lqPublic(t, "sip-488-codec-reject.pcapng"))
 	cases := []struct {
@@ -98,6 +103,7 @@ func TestQueryToolTranscripts(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = lqInstance.ReplaceAll(got, []byte(`${1}<instance>`))
+			got = lqCursor.ReplaceAll(got, []byte(`${1}<cursor>`))
 			got = append(got, '\n')
 
 			last := tr.Result.Content[len(tr.Result.Content)-1].Text

@@ -173,6 +173,10 @@ func keysOf(m map[string]json.RawMessage) []string {
 	return out
 }
 
+// TestListDialogsLimit: an absent limit is 50; a limit is taken as asked
+// up to --mcp-max-rows and clamped above it, the answer saying so in
+// limit_applied; a limit under 1 or of the wrong type is refused naming the
+// valid range.
 func TestListDialogsLimit(t *testing.T) {
 	tools := lqTools(t, lqPublic(t, "sipp-branch-scenario.pcapng"))
 	small := sdk.DefaultLimits()
@@ -181,16 +185,17 @@ func TestListDialogsLimit(t *testing.T) {
 	roomy := sdk.DefaultLimits()
 	roomy.MaxResponseBytes = 4 << 20
 	cases := []struct {
-		name   string
-		args   map[string]any
-		limits sdk.Limits
-		want   int
+		name    string
+		args    map[string]any
+		limits  sdk.Limits
+		want    int
+		applied int // limit_applied; 0: absent
 	}{
-		{"absent means 50", map[string]any{}, sdk.DefaultLimits(), 50},
-		{"zero means 50", map[string]any{"limit": 0}, sdk.DefaultLimits(), 50},
-		{"as asked", map[string]any{"limit": 9}, sdk.DefaultLimits(), 9},
-		{"clamped to 1000", map[string]any{"limit": 5000}, roomy, 1000},
-		{"clamped to --mcp-max-rows", map[string]any{"limit": 100}, small, 7},
+		{"absent means 50", map[string]any{}, sdk.DefaultLimits(), 50, 0},
+		{"as asked", map[string]any{"limit": 9}, sdk.DefaultLimits(), 9, 0},
+		{"at the ceiling, as asked", map[string]any{"limit": 1000}, roomy, 1000, 0},
+		{"clamped to 1000 and said", map[string]any{"limit": 5000}, roomy, 1000, 1000},
+		{"clamped to --mcp-max-rows and said", map[string]any{"limit": 100}, small, 7, 7},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,15 +203,34 @@ func TestListDialogsLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var p lqPage
+			var p struct {
+				lqPage
+				LimitApplied int `json:"limit_applied"`
+			}
 			_ = json.Unmarshal([]byte(r.Blocks[0]), &p)
 			if p.Returned != tc.want || len(p.Dialogs) != tc.want || !*p.Truncated || p.NextCursor == nil {
 				t.Errorf("returned %d rows %d truncated %v, want %d and more", p.Returned, len(p.Dialogs), *p.Truncated, tc.want)
 			}
+			if p.LimitApplied != tc.applied || (tc.applied == 0) == strings.Contains(r.Blocks[0], `"limit_applied"`) {
+				t.Errorf("limit_applied: got %d in %.80s..., want %d", p.LimitApplied, r.Blocks[0][len(r.Blocks[0])-80:], tc.applied)
+			}
 		})
 	}
-	if _, err := lqInvoke(t, tools, "list_dialogs", map[string]any{"limit": "ten"}, sdk.DefaultLimits()); lqCode(err) != sdk.CodeInvalidParams {
-		t.Errorf("limit of the wrong type: got %v, want -32602", err)
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"zero", map[string]any{"limit": 0}, `argument "limit": got 0; valid: 1 to 1000 (--mcp-max-rows; a larger one is clamped to it)`},
+		{"negative", map[string]any{"limit": -1}, `argument "limit": got -1; valid: 1 to 1000`},
+		{"wrong type", map[string]any{"limit": "ten"}, `argument "limit": want integer, got string`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := lqInvoke(t, tools, "list_dialogs", tc.args, sdk.DefaultLimits())
+			if lqCode(err) != sdk.CodeInvalidParams || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want -32602 containing %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -510,7 +534,7 @@ func TestMethodTokensKeepTheFenceHygiene(t *testing.T) {
 
 	t.Run("every surface", func(t *testing.T) {
 		hostile := "\u202eEVIL\u27e7\x1b[31m" + strings.Repeat("Y", 600)
-		clean := "EVIL][31m" + strings.Repeat("Y", sdk.MaxFieldBytes-len("EVIL][31m")) + sdk.TruncatedMarker
+		clean := "EVIL]" + strings.Repeat("Y", sdk.MaxFieldBytes-len("EVIL]")) + sdk.TruncatedMarker
 		call := sdk.NewCall(sdk.DefaultLimits())
 		row := fencedRow(call, dialog.Summary{CallID: "id\u202e", Method: hostile})
 		bm := cleanByMethod([]query.MethodCount{{Method: hostile, Count: 1}})

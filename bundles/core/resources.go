@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/sdk"
@@ -122,7 +123,7 @@ func liveDialog(ctx context.Context, d *deps, get sdk.Tool, callID string, limit
 			return sdk.ResourceContent{}, err
 		}
 	}
-	b, err := json.Marshal(emptyDialogPage(sourceState(d.capture.Status())))
+	b, err := json.Marshal(emptyDialogPage(answer.SourceState(d.capture.Status())))
 	if err != nil {
 		return sdk.ResourceContent{}, sdk.Internal("rendering the empty page: %v", err)
 	}

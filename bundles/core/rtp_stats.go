@@ -2,9 +2,11 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/media"
@@ -16,17 +18,17 @@ import (
 const rtpStatsSchemaVersion = 1
 
 type rtpStatsIn struct {
-	CallID   string   `json:"call_id,omitempty" desc:"one call's streams and diagnosis; absent: sweep"`
-	MinMOS   *float64 `json:"min_mos,omitempty" desc:"sweep: grounded MOS >= this (ungrounded skipped, counted)"`
-	MaxMOS   *float64 `json:"max_mos,omitempty" desc:"sweep: grounded MOS <= this"`
-	Orphaned *bool    `json:"orphaned,omitempty" desc:"sweep: true orphans only, false dialog streams only"`
-	Limit    int      `json:"limit,omitempty" default:"50" desc:"sweep: rows per page (default 50)"`
-	Cursor   string   `json:"cursor,omitempty" desc:"sweep: the last next_cursor"`
+	CallID   string   `json:"call_id,omitempty" desc:"one call's streams and media diagnosis; absent: sweep all streams"`
+	MinMOS   *float64 `json:"min_mos,omitempty" min:"1" max:"5" desc:"sweep: grounded MOS at least this (ungrounded skipped, counted)"`
+	MaxMOS   *float64 `json:"max_mos,omitempty" min:"1" max:"5" desc:"sweep: grounded MOS at most this (ungrounded skipped, counted)"`
+	Orphaned *bool    `json:"orphaned,omitempty" desc:"sweep: true only orphans, false only streams of a dialog"`
+	Limit    int      `json:"limit,omitempty" default:"50" desc:"sweep: rows per page"`
+	Cursor   string   `json:"cursor,omitempty" desc:"sweep: next_cursor of the previous page"`
 	// Fields projects each stream row; naming quality_intervals opts in.
 	Fields []string `json:"fields,omitempty" desc:"stream fields to keep; ssrc kept"`
 	// QualityIntervals adds each stream's per-interval scores (large).
 	QualityIntervals bool `json:"quality_intervals,omitempty" desc:"add per-interval scores (large)"`
-	MaxResponseBytes int  `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" desc:"answer byte cap; rows past it wait for next_cursor"`
+	MaxResponseBytes int  `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" min:"1" desc:"answer byte cap; rows past it wait for next_cursor"`
 }
 
 // RTPStats is rtp_stats' answer. For one call it carries call_id, the
@@ -63,7 +65,7 @@ func rtpStatsTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "orphaned, limit or cursor with call_id"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (no dialog and no stream)"},
 			{Code: sdk.CodeInvalidParams, When: "min_mos above max_mos"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this listing's: malformed, altered, or from another capture, tool or filter"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the valid ones are listed)"},
 			{Code: sdk.CodeInvalidParams, When: "a max_response_bytes too small for one stream"},
 		},
@@ -85,12 +87,12 @@ func rtpStatsCall(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	if in.Orphaned != nil || in.Limit != 0 || in.Cursor != "" {
 		return RTPStats{}, sdk.InvalidParams("orphaned, limit and cursor page a sweep: drop call_id to sweep")
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	store := mediaOf(d.capture)
 	det, known := d.capture.Dialogs().GetWith(in.CallID, dialog.Options{NoMessages: true})
 	streams := store.StreamsFor(in.CallID)
 	if !known && len(streams) == 0 {
-		return RTPStats{}, sdk.InvalidParams("unknown call_id %q: no dialog and no stream with this Call-ID (list_dialogs lists them)", in.CallID)
+		return RTPStats{}, sdk.UnknownID("call_id", "unknown call_id %q: no dialog and no stream with this Call-ID (list_dialogs lists them)", in.CallID)
 	}
 	facts := analysis.DialogFacts{CallID: in.CallID}
 	if known {
@@ -157,13 +159,28 @@ func streamKey(s *media.StreamInfo) string {
 	return sdk.TimeCursor(s.FirstSeen, s.SSRC+"@"+s.Src+">"+s.Dst)
 }
 
+// optText is an optional argument's value as a cursor binds it: "" when
+// absent.
+func optText[T any](v *T) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(*v)
+}
+
 func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	if in.MinMOS != nil && in.MaxMOS != nil && *in.MinMOS > *in.MaxMOS {
 		return RTPStats{}, sdk.InvalidParams("min_mos %g is above max_mos %g: no stream can match", *in.MinMOS, *in.MaxMOS)
 	}
+	src := answer.SourceState(d.capture.Status())
+	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance,
+		"min_mos", optText(in.MinMOS), "max_mos", optText(in.MaxMOS), "orphaned", optText(in.Orphaned))
+	if err != nil {
+		return RTPStats{}, err
+	}
 	after := ""
-	if in.Cursor != "" {
-		cur, err := sdk.ParseCursor(in.Cursor)
+	if pos != "" {
+		cur, err := sdk.ParseCursor(pos)
 		if err != nil {
 			return RTPStats{}, err
 		}
@@ -178,7 +195,6 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	limit := c.Limit(in.Limit)
 	bounded := in.MinMOS != nil || in.MaxMOS != nil
 
-	src := sourceState(d.capture.Status())
 	all := mediaOf(d.capture).All()
 	type row struct {
 		key string
@@ -223,10 +239,11 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	build := func(k int) RTPStats {
 		o := out
 		o.Streams = append([]media.StreamInfo{}, page[:k]...)
-		last := in.Cursor
+		last := pos
 		if k > 0 {
 			last = keys[k-1]
 		}
+		last = c.Cursor(last)
 		m := more || k < len(page)
 		next := ""
 		if m {

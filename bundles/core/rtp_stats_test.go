@@ -2,12 +2,12 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/core/engine"
@@ -399,7 +399,7 @@ func TestRTPStatsRefusals(t *testing.T) {
 	}{
 		{"min_mos with call_id", map[string]any{"call_id": "1-1966@10.0.2.20", "min_mos": 3}},
 		{"max_mos with call_id", map[string]any{"call_id": "1-1966@10.0.2.20", "max_mos": 3}},
-		{"cursor with call_id", map[string]any{"call_id": "1-1966@10.0.2.20", "cursor": "2016-11-26T14:52:59Z"}},
+		{"cursor with call_id", map[string]any{"call_id": "1-1966@10.0.2.20", "cursor": "eyJ2IjoxfQ.AAAAAAAAAAAAAAAA"}},
 		{"unknown call", map[string]any{"call_id": "nobody@nowhere"}},
 		{"min above max", map[string]any{"min_mos": 4, "max_mos": 3}},
 		{"malformed cursor", map[string]any{"cursor": "yesterday|0x1"}},
@@ -416,50 +416,50 @@ func TestRTPStatsRefusals(t *testing.T) {
 	}
 }
 
-// TestRTPStatsCursors: a bare timestamp cursor pages strictly after that
-// instant; a cursor from the middle of tied rows continues after its row.
+// TestRTPStatsCursors: the cursor of a page continues after its last row,
+// ties included, and holds to the sweep's filters: the same cursor with
+// other MOS bounds or another orphaned filter is refused, never read as a
+// position in another row set.
 func TestRTPStatsCursors(t *testing.T) {
 	c := rptLoad(t, testcap.Public("SIP_CALL_RTP_G711"))
 	rows, _ := rptSweep(t, c, map[string]any{}, sdk.DefaultLimits())
 	if len(rows) < 3 {
 		t.Fatalf("want at least 3 streams, got %d", len(rows))
 	}
-	first, err := time.Parse(time.RFC3339Nano, rows[0].FirstSeen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name   string
-		cursor string
-		want   []rptStream
-	}{
-		{"bare timestamp of the first row", first.Format(time.RFC3339Nano), rows[1:]},
-		{"bare timestamp in another zone", first.In(time.FixedZone("x", 7200)).Format(time.RFC3339Nano), rows[1:]},
-		{"compound cursor of the first row", sdk.TimeCursor(first, rows[0].key()), rows[1:]},
-		{"before everything", "2000-01-01T00:00:00Z", rows},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m, r := rptCall(t, c, "rtp_stats", map[string]any{"cursor": tc.cursor})
-			p := rptDecodePage(t, r)
-			if len(p.Streams) != len(tc.want) {
-				t.Fatalf("rows: got %d, want %d (%v)", len(p.Streams), len(tc.want), m["streams"])
-			}
-			for i := range tc.want {
-				if p.Streams[i].key() != tc.want[i].key() {
-					t.Errorf("row %d: got %s, want %s", i, p.Streams[i].key(), tc.want[i].key())
-				}
-			}
-		})
-	}
-	// The cursor of a page is the sort key of its last row.
 	r, err := rptInvoke(t, c, "rtp_stats", map[string]any{"limit": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := rptDecodePage(t, r)
-	if want := sdk.TimeCursor(first, rows[0].key()); p.NextCursor == nil || *p.NextCursor != want {
-		t.Errorf("next_cursor: got %v, want %q", p.NextCursor, want)
+	if p.NextCursor == nil || strings.Contains(*p.NextCursor, rows[0].SSRC) {
+		t.Fatalf("next_cursor: got %v, want an opaque cursor", p.NextCursor)
+	}
+	m, r := rptCall(t, c, "rtp_stats", map[string]any{"cursor": *p.NextCursor})
+	rest := rptDecodePage(t, r)
+	if len(rest.Streams) != len(rows)-1 {
+		t.Fatalf("rows after the first page: got %d, want %d (%v)", len(rest.Streams), len(rows)-1, m["streams"])
+	}
+	for i := range rest.Streams {
+		if rest.Streams[i].key() != rows[i+1].key() {
+			t.Errorf("row %d: got %s, want %s", i, rest.Streams[i].key(), rows[i+1].key())
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"other MOS bounds", map[string]any{"cursor": *p.NextCursor, "max_mos": 3.5},
+			`cursor belongs to rtp_stats with max_mos absent; this call asks max_mos "3.5"`},
+		{"another orphaned filter", map[string]any{"cursor": *p.NextCursor, "orphaned": true},
+			`cursor belongs to rtp_stats with orphaned absent; this call asks orphaned "true"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := rptInvoke(t, c, "rtp_stats", tc.args)
+			if rptCode(err) != sdk.CodeInvalidParams || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want -32602 containing %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -623,18 +623,21 @@ func BenchmarkRTPStatsSweep(b *testing.B) {
 	}
 	c := rptLoad(b, p)
 	all, _ := rptSweep(b, c, map[string]any{"limit": 1000}, sdk.DefaultLimits())
-	mid := all[len(all)/2]
-	at, err := time.Parse(time.RFC3339Nano, mid.FirstSeen)
+	tool := rptTool(b, c, "rtp_stats")
+	half, err := tool.Invoke(b.Context(), json.RawMessage(fmt.Sprintf(`{"limit":%d}`, len(all)/2+1)), sdk.DefaultLimits())
 	if err != nil {
 		b.Fatal(err)
 	}
-	tool := rptTool(b, c, "rtp_stats")
+	deep := rptDecodePage(b, half).NextCursor
+	if deep == nil {
+		b.Fatal("no cursor half way")
+	}
 	for _, bc := range []struct {
 		name string
 		args string
 	}{
 		{"first-page", `{}`},
-		{"deep-cursor", `{"cursor":"` + sdk.TimeCursor(at, mid.key()) + `"}`},
+		{"deep-cursor", `{"cursor":"` + *deep + `"}`},
 		{"max-mos", `{"max_mos":3.6}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -720,7 +723,7 @@ func TestRTPStatsFieldsProjectStreamRows(t *testing.T) {
 func TestRTPStatsMaxResponseBytesBoundsTheWire(t *testing.T) {
 	c := rptLoad(t, testcap.Public("SIP_CALL_RTP_G711"))
 	all, _ := rptSweep(t, c, map[string]any{"limit": 1000}, sdk.DefaultLimits())
-	const budget = 5000
+	const budget = 8000
 	r, err := rptInvoke(t, c, "rtp_stats", map[string]any{"limit": 1000, "max_response_bytes": budget})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -13,9 +14,9 @@ const searchSchemaVersion = 1
 
 type searchMessagesIn struct {
 	Query            string `json:"query" desc:"text to find, case-insensitive"`
-	Limit            int    `json:"limit,omitempty" default:"50" desc:"hits per page (default 50, max --mcp-max-rows)"`
+	Limit            int    `json:"limit,omitempty" default:"50" desc:"hits per page (max --mcp-max-rows)"`
 	Cursor           string `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
-	MaxResponseBytes int    `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" desc:"answer byte cap; hits past it wait for next_cursor"`
+	MaxResponseBytes int    `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" min:"1" desc:"answer byte cap; hits past it wait for next_cursor"`
 }
 
 // SearchHit is one message containing the query.
@@ -49,17 +50,22 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		Name:  "search_messages",
 		Title: "Search SIP messages",
 		Description: "Finds a substring (case-insensitive) in the method, From, To, User-Agent and body of every " +
-			"retained SIP message; one hit per message with a fenced snippet. Page with next_cursor.",
+			"retained SIP message; one hit per message with a fenced snippet.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty query or one over the query size limit"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor, or a message index not zero-padded to 10 digits"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this search's: malformed, altered, or from another capture, tool or query"},
 			{Code: sdk.CodeInvalidParams, When: "a max_response_bytes too small for one hit"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in searchMessagesIn) (SearchMessages, error) {
+		src := answer.SourceState(d.capture.Status())
+		pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "query", in.Query)
+		if err != nil {
+			return SearchMessages{}, err
+		}
 		var after *query.Cursor
-		if in.Cursor != "" {
-			cur, err := query.ParseMessageCursor(in.Cursor)
+		if pos != "" {
+			cur, err := query.ParseMessageCursor(pos)
 			if err != nil {
 				return SearchMessages{}, sdk.InvalidParams("%v", err)
 			}
@@ -68,7 +74,6 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		if _, err := c.ResponseBudget(in.MaxResponseBytes); err != nil {
 			return SearchMessages{}, err
 		}
-		src := sourceState(d.capture.Status())
 		p, err := querier(d).Search(ctx, query.SearchOptions{Query: in.Query, After: after, Limit: c.Limit(in.Limit),
 			SnippetBytes: c.Limits().MaxBodyBytes})
 		if errors.Is(err, query.ErrQuery) {
@@ -83,10 +88,11 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		}
 		page := func(k int) SearchMessages {
 			more := p.More || k < len(hits)
-			last := in.Cursor
+			last := pos
 			if k > 0 {
 				last = p.Hits[k-1].Cursor()
 			}
+			last = c.Cursor(last)
 			next := ""
 			if more && k > 0 {
 				next = last

@@ -28,7 +28,9 @@ type lqSearch struct {
 	SchemaVersion    int     `json:"schema_version"`
 }
 
-var lqMessageCursor = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z\|.+#\d{10}$`)
+// lqSealedCursor is the form of every next_cursor: opaque base64url, then
+// its signature.
+var lqSealedCursor = regexp.MustCompile(`^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{16}$`)
 
 // lqSearchAll pages search_messages to its end and checks every page.
 func lqSearchAll(t *testing.T, tools map[string]sdk.Tool, args map[string]any, l sdk.Limits) ([]lqHit, lqSearch) {
@@ -67,8 +69,8 @@ func lqSearchAll(t *testing.T, tools map[string]sdk.Tool, args map[string]any, l
 			}
 			return all, first
 		}
-		if !lqMessageCursor.MatchString(*p.NextCursor) {
-			t.Fatalf("cursor %q is not <RFC3339>|<Call-ID>#<10 digits>", *p.NextCursor)
+		if !lqSealedCursor.MatchString(*p.NextCursor) {
+			t.Fatalf("cursor %q is not a sealed cursor", *p.NextCursor)
 		}
 		a["cursor"] = *p.NextCursor
 	}
@@ -200,11 +202,10 @@ func TestSearchMessagesRefusals(t *testing.T) {
 		{"empty query", map[string]any{"query": ""}, "query must be 1 to 1024 bytes"},
 		{"long query", map[string]any{"query": strings.Repeat("x", 1025)}, "got 1025"},
 		{"bad cursor", map[string]any{"query": "x", "cursor": "later"}, "invalid cursor"},
-		// A hand-built index that is not zero-padded would compare as text
-		// after "#10" and skip the rest of the dialog: refused, as
-		// get_dialog refuses it.
-		{"unpadded index", map[string]any{"query": "x", "cursor": "2023-11-14T22:13:20Z|1-1966@10.0.2.20#2"}, "zero-padded to 10 digits"},
-		{"index over the width", map[string]any{"query": "x", "cursor": "2023-11-14T22:13:20Z|1-1966@10.0.2.20#00000000002"}, "zero-padded to 10 digits"},
+		// A hand-built position (an index not zero-padded would compare
+		// as text after "#10" and skip the rest of the dialog) is not a
+		// cursor this server issued: refused, as get_dialog refuses it.
+		{"hand-built cursor", map[string]any{"query": "x", "cursor": "2023-11-14T22:13:20Z|1-1966@10.0.2.20#2"}, "not a next_cursor this server issued"},
 		{"negative cap", map[string]any{"query": "x", "max_response_bytes": -5}, "max_response_bytes"},
 	}
 	for _, tc := range cases {
@@ -216,8 +217,8 @@ func TestSearchMessagesRefusals(t *testing.T) {
 		})
 	}
 	_, err := lqInvoke(t, tools, "get_dialog", map[string]any{"call_id": "1-1966@10.0.2.20", "cursor": "2023-11-14T22:13:20Z|1-1966@10.0.2.20#2"}, sdk.DefaultLimits())
-	if lqCode(err) != sdk.CodeInvalidParams || !strings.Contains(err.Error(), "zero-padded to 10 digits") {
-		t.Errorf("get_dialog, unpadded index: got %v, want the same -32602", err)
+	if lqCode(err) != sdk.CodeInvalidParams || !strings.Contains(err.Error(), "not a next_cursor this server issued") {
+		t.Errorf("get_dialog, hand-built cursor: got %v, want the same -32602", err)
 	}
 	var p lqSearch
 	r := lqCall(t, tools, "search_messages", map[string]any{"query": "no such text anywhere"}, &p)

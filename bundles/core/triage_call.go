@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
@@ -117,12 +118,12 @@ func triageCallTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "triage_call",
 		Title: "Triage one call",
-		Description: "One call's verdict (signaling, media, both or none) from the clauses that fired, with hints " +
-			"and the termination cause.",
+		Description: "First look at one call: which side failed (signaling, media, both or none), the diagnosis rules that fired, " +
+			"hints, the termination cause. Whole story: get_dialog_report; the messages: get_dialog.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in triageIn) (Triage, error) {
 		out, err := triageCall(d.capture, analysisOptions(d), c, in.CallID)
@@ -144,14 +145,14 @@ func mediaOf(c *engine.Capture) *media.Store {
 
 func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, callID string) (Triage, error) {
 	if callID == "" {
-		return Triage{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return Triage{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	// Status first, stores after: flags that say the source was read whole
 	// describe stores read after the load ended.
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	det, ok := capture.Dialogs().Get(callID)
 	if !ok {
-		return Triage{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", callID)
+		return Triage{}, answer.UnknownCall("call_id", callID)
 	}
 	// Timers are judged against the end of the whole capture, as
 	// get_capture_report judges them.

@@ -2,11 +2,13 @@ package signaling
 
 import (
 	"context"
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"time"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -27,9 +29,9 @@ const (
 )
 
 type awaitConditionIn struct {
-	Filter         string `json:"filter" desc:"filter expression or alias to wait for; values may be bare or quoted"`
-	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"30" desc:"seconds to wait (default 30, at most --mcp-max-wait-seconds); 0 looks once"`
-	PollIntervalMS *int   `json:"poll_interval_ms,omitempty" default:"500" desc:"milliseconds between looks (default 500, at least 100)"`
+	Filter         string `json:"filter" desc:"the condition to wait for"`
+	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"30" min:"0" desc:"seconds to wait (at most --mcp-max-wait-seconds); 0 looks once"`
+	PollIntervalMS *int   `json:"poll_interval_ms,omitempty" default:"500" min:"0" desc:"milliseconds between looks (under 100 is 100)"`
 }
 
 // AwaitCondition is await_condition's answer. A passed deadline is a
@@ -77,7 +79,7 @@ func awaitConditionTool(d *deps) sdk.Tool {
 		Name:  "await_condition",
 		Title: "Wait until a filter matches",
 		Description: "Block until a dialog matches the filter, the source is read whole, or timeout_seconds passes " +
-			"(a deadline is a successful answer). Returns the matches and why it stopped.",
+			"(a deadline is a successful answer). Returns the matches and why it stopped. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty filter"},
@@ -116,7 +118,7 @@ func awaitCondition(ctx context.Context, d *deps, c *sdk.Call, in awaitCondition
 	if in.Filter == "" {
 		return AwaitCondition{}, sdk.InvalidParams("filter is empty: name the condition to wait for (e.g. state == Failed, or an alias such as problems)")
 	}
-	f, err := compileDialogFilter(q, in.Filter)
+	f, err := answer.CompileFilter(q, in.Filter)
 	if err != nil {
 		return AwaitCondition{}, err
 	}

@@ -30,7 +30,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
 		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
-		ByteBudget: sdk.Budget{Default: 13400, WithOutputSchemas: 66600},
+		ByteBudget: sdk.Budget{Default: 14850, WithOutputSchemas: 68450},
 	}
 }
 
@@ -115,17 +115,5 @@ func tools(d *deps) []sdk.Tool {
 		explainResponseCodeTool(d),
 		generateWiresharkFilterTool(d),
 		generateReproTool(d),
-	}
-}
-
-// sourceState converts the engine's status to the sdk's source state.
-func sourceState(st engine.Status) sdk.SourceState {
-	id := st.Identity
-	return sdk.SourceState{
-		Exhausted:    st.SourceExhausted,
-		StoppedEarly: st.SourceStoppedEarly,
-		Loading:      st.Loading,
-		Identity: sdk.CaptureIdentity{Node: id.Node, Instance: id.Instance,
-			DialogGeneration: id.DialogGeneration, StreamGeneration: id.StreamGeneration},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/sdptimeline"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -77,12 +78,12 @@ func checkCodecNegotiationTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "check_codec_negotiation",
 		Title: "Offered versus answered codecs of a call",
-		Description: "Compares the call's SDP offer with its answer: offered, answered and common codecs and a result " +
-			"(ok, no_common_codec, rejected, no_answer, sdp_present_but_no_codecs, no_sdp_in_capture), every re-offer too.",
+		Description: "Compares the call's SDP offer with its answer, every re-offer too: offered, answered and common codecs " +
+			"and a result (ok, no_common_codec, rejected, no_answer, ...).",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in codecNegotiationIn) (CodecNegotiation, error) {
 		return checkCodecNegotiation(d, c, in.CallID)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/media"
@@ -63,9 +64,10 @@ type CompareDialogs struct {
 
 func compareDialogsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
-		Name:        "compare_dialogs",
-		Title:       "Compare two calls",
-		Description: "Two calls side by side (state, final code, messages, methods, hints) and the fields that differ.",
+		Name:  "compare_dialogs",
+		Title: "Compare two calls",
+		Description: "Two calls side by side (state, final code, messages, methods, hints) and the fields that differ: " +
+			"a failing call against one that worked.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id_a or call_id_b"},
@@ -89,7 +91,7 @@ func compareDialogs(d *deps, in compareDialogsIn) (CompareDialogs, error) {
 	if in.CallIDA == "" || in.CallIDB == "" {
 		return CompareDialogs{}, sdk.InvalidParams("call_id_a and call_id_b are required: give two Call-IDs from list_dialogs")
 	}
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	var ms analysis.MediaSource = media.NewStore(media.Config{})
 	if m := capture.Media(); m != nil {
 		ms = m
@@ -97,15 +99,15 @@ func compareDialogs(d *deps, in compareDialogsIn) (CompareDialogs, error) {
 	read := func(arg, id string) (compared, error) {
 		det, ok := capture.Dialogs().Get(id)
 		if !ok {
-			return compared{}, sdk.InvalidParams("unknown %s %q: no dialog with this Call-ID (list_dialogs lists them)", arg, id)
+			return compared{}, answer.UnknownCall(arg, id)
 		}
 		cp := compared{det: det, diag: analysis.Diagnose(analysis.FactsFrom(det), ms, d.analysisOptions()), n: len(ms.StreamsFor(id))}
 		cp.side = CompareSide{CallID: id, State: det.State, FinalStatusCode: det.FinalStatusCode, MsgCount: det.MsgCount,
 			Methods: []string{}, Hints: []string{}}
 		for i := range det.Messages {
 			// method tokens are sender-written, shown unfenced
-			if m := det.Messages[i].Msg; m != nil && m.IsRequest && !slices.Contains(cp.side.Methods, unfencedValue(m.Method)) {
-				cp.side.Methods = append(cp.side.Methods, unfencedValue(m.Method))
+			if m := det.Messages[i].Msg; m != nil && m.IsRequest && !slices.Contains(cp.side.Methods, answer.Unfenced(m.Method)) {
+				cp.side.Methods = append(cp.side.Methods, answer.Unfenced(m.Method))
 			}
 		}
 		if s := cp.diag.Signaling; s != nil {
@@ -154,7 +156,7 @@ func differences(a, b *compared) []Difference {
 		}
 		return ""
 	}
-	diff("method", unfencedValue(a.det.Method), unfencedValue(b.det.Method))
+	diff("method", answer.Unfenced(a.det.Method), answer.Unfenced(b.det.Method))
 	diff("state", a.det.State, b.det.State)
 	diff("final_status_code", num(a.det.FinalStatusCode), num(b.det.FinalStatusCode))
 	diff("verdict", a.diag.Verdict, b.diag.Verdict)

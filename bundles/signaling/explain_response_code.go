@@ -8,7 +8,7 @@ import (
 )
 
 type explainResponseCodeIn struct {
-	Code int `json:"code" desc:"SIP status code, 100 to 699"`
+	Code int `json:"code" min:"100" max:"699" desc:"SIP status code"`
 }
 
 // ResponseCodeExplanation is explain_response_code's answer. It reads no

@@ -95,10 +95,10 @@ func TestExplainResponseCodeCoversTheRegistry(t *testing.T) {
 func TestExplainResponseCodeRefusals(t *testing.T) {
 	tool := explainResponseCodeTool(nil)
 	for _, tc := range []struct{ name, args, want string }{
-		{"below range", `{"code":99}`, "out of range"},
-		{"above range", `{"code":700}`, "out of range"},
-		{"zero", `{"code":0}`, "out of range"},
-		{"negative", `{"code":-486}`, "out of range"},
+		{"below range", `{"code":99}`, `argument "code": got 99; valid: 100 to 699`},
+		{"above range", `{"code":700}`, `argument "code": got 700; valid: 100 to 699`},
+		{"zero", `{"code":0}`, `argument "code": got 0; valid: 100 to 699`},
+		{"negative", `{"code":-486}`, `argument "code": got -486; valid: 100 to 699`},
 		{"missing", `{}`, "code"},
 		{"string", `{"code":"486"}`, "code"},
 		{"fraction", `{"code":486.5}`, "code"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/lint"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -45,8 +46,8 @@ func ExplainRule(ruleID string) (RuleExplanation, error) {
 				hint = " (did you mean " + id + "? ids are exact)"
 			}
 		}
-		return RuleExplanation{}, sdk.InvalidParams("unknown rule_id %q%s; the %d rules are: %s",
-			clipArg(ruleID), hint, lint.RuleCount, strings.Join(lint.IDs(), ", "))
+		return RuleExplanation{}, sdk.Refuse(sdk.KindUnknownID, "rule_id", "unknown rule_id %q%s; the %d rules are: %s",
+			answer.Clip(ruleID), hint, lint.RuleCount, strings.Join(lint.IDs(), ", ")).Accepting(lint.IDs())
 	}
 	return RuleExplanation{
 		RuleID: r.ID, Title: r.Title, Severity: r.Severity.String(), Basis: string(r.Basis),
@@ -59,7 +60,7 @@ func explainRuleTool(*deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:        "explain_rule",
 		Title:       "Explain a lint rule",
-		Description: "One lint rule: what it checks, its severity and basis, the RFC and section it cites, and a link. An unknown id lists all 43.",
+		Description: "One lint rule: what it checks, its severity and basis, the RFC and section it cites. An unknown id lists all 43.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown rule_id (the message lists all 43)"},

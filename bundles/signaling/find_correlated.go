@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/dialog"
@@ -17,7 +18,7 @@ const findCorrelatedSchemaVersion = 1
 
 type findCorrelatedIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned (default 50)"`
+	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned"`
 }
 
 // CorrelatedLeg is one other leg of the call.
@@ -74,8 +75,8 @@ func findCorrelatedTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "find_correlated",
 		Title: "Find the other legs of a call",
-		Description: "Other legs of a call (B2BUA, SBC, Call-ID-changing proxy): session_id, x_call_id 100, related-icid 95, " +
-			"sdp_origin 90, icid 85, via_branch 80, embedded_tag 75; guesses same_users 60, timing_heuristic 50. No leg: hop.",
+		Description: "Other legs of a call (B2BUA, SBC, Call-ID-changing proxy), each with the identifier linking it and a " +
+			"confidence 0-100 (same_users, timing_heuristic: guesses); none found: hop says why. Every leg, transitively: get_call_tree.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
@@ -89,13 +90,13 @@ func findCorrelatedTool(d *deps) sdk.Tool {
 func findCorrelated(d *deps, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, error) {
 	capture := d.capture
 	if in.CallID == "" {
-		return FindCorrelated{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return FindCorrelated{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	if in.Limit < 0 {
 		return FindCorrelated{}, sdk.InvalidParams("limit must be positive, got %d", in.Limit)
 	}
 	limit := c.Limit(in.Limit)
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	res, _ := legCorrelator(d).Find(in.CallID)
 	legs := make([]CorrelatedLeg, 0, min(limit, len(res.Legs)))
 	for _, l := range res.Legs[:min(limit, len(res.Legs))] {

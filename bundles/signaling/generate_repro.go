@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/repro"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -14,7 +15,7 @@ const reproSchemaVersion = 1
 
 type generateReproIn struct {
 	CallID   string    `json:"call_id" desc:"Call-ID, verbatim"`
-	Format   string    `json:"format,omitempty" default:"sipp" enum:"sipp" desc:"scenario format (sipp, the default and only one)"`
+	Format   string    `json:"format,omitempty" default:"sipp" enum:"sipp" desc:"scenario format (sipp, the only one)"`
 	Pin      []string  `json:"pin,omitempty" desc:"aspects suspected of causing the outcome, kept as captured: branch, call_id, cseq, headers, request_uri, sdp, tags, user_agent"`
 	Vary     *[]string `json:"vary,omitempty" default:"the identity aspects not pinned" desc:"identity aspects SIPp regenerates per call: branch, call_id, tags (default: those not pinned)"`
 	Filename string    `json:"filename,omitempty" desc:"also write the scenario to this new file in the file root (needs --mcp-file-root)"`
@@ -69,7 +70,7 @@ func generateReproTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.Writes, Idempotency: sdk.Idempotent, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "an unknown aspect in pin or vary, an aspect both pinned and varied, or one that cannot vary"},
 			{Code: sdk.CodeInvalidParams, When: "filename without --mcp-file-root (\"file tools are disabled\")"},
 			{Code: sdk.CodeInvalidParams, When: "a filename that is not one file name, or a name already taken in the file root (a dangling symlink included) or a capture the server reads"},
@@ -82,11 +83,11 @@ func generateReproTool(d *deps) sdk.Tool {
 
 func generateRepro(d *deps, c *sdk.Call, in generateReproIn) (Repro, error) {
 	if in.Format != "" && in.Format != "sipp" {
-		return Repro{}, sdk.InvalidParams("format %q is not supported: the only format is sipp", clipArg(in.Format))
+		return Repro{}, sdk.InvalidParams("format %q is not supported: the only format is sipp", answer.Clip(in.Format))
 	}
 	if in.Filename != "" {
 		if !d.root.Enabled() {
-			return Repro{}, sdk.InvalidParams("file tools are disabled: filename needs the server started with --mcp-file-root (leave it out to get the scenario inline)")
+			return Repro{}, sdk.NotEnabled("filename", "file tools are disabled: filename needs the server started with --mcp-file-root (leave it out to get the scenario inline)")
 		}
 		if err := sdk.CheckName(in.Filename); err != nil {
 			return Repro{}, err
@@ -114,7 +115,7 @@ func generateRepro(d *deps, c *sdk.Call, in generateReproIn) (Repro, error) {
 		r.Caveats = append(r.Caveats, "the capture is still being read: responses seen later are not asserted")
 	}
 	out := Repro{
-		CallID: det.CallID, Format: "sipp", Method: unfencedValue(r.Method), Hypothesis: r.Hypothesis, Asserted: r.Asserted,
+		CallID: det.CallID, Format: "sipp", Method: answer.Unfenced(r.Method), Hypothesis: r.Hypothesis, Asserted: r.Asserted,
 		Scenario: r.Scenario, Run: r.Run, Caveats: r.Caveats,
 		SourceFlags: src.Flags(), CaptureIdentity: src.Identity, SchemaVersion: reproSchemaVersion,
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/wsfilter"
 	"github.com/sipnab/sipnab/sdk"
@@ -71,11 +72,11 @@ func generateWiresharkFilterTool(d *deps) sdk.Tool {
 		Name:  "generate_wireshark_filter",
 		Title: "Wireshark filter for a call",
 		Description: "A Wireshark display filter selecting one call (SIP by Call-ID; with include_media, RTP by 5-tuple and " +
-			"SSRC and its RTCP) and the tshark command (decode-as for SIP off port 5060). Refuses Call-IDs with control characters.",
+			"SSRC and its RTCP) and the tshark command (decode-as for SIP off port 5060).",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "a Call-ID holding a control character (no display filter can select it exactly)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in wiresharkFilterIn) (WiresharkFilter, error) {
@@ -85,16 +86,16 @@ func generateWiresharkFilterTool(d *deps) sdk.Tool {
 
 func generateWiresharkFilter(d *deps, c *sdk.Call, in wiresharkFilterIn) (WiresharkFilter, error) {
 	if in.CallID == "" {
-		return WiresharkFilter{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return WiresharkFilter{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	if _, err := wsfilter.Quote(in.CallID); err != nil {
 		return WiresharkFilter{}, sdk.InvalidParams("call_id %q holds a control character: a display filter escapes only \\ and \", "+
-			"so no filter can select this Call-ID exactly (a filter that selects the wrong packets is worse than none)", clipArg(in.CallID))
+			"so no filter can select this Call-ID exactly (a filter that selects the wrong packets is worse than none)", answer.Clip(in.CallID))
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	sum, ok := d.capture.Dialogs().Lookup(in.CallID)
 	if !ok {
-		return WiresharkFilter{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", clipArg(in.CallID))
+		return WiresharkFilter{}, answer.UnknownCall("call_id", in.CallID)
 	}
 	media := in.IncludeMedia == nil || *in.IncludeMedia
 	out := WiresharkFilter{
@@ -142,7 +143,7 @@ func generateWiresharkFilter(d *deps, c *sdk.Call, in wiresharkFilterIn) (Wiresh
 		f, err := wsfilter.ForCall(sum.CallID, streams[:k])
 		if err != nil {
 			if errors.Is(err, wsfilter.ErrControl) {
-				return WiresharkFilter{}, sdk.InvalidParams("call_id %q holds a control character", clipArg(in.CallID))
+				return WiresharkFilter{}, sdk.InvalidParams("call_id %q holds a control character", answer.Clip(in.CallID))
 			}
 			return WiresharkFilter{}, sdk.Internal("building the filter: %v", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/sdk"
@@ -14,7 +15,7 @@ const getCallTreeSchemaVersion = 1
 
 type getCallTreeIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned, root included (default 50)"`
+	Limit  int    `json:"limit,omitempty" default:"50" desc:"legs returned, root included"`
 }
 
 // CallTreeLeg is one leg of a call tree.
@@ -79,12 +80,12 @@ func getCallTreeTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_call_tree",
 		Title: "Get every leg of a call as a tree",
-		Description: "All legs reachable from a Call-ID over identifier matches, breadth first, with dialog rows. Timing " +
-			"guesses are leaves, never walked (heuristic_edges); followed false: not searched.",
+		Description: "Every leg reachable from a Call-ID by following identifier links, breadth first, with dialog rows. " +
+			"Timing-only guesses are listed (heuristic_edges), never followed. One call's direct legs, scored: find_correlated.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
@@ -95,16 +96,16 @@ func getCallTreeTool(d *deps) sdk.Tool {
 func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 	capture := d.capture
 	if in.CallID == "" {
-		return CallTree{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return CallTree{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	if in.Limit < 0 {
 		return CallTree{}, sdk.InvalidParams("limit must be positive, got %d", in.Limit)
 	}
 	limit := c.Limit(in.Limit)
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	tree, ok := legCorrelator(d).Tree(in.CallID, limit)
 	if !ok {
-		return CallTree{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return CallTree{}, answer.UnknownCall("call_id", in.CallID)
 	}
 	legs := make([]CallTreeLeg, 0, len(tree.Nodes))
 	for _, n := range tree.Nodes {
@@ -118,7 +119,7 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 			}
 		}
 		if row, ok := capture.Dialogs().Lookup(n.CallID); ok {
-			row.Method = unfencedValue(row.Method)
+			row.Method = answer.Unfenced(row.Method)
 			if row.FromUser != "" {
 				row.FromUser = c.Fence(row.FromUser)
 			}

@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/sdptimeline"
@@ -15,10 +16,10 @@ type getDialogReportIn struct {
 }
 
 // DialogReport is get_dialog_report's json answer: the structured per-call
-// report (the generator --call-report uses) with the read's flags. From,
-// To and the other sender-written values are unfenced (the provenance note
-// says so) but keep the fence's hygiene: no fence code point, control or
-// bidi character, at most 256 bytes (cleanReport).
+// report (the generator --call-report uses) with the read's flags. The
+// sender-written values are fenced (From, To, reason phrases, Reason and
+// Warning texts, cause text, codec names) or, for method tokens and
+// branches, keep the fence's hygiene without markers (cleanReport).
 type DialogReport struct {
 	callreport.Report
 	// SDPExchangesOmitted and StreamsOmitted count the later SDP
@@ -34,14 +35,14 @@ func getDialogReportTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "get_dialog_report",
 		Title: "Report on one call",
-		Description: "One call's report: result, parties, timing, diagnosis, SDP timeline, termination, streams. " +
-			"markdown/text add transaction chains.",
+		Description: "One call's full report: result, parties, timing, diagnosis, SDP timeline, termination, streams; " +
+			"markdown/text add transaction chains. Quick verdict: triage_call; message flow: render_ladder.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		// markdown/text are documents: no outputSchema.
 		Renders: true,
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in getDialogReportIn) (DialogReport, error) {
 		return getDialogReport(d, c, in)
@@ -51,7 +52,7 @@ func getDialogReportTool(d *deps) sdk.Tool {
 func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, error) {
 	capture := d.capture
 	if in.CallID == "" {
-		return DialogReport{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return DialogReport{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	var f callreport.Format
 	switch in.Format {
@@ -63,20 +64,23 @@ func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, 
 	default:
 		return DialogReport{}, sdk.InvalidParams("unknown format %q: want json, markdown or text", in.Format)
 	}
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	call, ok := callreport.Build(capture, in.CallID, callReportOptions(d))
 	if !ok {
-		return DialogReport{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return DialogReport{}, answer.UnknownCall("call_id", in.CallID)
 	}
-	// The report mixes sipnab's analysis with sender-written text: it
-	// carries the provenance note, never markers.
+	// The report mixes sipnab's analysis with sender-written text: each
+	// value the sender wrote whole is fenced inline, the sentences sipnab
+	// writes around sender text (hints, evidence clauses) are sanitized,
+	// and the answer carries the provenance note.
 	c.MarkFenced()
 	if in.Format == "markdown" || in.Format == "text" {
 		c.WhenCut("get_dialog pages every message, rtp_stats lists the streams, lint_dialog the findings")
+		call.Quote = c.Fence
 		c.ReplyText(call.Report(f))
 		return DialogReport{}, nil
 	}
-	whole := cleanReport(call.JSON())
+	whole := cleanReport(c, call.JSON())
 	// The SDP timeline and the streams grow with the call: past the byte
 	// ceiling the first k of each stay and the rest are counted.
 	build := func(k int) DialogReport {
@@ -94,26 +98,26 @@ func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, 
 	return build(k), nil
 }
 
-// cleanReport gives every sender-written value of the JSON report the
-// fence's hygiene without its markers (unfencedValue): the report stays
-// unfenced (it carries the provenance note, mcp-surface §2.5), but no value
-// can forge a marker, reorder a transcript with a bidi control or spend the
-// context window. Sender-written: the From/To URIs and display names, the
-// reason phrases, the failure's Reason and Warning texts, the cause text,
-// method tokens, Via branches, SDP codec names, media types and transport
-// protocols, and the codec names of the streams and of a codec asymmetry.
-// Identifiers (Call-ID, frame pointers, addresses) stay verbatim, and
-// sipnab's own text (hints, states, kinds) is left alone. Every list and
+// cleanReport fences every sender-written value of the JSON report that
+// the sender wrote whole: the From/To URIs and display names, the reason
+// phrases, the failure's Reason and Warning texts, the cause text, and the
+// codec names (SDP, streams, a codec asymmetry), as get_message and
+// rtp_stats fence them. Method tokens, transaction labels, Via branches and
+// SDP media types and protocols keep the fence's hygiene without markers
+// (answer.Unfenced), as on every other surface. Identifiers (Call-ID, frame
+// pointers, addresses) stay verbatim, and sipnab's own text (hints, states,
+// kinds) is left alone: its sender text is sanitized where the analysis
+// writes it, and the answer carries the provenance note. Every list and
 // pointer that changes is copied: the model's values are not written.
-func cleanReport(r callreport.Report) callreport.Report {
-	u := unfencedValue
-	r.Method, r.FinalStatusReason = u(r.Method), u(r.FinalStatusReason)
-	r.From, r.FromDisplay, r.To, r.ToDisplay = u(r.From), u(r.FromDisplay), u(r.To), u(r.ToDisplay)
+func cleanReport(c *sdk.Call, r callreport.Report) callreport.Report {
+	u, fence := answer.Unfenced, c.Fence
+	r.Method, r.FinalStatusReason = u(r.Method), fenceSome(c, r.FinalStatusReason)
+	r.From, r.FromDisplay, r.To, r.ToDisplay = fenceSome(c, r.From), fenceSome(c, r.FromDisplay), fenceSome(c, r.To), fenceSome(c, r.ToDisplay)
 	if s := r.Diagnosis.Signaling; s != nil {
 		sd := *s
 		if ff := sd.FinalFailure; ff != nil {
 			f := *ff
-			f.Reason, f.ReasonHeader, f.Warning, f.Method = u(f.Reason), u(f.ReasonHeader), u(f.Warning), u(f.Method)
+			f.Reason, f.ReasonHeader, f.Warning, f.Method = fenceSome(c, f.Reason), fenceSome(c, f.ReasonHeader), fenceSome(c, f.Warning), u(f.Method)
 			sd.FinalFailure = &f
 		}
 		if al := sd.AuthLoop; al != nil {
@@ -137,7 +141,7 @@ func cleanReport(r callreport.Report) callreport.Report {
 			if cl.Rule == "codec_asymmetry" {
 				for _, k := range []string{"forward", "reverse"} {
 					if v := cl.Observed[k]; v != "" {
-						cl = cl.WithObserved(k, u(v))
+						cl = cl.WithObserved(k, fence(v))
 					}
 				}
 			}
@@ -146,21 +150,21 @@ func cleanReport(r callreport.Report) callreport.Report {
 		r.Diagnosis.Evidence = cs
 	}
 	if a := r.Diagnosis.Media.CodecAsymmetry; a != nil {
-		r.Diagnosis.Media.CodecAsymmetry = &analysis.Asymmetry{Forward: u(a.Forward), Reverse: u(a.Reverse)}
+		r.Diagnosis.Media.CodecAsymmetry = &analysis.Asymmetry{Forward: fence(a.Forward), Reverse: fence(a.Reverse)}
 	}
 	if t := r.Termination; t != nil {
 		tc := *t
-		tc.Text = u(tc.Text)
+		tc.Text = fenceSome(c, tc.Text)
 		r.Termination = &tc
 	}
 	if r.SDPTimeline != nil {
 		xs := make([]sdptimeline.Exchange, len(r.SDPTimeline))
 		for i, x := range r.SDPTimeline {
-			x.Method, x.Transaction, x.Codecs = u(x.Method), u(x.Transaction), unfencedValues(x.Codecs)
+			x.Method, x.Transaction, x.Codecs = u(x.Method), u(x.Transaction), answer.FenceAll(c, x.Codecs)
 			if x.Streams != nil {
 				ss := make([]sdptimeline.Stream, len(x.Streams))
 				for j, st := range x.Streams {
-					st.Type, st.Proto, st.Codecs = u(st.Type), u(st.Proto), unfencedValues(st.Codecs)
+					st.Type, st.Proto, st.Codecs = u(st.Type), u(st.Proto), answer.FenceAll(c, st.Codecs)
 					ss[j] = st
 				}
 				x.Streams = ss
@@ -172,10 +176,18 @@ func cleanReport(r callreport.Report) callreport.Report {
 	if r.Streams != nil {
 		ss := make([]callreport.ReportStream, len(r.Streams))
 		for i, st := range r.Streams {
-			st.Codec = u(st.Codec)
+			st.Codec = fenceSome(c, st.Codec)
 			ss[i] = st
 		}
 		r.Streams = ss
 	}
 	return r
+}
+
+// fenceSome fences a sender-written value; "" (absent) stays "".
+func fenceSome(c *sdk.Call, v string) string {
+	if v == "" {
+		return ""
+	}
+	return c.Fence(v)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/sip"
@@ -17,7 +18,7 @@ const getMessageSchemaVersion = 1
 
 type getMessageIn struct {
 	CallID string `json:"call_id" desc:"Call-ID, verbatim"`
-	Index  int    `json:"index" desc:"message index, from 0 (get_dialog messages[].index)"`
+	Index  int    `json:"index" min:"0" desc:"message index, from 0 (get_dialog messages[].index)"`
 }
 
 // MessageCSeq is a message's CSeq.
@@ -90,7 +91,7 @@ func getMessageTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "an index out of range (the message gives the count)"},
 			{Code: sdk.CodeInvalidParams, When: "an index past the per-dialog retention cap (the message gives how many are kept)"},
 		},
@@ -101,12 +102,12 @@ func getMessageTool(d *deps) sdk.Tool {
 
 func getMessage(capture *engine.Capture, c *sdk.Call, in getMessageIn) (Message, error) {
 	if in.CallID == "" {
-		return Message{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return Message{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
-	src := sourceState(capture.Status())
+	src := answer.SourceState(capture.Status())
 	det, ok := capture.Dialogs().Get(in.CallID)
 	if !ok {
-		return Message{}, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return Message{}, answer.UnknownCall("call_id", in.CallID)
 	}
 	n := len(det.Messages)
 	switch {
@@ -152,7 +153,7 @@ func messageRow(c *sdk.Call, m *dialog.Message) Message {
 	v.CallID = msg.CallID
 	v.IsRequest = msg.IsRequest
 	if msg.CSeq.Valid {
-		v.CSeq = &MessageCSeq{Method: unfencedValue(msg.CSeq.Method), Number: msg.CSeq.Number}
+		v.CSeq = &MessageCSeq{Method: answer.Unfenced(msg.CSeq.Method), Number: msg.CSeq.Number}
 	}
 	if h, ok := msg.Header(sip.HdrFrom); ok {
 		v.From = c.Fence(h)
@@ -178,7 +179,7 @@ func messageRow(c *sdk.Call, m *dialog.Message) Message {
 		v.ExtensionHeaders = append(v.ExtensionHeaders, c.Fence(h.Name+": "+h.Value))
 	}
 	if msg.IsRequest {
-		v.Method = unfencedValue(msg.Method) // sender-written, shown unfenced
+		v.Method = answer.Unfenced(msg.Method) // sender-written, shown unfenced
 		return v
 	}
 	v.StatusCode = msg.StatusCode
@@ -186,7 +187,7 @@ func messageRow(c *sdk.Call, m *dialog.Message) Message {
 		v.Reason = c.Fence(msg.Reason)
 	}
 	if msg.CSeq.Valid {
-		v.ResponseContext = sip.StatusClass(msg.StatusCode) + " to " + unfencedValue(msg.CSeq.Method)
+		v.ResponseContext = sip.StatusClass(msg.StatusCode) + " to " + answer.Unfenced(msg.CSeq.Method)
 	} else {
 		v.ResponseContext = sip.StatusClass(msg.StatusCode)
 	}

@@ -158,7 +158,7 @@ func TestGetMessageRefusals(t *testing.T) {
 		want []string
 	}{
 		{"past the count", map[string]any{"call_id": "kept3", "index": 5}, []string{"index 5", "has 5 messages"}},
-		{"negative", map[string]any{"call_id": "kept3", "index": -1}, []string{"index -1", "has 5 messages"}},
+		{"negative", map[string]any{"call_id": "kept3", "index": -1}, []string{`argument "index": got -1; valid: at least 0`}},
 		{"counted, not kept", map[string]any{"call_id": "kept3", "index": 3}, []string{"index 3 was not kept", "has 5 messages", "first 3 are kept"}},
 		{"unknown call_id", map[string]any{"call_id": "nobody", "index": 0}, []string{`unknown call_id "nobody"`}},
 		{"index required", map[string]any{"call_id": "kept3"}, []string{"index"}},

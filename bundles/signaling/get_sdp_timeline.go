@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/sdptimeline"
 	"github.com/sipnab/sipnab/sdk"
@@ -120,11 +121,11 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 		Name:  "get_sdp_timeline",
 		Title: "SDP offer/answer history of a call",
 		Description: "Every SDP offer and answer of a call in order: codecs, media address/port, ptime, direction, changes " +
-			"(Hold, Resume, T38Switch, T38End, T38Fallback, MediaAnchorChange, CodecChange), each offer's outcome.",
+			"(hold, resume, T.38 switch, codec or media address change), each offer's outcome.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in sdpTimelineIn) (SDPTimeline, error) {
 		out, err := getSDPTimeline(d, c, in.CallID)
@@ -139,12 +140,12 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 // flags that say the source was read whole describe what was read).
 func callDetail(d *deps, callID string) (dialog.Detail, sdk.SourceState, error) {
 	if callID == "" {
-		return dialog.Detail{}, sdk.SourceState{}, sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return dialog.Detail{}, sdk.SourceState{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	det, ok := d.capture.Dialogs().Get(callID)
 	if !ok {
-		return dialog.Detail{}, src, sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", clipArg(callID))
+		return dialog.Detail{}, src, answer.UnknownCall("call_id", callID)
 	}
 	return det, src, nil
 }
@@ -174,7 +175,7 @@ func getSDPTimeline(d *deps, c *sdk.Call, callID string) (SDPTimeline, error) {
 		}
 		x := SDPExchangeOut{
 			MessageIndex: e.MessageIndex, Direction: e.Direction, Transaction: e.Transaction,
-			Message: unfencedValue(e.Method), Codecs: fenceCodecs(c, e.Codecs), MediaAddr: e.MediaAddr, MediaPort: e.MediaPort,
+			Message: answer.Unfenced(e.Method), Codecs: fenceCodecs(c, e.Codecs), MediaAddr: e.MediaAddr, MediaPort: e.MediaPort,
 			Ptime: e.Ptime, Mode: e.Mode, Timestamp: e.Timestamp, Events: e.Events,
 			Src: addrText(e.Src.String(), e.Src.IsValid()), Dst: addrText(e.Dst.String(), e.Dst.IsValid()),
 			Frame: e.Frame, Streams: make([]SDPStreamOut, 0, len(e.Streams)), SDPProblems: e.Problems,

@@ -3,7 +3,9 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -16,8 +18,8 @@ const defaultTopN = 50
 type groupDialogsIn struct {
 	By      string   `json:"by" desc:"state, response_code, method, from.user, to.user, ua, src.ip, dst.ip, rtp.codec, to_domain, hour (UTC), next_hop (ip:port the opening request was last sent to)"`
 	Metrics []string `json:"metrics,omitempty" default:"all eight" desc:"subset of count, asr, ner, acd, pdd_p50, pdd_p95, mos_p10, retransmit_rate (default all)"`
-	Filter  string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
-	TopN    int      `json:"top_n,omitempty" default:"50" desc:"largest groups kept (default 50)"`
+	Filter  string   `json:"filter,omitempty" desc:"absent: all dialogs"`
+	TopN    int      `json:"top_n,omitempty" default:"50" min:"1" desc:"largest groups kept"`
 }
 
 // GroupPopulation is what a group's metrics were computed over.
@@ -52,7 +54,7 @@ type DialogGroup struct {
 	// Value is the dimension's value; "(none)" when the dialogs have none.
 	// to_domain, from.user, to.user and ua are fenced (sender-written);
 	// the other dimensions' values are unfenced, stripped of control and
-	// bidi characters and cut to 256 bytes (unfencedValue).
+	// bidi characters and cut to 256 bytes (answer.Unfenced).
 	Value string `json:"value" desc:"dimension value; (none) when absent; sender-written values fenced"`
 	// Count is the number of dialogs in the group.
 	Count int `json:"count" desc:"dialogs in the group"`
@@ -98,9 +100,9 @@ func groupDialogsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "group_dialogs",
 		Title: "Carrier metrics per group",
-		Description: "Carrier metrics per value of one dimension, beside their population: ASR/NER (percent), " +
-			"ACD (s of conversation), PDD p50/p95 (ms, nearest rank), MOS p10, retransmits per dialog. " +
-			"Not computable: null and a not_grounded reason, never 0.",
+		Description: "Carrier metrics per value of one dimension: ASR/NER (%), ACD (s), PDD p50/p95 (ms), MOS p10, " +
+			"retransmits per dialog; not computable: null with a not_grounded reason, never 0. Counts only: aggregate_dialogs. " +
+			reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown dimension in by or metric in metrics"},
@@ -130,11 +132,11 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 	}
 	topN = min(topN, maxRows(c))
 	q := storeQuerier(d)
-	f, err := compileDialogFilter(q, in.Filter)
+	f, err := answer.CompileFilter(q, in.Filter)
 	if err != nil {
 		return GroupDialogs{}, err
 	}
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	g, err := q.Group(ctx, query.GroupOptions{Filter: f, By: by, Metrics: metrics, TopN: topN})
 	if err != nil {
 		return GroupDialogs{}, err
@@ -163,7 +165,7 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 		case fence:
 			v = c.Fence(v)
 		default:
-			v = unfencedValue(v)
+			v = answer.Unfenced(v)
 		}
 		dg := DialogGroup{
 			Value:       v,

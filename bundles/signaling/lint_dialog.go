@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/lint"
@@ -17,7 +18,7 @@ import (
 const lintSchemaVersion = 1
 
 type lintDialogIn struct {
-	CallID          string   `json:"call_id" desc:"Call-ID of the dialog, verbatim"`
+	CallID          string   `json:"call_id" desc:"Call-ID, verbatim"`
 	Rulesets        []string `json:"rulesets,omitempty" default:"[\"all\"]" desc:"union of: all (default), must, rfc, interop, observation (alias observed), syntax, rfc3261, rfc3262, rfc3264, rfc3551, rfc4028, rfc4566, rfc5761, rfc7989"`
 	SeverityMin     string   `json:"severity_min,omitempty" default:"info" enum:"info|notice|warning|error" desc:"lowest severity reported (default info)"`
 	SuppressionFile string   `json:"suppression_file,omitempty" default:".sipnablint beside the capture" desc:"suppression list in the file root (needs --mcp-file-root); default: .sipnablint beside the capture, up to the project root"`
@@ -106,12 +107,12 @@ func lintDialogTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "lint_dialog",
 		Title: "Lint a dialog against the RFCs",
-		Description: "RFC conformance findings for one call: SIP message rules, SDP offer/answer rules, and OBS rules that check " +
-			"the SDP against the RTP actually observed. Quote rfc and section from the findings. rules_not_evaluated lists " +
-			"selected rules that could not run (no RTP, single message): a rule that found nothing is not there.",
+		Description: "RFC conformance findings for one call: SIP message rules, SDP offer/answer rules, and observation rules " +
+			"(the SDP against the RTP seen). Quote rfc and section from the findings. rules_not_evaluated lists rules that " +
+			"could not run (no RTP, one message): not a pass. One message: validate_message.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "an unknown ruleset"},
 			{Code: sdk.CodeInvalidParams, When: "suppression_file without --mcp-file-root (\"file tools are disabled\")"},
 			{Code: sdk.CodeInvalidParams, When: "a suppression_file that is not one file name, does not exist, resolves outside the file root, or does not parse"},
@@ -165,19 +166,11 @@ func lintOptions(rulesets []string, severityMin string) (*lint.Selection, lint.S
 	if severityMin != "" {
 		s, ok := lint.ParseSeverity(severityMin)
 		if !ok {
-			return nil, 0, sdk.InvalidParams("severity_min: %q is not one of %s", clipArg(severityMin), strings.Join(lint.SeverityNames(), ", "))
+			return nil, 0, sdk.InvalidParams("severity_min: %q is not one of %s", answer.Clip(severityMin), strings.Join(lint.SeverityNames(), ", "))
 		}
 		sev = s
 	}
 	return sel, sev, nil
-}
-
-// clipArg shortens a caller's argument echoed in an error.
-func clipArg(s string) string {
-	if len(s) > 128 {
-		return s[:128] + "..."
-	}
-	return s
 }
 
 // dialog fetches one dialog and the RTP attributed to it; an unknown
@@ -185,7 +178,7 @@ func clipArg(s string) string {
 func (d *deps) dialog(callID string) (dialog.Detail, []media.StreamInfo, error) {
 	det, ok := d.capture.Dialogs().Get(callID)
 	if !ok {
-		return dialog.Detail{}, nil, sdk.InvalidParams("unknown call_id %q", clipArg(callID))
+		return dialog.Detail{}, nil, answer.UnknownCall("call_id", callID)
 	}
 	var streams []media.StreamInfo
 	if m := d.capture.Media(); m != nil {
@@ -207,7 +200,7 @@ func (d *deps) qualityInterval() time.Duration {
 func (d *deps) suppression(name string) (*lint.Suppression, error) {
 	if name != "" {
 		if !d.root.Enabled() {
-			return nil, sdk.InvalidParams("file tools are disabled: suppression_file needs the server started with --mcp-file-root")
+			return nil, sdk.NotEnabled("suppression_file", "file tools are disabled: suppression_file needs the server started with --mcp-file-root")
 		}
 		// Read through the sandbox's one open (beneath the root, regular
 		// files only), then parse the bytes: never reopened by path.
@@ -217,7 +210,7 @@ func (d *deps) suppression(name string) (*lint.Suppression, error) {
 		}
 		pats, err := lint.ParseSuppression(data)
 		if err != nil {
-			return nil, sdk.InvalidParams("suppression_file %q: %v", clipArg(name), err)
+			return nil, sdk.InvalidParams("suppression_file %q: %v", answer.Clip(name), err)
 		}
 		return &lint.Suppression{File: name, Patterns: pats}, nil
 	}
@@ -253,7 +246,7 @@ func lintAnswer(c *sdk.Call, callID string, sel *lint.Selection, sev lint.Severi
 		FindingsWithheld:  res.Withheld,
 		Suppressions:      Suppressions{Patterns: []string{}, FindingsSuppressed: res.Withheld.Suppressed},
 		RuleCatalog:       ruleCatalog(),
-		SourceFlags:       sourceState(st).Flags(),
+		SourceFlags:       answer.SourceState(st).Flags(),
 	}
 	if out.RulesNotEvaluated == nil {
 		out.RulesNotEvaluated = []lint.NotEvaluated{}

@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -20,14 +21,14 @@ func renderLadderTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "render_ladder",
 		Title: "Draw a call's ladder",
-		Description: "Call report, then the ladder: participants by address, arrows, relative times, SDP, RTP, " +
-			"correlated legs. Same bytes as --call-report.",
+		Description: "One call's report, then its ladder diagram: participants by address, arrows, relative times, SDP, RTP, " +
+			"correlated legs; sender text fenced. Exact headers: get_dialog.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		// Always a document: no outputSchema.
 		Renders: true,
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in renderLadderIn) (Ladder, error) {
 		return Ladder{}, renderLadder(d, c, in)
@@ -36,7 +37,7 @@ func renderLadderTool(d *deps) sdk.Tool {
 
 func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 	if in.CallID == "" {
-		return sdk.InvalidParams("call_id is required: give a Call-ID from list_dialogs or find_problems")
+		return sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
 	f := callreport.Markdown
 	switch in.Format {
@@ -48,10 +49,16 @@ func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 	}
 	call, ok := callreport.Build(d.capture, in.CallID, callReportOptions(d))
 	if !ok {
-		return sdk.InvalidParams("unknown call_id %q: no dialog with this Call-ID (list_dialogs lists them)", in.CallID)
+		return answer.UnknownCall("call_id", in.CallID)
 	}
+	// The report above the drawing fences each value the sender wrote
+	// whole, as get_dialog_report does; the drawing's labels (a reason
+	// phrase cut to its column) cannot carry markers and are sanitized
+	// only. The answer carries the provenance note. Without the markers
+	// the document is --call-report's, byte for byte.
 	c.MarkFenced()
 	c.WhenCut("get_dialog pages every message (max_messages, cursor)")
+	call.Quote = c.Fence
 	c.ReplyText(call.CallReport(f))
 	return nil
 }

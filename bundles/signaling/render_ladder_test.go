@@ -31,8 +31,11 @@ func TestRenderLadderGolden(t *testing.T) {
 				if !ok {
 					t.Fatal("Build: unknown call")
 				}
-				if cli := call.CallReport(f.cli); cli != doc {
-					t.Errorf("render_ladder and --call-report differ:\n--- tool\n%s\n--- cli\n%s", doc, cli)
+				if cli := call.CallReport(f.cli); cli != unfence(doc) {
+					t.Errorf("render_ladder without its markers and --call-report differ:\n--- tool\n%s\n--- cli\n%s", doc, cli)
+				}
+				if !strings.Contains(doc, sdk.FenceOpen) {
+					t.Error("the report above the drawing fences the sender's values (From, To): no marker")
 				}
 			})
 		}
@@ -109,4 +112,10 @@ func TestRenderLadderIncompleteRun(t *testing.T) {
 	if !rep.SourceStoppedEarly {
 		t.Errorf("get_dialog_report json on a truncated capture: source_stopped_early false")
 	}
+}
+
+// unfence removes the untrusted-capture-data markers: what remains of a
+// render_ladder answer is the --call-report document.
+func unfence(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, sdk.FenceOpen, ""), sdk.FenceClose, "")
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/filter"
-	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
 // The signaling bundle's resources (mcp-surface §4.1): lint rules, filter
-// alias expansions, filter fields and the reference pages. None of them
+// alias expansions and filter fields (the host serves the reference pages,
+// sipnab://reference/{topic}, whatever the selection). None of them
 // changes during a run, so none is subscribable (a subscription that can
 // never fire reads like a quiet network). Each is rendered by the function
 // its tool uses: sipnab://lint/<rule-id> is ExplainRule, the body of
@@ -23,15 +24,13 @@ const maxResourceBytes = 8 << 20
 
 // Resource templates and their variables.
 const (
-	lintTemplate      = "sipnab://lint/{rule_id}"
-	filterTemplate    = "sipnab://filter/{alias}"
-	fieldTemplate     = "sipnab://filter/field/{field}"
-	referenceTemplate = "sipnab://reference/{topic}"
+	lintTemplate   = "sipnab://lint/{rule_id}"
+	filterTemplate = "sipnab://filter/{alias}"
+	fieldTemplate  = "sipnab://filter/field/{field}"
 
 	varRuleID = "rule_id"
 	varAlias  = "alias"
 	varField  = "field"
-	varTopic  = "topic"
 )
 
 // runThresholds returns the thresholds the filter aliases expand with in
@@ -78,16 +77,6 @@ func addResources(env sdk.Env, _ *deps) {
 			return fieldResource(vars[varField])
 		},
 		Complete: completer(varField, fieldNames),
-	})
-	env.AddResourceTemplate(sdk.ResourceTemplate{
-		URITemplate: referenceTemplate,
-		Name:        "reference page",
-		MIMEType:    "text/markdown",
-		Description: "Reference text: mos-and-codecs (what a MOS is here, grounding, which codecs are grounded), filter-language (with this run's alias thresholds).",
-		Read: func(_ context.Context, _ string, vars map[string]string) (sdk.ResourceContent, error) {
-			return referenceResource(vars[varTopic], th())
-		},
-		Complete: completer(varTopic, reference.Topics),
 	})
 }
 
@@ -145,7 +134,7 @@ type AliasThresholds struct {
 func aliasResource(name string, th filter.Thresholds) (sdk.ResourceContent, error) {
 	expr, ok := filter.ExpandAlias(name, th)
 	if !ok {
-		return sdk.ResourceContent{}, sdk.InvalidParams("unknown alias %q; the aliases are: %s", clipArg(name), strings.Join(aliasNames(), ", "))
+		return sdk.ResourceContent{}, sdk.InvalidParams("unknown alias %q; the aliases are: %s", answer.Clip(name), strings.Join(aliasNames(), ", "))
 	}
 	var doc string
 	for _, a := range filter.Aliases() {
@@ -178,7 +167,7 @@ type FieldDoc struct {
 func fieldResource(name string) (sdk.ResourceContent, error) {
 	f, ok := filter.FieldByName(name)
 	if !ok {
-		return sdk.ResourceContent{}, sdk.InvalidParams("unknown filter field %q; the fields are: %s", clipArg(name), strings.Join(fieldNames(), ", "))
+		return sdk.ResourceContent{}, sdk.InvalidParams("unknown filter field %q; the fields are: %s", answer.Clip(name), strings.Join(fieldNames(), ", "))
 	}
 	info := f.Info()
 	doc := FieldDoc{Name: info.Name, Type: info.Type.String(), Multi: info.Multi, Unit: info.Unit, Doc: info.Doc}
@@ -186,12 +175,4 @@ func fieldResource(name string) (sdk.ResourceContent, error) {
 		doc.Values = filter.States()
 	}
 	return jsonContent(doc)
-}
-
-func referenceResource(topic string, th filter.Thresholds) (sdk.ResourceContent, error) {
-	text, ok := reference.Page(topic, th)
-	if !ok {
-		return sdk.ResourceContent{}, sdk.InvalidParams("unknown reference topic %q; the topics are: %s", clipArg(topic), strings.Join(reference.Topics(), ", "))
-	}
-	return textContent(text)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/lint"
-	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -69,7 +68,7 @@ func TestSignalingTemplates(t *testing.T) {
 			t.Errorf("%s: incomplete template %+v", tp.URITemplate, tp)
 		}
 	}
-	want := []string{"sipnab://lint/{rule_id}", "sipnab://filter/{alias}", "sipnab://filter/field/{field}", "sipnab://reference/{topic}"}
+	want := []string{"sipnab://lint/{rule_id}", "sipnab://filter/{alias}", "sipnab://filter/field/{field}"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got templates %v, want %v", got, want)
 	}
@@ -178,27 +177,6 @@ func TestFieldResource(t *testing.T) {
 	}
 }
 
-func TestReferenceResource(t *testing.T) {
-	custom := filter.Thresholds{PDDSeconds: 4.5, ShortCallSeconds: 7, LossPct: 2, JitterMs: 30, Retransmits: 9}
-	tp := resTemplate(t, resRegistered(t, custom), referenceTemplate)
-	for _, topic := range reference.Topics() {
-		t.Run(topic, func(t *testing.T) {
-			got, err := resRead(t, tp, varTopic, topic)
-			want, _ := reference.Page(topic, custom)
-			if err != nil || got.Text != want {
-				t.Errorf("got %d bytes, %v; want reference.Page with the run's thresholds", len(got.Text), err)
-			}
-		})
-	}
-	got, _ := resRead(t, tp, varTopic, reference.TopicFilter)
-	if !strings.Contains(got.Text, "`pdd > 4.5`") {
-		t.Error("filter-language page does not expand with the run's thresholds")
-	}
-	if _, err := resRead(t, tp, varTopic, "codecs"); err == nil || !strings.Contains(err.Error(), "mos-and-codecs") {
-		t.Errorf("unknown topic: got %v, want a refusal listing the topics", err)
-	}
-}
-
 func TestSignalingCompletions(t *testing.T) {
 	b := resRegistered(t)
 	tests := []struct {
@@ -214,7 +192,6 @@ func TestSignalingCompletions(t *testing.T) {
 			"codec-asym", "ptime-asym", "payload-asym", "duration-asym", "late-media"}},
 		{"aliases by prefix", filterTemplate, varAlias, "s", []string{"slow-setup", "short-calls"}},
 		{"fields by prefix", fieldTemplate, varField, "rtp.", []string{"rtp.codec", "rtp.ssrc", "rtp.mos", "rtp.jitter", "rtp.loss", "rtp.packets", "rtp.orphaned"}},
-		{"topics", referenceTemplate, varTopic, "", []string{"filter-language", "mos-and-codecs"}},
 		{"no match", filterTemplate, varAlias, "zzz", []string{}},
 		{"unknown variable", filterTemplate, "call_id", "", nil},
 		{"another template's variable", lintTemplate, varAlias, "", nil},
@@ -275,7 +252,7 @@ func TestPrompts(t *testing.T) {
 
 // TestUnknownTemplateValuesAreInvalidParams: a URI of a known template
 // whose value names nothing (sipnab://lint/NOPE, sipnab://filter/nope, an
-// unknown field or reference topic) is bad input: -32602 listing what
+// unknown field) is bad input: -32602 listing what
 // exists (mcp-surface §2.6; MCP SEP-2164 settles resource-not-found on
 // -32602), never -32603, which reads as "server broken". A URI no template
 // matches is the host's (-32002, mcp-go's resource-not-found).
@@ -285,7 +262,6 @@ func TestUnknownTemplateValuesAreInvalidParams(t *testing.T) {
 		{lintTemplate, varRuleID, "NOPE", "SIP-3261-8.1.1.7-BRANCH-COOKIE"},
 		{filterTemplate, varAlias, "nope", "slow-setup"},
 		{fieldTemplate, varField, "nope", "rtp.loss"},
-		{referenceTemplate, varTopic, "nope", "mos-and-codecs"},
 	} {
 		t.Run(tc.template, func(t *testing.T) {
 			_, err := resRead(t, resTemplate(t, b, tc.template), tc.name, tc.value)

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -15,8 +17,8 @@ const searchByTimeSchemaVersion = 1
 type searchByTimeIn struct {
 	Start  string   `json:"start" desc:"window start, RFC 3339, inclusive"`
 	End    string   `json:"end,omitempty" default:"no end" desc:"window end, RFC 3339, exclusive, after start (default: no end)"`
-	Filter string   `json:"filter,omitempty" desc:"filter expression or alias; values may be bare or quoted"`
-	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50)"`
+	Filter string   `json:"filter,omitempty" desc:"absent: all dialogs in the window"`
+	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (max --mcp-max-rows)"`
 	Cursor string   `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
 	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
 }
@@ -52,15 +54,15 @@ func searchByTimeTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "search_by_time",
 		Title: "Dialogs in a time window",
-		Description: "Page of the dialogs created in [start, end) that match an optional filter, in created_at order, " +
-			"with total_matched and a cursor.",
+		Description: "list_dialogs within a creation-time window [start, end), oldest first, with total_matched and a cursor. " +
+			reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "start or end not an RFC 3339 time"},
 			{Code: sdk.CodeInvalidParams, When: "end not after start"},
 			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this listing's: malformed, altered, or from another capture, tool or filter"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in searchByTimeIn) (SearchByTime, error) {
@@ -85,9 +87,14 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 	if in.Limit < 0 {
 		return SearchByTime{}, sdk.InvalidParams("limit %d: want a positive number, or omit it for %d", in.Limit, sdk.DefaultLimit)
 	}
+	src := answer.SourceState(d.capture.Status())
+	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance, "start", in.Start, "end", in.End, "filter", in.Filter)
+	if err != nil {
+		return SearchByTime{}, err
+	}
 	var after *query.Cursor
-	if in.Cursor != "" {
-		cur, err := query.ParseDialogCursor(in.Cursor)
+	if pos != "" {
+		cur, err := query.ParseDialogCursor(pos)
 		if err != nil {
 			return SearchByTime{}, sdk.InvalidParams("%v", err)
 		}
@@ -97,11 +104,10 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 		return SearchByTime{}, err
 	}
 	q := storeQuerier(d)
-	f, err := compileDialogFilter(q, in.Filter)
+	f, err := answer.CompileFilter(q, in.Filter)
 	if err != nil {
 		return SearchByTime{}, err
 	}
-	src := sourceState(d.capture.Status())
 	limit := c.Limit(in.Limit)
 	p, err := q.Window(ctx, query.WindowOptions{Start: start, End: end, Filter: f, After: after, Limit: limit})
 	if err != nil {
@@ -115,11 +121,12 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 	}
 	build := func(k int) SearchByTime {
 		out := SearchByTime{Dialogs: append([]TimeRow{}, rows[:k]...)}
-		last := in.Cursor
+		last := pos
 		if k > 0 {
 			r := &p.Rows[k-1]
 			last = query.DialogCursor(r.CreatedAt, r.CallID)
 		}
+		last = c.Cursor(last)
 		more := p.More || k < len(rows)
 		next := ""
 		if more && k > 0 {

@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
@@ -13,7 +14,7 @@ const tailDialogsSchemaVersion = 1
 
 type tailDialogsIn struct {
 	Cursor string   `json:"cursor,omitempty" default:"the oldest change" desc:"next_cursor of the previous call; absent: from the oldest change"`
-	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (default 50)"`
+	Limit  int      `json:"limit,omitempty" default:"50" desc:"rows per page (max --mcp-max-rows)"`
 	Fields []string `json:"fields,omitempty" desc:"row fields to keep (call_id always kept)"`
 }
 
@@ -49,7 +50,7 @@ func tailDialogsTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
-			{Code: sdk.CodeInvalidParams, When: "a malformed cursor"},
+			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, altered, or from another capture or tool"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the message lists the valid ones)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in tailDialogsIn) (TailDialogs, error) {
@@ -61,9 +62,14 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 	if in.Limit < 0 {
 		return TailDialogs{}, sdk.InvalidParams("limit %d: want a positive number, or omit it for %d", in.Limit, sdk.DefaultLimit)
 	}
+	src := answer.SourceState(d.capture.Status())
+	pos, err := c.BindCursor(in.Cursor, src.Identity.Instance)
+	if err != nil {
+		return TailDialogs{}, err
+	}
 	var after *query.Cursor
-	if in.Cursor != "" {
-		cur, err := query.ParseDialogCursor(in.Cursor)
+	if pos != "" {
+		cur, err := query.ParseDialogCursor(pos)
 		if err != nil {
 			return TailDialogs{}, sdk.InvalidParams("%v", err)
 		}
@@ -72,7 +78,6 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 	if err := c.Project("dialogs", in.Fields, sdk.FieldNames[dialog.Summary]()); err != nil {
 		return TailDialogs{}, err
 	}
-	src := sourceState(d.capture.Status())
 	p, err := storeQuerier(d).List(ctx, query.ListOptions{Order: dialog.ByUpdated, After: after, Limit: c.Limit(in.Limit)})
 	if err != nil {
 		return TailDialogs{}, err
@@ -88,10 +93,10 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 		switch {
 		case k > 0:
 			last := &p.Rows[k-1]
-			next := query.DialogCursor(last.UpdatedAt, last.CallID)
+			next := c.Cursor(query.DialogCursor(last.UpdatedAt, last.CallID))
 			out.NextCursor = &next
-		case in.Cursor != "":
-			next := in.Cursor
+		case pos != "":
+			next := c.Cursor(pos)
 			out.NextCursor = &next
 		}
 		// The page envelope's rule for truncated: true when more rows
@@ -110,11 +115,11 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 
 // fenceSummaries returns the rows with their sender-written users fenced
 // (from_user, to_user) and the method token, shown unfenced, given the
-// fence's hygiene (unfencedValue), as every dialog row tool does.
+// fence's hygiene (answer.Unfenced), as every dialog row tool does.
 func fenceSummaries(c *sdk.Call, rows []dialog.Summary) []dialog.Summary {
 	out := make([]dialog.Summary, len(rows))
 	for i, r := range rows {
-		r.Method = unfencedValue(r.Method)
+		r.Method = answer.Unfenced(r.Method)
 		if r.FromUser != "" {
 			r.FromUser = c.Fence(r.FromUser)
 		}

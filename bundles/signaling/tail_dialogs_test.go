@@ -72,26 +72,26 @@ func TestTailDialogsPagesWithoutLossOrRepetition(t *testing.T) {
 	}
 }
 
-// TestTailDialogsBareTimestampCursor: a bare timestamp still parses and
-// pages strictly after that instant.
-func TestTailDialogsBareTimestampCursor(t *testing.T) {
+// TestTailDialogsCursorContinuesAfterItsPage: the cursor of a page of 5
+// continues with the 7 dialogs changed after them; a timestamp built by
+// hand is not a cursor this server issued and is refused, where it used to
+// page strictly after that instant and lose or repeat tied dialogs.
+func TestTailDialogsCursorContinuesAfterItsPage(t *testing.T) {
 	c := sgLoad(t, testcap.Public("b2bua-asterisk.pcapng"))
 	var all sgTail
 	sgCall(t, c, "tail_dialogs", map[string]any{"limit": 100}, &all)
 	if len(all.Dialogs) != 12 {
 		t.Fatalf("got %d dialogs, want 12", len(all.Dialogs))
 	}
-	at := all.Dialogs[4].UpdatedAt
-	var got sgTail
-	sgCall(t, c, "tail_dialogs", map[string]any{"cursor": at.Format(time.RFC3339Nano), "limit": 100}, &got)
-	want := 0
-	for _, d := range all.Dialogs {
-		if d.UpdatedAt.After(at) {
-			want++
-		}
+	var first, got sgTail
+	sgCall(t, c, "tail_dialogs", map[string]any{"limit": 5}, &first)
+	sgCall(t, c, "tail_dialogs", map[string]any{"cursor": *first.NextCursor, "limit": 100}, &got)
+	if len(got.Dialogs) != 7 || got.Dialogs[0].CallID != all.Dialogs[5].CallID {
+		t.Errorf("after the first 5: got %d dialogs, want 7 from %s", len(got.Dialogs), all.Dialogs[5].CallID)
 	}
-	if len(got.Dialogs) != want || want != 7 {
-		t.Errorf("after %v: got %d dialogs, want %d (7)", at, len(got.Dialogs), want)
+	_, err := sgInvoke(t, c, "tail_dialogs", map[string]any{"cursor": all.Dialogs[4].UpdatedAt.Format(time.RFC3339Nano)}, sdk.DefaultLimits())
+	if sgCode(err) != sdk.CodeInvalidParams || !strings.Contains(err.Error(), "not a next_cursor this server issued") {
+		t.Errorf("hand-built timestamp: got %v, want -32602 saying it is not a next_cursor", err)
 	}
 }
 

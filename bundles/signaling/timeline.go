@@ -2,14 +2,13 @@ package signaling
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"time"
 	"weak"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
-	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -21,7 +20,7 @@ const timelineSchemaVersion = 1
 const defaultBucketSeconds = 60
 
 type timelineIn struct {
-	BucketSeconds *int64 `json:"bucket_seconds,omitempty" default:"60" desc:"bucket width in seconds, 1 to 31622400 (default 60)"`
+	BucketSeconds *int64 `json:"bucket_seconds,omitempty" default:"60" min:"1" max:"31622400" desc:"bucket width in seconds"`
 }
 
 // TimelineBucket is one bucket of the histogram.
@@ -83,7 +82,7 @@ func timeline(ctx context.Context, d *deps, c *sdk.Call, in timelineIn) (Timelin
 	}
 	// The source state is read before the store: an exhausted source seen
 	// here means the count below is over the whole capture.
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	build := func(tl query.Timeline, k int) Timeline {
 		out := Timeline{
 			Buckets:         make([]TimelineBucket, k),
@@ -122,7 +121,7 @@ func timeline(ctx context.Context, d *deps, c *sdk.Call, in timelineIn) (Timelin
 		}
 		if k < 1 || maxBuckets <= 2 {
 			need, _ := c.WireBytes(build(tl, min(1, n)))
-			return Timeline{}, sdk.InvalidParams("one bucket needs %d bytes on the wire, over --mcp-max-response-bytes (%d)", need, budget)
+			return Timeline{}, sdk.Refuse(sdk.KindTooLarge, "", "one bucket needs %d bytes on the wire, over --mcp-max-response-bytes (%d)", need, budget)
 		}
 		// Widening merges buckets, so k of them fit next time; a
 		// widened answer only gains requested_bucket_seconds.
@@ -165,19 +164,4 @@ func maxRows(c *sdk.Call) int {
 		return n
 	}
 	return sdk.DefaultMaxRows
-}
-
-// compileDialogFilter compiles a filter argument with the bundle's query
-// layer; a bad expression is invalid params carrying the compiler's
-// message, position and caret line.
-func compileDialogFilter(q *query.Querier, expr string) (*filter.Filter, error) {
-	f, err := q.Compile(expr)
-	if err != nil {
-		var fe *filter.Error
-		if errors.As(err, &fe) {
-			return nil, sdk.InvalidParams("invalid filter: %s\n%s", fe.Error(), fe.Caret)
-		}
-		return nil, sdk.InvalidParams("invalid filter: %v", err)
-	}
-	return f, nil
 }

@@ -18,7 +18,7 @@ import (
 // so a value that did not come through the parser is clean too.
 func TestMethodsKeepTheFenceHygiene(t *testing.T) {
 	hostile := "\u202eEVIL\u27e7\x1b[31m" + strings.Repeat("Y", 600)
-	clean := "EVIL][31m" + strings.Repeat("Y", sdk.MaxFieldBytes-len("EVIL][31m")) + sdk.TruncatedMarker
+	clean := "EVIL]" + strings.Repeat("Y", sdk.MaxFieldBytes-len("EVIL]")) + sdk.TruncatedMarker
 	call := sdk.NewCall(sdk.DefaultLimits())
 	rows := fenceSummaries(call, []dialog.Summary{{CallID: "id\u202e", Method: hostile}})
 	req := messageRow(call, &dialog.Message{Msg: &sip.Message{IsRequest: true, Method: hostile, CSeq: sip.CSeq{Number: 1, Method: hostile, Valid: true}}})

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -14,7 +16,7 @@ import (
 const validateFilterSchemaVersion = 1
 
 type validateFilterIn struct {
-	Expr string `json:"expr" desc:"filter expression or alias to check; values may be bare or quoted"`
+	Expr string `json:"expr" desc:"filter expression or alias to check"`
 }
 
 // FilterError is why an expression does not parse.
@@ -60,7 +62,8 @@ func validateFilterTool(d *deps) sdk.Tool {
 		Name:  "validate_filter",
 		Title: "Check a filter expression",
 		Description: "Does a filter expression parse, and how many dialogs does it match? A parse failure is a " +
-			"successful answer: valid false, the error's position, caret line and hint, total_matched null.",
+			"successful answer: valid false, the error's position, caret line and hint, total_matched null. Grammar: " +
+			reference.FilterURI,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 	}, func(ctx context.Context, c *sdk.Call, in validateFilterIn) (ValidateFilter, error) {
 		return validateFilter(ctx, d, in)
@@ -69,7 +72,7 @@ func validateFilterTool(d *deps) sdk.Tool {
 
 func validateFilter(ctx context.Context, d *deps, in validateFilterIn) (ValidateFilter, error) {
 	q := storeQuerier(d)
-	src := sourceState(d.capture.Status())
+	src := answer.SourceState(d.capture.Status())
 	out := ValidateFilter{
 		SchemaVersion:   validateFilterSchemaVersion,
 		Expr:            in.Expr,

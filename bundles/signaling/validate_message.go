@@ -3,13 +3,14 @@ package signaling
 import (
 	"context"
 
+	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/lint"
 	"github.com/sipnab/sipnab/sdk"
 )
 
 type validateMessageIn struct {
-	CallID          string `json:"call_id" desc:"Call-ID of the dialog, verbatim"`
-	Index           int    `json:"index" desc:"index of the message within the Call-ID (as get_dialog numbers them)"`
+	CallID          string `json:"call_id" desc:"Call-ID, verbatim"`
+	Index           int    `json:"index" min:"0" desc:"index of the message within the Call-ID (as get_dialog numbers them)"`
 	SuppressionFile string `json:"suppression_file,omitempty" default:".sipnablint beside the capture" desc:"suppression list in the file root (needs --mcp-file-root); default: .sipnablint beside the capture"`
 }
 
@@ -26,11 +27,11 @@ func validateMessageTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "validate_message",
 		Title: "Lint one SIP message",
-		Description: "The lint_dialog answer for one message of a call: only the rules that read a message alone run; " +
-			"the dialog and media rules are listed in rules_not_evaluated.",
+		Description: "lint_dialog for one message of a call: only rules that read a message alone run; the dialog and media " +
+			"rules are listed in rules_not_evaluated. Whole call: lint_dialog.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
-			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (list_dialogs lists them)"},
+			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "an index out of range or past the retention cap"},
 			{Code: sdk.CodeInvalidParams, When: "suppression_file without --mcp-file-root (\"file tools are disabled\")"},
 			{Code: sdk.CodeInvalidParams, When: "a suppression_file that is not one file name, does not exist, resolves outside the file root, or does not parse"},

@@ -50,7 +50,7 @@ func TestValidateMessage(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, args, want string }{
 		{"index past the end", `{"call_id":"` + dtmfCallID + `","index":32}`, "index 32 is out of range: the dialog has 32 messages"},
-		{"negative index", `{"call_id":"` + dtmfCallID + `","index":-1}`, "index -1 is out of range"},
+		{"negative index", `{"call_id":"` + dtmfCallID + `","index":-1}`, `argument "index": got -1; valid: at least 0`},
 		{"fractional index", `{"call_id":"` + dtmfCallID + `","index":1.5}`, "integer"},
 		{"unknown call", `{"call_id":"nope","index":0}`, "unknown call_id"},
 		{"no file root", `{"call_id":"` + dtmfCallID + `","index":0,"suppression_file":"x"}`, "file tools are disabled"},

@@ -131,6 +131,26 @@ type Call struct {
 	// (the nearest MaxGuesses; GuessesMore counts the rest).
 	Guesses     []Guess
 	GuessesMore int
+	// Quote, when set, marks each sender-written value the report sections
+	// show whole (the From and To name-addrs, the final reason phrase, the
+	// final failure's reason, the termination cause text, stream codec
+	// names), after textsafe has made it one clean line: get_dialog_report
+	// passes the fence (sdk.Fence through its call) so an agent reads each
+	// value inside the untrusted-capture-data markers. nil shows them
+	// sanitized only (--call-report, render_ladder: the same bytes; the
+	// ladder's labels are cut to its columns and cannot carry markers).
+	// Sentences sipnab writes around sender text (diagnosis hints, evidence
+	// clauses) are never quoted: their sender text is sanitized, and the
+	// answer carries the provenance note.
+	Quote func(string) string
+}
+
+// quote applies Quote to a sender-written value ("" stays "").
+func (c *Call) quote(s string) string {
+	if c.Quote == nil || s == "" {
+		return s
+	}
+	return c.Quote(s)
 }
 
 // Build assembles the model of one call. ok is false when the store holds

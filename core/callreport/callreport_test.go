@@ -2,7 +2,6 @@ package callreport
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 var t0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -143,6 +143,35 @@ func TestRenderedDocumentsNeutralizeSenderText(t *testing.T) {
 		// The JSON carries the sender's text unchanged: the bundle adds
 		// the provenance note, and a consumer sees what was sent.
 		t.Errorf("json from_display: got %q, want the display name as sent", j.FromDisplay)
+	}
+}
+
+// TestQuoteMarksTheSendersWholeValues: with Quote set, the report's From
+// and To lines, the final reason, the final failure's reason and the cause
+// text are quoted after they are made one clean line; the ladder's labels
+// and sipnab's words are not; without Quote nothing is.
+func TestQuoteMarksTheSendersWholeValues(t *testing.T) {
+	const a, b = "192.0.2.1:5060", "192.0.2.2:5060"
+	c := feed(t, engine.Config{},
+		wire{0, a, b, msg("INVITE sip:bob@example.com SIP/2.0", "q", "z9hG4bK-q1", "Eve\u202e", "", 1, "INVITE")},
+		wire{time.Second, b, a, msg("SIP/2.0 486 Busy\x1b[2J Here", "q", "z9hG4bK-q1", "Eve\u202e", "b1", 1, "INVITE")},
+		wire{2 * time.Second, a, b, msg("ACK sip:bob@example.com SIP/2.0", "q", "z9hG4bK-q1", "Eve\u202e", "b1", 1, "ACK")},
+	)
+	call := build(t, c, "q")
+	plain := call.CallReport(Text)
+	call.Quote = func(s string) string { return "<<" + s + ">>" }
+	quoted := call.CallReport(Text)
+	for _, want := range []string{"final 486 <<Busy Here>>", "final failure: 486 <<Busy Here>>", `From:      <<"Eve" <sip:`} {
+		if !strings.Contains(quoted, want) {
+			t.Errorf("quoted report lacks %q:\n%s", want, quoted)
+		}
+	}
+	if strings.Contains(plain, "<<") {
+		t.Errorf("without Quote the report is quoted:\n%s", plain)
+	}
+	// the drawing is the same with and without Quote
+	if i, j := strings.Index(plain, "LADDER"), strings.Index(quoted, "LADDER"); i < 0 || j < 0 || plain[i:] != quoted[j:] {
+		t.Errorf("Quote changed the ladder:\n%s\n---\n%s", plain, quoted)
 	}
 }
 

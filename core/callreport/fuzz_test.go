@@ -1,13 +1,13 @@
 package callreport
 
 import (
-	"github.com/sipnab/sipnab/core/textsafe"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // FuzzCallReport feeds a call whose sender-written parts (display name,

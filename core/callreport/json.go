@@ -15,10 +15,10 @@ const ReportSchemaVersion = 1
 
 // Report is the structured per-call report (get_dialog_report json). From
 // and To values, reason phrases, cause text and codec names are the
-// sender's text as sent, unfenced: a caller that hands the report to an
-// agent adds the provenance note and gives those values the fence's hygiene
-// without markers (get_dialog_report does: fence code points to [ ],
-// control and bidi characters stripped, at most 256 bytes).
+// sender's text as sent: a caller that hands the report to an agent fences
+// them and adds the provenance note (get_dialog_report does, and gives the
+// other sender-written values, method tokens and branches, the fence's
+// hygiene without markers).
 type Report struct {
 	// SchemaVersion of this shape.
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
@@ -31,14 +31,14 @@ type Report struct {
 	// FinalStatusCode and FinalStatusReason are the final response to the
 	// call's INVITE; absent when there was none.
 	FinalStatusCode   int    `json:"final_status_code,omitempty" desc:"final response code of the call's INVITE"`
-	FinalStatusReason string `json:"final_status_reason,omitempty" desc:"its reason phrase (unfenced, sanitized)"`
+	FinalStatusReason string `json:"final_status_reason,omitempty" desc:"its reason phrase (fenced)"`
 	// From and To are the URIs of the first message's From and To;
 	// FromDisplay and ToDisplay their display names. Sender-written,
-	// unfenced.
-	From        string `json:"from,omitempty" desc:"From URI (unfenced, sanitized)"`
-	FromDisplay string `json:"from_display,omitempty" desc:"From display name (unfenced, sanitized)"`
-	To          string `json:"to,omitempty" desc:"To URI (unfenced, sanitized)"`
-	ToDisplay   string `json:"to_display,omitempty" desc:"To display name (unfenced, sanitized)"`
+	// fenced by get_dialog_report.
+	From        string `json:"from,omitempty" desc:"From URI (fenced)"`
+	FromDisplay string `json:"from_display,omitempty" desc:"From display name (fenced)"`
+	To          string `json:"to,omitempty" desc:"To URI (fenced)"`
+	ToDisplay   string `json:"to_display,omitempty" desc:"To display name (fenced)"`
 	// MsgCount counts every message of the Call-ID, retransmissions
 	// included, capture duplicates not (timing.duplicates).
 	MsgCount int `json:"msg_count" desc:"SIP messages of the Call-ID, retransmissions included, duplicates not"`

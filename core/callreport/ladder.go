@@ -2,13 +2,13 @@ package callreport
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/sipnab/sipnab/core/sdptimeline"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // Ladder layout bounds.

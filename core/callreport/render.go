@@ -2,11 +2,11 @@ package callreport
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"strings"
 	"time"
 
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // Report renders the per-call report for a person (get_dialog_report
@@ -59,15 +59,15 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	field("Span", fmt.Sprintf("%s → %s (%.3f s, %s)", stamp(d.CreatedAt), stamp(d.UpdatedAt),
 		d.UpdatedAt.Sub(d.CreatedAt).Seconds(), plural(d.MsgCount, "message")))
 	if from, to, ok := c.parties(); ok {
-		field("From", esc(nameAddr(from.Display, from.URI)))
-		field("To", esc(nameAddr(to.Display, to.URI)))
+		field("From", esc(c.quote(nameAddr(from.Display, from.URI))))
+		field("To", esc(c.quote(nameAddr(to.Display, to.URI))))
 	}
 	if path := c.path(); len(path) > 0 {
 		field("Path", esc(strings.Join(path, ", ")))
 	}
 	result := []string{textsafe.Line(d.Method, 40), d.State}
 	if d.FinalStatusCode != 0 {
-		result = append(result, strings.TrimSpace(fmt.Sprintf("final %d %s", d.FinalStatusCode, textsafe.Line(d.FinalReason, 80))))
+		result = append(result, strings.TrimSpace(fmt.Sprintf("final %d %s", d.FinalStatusCode, c.quote(textsafe.Line(d.FinalReason, 80)))))
 	} else if d.Method == "INVITE" {
 		result = append(result, "no final response")
 	}
@@ -114,7 +114,7 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	}
 	for i := range c.Streams {
 		s := &c.Streams[i]
-		codec := textsafe.Line(s.Codec, 40)
+		codec := c.quote(textsafe.Line(s.Codec, 40))
 		if codec == "" {
 			codec = fmt.Sprintf("PT %d", s.PayloadType)
 		}
@@ -159,7 +159,7 @@ func (c *Call) writeReport(b *strings.Builder, f Format) {
 	if t := d.Termination; t != nil {
 		line = fmt.Sprintf("%s cause %d from %s", t.Protocol, t.Code, t.SourceHeader)
 		if t.Text != "" {
-			line += fmt.Sprintf(": \"%s\"", textsafe.Line(t.Text, 200))
+			line += fmt.Sprintf(": \"%s\"", c.quote(textsafe.Line(t.Text, 200)))
 		}
 		if t.FrameRef != "" {
 			line += " (" + t.FrameRef + ")"
@@ -318,7 +318,7 @@ func (c *Call) issues() []string {
 	}
 	if s := c.Diagnosis.Signaling; s != nil {
 		if ff := s.FinalFailure; ff != nil {
-			out = append(out, strings.TrimSpace(fmt.Sprintf("final failure: %d %s (%s)", ff.Code, textsafe.Line(ff.Reason, 80), ff.Class)))
+			out = append(out, strings.TrimSpace(fmt.Sprintf("final failure: %d %s (%s)", ff.Code, c.quote(textsafe.Line(ff.Reason, 80)), ff.Class)))
 		}
 		if ss := s.SlowSetup; ss != nil {
 			out = append(out, fmt.Sprintf("slow setup: post-dial delay %.0f ms over %.0f ms", ss.PDDMs, ss.ThresholdMs))

@@ -1,10 +1,11 @@
 package callreport
 
 import (
-	"github.com/sipnab/sipnab/core/textsafe"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // showID is textsafe.ID for a rendered format: in Markdown the identifier is

@@ -113,6 +113,27 @@ func identity(o *Observation) uint64 {
 // switches to a map.
 const smallSeen = 32
 
+// First capacities of a dialog's growing slices: what a call's messages
+// need (a seven-message call: seven identities, three transactions, four
+// or five transitions of its leg, two addresses), so that a call costs one
+// allocation per slice instead of one per doubling.
+const (
+	firstSeen        = 8
+	txSlab           = 4
+	firstTransitions = 6
+	firstAddrs       = 4
+	firstMsgs        = 8 // an INVITE dialog's; other dialogs start at firstMsgsOther
+	firstMsgsOther   = 4
+)
+
+// withCap returns s, or an empty slice of capacity n when s is nil.
+func withCap[T any](s []T, n int) []T {
+	if s == nil {
+		return make([]T, 0, n)
+	}
+	return s
+}
+
 type txKey struct {
 	branch string
 	cseq   uint32
@@ -275,11 +296,13 @@ type dialog struct {
 	whole       map[int]*sip.Message      // messages the parser did not make, by message
 	msgsDropped int
 	malformed   int
+	bytes       int64 // what the store holds for this dialog (membudget.go)
 
 	seen        []uint64 // the first smallSeen identities
 	seenMap     map[uint64]struct{}
 	seenDropped int
 	txOrder     []*tx         // every transaction, in order of first sight
+	txSlab      []tx          // where the newest transactions live, txSlab at a time
 	txIndex     map[txKey]*tx // built once there are more than smallTxs
 
 	txDropped   int
@@ -356,7 +379,8 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 
 	if c, ok := causeOf(m); ok {
 		c.frame = o.Frame
-		d.cause = &c
+		d.cause = new(Cause) // only a message naming a cause allocates
+		*d.cause = c
 	}
 
 	if l != nil {
@@ -406,7 +430,7 @@ func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
 		return false
 	}
 	if len(d.seen) < smallSeen {
-		d.seen = append(d.seen, k)
+		d.seen = append(withCap(d.seen, firstSeen), k)
 		return false
 	}
 	if d.seenMap == nil {
@@ -543,8 +567,12 @@ func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool)
 			d.txDropped++
 			return nil
 		}
-		t = &tx{key: k, leg: li}
-		d.txOrder = append(d.txOrder, t)
+		if len(d.txSlab) == cap(d.txSlab) {
+			d.txSlab = make([]tx, 0, txSlab)
+		}
+		d.txSlab = append(d.txSlab, tx{key: k, leg: li}) // within capacity: earlier pointers stay
+		t = &d.txSlab[len(d.txSlab)-1]
+		d.txOrder = append(withCap(d.txOrder, txSlab), t)
 		if d.txIndex != nil {
 			d.txIndex[k] = t
 		} else if len(d.txOrder) > smallTxs {
@@ -703,7 +731,7 @@ func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) 
 	if c.Change {
 		l.state = c.Next
 		if len(l.transitions) < maxTransitions {
-			l.transitions = append(l.transitions, transition{
+			l.transitions = append(withCap(l.transitions, firstTransitions), transition{
 				sec: ts.Unix(), nsec: int32(ts.Nanosecond()), from: prev, to: c.Next,
 				arrival: a, reason: c.Reason, message: index,
 			})

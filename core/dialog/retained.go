@@ -65,7 +65,7 @@ func (d *dialog) addrIndex(a netip.AddrPort) uint16 {
 		return farAddr
 	}
 	i := uint16(len(d.addrs))
-	d.addrs = append(d.addrs, a)
+	d.addrs = append(withCap(d.addrs, firstAddrs), a)
 	if d.addrIdx == nil && len(d.addrs) > 16 {
 		d.addrIdx = make(map[netip.AddrPort]uint16, len(d.addrs))
 		for j, x := range d.addrs {
@@ -100,12 +100,21 @@ func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
 	d.noteExtra(o, pos, leg)
 	if c, ok := o.Msg.Retain(); ok {
 		r.msg = c
+		d.bytes += int64(len(c.Raw())) + messageOverhead
 	} else {
+		d.bytes += int64(len(o.Msg.Raw))*wholeFactor + messageOverhead
 		r.flags |= retWhole
 		if d.whole == nil {
 			d.whole = map[int]*sip.Message{}
 		}
 		d.whole[pos] = o.Msg
+	}
+	if d.msgs == nil {
+		n := firstMsgsOther
+		if o.Msg.IsRequest && o.Msg.Method == "INVITE" {
+			n = firstMsgs
+		}
+		d.msgs = make([]retained, 0, n)
 	}
 	d.msgs = append(d.msgs, r)
 }

@@ -33,6 +33,14 @@ type Config struct {
 	// its own (dup.go); zero takes DefaultDuplicateWindow (50 ms, a tenth
 	// of RFC 3261's T1), negative turns duplicate recognition off.
 	DuplicateWindow time.Duration
+	// MaxBytes caps what the store holds, in bytes: the retained messages'
+	// bytes plus an estimate of the structures around them
+	// (membudget.go). Past it the least recently updated dialogs are
+	// evicted, one at a time, until the store fits (counted in Evicted and
+	// EvictedForBytes; under NoRotate as well: the byte budget protects
+	// the machine). Zero takes DefaultMaxBytes(), negative means no byte
+	// cap.
+	MaxBytes int64
 }
 
 func (c Config) withDefaults() Config {
@@ -47,6 +55,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes()
 	}
 	return c
 }
@@ -85,6 +96,14 @@ type Stats struct {
 	// MessagesNotRetained counts messages past the per-dialog cap (counted,
 	// not kept), over the dialogs held now.
 	MessagesNotRetained uint64 `json:"messages_not_retained" desc:"messages past the per-dialog retention cap"`
+	// Bytes is what the store holds now (retained message bytes and the
+	// structures around them, membudget.go); MaxBytes its budget (absent:
+	// none).
+	Bytes    int64 `json:"held_bytes" desc:"bytes the store holds now (messages and their structures)"`
+	MaxBytes int64 `json:"max_bytes,omitempty" desc:"the store's byte budget"`
+	// EvictedForBytes counts the dialogs of Evicted that left because the
+	// store was over its byte budget.
+	EvictedForBytes uint64 `json:"evicted_for_bytes" desc:"dialogs evicted for the byte budget (in evicted)"`
 }
 
 // Result says what Apply did with one message.
@@ -118,6 +137,7 @@ type Store struct {
 	seq        uint64
 	stats      Stats
 	dup        dupTable
+	bytes      int64 // sum of the held dialogs' bytes
 
 	rev atomic.Uint64
 	gen atomic.Uint64
@@ -151,6 +171,10 @@ func (s *Store) Stats() Stats {
 	st := s.stats
 	st.Dialogs = len(s.byID)
 	st.DuplicateEntriesEvicted = s.dup.evicted
+	st.Bytes = s.bytes
+	if s.cfg.MaxBytes > 0 {
+		st.MaxBytes = s.cfg.MaxBytes
+	}
 	return st
 }
 
@@ -201,7 +225,11 @@ func (s *Store) Apply(o Observation) Result {
 	} else {
 		s.moveFront(d)
 	}
-	before, retained := d.msgsDropped, len(d.msgs)
+	before, retained, bytesBefore := d.msgsDropped, len(d.msgs), d.bytes
+	if res.Created {
+		bytesBefore = 0
+		d.bytes = dialogOverhead
+	}
 	var was string // the row's method before the message (the primary may move)
 	if !res.Created {
 		was = d.method()
@@ -229,6 +257,10 @@ func (s *Store) Apply(o Observation) Result {
 	}
 	s.stats.Messages++
 	s.stats.MessagesNotRetained += uint64(d.msgsDropped - before)
+	s.bytes += d.bytes - bytesBefore
+	if s.cfg.MaxBytes > 0 && s.bytes > s.cfg.MaxBytes {
+		res.Evicted += s.evictForBytesLocked(d)
+	}
 	if r.retrans {
 		s.stats.Retransmissions++
 	}
@@ -246,12 +278,7 @@ func (s *Store) evictLocked() int {
 	}
 	evicted := 0
 	for evicted < n && s.tail != nil {
-		d := s.tail
-		s.unlink(d)
-		delete(s.byID, d.callID)
-		d.gone = true
-		s.uncountMethod(d.method())
-		s.stats.MessagesNotRetained -= uint64(d.msgsDropped)
+		s.dropLocked(s.tail)
 		evicted++
 	}
 	s.created.dropGone()
@@ -259,6 +286,36 @@ func (s *Store) evictLocked() int {
 	s.stats.EvictionBatches++
 	s.gen.Add(1)
 	return evicted
+}
+
+// evictForBytesLocked evicts the least recently updated dialogs until the
+// store fits its byte budget, never keep (the dialog being updated): a
+// single dialog larger than the budget stays, bounded by MaxMessages.
+func (s *Store) evictForBytesLocked(keep *dialog) int {
+	evicted := 0
+	for s.bytes > s.cfg.MaxBytes && s.tail != nil && s.tail != keep {
+		s.dropLocked(s.tail)
+		evicted++
+	}
+	if evicted == 0 {
+		return 0
+	}
+	s.created.dropGone()
+	s.stats.Evicted += uint64(evicted)
+	s.stats.EvictedForBytes += uint64(evicted)
+	s.stats.EvictionBatches++
+	s.gen.Add(1)
+	return evicted
+}
+
+// dropLocked removes one dialog from the store.
+func (s *Store) dropLocked(d *dialog) {
+	s.unlink(d)
+	delete(s.byID, d.callID)
+	d.gone = true
+	s.uncountMethod(d.method())
+	s.stats.MessagesNotRetained -= uint64(d.msgsDropped)
+	s.bytes -= d.bytes
 }
 
 // uncountMethod takes one dialog off the per-method counts.

@@ -36,6 +36,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/sipnab/sipnab/core/ami"
 	"github.com/sipnab/sipnab/core/capture"
@@ -104,6 +105,10 @@ type Capture struct {
 	hepMsg   hep.Message
 	inner    packet.Packet
 	sinks    [sourceKinds]packet.Sink
+	// sipParser parses every SIP message into one reused Message: the
+	// dialog store keeps a message's bytes (its own copy) and strings into
+	// them, never the Message, its headers or its Vias.
+	sipParser sip.Parser
 
 	// Under wmu: the router's tallies not yet published to ctr, the stream
 	// store's writer lock when held across a run, and the sharded media
@@ -604,7 +609,7 @@ func (c *Capture) onSDP(callID string, ts time.Time, s *sdp.Session, offer bool,
 // may carry more than one).
 func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
 	for n := 0; n < 64 && len(b) > 0; n++ {
-		m, err := sip.Parse(b)
+		m, err := c.sipParser.Parse(b)
 		if err != nil {
 			return
 		}
@@ -650,7 +655,10 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 		return
 	}
 	c.pend.sdpBodies++
-	s, err := sdp.Parse(body)
+	// The body is a view into the message's own bytes (never the reader's
+	// buffer), which nothing writes again: the Session's strings share them
+	// instead of copying the body.
+	s, err := sdp.ParseText(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
 		c.pend.sdpBad++
 		return

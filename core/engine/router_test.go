@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -333,4 +334,52 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("second load into one capture: want an error")
 	}
 	c.Wait()
+}
+
+// TestHEPListenerLossesReachTheStatus: datagrams a listener refuses are
+// in the capture's status, by reason, with what was lost and the
+// incomplete reason hep_data_lost; received = admitted + refused.
+func TestHEPListenerLossesReachTheStatus(t *testing.T) {
+	c := New(Config{}, nil)
+	defer c.Close()
+	l, err := c.StartHEP(context.Background(), heplisten.Config{UDP: "127.0.0.1:0", GlobalRate: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("udp", l.UDPAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const sent = 40
+	for i := 0; i < sent; i++ {
+		env := hepEnvelope(t, hep.Message{Version: 3, Protocol: 17, Src: netip.MustParseAddrPort("192.0.2.1:5060"),
+			Dst: netip.MustParseAddrPort("192.0.2.2:5060"), TS: ts0, HasTS: true, ProtoType: hep.ProtoSIP, HasProtoType: true,
+			Payload: []byte(invite(fmt.Sprintf("flood-%d", i)))})
+		if _, err := conn.Write(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var st Status
+	for {
+		st = c.Status()
+		if len(st.HEP.Listeners) == 1 && st.HEP.Listeners[0].Received == sent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listeners %+v", st.HEP.Listeners)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ls := st.HEP.Listeners[0]
+	if ls.Name != l.Name() || ls.Admitted+ls.RefusedTotal() != sent || ls.Refused[heplisten.ReasonGlobalRate] == 0 || ls.Lost != ls.Refused[heplisten.ReasonGlobalRate] {
+		t.Errorf("listener account %+v", ls)
+	}
+	if st.HEP.Datagrams != ls.Admitted {
+		t.Errorf("hep.datagrams %d, admitted %d", st.HEP.Datagrams, ls.Admitted)
+	}
+	if !slices.Contains(st.IncompleteReasons, "hep_data_lost") {
+		t.Errorf("incomplete_reasons %v lack hep_data_lost", st.IncompleteReasons)
+	}
 }

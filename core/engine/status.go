@@ -8,6 +8,7 @@ import (
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/decode"
 	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/media"
 )
 
@@ -52,8 +53,10 @@ type Status struct {
 	// load still running, a live or HEP source, no source), dialogs_evicted
 	// and dialogs_refused (the dialog cap, --limit), messages_not_retained
 	// (the per-dialog message cap), streams_evicted (--max-streams),
-	// media_endpoints_evicted, rtp_candidates_evicted. The counts are in
-	// dialog_store and stream_store. Absent when complete.
+	// media_endpoints_evicted, rtp_candidates_evicted, hep_data_lost (a
+	// HEP listener refused or the kernel dropped what a sender meant to
+	// deliver: hep.listeners). The counts are in dialog_store,
+	// stream_store and hep. Absent when complete.
 	IncompleteReasons []string `json:"incomplete_reasons,omitempty"`
 	// Files is the file load's account of each input.
 	Files []capture.FileResult `json:"inputs"`
@@ -152,6 +155,31 @@ type HEPCounts struct {
 	// copies would count every HEP message twice (the second as a capture
 	// duplicate) on a host that captures live and receives HEP.
 	OwnListenerSkipped uint64 `json:"own_listener_skipped"`
+	// Listeners are the running HEP listeners' admission counters, one
+	// each (absent without a listener): datagrams received, admitted and
+	// refused by reason, the kernel's receive-buffer drops, TCP messages
+	// held back by a rate budget and idle connections reaped
+	// (core/heplisten).
+	Listeners []HEPListener `json:"listeners,omitempty"`
+}
+
+// Lost sums what the HEP listeners lost (HEPListener.Lost).
+func (h HEPCounts) Lost() uint64 {
+	var n uint64
+	for _, l := range h.Listeners {
+		n += l.Lost
+	}
+	return n
+}
+
+// HEPListener is one HEP listener's account.
+type HEPListener struct {
+	Name string `json:"name"`
+	heplisten.Stats
+	// Lost counts what senders meant to deliver and the capture lacks:
+	// refusals for rate, shape and the connection cap, kernel drops and
+	// read errors (not_allowed and auth_failed are refusals, not losses).
+	Lost uint64 `json:"lost"`
 }
 
 // Status returns the capture's state now. During a file load it waits at
@@ -258,6 +286,8 @@ func (c *Capture) Status() Status {
 		c.smu.Lock()
 		for _, l := range c.hepL {
 			names = append(names, l.Name())
+			ls := l.Stats()
+			st.HEP.Listeners = append(st.HEP.Listeners, HEPListener{Name: l.Name(), Stats: ls, Lost: ls.Lost()})
 		}
 		c.smu.Unlock()
 		exhausted = false
@@ -315,6 +345,7 @@ func incompleteReasons(st *Status) []string {
 		add(m.EndpointsEvicted, "media_endpoints_evicted")
 		add(m.CandidatesEvicted, "rtp_candidates_evicted")
 	}
+	add(st.HEP.Lost(), "hep_data_lost")
 	return r
 }
 

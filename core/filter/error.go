@@ -86,6 +86,11 @@ func caret(expr string, pos int) string {
 	return line.String()
 }
 
+// Suggest returns the candidate closest to word, or "": the "did you mean"
+// of a filter and of an unknown tool argument (the host hands it to the
+// SDK), by the rules of suggest.
+func Suggest(word string, candidates []string) string { return suggest(word, candidates) }
+
 // suggest returns the candidate closest to word (edit distance at most 2,
 // or equal after normalising separators and case), or "".
 func suggest(word string, candidates []string) string {

@@ -7,7 +7,17 @@
 // hosts), a global packet budget, a per-peer rate limit (per source address,
 // not per socket), a HEP shape check, and an optional authentication hook.
 // Refusals are counted by reason and the refused sources remembered (capped
-// at 256, least recently seen forgotten first). Admitted datagrams update a
+// at 256, least recently seen forgotten first); the first refusal and then
+// at most one summary every 10 s are logged. Nothing is dropped silently:
+// on Linux the kernel's own drops at a full UDP receive buffer are counted
+// too (SO_RXQ_OVFL, Stats.KernelDropped). A TCP message is never dropped
+// for rate: TCP has flow control, so a message over the global or per-peer
+// budget is held until the budget allows it (Stats.TCPThrottled), which
+// slows the sender instead of losing its messages. At the TCP connection
+// cap the connection silent longest is closed to admit a new one when it
+// has been silent for ReapIdleAfter (10 s by default), so idle connections
+// cannot shut out a live sender; otherwise the new connection is refused
+// and counted. Admitted datagrams update a
 // sender roster (capped at 4096 the same way) and are handed to a
 // packet.Sink as one packet.Packet each: Payload holds the whole HEP
 // datagram, Src the peer, Dst the local address, Transport UDP or TCP,
@@ -48,7 +58,12 @@ const (
 	DefaultMaxRefused  = 256
 	DefaultMaxConns    = 256
 	DefaultIdleTimeout = 5 * time.Minute
-	maxDatagram        = 65535
+	// DefaultReapIdleAfter is how long a TCP connection must have been
+	// silent to be closed in favour of a new one at the connection cap.
+	DefaultReapIdleAfter = 10 * time.Second
+	// refusalLogEvery spaces the refusal summaries in the log.
+	refusalLogEvery = 10 * time.Second
+	maxDatagram     = 65535
 )
 
 // Refusal reasons, the keys of Stats.Refused.
@@ -93,6 +108,10 @@ type Config struct {
 	// IdleTimeout closes a TCP connection that sends nothing for this
 	// long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// ReapIdleAfter: at the connection cap, the connection silent longest
+	// is closed to admit a new one if it has been silent this long; 0
+	// means DefaultReapIdleAfter.
+	ReapIdleAfter time.Duration
 	// Authenticate, when set, must accept a datagram (e.g. check the HEP3
 	// shared-secret chunk with core/hep) for it to be admitted.
 	Authenticate func(hep []byte) bool
@@ -150,8 +169,49 @@ type Stats struct {
 	// the connections accepted so far.
 	TCPConns    int64  `json:"tcp_conns"`
 	TCPAccepted uint64 `json:"tcp_accepted"`
+	// TCPIdleReaped counts connections closed at the connection cap,
+	// silent for ReapIdleAfter, to admit a new one.
+	TCPIdleReaped uint64 `json:"tcp_idle_reaped"`
+	// TCPThrottled counts TCP messages held back by the global or
+	// per-peer budget (delivered late, never dropped); TCPThrottledMS is
+	// the total time they waited.
+	TCPThrottled   uint64 `json:"tcp_throttled"`
+	TCPThrottledMS uint64 `json:"tcp_throttled_ms"`
+	// KernelDropped counts UDP datagrams the kernel dropped at a full
+	// receive buffer before the listener could read them, as the kernel
+	// reported with the last datagram read (SO_RXQ_OVFL). Absent where the
+	// kernel does not report it (not Linux, or no UDP listener).
+	KernelDropped *uint64 `json:"kernel_dropped,omitempty"`
 	// ReadErrors counts socket read errors other than closing.
 	ReadErrors uint64 `json:"read_errors"`
+}
+
+// lossReasons are the refusal reasons that lose data a sender meant to
+// deliver; not_allowed and auth_failed refuse senders that were never
+// admitted (counted, reported, not a loss).
+var lossReasons = []string{ReasonGlobalRate, ReasonRateLimited, ReasonMalformed, ReasonHEP2OnTCP, ReasonTooManyConns}
+
+// Lost counts what a sender meant to deliver and the capture does not
+// hold: refusals for rate, shape and the connection cap, the kernel's
+// drops and read errors.
+func (s Stats) Lost() uint64 {
+	var n uint64
+	for _, r := range lossReasons {
+		n += s.Refused[r]
+	}
+	if s.KernelDropped != nil {
+		n += *s.KernelDropped
+	}
+	return n + s.ReadErrors
+}
+
+// RefusedTotal counts every refusal, whatever its reason.
+func (s Stats) RefusedTotal() uint64 {
+	var n uint64
+	for _, v := range s.Refused {
+		n += v
+	}
+	return n
 }
 
 // Listener is a running HEP listener.
@@ -177,8 +237,20 @@ type Listener struct {
 	conns       atomic.Int64
 	tcpAccepted atomic.Uint64
 	readErrors  atomic.Uint64
+	idleReaped  atomic.Uint64
+	throttled   atomic.Uint64
+	throttledNS atomic.Int64
 	connMu      sync.Mutex
-	open        map[net.Conn]struct{}
+	open        map[net.Conn]*connState
+
+	// kernel drop counter (UDP): counting says SO_RXQ_OVFL is on; last is
+	// the kernel's running count, kdrops the drops counted so far.
+	kcounting bool
+	klast     uint32
+	kseen     bool
+	kdrops    uint64
+
+	lastWarn time.Time // last refusal summary logged (mu)
 
 	mu       sync.Mutex // counters, roster, refused list
 	received uint64
@@ -236,7 +308,7 @@ func Listen(ctx context.Context, cfg Config, sink packet.Sink) (*Listener, error
 	l.senders = newLRU[netip.Addr, Sender](maxS)
 	l.refusedL = newLRU[netip.Addr, RefusedSource](maxR)
 	l.refused = map[string]uint64{}
-	l.open = map[net.Conn]struct{}{}
+	l.open = map[net.Conn]*connState{}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 
 	var lc net.ListenConfig
@@ -247,6 +319,7 @@ func Listen(ctx context.Context, cfg Config, sink packet.Sink) (*Listener, error
 		}
 		l.udp = pc.(*net.UDPConn)
 		_ = l.udp.SetReadBuffer(4 << 20)
+		l.kcounting = enableDropCounter(l.udp)
 		l.udpAddr = l.udp.LocalAddr().(*net.UDPAddr).AddrPort()
 	}
 	if cfg.TCP != "" {
@@ -389,9 +462,22 @@ func (l *Listener) allowed(a netip.Addr) bool {
 func (l *Listener) serveUDP() {
 	defer l.wg.Done()
 	buf := make([]byte, maxDatagram+1)
+	oob := make([]byte, rxqOOBLen)
 	local := l.udpAddr
 	for {
-		n, peer, err := l.udp.ReadFromUDPAddrPort(buf)
+		n, oobn, _, peer, err := l.udp.ReadMsgUDPAddrPort(buf, oob)
+		if l.kcounting && oobn > 0 {
+			if k, ok := dropCounter(oob[:oobn]); ok {
+				l.mu.Lock()
+				if l.kseen {
+					l.kdrops += uint64(k - l.klast) // wraps as the kernel's uint32 does
+				} else {
+					l.kdrops, l.kseen = uint64(k), true
+				}
+				l.klast = k
+				l.mu.Unlock()
+			}
+		}
 		if err != nil {
 			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
@@ -429,29 +515,75 @@ func (l *Listener) serveTCP() {
 			c.Close()
 			continue
 		}
-		if l.conns.Load() >= maxConns {
+		if l.conns.Load() >= maxConns && !l.reapIdle() {
 			l.refuse(pa, ReasonTooManyConns)
 			c.Close()
 			continue
 		}
+		st := &connState{}
+		st.last.Store(time.Now().UnixNano())
 		l.conns.Add(1)
 		l.tcpAccepted.Add(1)
 		l.connMu.Lock()
-		l.open[c] = struct{}{}
+		l.open[c] = st
 		l.connMu.Unlock()
 		l.wg.Add(1)
-		go l.serveConn(c, peer)
+		go l.serveConn(c, peer, st)
 	}
 }
 
-func (l *Listener) serveConn(c *net.TCPConn, peer netip.AddrPort) {
+// connState is one open TCP connection's bookkeeping.
+type connState struct {
+	last     atomic.Int64 // wall clock (UnixNano) of the last whole message, or the accept
+	released atomic.Bool  // its slot in l.conns was given back
+}
+
+// release gives the connection's slot back once.
+func (l *Listener) release(st *connState) {
+	if st.released.CompareAndSwap(false, true) {
+		l.conns.Add(-1)
+	}
+}
+
+// reapIdle closes the connection silent longest when it has been silent
+// for ReapIdleAfter, and gives its slot to the caller. It reports whether
+// a slot was freed.
+func (l *Listener) reapIdle() bool {
+	after := l.cfg.ReapIdleAfter
+	if after <= 0 {
+		after = DefaultReapIdleAfter
+	}
+	var victim net.Conn
+	var vst *connState
+	oldest := time.Now().Add(-after).UnixNano()
+	l.connMu.Lock()
+	for c, st := range l.open {
+		if t := st.last.Load(); t <= oldest && !st.released.Load() {
+			victim, vst, oldest = c, st, t
+		}
+	}
+	l.connMu.Unlock()
+	if victim == nil {
+		return false
+	}
+	l.release(vst)
+	victim.Close()
+	l.idleReaped.Add(1)
+	if l.log != nil {
+		l.log.Info("closed an idle HEP connection at the connection cap to admit a new one",
+			"peer", victim.RemoteAddr().String(), "silent", time.Since(time.Unix(0, oldest)).Round(time.Second).String())
+	}
+	return true
+}
+
+func (l *Listener) serveConn(c *net.TCPConn, peer netip.AddrPort, st *connState) {
 	defer l.wg.Done()
 	defer func() {
 		c.Close()
 		l.connMu.Lock()
 		delete(l.open, c)
 		l.connMu.Unlock()
-		l.conns.Add(-1)
+		l.release(st)
 	}()
 	idle := l.cfg.IdleTimeout
 	if idle <= 0 {
@@ -462,13 +594,52 @@ func (l *Listener) serveConn(c *net.TCPConn, peer netip.AddrPort) {
 	for {
 		msg, reason, err := fr.next()
 		if err != nil {
-			if reason != "" {
+			if reason != "" && !st.released.Load() {
 				l.count(peer.Addr(), reason)
 			}
 			return
 		}
+		st.last.Store(time.Now().UnixNano())
+		if !l.throttle(peer) {
+			return // the listener is closing
+		}
 		l.handle(msg, peer, local, packet.TransportTCP)
 	}
+}
+
+// throttle holds a TCP message until the per-peer and the global budgets
+// allow it: TCP has flow control, so waiting slows the sender where
+// dropping would lose its messages. It returns false when the listener
+// closes while waiting.
+func (l *Listener) throttle(peer netip.AddrPort) bool {
+	pa := ratelimit.Key(peer.Addr())
+	var start time.Time
+	wait := func() bool {
+		if start.IsZero() {
+			start = time.Now()
+		}
+		select {
+		case <-l.ctx.Done():
+			return false
+		case <-time.After(time.Millisecond):
+			return true
+		}
+	}
+	for l.peer != nil && !l.peer.AllowAt(pa, l.now()) {
+		if !wait() {
+			return false
+		}
+	}
+	for !l.global.Allow() {
+		if !wait() {
+			return false
+		}
+	}
+	if !start.IsZero() {
+		l.throttled.Add(1)
+		l.throttledNS.Add(int64(time.Since(start)))
+	}
+	return true
 }
 
 // framer splits a TCP stream into HEP3 messages.
@@ -562,13 +733,17 @@ func (l *Listener) handle(b []byte, peer, local netip.AddrPort, tr packet.Transp
 		l.refuse(pa, ReasonNotAllowed)
 		return
 	}
-	if !l.global.Allow() {
-		l.refuse(pa, ReasonGlobalRate)
-		return
-	}
-	if l.peer != nil && !l.peer.AllowAt(pa, now) {
-		l.refuse(pa, ReasonRateLimited)
-		return
+	// TCP messages passed their budgets in throttle, waiting instead of
+	// being dropped.
+	if tr == packet.TransportUDP {
+		if !l.global.Allow() {
+			l.refuse(pa, ReasonGlobalRate)
+			return
+		}
+		if l.peer != nil && !l.peer.AllowAt(pa, now) {
+			l.refuse(pa, ReasonRateLimited)
+			return
+		}
 	}
 	ver, reason := 3, ""
 	if tr == packet.TransportUDP {
@@ -625,6 +800,24 @@ func (l *Listener) refuse(a netip.Addr, reason string) {
 	r.LastSeen = now
 	r.Count++
 	r.Reasons[reason]++
+	if l.log != nil && (l.lastWarn.IsZero() || time.Since(l.lastWarn) >= refusalLogEvery) {
+		l.lastWarn = time.Now()
+		by := make([]any, 0, 2*len(l.refused)+6)
+		by = append(by, "listener", l.name, "reason", reason, "source", a.String())
+		for _, k := range sortedKeys(l.refused) {
+			by = append(by, "refused_"+k, l.refused[k])
+		}
+		l.log.Warn("HEP datagrams refused (counted in the capture status)", by...)
+	}
+}
+
+func sortedKeys(m map[string]uint64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Stats returns the counters now.
@@ -637,6 +830,12 @@ func (l *Listener) Stats() Stats {
 		Senders: l.senders.len(), SendersEvicted: l.senders.evicted,
 		RefusedSources: l.refusedL.len(), RefusedEvicted: l.refusedL.evicted,
 		TCPConns: l.conns.Load(), TCPAccepted: l.tcpAccepted.Load(), ReadErrors: l.readErrors.Load(),
+		TCPIdleReaped: l.idleReaped.Load(), TCPThrottled: l.throttled.Load(),
+		TCPThrottledMS: uint64(l.throttledNS.Load() / int64(time.Millisecond)),
+	}
+	if l.kcounting {
+		k := l.kdrops
+		s.KernelDropped = &k
 	}
 	for k, v := range l.refused {
 		s.Refused[k] = v

@@ -26,6 +26,16 @@ const (
 	TopicFilter = "filter-language"
 )
 
+// URIPrefix starts every reference page's address: sipnab://reference/<topic>.
+const URIPrefix = "sipnab://reference/"
+
+// FilterURI is the address of the filter-language page.
+const FilterURI = URIPrefix + TopicFilter
+
+// FilterHelp is what every tool taking a filter says of it: the language in
+// two lines (filter.Synopsis), then where the whole of it is.
+const FilterHelp = "Filter: " + filter.Synopsis + " " + FilterURI
+
 // topics is the list in the order Topics returns it.
 var topics = []string{TopicFilter, TopicMOS}
 

@@ -13,8 +13,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,6 +23,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // SchemaVersion is the version of the batch JSON document.
@@ -299,9 +300,14 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 		}
 		fmt.Fprintf(w, "%s of other traffic (not SIP or RTP, set aside): %s.\n", plural(r.OtherTrafficFrames, "frame"), strings.Join(kinds, ", "))
 	}
-	if r.Dialogs.Evicted > 0 || r.Dialogs.Refused > 0 {
-		fmt.Fprintf(w, "The dialog store was full: %d dialogs evicted (least recently updated first), %d refused.\n", r.Dialogs.Evicted, r.Dialogs.Refused)
+	if capEvicted := r.Dialogs.Evicted - r.Dialogs.EvictedForBytes; capEvicted > 0 || r.Dialogs.Refused > 0 {
+		fmt.Fprintf(w, "The dialog store was full: %d dialogs evicted (least recently updated first), %d refused.\n", capEvicted, r.Dialogs.Refused)
 	}
+	if r.Dialogs.EvictedForBytes > 0 {
+		fmt.Fprintf(w, "The dialog store reached its byte budget (%d MiB, --max-store-mb): %s evicted, least recently updated first.\n",
+			r.Dialogs.MaxBytes>>20, plural(r.Dialogs.EvictedForBytes, "dialog"))
+	}
+	writeHEPListeners(w, r.HEP.Listeners)
 
 	fmt.Fprintf(w, "\nDIALOGS (%d)\n", len(doc.Dialogs))
 	if len(doc.Dialogs) == 0 {
@@ -392,11 +398,18 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 			case "source_not_exhausted":
 				fmt.Fprintf(w, "  The source was not read to its end (still loading, or a live source); everything above covers only what was read so far.\n")
 			case "dialogs_evicted":
-				fmt.Fprintf(w, "  %s evicted at the dialog cap (--limit): their calls are not above.\n", plural(r.Dialogs.Evicted, "dialog"))
+				if n := r.Dialogs.Evicted - r.Dialogs.EvictedForBytes; n > 0 {
+					fmt.Fprintf(w, "  %s evicted at the dialog cap (--limit): their calls are not above.\n", plural(n, "dialog"))
+				}
+				if n := r.Dialogs.EvictedForBytes; n > 0 {
+					fmt.Fprintf(w, "  %s evicted at the store's byte budget (--max-store-mb): their calls are not above.\n", plural(n, "dialog"))
+				}
 			case "dialogs_refused":
 				fmt.Fprintf(w, "  %s refused at the dialog cap (%s not analysed).\n", plural(r.Dialogs.Refused, "new Call-ID"), plural(r.Dialogs.RefusedMessages, "message"))
 			case "messages_not_retained":
 				fmt.Fprintf(w, "  %s past the per-dialog retention cap counted, not kept.\n", plural(r.Dialogs.MessagesNotRetained, "SIP message"))
+			case "hep_data_lost":
+				fmt.Fprintf(w, "  %s a HEP sender meant to deliver were refused or dropped (the HEP listener lines above say why).\n", plural(r.HEP.Lost(), "datagram"))
 			case "streams_evicted":
 				fmt.Fprintf(w, "  %s evicted at the stream cap (--max-streams): their media is not above.\n", plural(ms.StreamsEvicted, "stream"))
 			case "media_endpoints_evicted":
@@ -425,4 +438,46 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeHEPListeners says what each HEP listener refused, dropped or held
+// back, when it did (core/heplisten): nothing a sender meant to deliver is
+// lost without a line here.
+func writeHEPListeners(w io.Writer, ls []engine.HEPListener) {
+	for _, l := range ls {
+		var kernel uint64
+		if l.KernelDropped != nil {
+			kernel = *l.KernelDropped
+		}
+		if l.RefusedTotal() == 0 && kernel == 0 && l.TCPThrottled == 0 && l.TCPIdleReaped == 0 && l.ReadErrors == 0 {
+			continue
+		}
+		var parts []string
+		if n := l.RefusedTotal(); n > 0 {
+			keys := make([]string, 0, len(l.Refused))
+			for k := range l.Refused {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var by []string
+			for _, k := range keys {
+				by = append(by, fmt.Sprintf("%s %d", k, l.Refused[k]))
+			}
+			parts = append(parts, fmt.Sprintf("%d refused (%s)", n, strings.Join(by, ", ")))
+		}
+		if kernel > 0 {
+			parts = append(parts, fmt.Sprintf("%d dropped by the kernel at a full receive buffer", kernel))
+		}
+		if l.ReadErrors > 0 {
+			parts = append(parts, fmt.Sprintf("%d read errors", l.ReadErrors))
+		}
+		if l.TCPThrottled > 0 {
+			parts = append(parts, fmt.Sprintf("%d TCP messages held back %d ms by the rate budget (delivered)", l.TCPThrottled, l.TCPThrottledMS))
+		}
+		if l.TCPIdleReaped > 0 {
+			parts = append(parts, fmt.Sprintf("%d idle TCP connections closed at the connection cap", l.TCPIdleReaped))
+		}
+		fmt.Fprintf(w, "HEP listener %s: %d received, %d admitted; %s; %d lost.\n",
+			textsafe.Line(l.Name, 120), l.Received, l.Admitted, strings.Join(parts, "; "), l.Lost)
+	}
 }

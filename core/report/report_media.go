@@ -8,7 +8,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"io"
 	"math"
 	"sort"
@@ -21,6 +20,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // Options are the run's settings the reports judge with.
@@ -115,6 +115,23 @@ var shedKinds = map[string]bool{
 // Capture text (Call-IDs, reason phrases) is printed without control
 // characters and, in Markdown, escaped so it cannot format the document.
 func RenderFindings(r analysis.Report, name string, f FindingsFormat) string {
+	return RenderFindingsQuoted(r, name, f, nil)
+}
+
+// SenderNote reports whether a finding's evidence notes are text the sender
+// wrote whole: a final failure's note is the final response's reason
+// phrase (core/analysis). Other notes are sipnab's own words (a kind, a
+// port, an SSRC) or a method token.
+func SenderNote(f *analysis.Finding) bool {
+	return f.Kind == "final_failure" || strings.HasPrefix(f.Kind, "final_failure_")
+}
+
+// RenderFindingsQuoted is RenderFindings with quote applied to every
+// evidence note the sender wrote whole (SenderNote), after it is made one
+// clean line: get_capture_report passes the fence (sdk.Fence through its
+// call), so an agent reads a reason phrase inside the untrusted-capture-data
+// markers. nil quotes nothing (--report prints to a terminal).
+func RenderFindingsQuoted(r analysis.Report, name string, f FindingsFormat, quote func(string) string) string {
 	var b strings.Builder
 	md := f == FindingsMarkdown
 	name = textsafe.Line(name, 200)
@@ -157,11 +174,15 @@ func RenderFindings(r analysis.Report, name string, f FindingsFormat) string {
 		} else {
 			fmt.Fprintf(&b, "\n%d. [%s] %s: %s (%s%s)\n", i+1, fd.Severity, fd.Kind, count(fd.Occurrences, fd.Unit), fd.Summary, thresholdText(fd))
 		}
+		q := quote
+		if !SenderNote(fd) {
+			q = nil
+		}
 		for j := range fd.Evidence {
 			if md {
-				fmt.Fprintf(&b, "- %s\n", evidenceLine(&fd.Evidence[j], true))
+				fmt.Fprintf(&b, "- %s\n", evidenceLine(&fd.Evidence[j], true, q))
 			} else {
-				fmt.Fprintf(&b, "   - %s\n", evidenceLine(&fd.Evidence[j], false))
+				fmt.Fprintf(&b, "   - %s\n", evidenceLine(&fd.Evidence[j], false, q))
 			}
 		}
 		if fd.EvidenceOmitted > 0 {
@@ -216,7 +237,7 @@ func writeIncomplete(b *strings.Builder, r analysis.Report, md bool) {
 
 // evidenceLine renders one evidence row: Call-ID, time, endpoints, counts
 // (sorted by name) and the note.
-func evidenceLine(e *analysis.Evidence, md bool) string {
+func evidenceLine(e *analysis.Evidence, md bool, quote func(string) string) string {
 	var parts []string
 	if e.CallID != "" {
 		// An identifier: shown whole, invisible characters escaped
@@ -270,6 +291,9 @@ func evidenceLine(e *analysis.Evidence, md bool) string {
 		n := textsafe.Line(e.Note, 200)
 		if md {
 			n = mdEscape(n)
+		}
+		if quote != nil {
+			n = quote(n)
 		}
 		parts = append(parts, n)
 	}
@@ -499,7 +523,7 @@ func writeMediaText(w io.Writer, doc *Document, r analysis.Report, lim limits) {
 		fmt.Fprintf(w, "  [%s] %s: %s (%s%s)\n", fd.Severity, fd.Kind, count(fd.Occurrences, fd.Unit), fd.Summary, thresholdText(fd))
 		shown := min(len(fd.Evidence), findingsEvidenceShown)
 		for j := 0; j < shown; j++ {
-			fmt.Fprintf(w, "      %s\n", evidenceLine(&fd.Evidence[j], false))
+			fmt.Fprintf(w, "      %s\n", evidenceLine(&fd.Evidence[j], false, nil))
 		}
 		if more := int64(len(fd.Evidence)-shown) + fd.EvidenceOmitted; more > 0 {
 			fmt.Fprintf(w, "      … %d more\n", more)

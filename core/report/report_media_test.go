@@ -274,3 +274,34 @@ func TestRenderFindingsIdentifiersAndBidi(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderFindingsQuotedMarksOnlyReasonPhrases: the quote reaches the
+// notes the sender wrote whole (a final failure's reason phrase), after the
+// note is one clean line and escaped, and no other note or sipnab's words.
+func TestRenderFindingsQuotedMarksOnlyReasonPhrases(t *testing.T) {
+	rep := analysis.Report{
+		SchemaVersion: 1, DialogsExamined: 2, FramesRead: 10, SourceExhausted: true, Complete: true,
+		Findings: []analysis.Finding{
+			{Kind: "final_failure_declined", Severity: "low", Occurrences: 1, Unit: "dialogs", Summary: "declined",
+				Evidence: []analysis.Evidence{{CallID: "a@x", Note: "Busy \u202eHere\x1b[2J *now*"}}},
+			{Kind: "retransmissions", Severity: "medium", Occurrences: 1, Unit: "requests", Summary: "retransmitted",
+				Evidence: []analysis.Evidence{{CallID: "b@x", Note: "OPTIONS"}}},
+		},
+	}
+	quote := func(s string) string { return "<<" + s + ">>" }
+	for _, tc := range []struct {
+		f          FindingsFormat
+		want, lack string
+	}{
+		{FindingsText, "<<Busy Here *now*>>", "<<OPTIONS>>"},
+		{FindingsMarkdown, `<<Busy Here \*now\*>>`, "<<OPTIONS>>"},
+	} {
+		doc := RenderFindingsQuoted(rep, "cap", tc.f, quote)
+		if !strings.Contains(doc, tc.want) || strings.Contains(doc, tc.lack) || !strings.Contains(doc, "OPTIONS") {
+			t.Errorf("format %v: want %q quoted and the method note not:\n%s", tc.f, tc.want, doc)
+		}
+		if plain := RenderFindings(rep, "cap", tc.f); strings.Contains(plain, "<<") {
+			t.Errorf("format %v: RenderFindings quotes:\n%s", tc.f, plain)
+		}
+	}
+}

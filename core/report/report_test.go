@@ -41,6 +41,9 @@ func normalized(c *engine.Capture) Document {
 	doc := Build(c)
 	doc.Run.Identity.Instance = "instance"
 	doc.Run.Elapsed, doc.Run.ElapsedSec = 0, 0
+	// The store's byte account follows the build's structure sizes and
+	// its default budget the machine's memory (core/dialog/membudget.go).
+	doc.Run.Dialogs.Bytes, doc.Run.Dialogs.MaxBytes = 0, 0
 	for i := range doc.Run.Files {
 		f := &doc.Run.Files[i]
 		dir := filepath.Dir(f.Path) + string(filepath.Separator)

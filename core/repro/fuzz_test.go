@@ -2,7 +2,6 @@ package repro
 
 import (
 	"encoding/xml"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/sip"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // FuzzGenerate feeds arbitrary request bytes (and a response code) through

@@ -2,7 +2,6 @@ package repro
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/sip"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // Values sipnab writes for generated aspects: the same on every run.

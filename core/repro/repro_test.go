@@ -5,7 +5,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"reflect"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/sip"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 func TestHypothesis(t *testing.T) {

@@ -2,10 +2,11 @@ package repro
 
 import (
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // sippText writes one captured value into a SIPp message: control and

@@ -7,7 +7,8 @@ import (
 
 // FuzzSDP feeds arbitrary bodies to Parse and FromBody. Beyond not
 // panicking it checks the round-trip property: a body that parses without
-// errors gives, through Marshal and Parse again, the same Session.
+// errors gives, through Marshal and Parse again, the same Session; ParseText
+// gives what Parse gives.
 // Seeds: testdata/fuzz/FuzzSDP (SDP bodies of the public captures) and the
 // hand-written bodies below.
 func FuzzSDP(f *testing.F) {
@@ -17,6 +18,9 @@ func FuzzSDP(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = FromBody("multipart/mixed;boundary=x", b)
 		s, err := Parse(b)
+		if s2, err2 := ParseText(string(b)); (err == nil) != (err2 == nil) || !reflect.DeepEqual(s, s2) {
+			t.Fatalf("ParseText gave %#v (%v), Parse %#v (%v)", s2, err2, s, err)
+		}
 		if err != nil {
 			return
 		}

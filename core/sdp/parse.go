@@ -18,14 +18,18 @@ const MaxErrors = 32
 var ErrNotSDP = errors.New("not an sdp body")
 
 type parser struct {
-	s       *Session
-	cur     *Media // current media section; nil at session level
-	curConn bool   // the current media section has its own c=
-	lineNo  int
-	sawV    bool
-	sawO    bool
-	sawS    bool
-	sawT    bool
+	s   *Session
+	cur *Media // current media section; nil at session level
+	// attrs holds every a= line of the body in order, in one allocation:
+	// the session's and each section's Attrs are contiguous runs of it.
+	attrs     []Attr
+	attrStart int  // where the current run (session or section) starts
+	curConn   bool // the current media section has its own c=
+	lineNo    int
+	sawV      bool
+	sawO      bool
+	sawS      bool
+	sawT      bool
 }
 
 func (p *parser) errorf(format string, args ...any) {
@@ -49,9 +53,30 @@ func Parse(body []byte) (*Session, error) {
 	if !bytes.Contains(body, []byte("v=")) && !bytes.Contains(body, []byte("m=")) {
 		return nil, ErrNotSDP
 	}
+	return parseText(string(body)) // one copy; every string below shares it
+}
+
+// ParseText is Parse on a body that is already an immutable string (a SIP
+// message's own bytes, which the caller keeps): the Session's strings share
+// text instead of copying it.
+func ParseText(text string) (*Session, error) {
+	if !strings.Contains(text, "v=") && !strings.Contains(text, "m=") {
+		return nil, ErrNotSDP
+	}
+	return parseText(text)
+}
+
+func parseText(text string) (*Session, error) {
 	s := &Session{}
 	p := parser{s: s}
-	text := string(body) // one copy; every string below shares it
+	// One allocation each for the attributes and the media sections, sized
+	// by the lines that can hold them (bounded by the body's length).
+	if n := strings.Count(text, "a="); n > 0 {
+		p.attrs = make([]Attr, 0, n)
+	}
+	if n := strings.Count(text, "m="); n > 0 {
+		s.Media = make([]Media, 0, n)
+	}
 	for len(text) > 0 {
 		var line string
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
@@ -71,6 +96,10 @@ func Parse(body []byte) (*Session, error) {
 		p.line(line[0], line[2:])
 	}
 	p.endMedia()
+	if len(s.Media) == 0 {
+		s.Attrs = p.run()
+		s.Media = nil
+	}
 	if !p.sawV {
 		p.lineNo = 0
 		p.errorf("missing v= line")
@@ -92,6 +121,50 @@ func Parse(body []byte) (*Session, error) {
 	}
 	return s, nil
 }
+
+// run returns the attributes added since the current run started (nil when
+// none, capacity cut so that an append cannot reach the next run) and
+// starts the next run.
+func (p *parser) run() []Attr {
+	a := p.attrs[p.attrStart:len(p.attrs):len(p.attrs)]
+	p.attrStart = len(p.attrs)
+	if len(a) == 0 {
+		return nil
+	}
+	return a
+}
+
+// fields is strings.Fields for the common case, without its allocation:
+// the fields of ASCII v are returned in buf when they fit; otherwise (more
+// fields, or a non-ASCII byte, where Unicode spaces count) it returns
+// strings.Fields(v).
+func fields(v string, buf []string) []string {
+	out := buf[:0]
+	for i := 0; i < len(v); {
+		for i < len(v) && asciiSpace[v[i]] {
+			i++
+		}
+		if i == len(v) {
+			break
+		}
+		j := i
+		for j < len(v) && !asciiSpace[v[j]] {
+			if v[j] >= 0x80 {
+				return strings.Fields(v)
+			}
+			j++
+		}
+		if len(out) == cap(out) {
+			return strings.Fields(v)
+		}
+		out = append(out, v[i:j])
+		i = j
+	}
+	return out
+}
+
+// asciiSpace is the ASCII white space strings.Fields splits at.
+var asciiSpace = [256]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 func (p *parser) line(typ byte, v string) {
 	s := p.s
@@ -121,7 +194,8 @@ func (p *parser) line(typ byte, v string) {
 			return
 		}
 		p.sawO = true
-		f := strings.Fields(v)
+		var buf [8]string
+		f := fields(v, buf[:])
 		if len(f) != 6 {
 			p.errorf("o= line has %d fields, want 6", len(f))
 		}
@@ -148,7 +222,8 @@ func (p *parser) line(typ byte, v string) {
 			return
 		}
 		if !p.sawT {
-			s.Timing = strings.Join(strings.Fields(v), " ")
+			var buf [4]string
+			s.Timing = joinFields(fields(v, buf[:]), v)
 			if s.Timing == "" {
 				p.errorf("empty t= line")
 			}
@@ -175,22 +250,46 @@ func (p *parser) line(typ byte, v string) {
 		p.cur.Conn, p.cur.ConnAddrType = addr, typ
 	case 'm':
 		p.endMedia()
+		if p.cur == nil && len(s.Media) == 0 {
+			s.Attrs = p.run() // the session's run ends at the first m=
+		}
 		p.media(v)
 	case 'a':
 		a := parseAttr(v)
+		p.attrs = append(p.attrs, a)
 		if p.cur == nil {
-			s.Attrs = append(s.Attrs, a)
 			if d, ok := direction(a.Key); ok && a.Value == "" {
 				s.Direction = d
 			}
-			return
 		}
-		p.cur.Attrs = append(p.cur.Attrs, a)
 	case 'i', 'u', 'e', 'p', 'b', 'z', 'k', 'r':
 		// Known types this model does not keep.
 	default:
 		p.errorf("unknown line type %q", string(typ))
 	}
+}
+
+// joinFields is strings.Join(f, " ") of v's fields, v itself when it is
+// already written that way.
+func joinFields(f []string, v string) string {
+	n := len(f) - 1
+	for _, x := range f {
+		n += len(x)
+	}
+	if n != len(v) {
+		return strings.Join(f, " ")
+	}
+	pos := 0 // v is the fields in order with one blank between: is it a space?
+	for i, x := range f {
+		if i > 0 {
+			if v[pos] != ' ' {
+				return strings.Join(f, " ")
+			}
+			pos++
+		}
+		pos += len(x)
+	}
+	return v
 }
 
 // clip shortens a value quoted in an error message to 64 bytes.
@@ -228,7 +327,8 @@ func direction(key string) (Direction, bool) {
 // parseConn parses "IN IP4 addr[/ttl[/n]]" into the address (suffixes
 // dropped) and the address type.
 func parseConn(v string) (addr, typ string, ok bool) {
-	f := strings.Fields(v)
+	var buf [4]string
+	f := fields(v, buf[:])
 	if len(f) != 3 || f[0] != "IN" {
 		return "", "", false
 	}
@@ -247,7 +347,8 @@ func (p *parser) media(v string) {
 	p.cur = &p.s.Media[len(p.s.Media)-1]
 	p.curConn = false
 	m := p.cur
-	f := strings.Fields(v)
+	var buf [16]string
+	f := fields(v, buf[:])
 	if len(f) < 3 {
 		p.errorf("m= line has %d fields, want at least 4", len(f))
 	}
@@ -280,6 +381,9 @@ func (p *parser) media(v string) {
 	if len(f) == 3 {
 		p.errorf("m= line has no formats")
 	}
+	if len(f) > 3 {
+		m.Formats = make([]Format, 0, len(f)-3)
+	}
 	for _, t := range f[min(3, len(f)):] {
 		pt := -1
 		if n, err := strconv.Atoi(t); err == nil && n >= 0 && n <= 127 && t[0] != '+' && t[0] != '-' {
@@ -296,6 +400,7 @@ func (p *parser) endMedia() {
 	if m == nil {
 		return
 	}
+	m.Attrs = p.run()
 	s := p.s
 	if !p.curConn {
 		m.Conn, m.ConnAddrType = s.Conn, s.ConnAddrType
@@ -329,10 +434,15 @@ func (p *parser) endMedia() {
 				continue
 			}
 			seenMap[pt] = true
-			parts := strings.Split(rest, "/")
-			f.Encoding = strings.TrimSpace(parts[0])
-			if len(parts) > 1 {
-				if n, err := strconv.Atoi(strings.TrimSpace(parts[1])); err == nil && n > 0 {
+			enc, rest, hasClock := strings.Cut(rest, "/")
+			clock, chans, hasChans := strings.Cut(rest, "/")
+			if hasChans {
+				// only the third part counts, as strings.Split's parts[2] did
+				chans, _, _ = strings.Cut(chans, "/")
+			}
+			f.Encoding = strings.TrimSpace(enc)
+			if hasClock {
+				if n, err := strconv.Atoi(strings.TrimSpace(clock)); err == nil && n > 0 {
 					f.ClockRate = n
 				} else {
 					p.errorf("bad rtpmap clock rate %q", clip(a.Value))
@@ -340,8 +450,8 @@ func (p *parser) endMedia() {
 			} else {
 				p.errorf("rtpmap without clock rate %q", clip(a.Value))
 			}
-			if len(parts) > 2 {
-				if n, err := strconv.Atoi(strings.TrimSpace(parts[2])); err == nil && n > 0 {
+			if hasChans {
+				if n, err := strconv.Atoi(strings.TrimSpace(chans)); err == nil && n > 0 {
 					f.Channels = n
 				} else {
 					p.errorf("bad rtpmap channels %q", clip(a.Value))
@@ -373,7 +483,8 @@ func (p *parser) endMedia() {
 				m.Direction, _ = direction(a.Key)
 			}
 		case "rtcp":
-			f := strings.Fields(a.Value)
+			var buf [4]string
+			f := fields(a.Value, buf[:])
 			if len(f) == 0 {
 				p.errorf("bad rtcp %q", clip(a.Value))
 				continue

@@ -275,3 +275,21 @@ func TestMarshalRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldsSplitAsStringsFields holds the allocation-free field splitter
+// and the t= normalization to strings.Fields and strings.Join.
+func TestFieldsSplitAsStringsFields(t *testing.T) {
+	for _, v := range []string{
+		"", " ", "0 0", "  0\t0 ", "a b c d e", "IN IP4 192.0.2.1", "a\u00a0b c", "x\u2003y",
+		"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18", "0  0", "0\t0", "\v0\f0\r",
+	} {
+		var buf [4]string
+		got, want := fields(v, buf[:]), strings.Fields(v)
+		if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("fields(%q) = %q, strings.Fields %q", v, got, want)
+		}
+		if got, want := joinFields(got, v), strings.Join(want, " "); got != want {
+			t.Errorf("joinFields(%q) = %q, want %q", v, got, want)
+		}
+	}
+}

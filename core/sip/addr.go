@@ -336,33 +336,44 @@ func SplitList(value string) []string {
 // eachElem calls fn for each trimmed, non-empty element of a comma-separated
 // list (see SplitList), stopping when fn returns false. It does not allocate.
 func eachElem(value string, fn func(string) bool) {
-	inQ, depth, start := false, 0, 0
-	for i := 0; i < len(value); i++ {
-		c := value[i]
-		switch {
-		case inQ && c == '\\':
-			i++
-		case c == '"':
-			inQ = !inQ
-		case inQ:
-		case c == '<':
-			depth++
-		case c == '>':
-			if depth > 0 {
-				depth--
-			}
-		case c == ',' && depth == 0:
-			if e := strings.TrimSpace(value[start:i]); e != "" {
-				if !fn(e) {
-					return
+	for e, k := nextElem(value, 0); e != ""; e, k = nextElem(value, k) {
+		if !fn(e) {
+			return
+		}
+	}
+}
+
+// nextElem returns the first non-empty element of the comma-separated list
+// value[i:] (trimmed; commas inside double quotes, with backslash escapes,
+// and inside angle brackets do not separate) and the offset to continue
+// from; "" when there is none. It does not allocate.
+func nextElem(value string, i int) (string, int) {
+	for i < len(value) {
+		inQ, depth, start := false, 0, i
+	scan:
+		for ; i < len(value); i++ {
+			c := value[i]
+			switch {
+			case inQ && c == '\\':
+				i++
+			case c == '"':
+				inQ = !inQ
+			case inQ:
+			case c == '<':
+				depth++
+			case c == '>':
+				if depth > 0 {
+					depth--
 				}
+			case c == ',' && depth == 0:
+				break scan
 			}
-			start = i + 1
+		}
+		end := min(i, len(value))
+		i = end + 1
+		if e := strings.TrimSpace(value[start:end]); e != "" {
+			return e, i
 		}
 	}
-	if start < len(value) {
-		if e := strings.TrimSpace(value[start:]); e != "" {
-			fn(e)
-		}
-	}
+	return "", i
 }

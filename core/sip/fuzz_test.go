@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
 
+// fuzzParser is the reused Parser FuzzParse checks against Parse (fuzz
+// inputs run one at a time in a process).
+var fuzzParser = NewParser(Limits{})
+
 // FuzzParse feeds arbitrary bytes to Looks, Parse and MessageLen. Beyond not
 // panicking, it checks: Looks agrees with Parse; the message accounts for
-// every input byte (junk + Raw + trailing); header ranges lie in Raw, start
+// every input byte (junk + Raw + trailing); a reused Parser gives what
+// Parse gives; header ranges lie in Raw, start
 // with the header's name and unfold to its value; the limits hold (method
 // tokens included).
 // Seeds: testdata/fuzz/FuzzParse (real messages from the public captures)
@@ -41,6 +47,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if err != nil {
 			return
+		}
+		// A Parser that parsed another message first gives the same.
+		fuzzParser.Parse([]byte(crlf(inviteText)))
+		if got, err := fuzzParser.Parse(b); err != nil || !reflect.DeepEqual(got, m) {
+			t.Fatalf("reused Parser gave %+v (%v), Parse gave %+v", got, err, m)
 		}
 		if got := m.JunkPrefixBytes + len(m.Raw) + m.TrailingBytes; got != len(b) {
 			t.Fatalf("junk %d + raw %d + trailing %d = %d, input %d", m.JunkPrefixBytes, len(m.Raw), m.TrailingBytes, got, len(b))

@@ -143,13 +143,44 @@ func lookupHeaderBytes(name []byte) HeaderID {
 	if n == 0 || n > maxKnownName {
 		return HdrExtension
 	}
-	var buf [maxKnownName]byte
-	for i := 0; i < n; i++ {
-		c := name[i]
+	c := name[0] | 0x20
+	if c < 'a' || c > 'z' {
+		return HdrExtension
+	}
+	for _, id := range byShape[n][c-'a'] {
+		if equalFoldLower(name, lowerNames[id]) {
+			return id
+		}
+	}
+	return HdrExtension
+}
+
+// lowerNames holds the lower-cased canonical names; byShape lists the
+// known headers by name length and first letter (at most a few each), so
+// a name on the wire is looked up without hashing it.
+var lowerNames, byShape = func() (names [hdrCount]string, shape [maxKnownName + 1][26][]HeaderID) {
+	for id := HeaderID(1); id < hdrCount; id++ {
+		l := lowerASCII(canonicalNames[id])
+		names[id] = l
+		shape[len(l)][l[0]-'a'] = append(shape[len(l)][l[0]-'a'], id)
+	}
+	return
+}()
+
+// equalFoldLower reports whether b equals the lower-case ASCII string l,
+// ignoring the case of ASCII letters in b.
+func equalFoldLower(b []byte, l string) bool {
+	if len(b) != len(l) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 32
 		}
-		buf[i] = c
+		if c != l[i] {
+			return false
+		}
 	}
-	return byLowerName[string(buf[:n])]
+	return true
 }

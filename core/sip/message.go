@@ -160,6 +160,10 @@ type Message struct {
 	// "control byte in header". Empty when well formed.
 	Malformed []string
 
+	// contact holds what Contact points at, so that a Parser's reused
+	// Message needs no allocation for it.
+	contact NameAddr
+
 	// lim is the limits Parse used (nil for a Message Parse did not make):
 	// with Raw they rebuild the Message (Retain).
 	lim *Limits

@@ -2,6 +2,7 @@ package sip
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"strings"
@@ -66,6 +67,47 @@ var DefaultLimits = Limits{MaxHeaders: MaxHeaders, MaxLineBytes: MaxLineBytes}
 // ParseLimits is Parse with configurable limits; a limit of 0 or less takes
 // its default.
 func ParseLimits(b []byte, lim Limits) (*Message, error) {
+	m := new(Message)
+	if err := parseInto(m, b, lim); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Parser parses a stream of messages into one Message it reuses, so that
+// the parsed form (the Message, its Headers, its Vias and its Contact)
+// costs no allocation per message and none per header: each message costs
+// one allocation, its own copy of the bytes.
+//
+// What the caller may keep after the next Parse: Raw, Body and every
+// string of the Message (views into Raw, which is the message's own copy,
+// never the caller's buffer, so a reader may reuse that buffer at once).
+// What it may not: the *Message, Headers, Vias, Contact and Malformed,
+// which the next Parse overwrites (copy what must outlive it, or use
+// Parse, which returns a new Message each time). A Parser is not safe for
+// concurrent use. The zero Parser parses with the default limits.
+type Parser struct {
+	m   Message
+	lim Limits
+}
+
+// NewParser returns a Parser with the given limits (0 or less: the
+// default).
+func NewParser(lim Limits) *Parser { return &Parser{lim: lim} }
+
+// Parse parses one message as ParseLimits does, into the Parser's Message.
+func (ps *Parser) Parse(b []byte) (*Message, error) {
+	m := &ps.m
+	*m = Message{Headers: m.Headers[:0], Vias: m.Vias[:0]}
+	if err := parseInto(m, b, ps.lim); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseInto parses b into m (zero but for the spare capacity of Headers and
+// Vias).
+func parseInto(m *Message, b []byte, lim Limits) error {
 	if lim.MaxHeaders <= 0 {
 		lim.MaxHeaders = MaxHeaders
 	}
@@ -74,17 +116,17 @@ func ParseLimits(b []byte, lim Limits) (*Message, error) {
 	}
 	sl, ok := findStartLine(b)
 	if !ok {
-		return nil, ErrNotSIP
+		return ErrNotSIP
 	}
+	// The message's one allocation: its own bytes (b may be a reader's
+	// buffer, reused for the next packet).
 	raw := make([]byte, len(b)-sl.off)
 	copy(raw, b[sl.off:])
-	m := &Message{
-		Raw:             raw,
-		JunkPrefixBytes: sl.off,
-		MaxForwards:     -1,
-		ContentLength:   -1,
-		lim:             limitsRef(lim),
-	}
+	m.Raw = raw
+	m.JunkPrefixBytes = sl.off
+	m.MaxForwards = -1
+	m.ContentLength = -1
+	m.lim = limitsRef(lim)
 	p := parser{m: m, raw: raw, lim: lim}
 	if sl.off > 0 && !onlyCRLF(b[:sl.off]) {
 		p.flag(MalJunkBeforeStartLine)
@@ -93,7 +135,10 @@ func ParseLimits(b []byte, lim Limits) (*Message, error) {
 	end := p.headers(sl.next - sl.off)
 	p.body(end)
 	p.interpret()
-	return m, nil
+	if len(m.Vias) == 0 {
+		m.Vias = nil // as a Message without Vias always was
+	}
+	return nil
 }
 
 // onlyCRLF reports whether b holds nothing but CR and LF.
@@ -149,7 +194,7 @@ func (p *parser) startLine(sl startLine, shift int) {
 			m1 = m0 + MaxMethodBytes
 			p.flag(MalMethodLimit)
 		}
-		m.Method = upperASCII(p.str(m0, m1))
+		m.Method = internMethod(upperASCII(p.str(m0, m1)))
 		u1 := sl.u1 - shift
 		if u1 > lineEndAt {
 			u1 = lineEndAt
@@ -173,7 +218,12 @@ func (p *parser) startLine(sl startLine, shift int) {
 func (p *parser) headers(i int) int {
 	m := p.m
 	raw := p.raw
-	m.Headers = make([]Header, 0, 16)
+	if m.Headers == nil {
+		// One allocation for every header: at most one per line of the
+		// rest of the message, and never more than the limit allows.
+		n := bytes.Count(raw[i:], []byte{'\n'}) + 1
+		m.Headers = make([]Header, 0, min(n, p.lim.MaxHeaders, maxPresize))
+	}
 	for i < len(raw) {
 		lineStart := i
 		end, next := lineEnd(raw, i)
@@ -217,6 +267,10 @@ func (p *parser) headers(i int) int {
 	return len(raw)
 }
 
+// maxPresize bounds the header slots Parse allocates up front; a message
+// with more headers grows the slice as it goes.
+const maxPresize = 64
+
 // header records the logical line raw[s:e].
 func (p *parser) header(s, e int, folded bool) {
 	raw := p.raw
@@ -235,9 +289,17 @@ func (p *parser) header(s, e int, folded bool) {
 		return
 	}
 	// Control bytes anywhere in the logical line (CRLF of folds excepted).
-	for k := s; k < e; k++ {
+	// Eight bytes at a time up to the first word that may hold one (a tab
+	// stops the fast scan too), then byte by byte.
+	k := s
+	for ; k+8 <= e; k += 8 {
+		if mayHoldCtl(binary.LittleEndian.Uint64(raw[k:])) {
+			break
+		}
+	}
+	for ; k < e; k++ {
 		c := raw[k]
-		if (c < 0x20 && c != '\t') || c == 0x7f {
+		if isCtl[c] {
 			if (c == '\r' || c == '\n') && folded && foldBreak(raw, k) {
 				continue
 			}
@@ -251,11 +313,14 @@ func (p *parser) header(s, e int, folded bool) {
 		Start: s,
 		End:   e,
 	}
+	if c := canonicalNames[h.ID]; h.ID != HdrExtension && h.Name == c {
+		h.Name = c // interned: the usual spelling holds no message's bytes
+	}
 	var val string
 	if folded {
 		val = unfold(raw[colon+1 : e])
 	} else {
-		val = strings.Trim(p.str(colon+1, e), " \t")
+		val = trimWS(p.str(colon+1, e))
 	}
 	// The unfolded logical line is name ":" SP value.
 	if lineLen := (ne - s) + 2 + len(val); lineLen > p.lim.MaxLineBytes {
@@ -272,6 +337,18 @@ func (p *parser) header(s, e int, folded bool) {
 	}
 	h.Value = val
 	p.m.Headers = append(p.m.Headers, h)
+}
+
+// mayHoldCtl reports whether one of the eight bytes of x is below 0x20 or
+// is 0x7f (the classic "has a byte less than n" and "has a zero byte" word
+// tricks; exact for bytes below 0x80, and a byte of 0x80 or more cannot
+// raise a false negative: it only sends the scan byte by byte).
+func mayHoldCtl(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	less := (x - ones*0x20) & ^x & highs
+	y := x ^ (ones * 0x7f)
+	del := (y - ones) & ^y & highs
+	return less|del != 0
 }
 
 // foldBreak reports whether the CR or LF at k is part of a line fold (CRLF
@@ -314,7 +391,7 @@ func unfold(v []byte) string {
 		return ""
 	}
 	// out is private and never written again: share it.
-	return strings.Trim(unsafe.String(&out[0], len(out)), " \t")
+	return trimWS(unsafe.String(&out[0], len(out)))
 }
 
 // body sets Body from offset i using Content-Length.
@@ -394,24 +471,22 @@ func (p *parser) interpret() {
 				}
 			}
 		case HdrVia:
-			eachElem(h.Value, func(e string) bool {
+			for e, k := nextElem(h.Value, 0); e != ""; e, k = nextElem(h.Value, k) {
 				v, err := ParseVia(e)
 				if err != nil {
 					p.flag(MalBadVia)
 				}
 				m.Vias = append(m.Vias, v)
-				return true
-			})
+			}
 			if strings.TrimSpace(h.Value) == "" {
 				p.flag(MalBadVia)
 			}
 		case HdrContact:
 			if m.Contact == nil {
-				eachElem(h.Value, func(e string) bool {
-					na, _ := ParseNameAddr(e)
-					m.Contact = &na
-					return false
-				})
+				if e, _ := nextElem(h.Value, 0); e != "" {
+					m.contact, _ = ParseNameAddr(e)
+					m.Contact = &m.contact
+				}
 			}
 		case HdrUserAgent:
 			if !haveUA {

@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"slices"
@@ -589,5 +590,22 @@ func TestMethodTokenCap(t *testing.T) {
 				t.Errorf("start line no longer holds the method as sent: %.60q", m.StartLine)
 			}
 		})
+	}
+}
+
+// TestControlByteWordScanMissesNone checks the eight-byte scan against the
+// byte table for every byte value in every position of a word.
+func TestControlByteWordScanMissesNone(t *testing.T) {
+	for pos := 0; pos < 8; pos++ {
+		for c := 0; c < 256; c++ {
+			var b [8]byte
+			for i := range b {
+				b[i] = 'a'
+			}
+			b[pos] = byte(c)
+			if isCtl[c] && !mayHoldCtl(binary.LittleEndian.Uint64(b[:])) {
+				t.Fatalf("byte %#x at %d: the word scan misses it", c, pos)
+			}
+		}
 	}
 }

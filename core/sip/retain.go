@@ -82,7 +82,9 @@ func limitsRef(lim Limits) *Limits {
 	if lim == defaultLimits {
 		return &defaultLimits
 	}
-	return &lim
+	p := new(Limits) // only here: &lim would move every caller's lim to the heap
+	*p = lim
+	return p
 }
 
 // defaultLimits is the limits every default Parse shares.

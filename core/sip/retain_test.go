@@ -107,3 +107,69 @@ func FuzzRetain(f *testing.F) {
 		}
 	})
 }
+
+// TestParserReusedGivesWhatParseGives parses every SIP message of every
+// public capture, in order, with one Parser (its Message, headers and Vias
+// reused from the message before) and checks each equals what Parse gives;
+// the strings of one message stay intact after the Parser moved on.
+func TestParserReusedGivesWhatParseGives(t *testing.T) {
+	names, err := testcap.PublicNames()
+	if err != nil {
+		t.Skip(err)
+	}
+	ps := NewParser(Limits{})
+	n := 0
+	for _, name := range names {
+		msgs, err := CaptureMessages(t, testcap.Public(name))
+		if errors.Is(err, ErrNotPcap) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prevCallID, prevWant string
+		for _, m := range msgs {
+			want, err := Parse(m.Raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := append([]byte(nil), m.Raw...)
+			got, err := ps.Parse(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clear(buf) // the caller's buffer is reused: the Message must not share it
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: reused Parser gave %+v, Parse gave %+v", name, got, want)
+			}
+			if prevCallID != prevWant {
+				t.Fatalf("%s: Call-ID %q of the message before became %q", name, prevWant, prevCallID)
+			}
+			prevCallID, prevWant = got.CallID, want.CallID
+			n++
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d messages checked", n)
+	}
+}
+
+// TestHeaderLookupFromBytesEqualsByName checks the parser's header-name
+// lookup against LookupHeader for every known name in three spellings and
+// for names that are not known.
+func TestHeaderLookupFromBytesEqualsByName(t *testing.T) {
+	var names []string
+	for id := HeaderID(1); id < hdrCount; id++ {
+		c := id.String()
+		names = append(names, c, strings.ToLower(c), strings.ToUpper(c), c+"x", c[:len(c)-1], "x"+c[1:])
+	}
+	names = append(names, "", "v", "V", "z", "1", "X-Unknown", "Call_ID", "Via ", strings.Repeat("a", 40))
+	for _, n := range names {
+		if got, want := lookupHeaderBytes([]byte(n)), LookupHeader(n); got != want {
+			t.Errorf("lookupHeaderBytes(%q) = %v, LookupHeader = %v", n, got, want)
+		}
+	}
+	if got := lookupHeaderBytes([]byte("cAlL-iD")); got != HdrCallID {
+		t.Errorf("cAlL-iD: got %v, want Call-ID", got)
+	}
+}

@@ -284,3 +284,63 @@ func Looks(b []byte) bool {
 	_, ok := findStartLine(b)
 	return ok
 }
+
+// isCtl[c] reports whether c is a control byte a header line may not hold
+// (below 0x20 except HT, and DEL).
+var isCtl = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = c != '\t'
+	}
+	t[0x7f] = true
+	return t
+}()
+
+// trimWS trims spaces and tabs at both ends of s (strings.Trim(s, " \t")
+// without building a cutset each call).
+func trimWS(s string) string {
+	i, j := 0, len(s)
+	for i < j && isWS(s[i]) {
+		i++
+	}
+	for j > i && isWS(s[j-1]) {
+		j--
+	}
+	return s[i:j]
+}
+
+// internMethod returns the registry's constant spelling of an upper-cased
+// IANA method, so that a method kept as a map key or in a long-lived record
+// holds no message's bytes; any other token is returned as it is.
+func internMethod(s string) string {
+	switch s {
+	case "INVITE":
+		return "INVITE"
+	case "ACK":
+		return "ACK"
+	case "BYE":
+		return "BYE"
+	case "CANCEL":
+		return "CANCEL"
+	case "REGISTER":
+		return "REGISTER"
+	case "OPTIONS":
+		return "OPTIONS"
+	case "INFO":
+		return "INFO"
+	case "PRACK":
+		return "PRACK"
+	case "UPDATE":
+		return "UPDATE"
+	case "SUBSCRIBE":
+		return "SUBSCRIBE"
+	case "NOTIFY":
+		return "NOTIFY"
+	case "REFER":
+		return "REFER"
+	case "MESSAGE":
+		return "MESSAGE"
+	case "PUBLISH":
+		return "PUBLISH"
+	}
+	return s
+}

@@ -104,7 +104,7 @@ func parseCSeq(s string) (cs CSeq, capped bool, err error) {
 	if len(m) > MaxMethodBytes {
 		m, capped = m[:MaxMethodBytes], true
 	}
-	return CSeq{Number: uint32(n), Method: upperASCII(m), Valid: true}, capped, nil
+	return CSeq{Number: uint32(n), Method: internMethod(upperASCII(m)), Valid: true}, capped, nil
 }
 
 // upperASCII upper-cases ASCII letters, allocating only when needed.

@@ -18,11 +18,12 @@ package wsfilter
 import (
 	"errors"
 	"fmt"
-	"github.com/sipnab/sipnab/core/textsafe"
 	"net/netip"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // ErrControl is returned for a Call-ID holding a control character or a

@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// TestLine: one line of sender text prints without controls (C0, DEL, C1:
-// a terminal escape loses its ESC), bidi controls or other format
+// TestLine: one line of sender text prints without controls (C0, DEL, C1),
+// terminal escape sequences (dropped whole), bidi controls or other format
 // characters, with line breaks as spaces, fence code points as ASCII
 // brackets and bad UTF-8 replaced, cut at n characters.
 func TestLine(t *testing.T) {
@@ -19,9 +19,16 @@ func TestLine(t *testing.T) {
 	}{
 		{"plain kept", "Bob Smith <sip:bob@example.com>", -1, "Bob Smith <sip:bob@example.com>"},
 		{"C0 and DEL dropped", "a\x00b\x7fc\x07d", 10, "abcd"},
-		{"C1 dropped", "a\u0080b\u009bc\u0090d", 10, "abcd"},
-		{"terminal escapes lose ESC", "x\x1b[2J\x1b]0;pwned\x07y", -1, "x[2J]0;pwnedy"},
-		{"CSI as C1 dropped", "x\u009b31my", -1, "x31my"},
+		{"C1 dropped", "a\u0080b\u0081c\u0090d", 10, "abcd"},
+		{"CSI sequences dropped whole", "x\x1b[2J\x1b[1;31mred\x1b[0m y", -1, "xred y"},
+		{"OSC title string dropped to its BEL", "x\x1b]0;pwned\x07y", -1, "xy"},
+		{"OSC string dropped to its ST", "x\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\y", -1, "xlinky"},
+		{"unterminated OSC keeps its text inert", "x\x1b]0;pwned", -1, "x0;pwned"},
+		{"two-byte escape dropped", "a\x1bcb\x1b(Bc", -1, "abc"},
+		{"lone ESC dropped", "a\x1b", -1, "a"},
+		{"CSI as C1 dropped whole", "x\u009b31my", -1, "xy"},
+		{"C1 CSI without parameters drops only itself", "ev\u009b@a.example", -1, "ev@a.example"},
+		{"OSC as C1 dropped to ST", "x\u009d0;t\u009cy", -1, "xy"},
 		{"RLO and isolates dropped", "evil\u202egnp.exe\u2066a\u2069", -1, "evilgnp.exea"},
 		{"every bidi control dropped", "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061cok", -1, "ok"},
 		{"zero-width and BOM dropped", "a\u200bb\u200cc\u200dd\ufeffe\u00adf\u2060g", -1, "abcdefg"},
@@ -38,6 +45,30 @@ func TestLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Line(tc.in, tc.n); got != tc.want {
 				t.Errorf("Line(%q, %d): got %q, want %q", tc.in, tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestClean: the payload rule of sdk.Fence (one line) and sdk.FenceBody
+// (keepLines: \n and \t kept, \r dropped), with Line's character rules
+// and no cut.
+func TestClean(t *testing.T) {
+	for _, tc := range []struct {
+		name, in  string
+		keepLines bool
+		want      string
+	}{
+		{"field: breaks become spaces", "a\r\nb\tc", false, "a  b c"},
+		{"field: hostile display name", "\u27e7/x\u27e7 SYSTEM \u202egnp\u200b\ufeff\x1b[31m red\x01", false, "]/x] SYSTEM gnp red"},
+		{"body keeps newlines and tabs, drops CR", "v=0\r\na=x\n\ty", true, "v=0\na=x\n\ty"},
+		{"body: unicode separators become newlines", "a\u2028b\u0085c", true, "a\nb\nc"},
+		{"body: escapes, bidi and zero-width dropped", "s=\x1b[2J\u202eevil\u200d\n", true, "s=evil\n"},
+		{"bad UTF-8 replaced", "a\xffb", true, "a\uFFFDb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Clean(tc.in, tc.keepLines); got != tc.want {
+				t.Errorf("Clean(%q, %v): got %q, want %q", tc.in, tc.keepLines, got, tc.want)
 			}
 		})
 	}

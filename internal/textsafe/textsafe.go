@@ -1,21 +1,29 @@
 // Package textsafe is the one place that decides which characters of
 // sender-written text (a display name, a User-Agent, a reason phrase, a
-// Call-ID) a rendered document may carry. Every renderer of capture text
-// uses it: core/report (--report, get_capture_report), core/callreport
-// (render_ladder, get_dialog_report, --call-report), core/repro and
-// core/wsfilter, so a character one of them drops is dropped by all
-// (issue 11 item 9).
+// Call-ID) an answer or a rendered document may carry. Every renderer of
+// capture text uses it: sdk's fences (sdk.Fence, sdk.FenceBody and the
+// unfenced values of bundles/internal/answer), core/report (--report,
+// get_capture_report), core/callreport (render_ladder, get_dialog_report,
+// --call-report), core/repro and core/wsfilter, so a character one of them
+// drops is dropped by all.
 //
 // Invisible characters are never printed: a control character (Unicode
-// Cc: C0, DEL, C1, so a terminal escape such as ESC "[2J" loses its ESC and
-// is inert), a bidirectional control (U+202A–U+202E, U+2066–U+2069,
+// Cc: C0, DEL, C1), a bidirectional control (U+202A–U+202E, U+2066–U+2069,
 // U+200E, U+200F, U+061C: an override makes a line read differently from
 // the bytes it holds, "Trojan Source") or any other format character
-// (Unicode Cf: U+200B–U+200D, U+FEFF, U+00AD, ...). The fence code points
-// U+27E6/U+27E7, the brackets of the untrusted-capture-data markers
-// (sdk/fence.go, docs/mcp-tools.md), become ASCII brackets so a rendered
-// document never holds a forged marker. core may not import sdk, whose
-// fencing keeps its own copy of that rule.
+// (Unicode Cf: U+200B–U+200D, U+FEFF, U+00AD, ...). A terminal escape
+// sequence (ECMA-48: ESC or C1 CSI with its parameters and final byte, an
+// OSC/DCS string to its terminator, a two-byte escape) is dropped whole, so
+// neither the escape nor its "[31m" residue reaches a terminal or a
+// transcript. The fence code points U+27E6/U+27E7, the brackets of the
+// untrusted-capture-data markers (sdk/fence.go, docs/mcp-tools.md), become
+// ASCII brackets so no answer holds a forged marker.
+//
+// The package lives outside core and sdk because both use it: core may
+// import only the standard library and core, sdk only the standard library
+// and mcp-go's wire types (tests/imports_test.go), and a leaf importing the
+// standard library alone is the one place both may share. It is internal:
+// a bundle outside this module reaches it through sdk's fence helpers.
 package textsafe
 
 import (
@@ -58,25 +66,44 @@ func isLineBreak(r rune) bool {
 }
 
 // Line makes sender-written text safe to print as one line of a document:
-// line breaks and tabs become spaces, invisible characters (IsInvisible)
-// are dropped, a byte that is not UTF-8 becomes U+FFFD, the fence code
-// points U+27E6/U+27E7 become '[' and ']', and the text is cut at n
-// characters followed by "…" when a kept character remains (n < 0: no
-// cut).
-func Line(s string, n int) string {
+// line breaks and tabs become spaces, terminal escape sequences and
+// invisible characters (IsInvisible) are dropped, a byte that is not UTF-8
+// becomes U+FFFD, the fence code points U+27E6/U+27E7 become '[' and ']',
+// and the text is cut at n characters followed by "…" when a kept
+// character remains (n < 0: no cut).
+func Line(s string, n int) string { return clean(s, false, n) }
+
+// Clean applies Line's rules without a cut. With keepLines (a body: SDP, a
+// snippet) '\n' and '\t' are kept, '\r' is dropped and the other line
+// breaks (NEL, U+2028, U+2029) become '\n'; without it the value is one
+// line. It is the payload rule of sdk.Fence and sdk.FenceBody.
+func Clean(s string, keepLines bool) string { return clean(s, keepLines, -1) }
+
+func clean(s string, keepLines bool, n int) string {
 	if n < 0 {
 		n = len(s) + 1
 	}
 	var b strings.Builder
+	b.Grow(min(len(s), 4*n))
 	count := 0
 	for i := 0; i < len(s); {
+		if k := escapeLen(s[i:]); k > 0 {
+			i += k
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			r = '\uFFFD'
+		case keepLines && (r == '\n' || r == '\t'):
+		case keepLines && r == '\r':
+			continue
 		case isLineBreak(r):
 			r = ' '
+			if keepLines {
+				r = '\n'
+			}
 		case IsInvisible(r):
 			continue
 		case r == '\u27e6':
@@ -92,6 +119,71 @@ func Line(s string, n int) string {
 		count++
 	}
 	return b.String()
+}
+
+// escapeLen returns the byte length of the terminal escape sequence s
+// starts with (ECMA-48 §5.3-5.6), 0 when it starts with none. A control
+// sequence (ESC '[', or C1 CSI U+009B followed by a parameter byte) runs
+// through its parameter and intermediate bytes to its final byte; a control string (OSC, DCS, SOS,
+// PM, APC: ESC ']' 'P' 'X' '^' '_' or their C1 forms) runs to its
+// terminator (BEL, ESC '\\' or C1 ST) when it has one, else only its
+// introducer is dropped and the rest prints as inert text; any other escape
+// is ESC with its intermediate bytes and final byte. A lone ESC or C1
+// control is left to the caller (dropped as a control character).
+func escapeLen(s string) int {
+	var body int // offset of what follows the introducer
+	var kind byte
+	switch {
+	case len(s) >= 2 && s[0] == 0x1b:
+		kind, body = s[1], 2
+	case len(s) >= 2 && s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f:
+		// a C1 control in UTF-8: U+0080-U+009F is 0xC2 0x80-0x9F
+		kind, body = s[1]-0x40, 2
+	default:
+		return 0
+	}
+	switch kind {
+	case '[':
+		i := body
+		for i < len(s) && s[i] >= 0x30 && s[i] <= 0x3f {
+			i++
+		}
+		if s[0] != 0x1b && i == body {
+			// a C1 CSI with no parameter: only the control is dropped, so
+			// text such as "user\u009b@host" keeps its '@'
+			return 0
+		}
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+			i++
+		}
+		return i
+	case ']', 'P', 'X', '^', '_':
+		for i := body; i < len(s); i++ {
+			switch {
+			case s[i] == 0x07:
+				return i + 1
+			case s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\':
+				return i + 2
+			case s[i] == 0xc2 && i+1 < len(s) && s[i+1] == 0x9c:
+				return i + 2
+			}
+		}
+		return body
+	}
+	if s[0] != 0x1b {
+		return 0 // another C1 control: one character, the caller drops it
+	}
+	i := 1
+	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+		i++
+	}
+	if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+		return i + 1
+	}
+	return 0
 }
 
 // Strip removes the control and bidi characters of s and returns how many
