@@ -300,7 +300,7 @@ func TestFileSetOrder(t *testing.T) {
 	}
 	c.Wait()
 	st := c.Status()
-	tr := readTruth(t, name)
+	tr := testcap.LoadTruth[truth](t, name)
 	if !st.Complete || int(st.SIPMessages) != tr.SIP.Messages || len(st.Files) != 2 || st.Files[0].Name != "b-first-half.pcap" {
 		t.Errorf("complete %v sip %d (want %d) files %+v", st.Complete, st.SIPMessages, tr.SIP.Messages, st.Files)
 	}

@@ -5,9 +5,11 @@
 package testcap
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 )
 
 // Root returns the repository root (the directory holding go.mod).
@@ -38,4 +40,20 @@ func PublicNames() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// LoadTruth decodes the tshark reference answer for a capture (see Truth)
+// into a T, the subset of testdata/captures/truth/*.json a test reads; it
+// fails the test when the file is missing or does not decode.
+func LoadTruth[T any](tb testing.TB, name string) T {
+	tb.Helper()
+	var v T
+	b, err := os.ReadFile(Truth(name))
+	if err != nil {
+		tb.Fatalf("reading the truth of %s: %v", name, err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		tb.Fatalf("decoding the truth of %s: %v", name, err)
+	}
+	return v
 }
