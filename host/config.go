@@ -258,8 +258,8 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 		}
 	}
 	// The flag package prints a parse error and then the whole flag list;
-	// Run prints the error once itself (issue 11 item 15: startup errors
-	// printed once), so only a help request shows the list.
+	// Run prints the error once itself, so only a help request shows the
+	// list.
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -349,8 +349,7 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 	// An unknown SIPNAB_ variable is ignored with one warning each, not
 	// refused: a client that starts sipnab over stdio (Claude Code, Claude
 	// Desktop) passes its whole environment, and an exit there is a server
-	// that never connects, its reason in a log the user does not see
-	// (issue 11 item 15).
+	// that never connects, its reason in a log the user does not see.
 	sort.Strings(unknownEnv)
 	for _, name := range unknownEnv {
 		hint := ""

@@ -390,7 +390,7 @@ func rewriteCodes(b []byte) []byte {
 // default --mcp-max-wait-seconds (60) with room for a sweep's answer.
 const defaultCallTimeoutSeconds = 120
 
-// runWithDeadline runs the tool under the call's deadline (issue 12 §2):
+// runWithDeadline runs the tool under the call's deadline:
 // its context ends at h.callTimeout, and if the tool has not returned by
 // then the call is answered at once (-32603, audit outcome timed_out)
 // instead of waiting for a tool blocked where a context cannot reach. The

@@ -3,8 +3,7 @@
 // Call-ID) a rendered document may carry. Every renderer of capture text
 // uses it: core/report (--report, get_capture_report), core/callreport
 // (render_ladder, get_dialog_report, --call-report), core/repro and
-// core/wsfilter, so a character one of them drops is dropped by all
-// (issue 11 item 9).
+// core/wsfilter, so a character one of them drops is dropped by all.
 //
 // Invisible characters are never printed: a control character (Unicode
 // Cc: C0, DEL, C1, so a terminal escape such as ESC "[2J" loses its ESC and
