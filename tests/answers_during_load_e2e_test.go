@@ -3,11 +3,8 @@ package tests
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/sipnab/sipnab/bench/gen"
 )
 
 // TestListDialogsDuringLoadE2E calls list_dialogs again and again
@@ -30,10 +27,8 @@ func TestListDialogsDuringLoadE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and loads a large capture")
 	}
-	cfg := gen.Carrier(5)
-	cfg.Calls, cfg.Registers = 600, 60
-	path := filepath.Join(sharedDir(t), "carrier-load.pcap.gz")
-	ans := writeGzipCapture(t, cfg, path)
+	t.Parallel() // shares only the generated capture, read-only
+	path, ans := loadingCapture(t)
 	want := map[string]bool{}
 	for _, d := range ans.Dialogs {
 		want[d.CallID] = true
@@ -282,10 +277,8 @@ func TestTailAndSearchByTimeDuringLoadE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and loads a large capture")
 	}
-	cfg := gen.Carrier(6)
-	cfg.Calls, cfg.Registers = 600, 60
-	path := filepath.Join(sharedDir(t), "carrier-tail.pcap.gz")
-	ans := writeGzipCapture(t, cfg, path)
+	t.Parallel() // shares only the generated capture, read-only
+	path, ans := loadingCapture(t)
 	s := startRaw(t, "-N", "--mcp", "-I", path)
 
 	type walk struct {

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// TestConcurrentCallsLeaveWholeAuditRecords: issue 4's "concurrent calls
-// leaving whole, sequential audit records", with records large enough that
+// TestConcurrentCallsLeaveWholeAuditRecords: concurrent calls leave whole,
+// sequential audit records (docs/mcp-protocol.md), with records large enough that
 // a torn or interleaved write would show. Three sessions of one peer send
 // 150 concurrent tools/call with distinct ~900-byte arguments (and some
 // over the 1024-byte bound) under --mcp-max-concurrent 3, so ok, tool

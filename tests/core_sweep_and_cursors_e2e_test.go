@@ -1,10 +1,8 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -31,20 +29,13 @@ func TestRTPSweepIsTsharksStreamSetE2E(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, err := os.ReadFile(testcap.Truth(name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tr struct {
+			tr := testcap.LoadTruth[struct {
 				RTP struct {
 					Default, Heuristic struct {
 						Streams []e2eTruthStream `json:"streams"`
 					}
 				} `json:"rtp"`
-			}
-			if err := json.Unmarshal(b, &tr); err != nil {
-				t.Fatal(err)
-			}
+			}](t, name)
 			s := startRaw(t, "-N", "--mcp", "-I", testcap.Public(name))
 			needTools(t, s.tools(), "rtp_stats")
 			s.waitLoaded()

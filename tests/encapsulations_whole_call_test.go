@@ -13,7 +13,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 )
 
-// The encapsulations and source formats of issue 2 that the engine-level
+// The encapsulations and source formats that the engine-level
 // acceptance tests (engine_acceptance_sip_test.go) did not carry a whole
 // call through: ERSPAN type I, IPv6 fragments, raw IPv6 on LINKTYPE_RAW,
 // WebSocket frames several per segment in both directions, and pcapng

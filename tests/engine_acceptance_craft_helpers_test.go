@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/report"
+	"github.com/sipnab/sipnab/internal/testengine"
 )
 
 // accT0 is on a 5 s boundary, so quality intervals start with the capture.
@@ -237,11 +237,7 @@ func accGzip(t *testing.T, path string) string {
 // and returns the capture and its document.
 func accLoad(t *testing.T, paths ...string) (*engine.Capture, report.Document) {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "acceptance"}, nil)
-	if err := c.LoadFiles(context.Background(), paths); err != nil {
-		t.Fatalf("loading %v: %v", paths, err)
-	}
-	c.Wait()
+	c := testengine.Load(t, engine.Config{Node: "acceptance"}, paths...)
 	return c, report.Build(c)
 }
 

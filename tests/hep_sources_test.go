@@ -168,9 +168,8 @@ var udpApplicable = []string{
 	"b2bua-asterisk.pcapng", "sip-proxy.pcap", "sip-rtp-g711.pcap", "sipp-branch-scenario.pcapng",
 }
 
-// TestHEPReplayOfPublicCapturesMatchesTruth is the HEP clause of issue 2's first
-// "must show": a capture whose SIP arrives inside HEP counts the inner
-// messages. Every SIP datagram of a public capture (taken out with gopacket
+// TestHEPReplayOfPublicCapturesMatchesTruth: a capture whose SIP arrives
+// inside HEP counts the inner messages. Every SIP datagram of a public capture (taken out with gopacket
 // and the test's own start-line match) is re-sent as HEP3, HEP3 with a
 // zlib-compressed payload, and HEP2 from an agent to a collector; the
 // binary's --json must give run.sip_messages (and run.hep.sip) equal to
@@ -184,7 +183,7 @@ func TestHEPReplayOfPublicCapturesMatchesTruth(t *testing.T) {
 	dir := t.TempDir()
 	applicable := 0
 	for _, name := range names {
-		tr := accReadTruth(t, name)
+		tr := testcap.LoadTruth[accTruth](t, name)
 		if tr.File.FileType == "netmon2" || tr.SIP == nil || tr.SIP.Messages == 0 {
 			continue
 		}

@@ -1,7 +1,6 @@
 package tests
 
-// The duplicates-versus-retransmissions class of the verdict corpus (issue
-// 10, item 3). A capture duplicate is one message seen twice at the capture
+// The duplicates-versus-retransmissions class of the verdict corpus. A capture duplicate is one message seen twice at the capture
 // point: a mirrored copy of the same datagram, the same datagram on two
 // interfaces of one host, HEP copies of it from two agents. A
 // retransmission is the sender sending it again on the RFC 3261 §17 timers

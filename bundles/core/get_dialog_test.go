@@ -108,7 +108,7 @@ func lqDialogAll(t *testing.T, tools map[string]sdk.Tool, args map[string]any, l
 func TestGetDialogAgreesWithTshark(t *testing.T) {
 	for _, name := range lqPcapCaptures(t) {
 		t.Run(name, func(t *testing.T) {
-			tr := lqLoadTruth(t, name)
+			tr := testcap.LoadTruth[lqTruth](t, name)
 			tools := lqTools(t, lqPublic(t, name))
 			for i, d := range tr.SIP.Dialogs {
 				var g lqDialog
@@ -281,7 +281,7 @@ func TestGetDialogPaging(t *testing.T) {
 // reaches them, never complete).
 func TestGetDialogRetention(t *testing.T) {
 	c := lqLoad(t, engine.Config{Dialog: dialog.Config{MaxMessages: 3}}, testcap.Public("sip_call.pcap"))
-	tr := lqLoadTruth(t, "sip_call.pcap")
+	tr := testcap.LoadTruth[lqTruth](t, "sip_call.pcap")
 	d := tr.SIP.Dialogs[0]
 	var g lqDialog
 	lqCall(t, lqTools(t, c), "get_dialog", map[string]any{"call_id": d.CallID}, &g)

@@ -19,11 +19,7 @@ import (
 // wfTruth reads the per-dialog tshark counts of a capture.
 func wfTruth(t *testing.T, file string) map[string]struct{ Messages, FirstFrame, LastFrame int } {
 	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr struct {
+	tr := testcap.LoadTruth[struct {
 		SIP struct {
 			Dialogs []struct {
 				CallID     string `json:"call_id"`
@@ -32,10 +28,7 @@ func wfTruth(t *testing.T, file string) map[string]struct{ Messages, FirstFrame,
 				LastFrame  int    `json:"last_frame"`
 			} `json:"dialogs"`
 		} `json:"sip"`
-	}
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	}](t, file)
 	out := map[string]struct{ Messages, FirstFrame, LastFrame int }{}
 	for _, d := range tr.SIP.Dialogs {
 		out[d.CallID] = struct{ Messages, FirstFrame, LastFrame int }{d.Messages, d.FirstFrame, d.LastFrame}
@@ -230,6 +223,7 @@ func TestGenerateWiresharkFilterWithTshark(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel() // its own capture and tshark runs
 			c := sxLoad(t, tc.file)
 			truth := wfTruth(t, tc.file)
 			for _, cl := range tc.calls {
@@ -290,6 +284,7 @@ func TestGenerateWiresharkFilterOnEveryPublicCapture(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // its own capture and tshark runs
 			c := engine.New(engine.Config{Node: "test"}, nil)
 			if err := c.LoadFiles(context.Background(), []string{testcap.Public(name)}); err != nil {
 				t.Skipf("sipnab does not read this capture: %v", err)

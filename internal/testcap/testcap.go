@@ -6,9 +6,11 @@ package testcap
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 )
 
@@ -56,4 +58,25 @@ func LoadTruth[T any](tb testing.TB, name string) T {
 		tb.Fatalf("decoding the truth of %s: %v", name, err)
 	}
 	return v
+}
+
+// DefaultParallel raises how many parallel tests (t.Parallel) run at once
+// to n, unless -parallel was given or GOMAXPROCS is already n or more. Call
+// it from TestMain before m.Run, in a package whose parallel tests mostly
+// wait on another process (sipnab, tshark): go test's default, GOMAXPROCS,
+// leaves a 2-core machine idle while they wait.
+func DefaultParallel(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	f := flag.Lookup("test.parallel")
+	if given || f == nil {
+		return
+	}
+	if cur, err := strconv.Atoi(f.Value.String()); err == nil && cur >= n {
+		return
+	}
+	_ = f.Value.Set(strconv.Itoa(n))
 }
