@@ -111,8 +111,9 @@ func sipDatagrams(t *testing.T, path string) []sipDatagram {
 }
 
 // hepV3Packet is a HEP3 envelope (IPv4 or IPv6) carrying a SIP payload, raw or
-// zlib-deflated in chunk 0x0010.
-func hepV3Packet(src, dst netip.AddrPort, ts time.Time, payload []byte, compressed bool) []byte {
+// zlib-deflated in chunk 0x0010, from capture agent agent (chunk 0x000c).
+// accHEP3 and accHEP3Agent build theirs with it.
+func hepV3Packet(src, dst netip.AddrPort, ts time.Time, agent uint32, payload []byte, compressed bool) []byte {
 	var body []byte
 	fam, sc, dc := byte(2), uint16(3), uint16(4)
 	if src.Addr().Is6() {
@@ -127,7 +128,7 @@ func hepV3Packet(src, dst netip.AddrPort, ts time.Time, payload []byte, compress
 	body = append(body, accHEPChunk(0x0009, binary.BigEndian.AppendUint32(nil, uint32(ts.Unix())))...)
 	body = append(body, accHEPChunk(0x000a, binary.BigEndian.AppendUint32(nil, uint32(ts.Nanosecond()/1000)))...)
 	body = append(body, accHEPChunk(0x000b, []byte{1})...)
-	body = append(body, accHEPChunk(0x000c, binary.BigEndian.AppendUint32(nil, 2001))...)
+	body = append(body, accHEPChunk(0x000c, binary.BigEndian.AppendUint32(nil, agent))...)
 	if compressed {
 		var z bytes.Buffer
 		zw := zlib.NewWriter(&z)
@@ -199,8 +200,8 @@ func TestHEPReplayOfPublicCapturesMatchesTruth(t *testing.T) {
 			name string
 			wrap func(d sipDatagram) []byte
 		}{
-			{"HEP3", func(d sipDatagram) []byte { return hepV3Packet(d.src, d.dst, d.ts, d.payload, false) }},
-			{"HEP3 zlib", func(d sipDatagram) []byte { return hepV3Packet(d.src, d.dst, d.ts, d.payload, true) }},
+			{"HEP3", func(d sipDatagram) []byte { return hepV3Packet(d.src, d.dst, d.ts, 2001, d.payload, false) }},
+			{"HEP3 zlib", func(d sipDatagram) []byte { return hepV3Packet(d.src, d.dst, d.ts, 2001, d.payload, true) }},
 			{"HEP2", func(d sipDatagram) []byte { return hepV2Packet(d.src, d.dst, d.ts, d.payload) }},
 		} {
 			t.Run(name+"/"+v.name, func(t *testing.T) {
@@ -307,11 +308,11 @@ func TestHEPListenerFedFromAnotherProcess(t *testing.T) {
 			var conn net.Conn
 			switch c.via {
 			case "HEP3/UDP":
-				b, conn = hepV3Packet(src, dst, ts, payload, j%2 == 1), udp
+				b, conn = hepV3Packet(src, dst, ts, 2001, payload, j%2 == 1), udp
 			case "HEP2/UDP":
 				b, conn = hepV2Packet(src, dst, ts, payload), udp
 			default:
-				b, conn = hepV3Packet(src, dst, ts, payload, false), tcp
+				b, conn = hepV3Packet(src, dst, ts, 2001, payload, false), tcp
 			}
 			if _, err := conn.Write(b); err != nil {
 				t.Fatalf("%s: %v", c.via, err)
@@ -381,8 +382,8 @@ func TestHEPListenerOverIPv6(t *testing.T) {
 		name string
 		wrap func(s, d netip.AddrPort, ts time.Time, p []byte) []byte
 	}{
-		{"HEP3", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return hepV3Packet(s, d, ts, p, false) }},
-		{"HEP3 zlib", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return hepV3Packet(s, d, ts, p, true) }},
+		{"HEP3", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return hepV3Packet(s, d, ts, 2001, p, false) }},
+		{"HEP3 zlib", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return hepV3Packet(s, d, ts, 2001, p, true) }},
 		{"HEP2", hepV2Packet},
 	} {
 		t.Run(v.name, func(t *testing.T) {
