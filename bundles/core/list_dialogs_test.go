@@ -25,7 +25,8 @@ import (
 // TestListDialogsPagesToTsharksCallIDs pages list_dialogs to its end on
 // every public capture with dialogs, with small limits and with a fields
 // projection: the rows are exactly tshark's Call-IDs, each once
-// (sipp-branch-scenario.pcapng: 1334).
+// (sipp-branch-scenario.pcapng: 1334). Every page reads the whole store, so
+// on that capture the small pages hold 25 rows, not 3 (54 pages, not 445).
 func TestListDialogsPagesToTsharksCallIDs(t *testing.T) {
 	for _, name := range lqPcapCaptures(t) {
 		t.Run(name, func(t *testing.T) {
@@ -35,9 +36,13 @@ func TestListDialogsPagesToTsharksCallIDs(t *testing.T) {
 			if name == "sipp-branch-scenario.pcapng" && len(want) != 1334 {
 				t.Fatalf("truth lists %d Call-IDs, want 1334", len(want))
 			}
+			small := 3
+			if len(want) > 1000 {
+				small = 25
+			}
 			for _, args := range []map[string]any{
-				{"limit": 3},
-				{"limit": 3, "fields": []string{"state"}},
+				{"limit": small},
+				{"limit": small, "fields": []string{"state"}},
 				{"limit": 1000},
 			} {
 				rows, pages := lqPageAll(t, tools, "list_dialogs", args, sdk.DefaultLimits())
