@@ -199,6 +199,7 @@ func TestEngineAcceptancePublicJSON(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // its own sipnab runs and gzip copy
 			tr := testcap.LoadTruth[accTruth](t, name)
 			path := testcap.Public(name)
 			if tr.File.FileType == "netmon2" {
