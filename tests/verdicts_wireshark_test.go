@@ -22,9 +22,9 @@ import (
 // packets.
 type wsDiff struct {
 	// duplicates are the capture duplicates sipnab counts per call
-	// (timing.duplicates: the same bytes seen again at the capture point). They are no message of get_dialog, yet they carry
-	// the Call-ID, so tshark selects every copy: sip_messages counts them
-	// for that reason.
+	// (timing.duplicates: the same bytes seen again at the capture point). They
+	// are no message of get_dialog, yet they carry the Call-ID, so tshark
+	// selects every copy: sip_messages counts them for that reason.
 	duplicates map[string]int
 	// unreadable are, per call, the frames of sipnab's messages that
 	// tshark 4.0 does not read as SIP (the command cannot select them).
