@@ -17,9 +17,10 @@ import (
 	"github.com/sipnab/sipnab/sdk"
 )
 
-// TestFileRootSymlinkSwapRaceNeverLeaks reproduces the attack of issue 12
-// §1: one goroutine swaps a name of the root, atomically (rename), between
-// a regular file and a symlink to a file outside the root, while 20,000
+// TestFileRootSymlinkSwapRaceNeverLeaks reproduces a symlink-swap race
+// against the file root: one goroutine swaps a name of the root,
+// atomically (rename), between a regular file and a symlink to a file
+// outside the root, while 20,000
 // resources/read calls of that name go through the real stdio server. A
 // check-then-open by name leaked the outside file (11 in 12,000 reads);
 // opening beneath the root (sdk.FileRoot.open, os.Root) must leak none:

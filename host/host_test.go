@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -519,10 +521,16 @@ func TestUnwritableAuditRecordRefusesTheCall(t *testing.T) {
 	aud.fail = func() error { return errors.New("disk full") }
 	h := newMCPHost(hostOptions{log: newTestLogger(), reg: reg, selected: map[string]bool{"t_echo": true}, entries: []string{"full"},
 		limits: sdk.DefaultLimits(), audit: aud})
-	tool, _, _ := reg.Tool("t_echo")
-	_, err = h.handler(tool, false)(context.Background(), callReq("t_echo", map[string]any{"text": "x"}))
-	if err == nil || !strings.Contains(err.Error(), "audit record could not be written") {
+	b.started = make(chan struct{}, 1)
+	tool, _, _ := reg.Tool("t_slow")
+	_, err = h.handler(tool, false)(context.Background(), callReq("t_slow", map[string]any{}))
+	if err == nil || !strings.Contains(err.Error(), "refused before it ran: its audit record could not be written") {
 		t.Fatalf("got %v, want refusal", err)
+	}
+	select {
+	case <-b.started:
+		t.Error("the tool ran although its audit record could not be written")
+	default:
 	}
 	if e := sdk.AsError(err); e.Code != sdk.CodeInternal || e.Refusal() {
 		t.Errorf("got code %d, want %d (a JSON-RPC error, not a tool result)", e.Code, sdk.CodeInternal)
@@ -584,5 +592,95 @@ func TestMintToken(t *testing.T) {
 	if !slices.Contains([]int{exitUsage}, Run(context.Background(), []string{"--mint-token", "--token-id", "x"}, nil,
 		IO{Stdout: &out, Stderr: &errb})) {
 		t.Error("minting without a key did not fail with exit 2")
+	}
+}
+
+// readAudit reads the audit file's records.
+func readAudit(t *testing.T, path string) []auditRecord {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []auditRecord
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var r auditRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("torn record %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestAuditRecordIsReservedBeforeTheCallRuns: the record is on disk,
+// outcome running, while the tool runs; its end rewrites the same line in
+// place (one record per call, still one JSON line).
+func TestAuditRecordIsReservedBeforeTheCallRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	b := &testBundle{id: "t", release: make(chan struct{}), started: make(chan struct{}, 1)}
+	reg := testRegistry(t, b)
+	aud, err := openAuditor(newTestLogger(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aud.close()
+	h := newMCPHost(hostOptions{log: newTestLogger(), reg: reg, selected: map[string]bool{"t_slow": true, "t_echo": true}, entries: []string{"full"},
+		limits: sdk.DefaultLimits(), audit: aud})
+	slow, _, _ := reg.Tool("t_slow")
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.handler(slow, false)(context.Background(), callReq("t_slow", map[string]any{}))
+		done <- err
+	}()
+	<-b.started
+	recs := readAudit(t, path)
+	if len(recs) != 1 || recs[0].Outcome != outcomeRunning || recs[0].Tool != "t_slow" || recs[0].Seq != 1 || recs[0].Error != nil {
+		t.Fatalf("while the call runs: %+v, want one record, outcome running", recs)
+	}
+	// Another call completes meanwhile: its record follows.
+	echo, _, _ := reg.Tool("t_echo")
+	if _, err := h.handler(echo, false)(context.Background(), callReq("t_echo", map[string]any{"text": strings.Repeat("\u0001\"", 400)})); err != nil {
+		t.Fatal(err)
+	}
+	close(b.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	recs = readAudit(t, path)
+	if len(recs) != 2 || recs[0].Outcome != outcomeOK || recs[0].Seq != 1 || recs[1].Seq != 2 || recs[1].Outcome != outcomeOK {
+		t.Errorf("after both calls: %+v, want seq 1 and 2, both ok", recs)
+	}
+}
+
+// TestAuditCompletionFailureSaysTheCallRan: when the reserved record
+// cannot be completed, the answer says the call ran (never refused) and the
+// file keeps the call's record, outcome running.
+func TestAuditCompletionFailureSaysTheCallRan(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	b := &testBundle{id: "t"}
+	reg := testRegistry(t, b)
+	aud, err := openAuditor(newTestLogger(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aud.close()
+	aud.failPatch = func() error { return errors.New("disk gone") }
+	h := newMCPHost(hostOptions{log: newTestLogger(), reg: reg, selected: map[string]bool{"t_echo": true}, entries: []string{"full"},
+		limits: sdk.DefaultLimits(), audit: aud})
+	echo, _, _ := reg.Tool("t_echo")
+	res, err := h.handler(echo, false)(context.Background(), callReq("t_echo", map[string]any{"text": "x"}))
+	if err != nil {
+		t.Fatalf("got %v: the call ran, its answer must stand", err)
+	}
+	last := res.Content[len(res.Content)-1].(mcp.TextContent).Text
+	if !strings.Contains(last, "This call ran (outcome ok)") || strings.Contains(last, "refused") {
+		t.Errorf("last block %q: want it to say the call ran and the record was not completed", last)
+	}
+	if recs := readAudit(t, path); len(recs) != 1 || recs[0].Outcome != outcomeRunning {
+		t.Errorf("records %+v, want the one reserved, outcome running", recs)
 	}
 }

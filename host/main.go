@@ -105,7 +105,7 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 // before the process exits anyway.
 const stopGrace = 30 * time.Second
 
-// exitAfterSignal makes SIGINT and SIGTERM always end a run (issue 12 §2).
+// exitAfterSignal makes SIGINT and SIGTERM always end a run.
 // The first signal cancels the run's context (sig), which stops the
 // sources and lets a batch run write its document; the signals then get
 // their default action back (stop), so a second one kills the process at

@@ -292,6 +292,9 @@ func (h *mcpHost) handler(t sdk.Tool, advertised bool) server.ToolHandlerFunc {
 		args, _ := json.Marshal(req.Params.Arguments)
 		argLine := boundArgs(args)
 
+		// slot is the call's audit record, reserved before the tool runs
+		// (auditor.reserve); nil before that and without an audit file.
+		var slot *auditSlot
 		finish := func(outcome string, res *mcp.CallToolResult, callErr error) (*mcp.CallToolResult, error) {
 			msg := ""
 			if callErr != nil {
@@ -303,7 +306,19 @@ func (h *mcpHost) handler(t sdk.Tool, advertised bool) server.ToolHandlerFunc {
 			} else if res != nil && res.IsError {
 				msg = "tool error result"
 			}
-			if err := h.audit.record(t.Name, id, c.label, outcome, time.Since(start), argLine, msg); err != nil {
+			if slot != nil {
+				if err := h.audit.complete(slot, outcome, time.Since(start), msg); err != nil {
+					// The call ran: say so, never that it was refused.
+					h.log.Error("audit record of a call that ran not completed; the file says running", "tool", t.Name, "seq", slot.rec.Seq, "error", err)
+					note := fmt.Sprintf("This call ran (outcome %s), but its audit record (seq %d) could not be completed: the audit file says running.", outcome, slot.rec.Seq)
+					if callErr != nil {
+						return nil, sdk.Internal("%s %s", sdk.AsError(callErr).Message, note)
+					}
+					if res != nil {
+						res.Content = append(res.Content, mcp.NewTextContent(note))
+					}
+				}
+			} else if err := h.audit.record(t.Name, id, c.label, outcome, time.Since(start), argLine, msg); err != nil {
 				h.log.Error("audit record not written; call refused", "tool", t.Name, "error", err)
 				return nil, sdk.Internal("call refused: its audit record could not be written")
 			}
@@ -349,6 +364,15 @@ func (h *mcpHost) handler(t sdk.Tool, advertised bool) server.ToolHandlerFunc {
 				_ = h.srv.SendNotificationToClient(ctx, "notifications/progress", params)
 			})
 		}
+		// The record first: a call whose record cannot be written is
+		// refused before it runs (docs/mcp-protocol.md, Audit record).
+		s, err := h.audit.reserve(t.Name, id, c.label, argLine)
+		if err != nil {
+			h.log.Error("audit record not written; call refused before it ran", "tool", t.Name, "error", err)
+			h.audit.logLine(t.Name, id, c.label, outcomeRefused, time.Since(start), argLine, "audit record could not be written")
+			return nil, sdk.Internal("call refused before it ran: its audit record could not be written")
+		}
+		slot = s
 		handedOff = true
 		reply, timedOut, err := h.runWithDeadline(ctx, t, args, id, release)
 		if timedOut {

@@ -141,8 +141,8 @@ const errPathEscapes = "path escapes from parent"
 // checked on the open descriptor next; a regular file ignores the flag).
 const openFlags = syscall.O_NONBLOCK | syscall.O_CLOEXEC
 
-// open is the one place a file of the root is opened, to read or to create
-// (issue 12 §1–2). The name is checked first (CheckName, no filesystem
+// open is the one place a file of the root is opened, to read or to create.
+// The name is checked first (CheckName, no filesystem
 // access); the root directory is opened as an [os.Root] and name is opened
 // beneath it: every path step is an openat(2) relative to a directory
 // descriptor with O_NOFOLLOW, a symlink is resolved by the os package

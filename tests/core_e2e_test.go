@@ -353,19 +353,6 @@ type e2eTruthStream struct {
 	MaxJitterMs float64 `json:"max_jitter_ms"`
 }
 
-func readTruth(t *testing.T, name string) e2eTruth {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr e2eTruth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
-
 // openingMethods are the requests that open a dialog of their own family.
 var openingMethods = map[string]bool{"INVITE": true, "REGISTER": true, "SUBSCRIBE": true, "OPTIONS": true,
 	"MESSAGE": true, "PUBLISH": true, "NOTIFY": true, "REFER": true}
@@ -481,7 +468,7 @@ func TestCoreToolsAgreeWithTsharkE2E(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			tr := readTruth(t, name)
+			tr := testcap.LoadTruth[e2eTruth](t, name)
 			s := startRaw(t, "-N", "--mcp", "-I", testcap.Public(name))
 			have := s.tools()
 			s.waitLoaded()
@@ -673,12 +660,8 @@ func sweepE2E(t *testing.T, s *rawSession, args map[string]any) []map[string]any
 // streams, find_problems exactly its failed calls (and, by default, its
 // problem calls). While the file loads, no sweep claims to be whole.
 func TestGeneratedCarrierCaptureE2E(t *testing.T) {
-	dir := sharedDir(t)
-	capture := filepath.Join(dir, "carrier.pcap")
-	ans, err := gen.WriteFiles(gen.Carrier(1), capture, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel() // shares only the generated capture, read-only
+	capture, ans := carrierCapture(t)
 	s := startRaw(t, "-N", "--mcp", "-I", capture)
 	have := s.tools()
 

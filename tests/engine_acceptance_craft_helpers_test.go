@@ -7,8 +7,6 @@ package tests
 import (
 	"bytes"
 	"compress/gzip"
-	"compress/zlib"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/report"
+	"github.com/sipnab/sipnab/internal/testengine"
 )
 
 // accT0 is on a 5 s boundary, so quality intervals start with the capture.
@@ -237,11 +236,7 @@ func accGzip(t *testing.T, path string) string {
 // and returns the capture and its document.
 func accLoad(t *testing.T, paths ...string) (*engine.Capture, report.Document) {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "acceptance"}, nil)
-	if err := c.LoadFiles(context.Background(), paths); err != nil {
-		t.Fatalf("loading %v: %v", paths, err)
-	}
-	c.Wait()
+	c := testengine.Load(t, engine.Config{Node: "acceptance"}, paths...)
 	return c, report.Build(c)
 }
 
@@ -354,46 +349,13 @@ func accHEP3(t *testing.T, src, dst string, ts time.Time, payload []byte, compre
 
 // accHEP3Agent is accHEP3 sent by capture agent agent (chunk 0x000c).
 func accHEP3Agent(src, dst string, ts time.Time, agent uint32, payload []byte, compressed bool) []byte {
-	s, d := accAP(src), accAP(dst)
-	var body []byte
-	body = append(body, accHEPChunk(0x0001, []byte{2})...)  // IPv4
-	body = append(body, accHEPChunk(0x0002, []byte{17})...) // UDP
-	body = append(body, accHEPChunk(0x0003, s.Addr().AsSlice())...)
-	body = append(body, accHEPChunk(0x0004, d.Addr().AsSlice())...)
-	body = append(body, accHEPChunk(0x0007, binary.BigEndian.AppendUint16(nil, s.Port()))...)
-	body = append(body, accHEPChunk(0x0008, binary.BigEndian.AppendUint16(nil, d.Port()))...)
-	body = append(body, accHEPChunk(0x0009, binary.BigEndian.AppendUint32(nil, uint32(ts.Unix())))...)
-	body = append(body, accHEPChunk(0x000a, binary.BigEndian.AppendUint32(nil, uint32(ts.Nanosecond()/1000)))...)
-	body = append(body, accHEPChunk(0x000b, []byte{1})...) // SIP
-	body = append(body, accHEPChunk(0x000c, binary.BigEndian.AppendUint32(nil, agent))...)
-	if compressed {
-		var z bytes.Buffer
-		zw := zlib.NewWriter(&z)
-		_, _ = zw.Write(payload)
-		_ = zw.Close()
-		body = append(body, accHEPChunk(0x0010, z.Bytes())...)
-	} else {
-		body = append(body, accHEPChunk(0x000f, payload)...)
-	}
-	env := []byte("HEP3")
-	env = binary.BigEndian.AppendUint16(env, uint16(6+len(body)))
-	return append(env, body...)
+	return hepV3Packet(accAP(src), accAP(dst), ts, agent, payload, compressed)
 }
 
 // accHEP2 is the HEP2 (version 2) form over IPv4: a 16-byte header, the
 // time and capture id, then the payload.
 func accHEP2(src, dst string, ts time.Time, payload []byte) []byte {
-	s, d := accAP(src), accAP(dst)
-	b := []byte{2, 16, 2, 17}
-	b = binary.BigEndian.AppendUint16(b, s.Port())
-	b = binary.BigEndian.AppendUint16(b, d.Port())
-	b = append(b, s.Addr().AsSlice()...)
-	b = append(b, d.Addr().AsSlice()...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(ts.Unix()))
-	b = binary.LittleEndian.AppendUint32(b, uint32(ts.Nanosecond()/1000))
-	b = binary.LittleEndian.AppendUint16(b, 2001)
-	b = append(b, 0, 0)
-	return append(b, payload...)
+	return hepV2Packet(accAP(src), accAP(dst), ts, payload)
 }
 
 // accWSFrame is one final WebSocket text frame, masked with key when key

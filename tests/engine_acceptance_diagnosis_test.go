@@ -18,6 +18,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/report"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testgen"
 )
 
 func accDiagnoseAll(t *testing.T, c *engine.Capture) map[string]analysis.DialogDiagnosis {
@@ -35,11 +36,7 @@ func accDiagnoseAll(t *testing.T, c *engine.Capture) map[string]analysis.DialogD
 // generator's small carrier capture, whose answers say what was made to go
 // wrong in each call.
 func TestEngineAcceptanceDiagnosisGenerated(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "small.pcap")
-	ans, err := gen.WriteFiles(gen.Small(1), p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, ans := testgen.Capture(t, gen.Small(1))
 	c, _ := accLoad(t, p)
 	diag := accDiagnoseAll(t, c)
 	seen := map[gen.Kind]bool{}
@@ -236,7 +233,7 @@ func TestEngineAcceptanceDiagnosisCrafted(t *testing.T) {
 			return c
 		}(), func(t *testing.T, d analysis.DialogDiagnosis) {
 			// RTP flowed both ways with the private address: listed, an
-			// observation, not a problem (issue 10 item 6).
+			// observation, not a problem.
 			if d.Media.PrivateMediaAddress || len(d.Media.PrivateAddresses) != 1 || d.Media.PrivateAddresses[0] != "10.1.1.1:16000" ||
 				len(d.Media.Observations) != 1 || d.Verdict != "none" {
 				t.Errorf("got private %v %v observations %q verdict %s", d.Media.PrivateMediaAddress, d.Media.PrivateAddresses, d.Media.Observations, d.Verdict)

@@ -140,19 +140,6 @@ type accStream struct {
 	} `json:"quality_intervals"`
 }
 
-func accReadTruth(t *testing.T, name string) accTruth {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	var tr accTruth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatalf("decoding truth of %s: %v", name, err)
-	}
-	return tr
-}
-
 // accRun runs the binary and returns stdout, stderr and the exit code.
 func accRun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
@@ -212,7 +199,8 @@ func TestEngineAcceptancePublicJSON(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			tr := accReadTruth(t, name)
+			t.Parallel() // its own sipnab runs and gzip copy
+			tr := testcap.LoadTruth[accTruth](t, name)
 			path := testcap.Public(name)
 			if tr.File.FileType == "netmon2" {
 				out, stderr, code := accRun(t, "-N", "-I", path, "--json")

@@ -18,8 +18,8 @@ type statusCase struct {
 	buckets  string // "code=count ..." largest first, as aggregate_dialogs ranks them
 }
 
-// TestFilterFinalStatusCode: "which calls got 503" is one filter
-// (issue 13 item 5). final_status_code (also written status) reads the
+// TestFilterFinalStatusCode: "which calls got 503" is one filter.
+// final_status_code (also written status) reads the
 // row's final_status_code, the call's INVITE final (docs/data-model.md);
 // a row without one is absent: no comparison but != selects it. The
 // counts are tshark's: on sipp-branch-scenario.pcapng the truth file's
@@ -28,7 +28,7 @@ type statusCase struct {
 // tshark shows with -Y 'sip.CSeq.method == "INVITE" && sip.Status-Code >=
 // 200' (a 401 followed by a credentialed retry is not the call's outcome).
 func TestFilterFinalStatusCode(t *testing.T) {
-	tr := readTruth(t, "sipp-branch-scenario.pcapng")
+	tr := testcap.LoadTruth[e2eTruth](t, "sipp-branch-scenario.pcapng")
 	byFinal := map[string]int{}
 	for _, d := range tr.SIP.Dialogs {
 		k := "none"

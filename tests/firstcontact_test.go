@@ -12,7 +12,7 @@ import (
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
-// First contact, as a new user meets it (issue 11 item 15): each test runs
+// First contact, as a new user meets it: each test runs
 // the binary the way a person or an MCP client first would.
 
 // fcRun runs the binary with extra environment and the given stdin, and

@@ -57,8 +57,8 @@ type mention struct{ flag, where string }
 
 // TestEveryFlagNamedExists: every --flag named in README.md, docs/ and the
 // Go string literals of the product (messages, tool descriptions and struct
-// tags, the core/reference pages) is a flag the binary accepts
-// (issue 12 §8). A message that sends an operator to a flag that does not
+// tags, the core/reference pages) is a flag the binary accepts.
+// A message that sends an operator to a flag that does not
 // exist is a dead end.
 func TestEveryFlagNamedExists(t *testing.T) {
 	ok := acceptedFlags(t)
@@ -157,7 +157,7 @@ func TestEveryFlagNamedExists(t *testing.T) {
 }
 
 // TestBundlesOpenFilesOnlyThroughTheFileRoot: a bundle never opens,
-// creates or stats a file by name itself (issue 12 §1): every file a tool
+// creates or stats a file by name itself: every file a tool
 // names goes through sdk.FileRoot (Open, ReadFile, WriteNew), the one
 // function that opens beneath the root and checks the open descriptor.
 func TestBundlesOpenFilesOnlyThroughTheFileRoot(t *testing.T) {

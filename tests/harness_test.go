@@ -20,13 +20,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testgen"
 )
 
 // bin is the sipnab binary built once for the package's tests.
 var bin string
 
 func TestMain(m *testing.M) {
+	// A parallel test here mostly waits on a sipnab process loading or
+	// answering: four at once keep a 2-core machine busy, not crowded.
+	testcap.DefaultParallel(4)
 	dir, err := os.MkdirTemp("", "sipnab-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -54,8 +59,28 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	testgen.Cleanup()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// loadingCapture is the bench generator's carrier capture at 600 calls of
+// 25 s: about 1.2 million frames (285 MB), written gzip-compressed (about
+// 50 MB), so inflating adds to the load, which takes several seconds: long
+// enough to query the binary while it loads. Generated once for the
+// package and shared by the tests that watch a load.
+func loadingCapture(t *testing.T) (string, *gen.Answers) {
+	t.Helper()
+	cfg := gen.Carrier(5)
+	cfg.Calls, cfg.Registers = 600, 60
+	return testgen.GzipCapture(t, cfg)
+}
+
+// carrierCapture is the bench generator's carrier capture (200 calls of
+// 25 s, about 400,000 frames, 95 MB), generated once for the package.
+func carrierCapture(t *testing.T) (string, *gen.Answers) {
+	t.Helper()
+	return testgen.Capture(t, gen.Carrier(1))
 }
 
 // sampleCapture is the small capture shipped in the repository

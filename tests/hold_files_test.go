@@ -36,7 +36,7 @@ func runBounded(t *testing.T, d time.Duration, stdin io.Reader, args ...string) 
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
-// TestFIFOAsInputIsRefusedAtOnce (issue 12 §2): a FIFO named with -I, with
+// TestFIFOAsInputIsRefusedAtOnce: a FIFO named with -I, with
 // no writer, used to block open(2) forever (probing opened it, then loading
 // would have opened it again). It is refused at once, naming what it is, in
 // a batch run and when the MCP server starts.
@@ -96,7 +96,7 @@ func TestSignalEndsAnIdleStdioServer(t *testing.T) {
 	}
 }
 
-// TestMediaFlagsAreHonoured (issue 12 §8): --one-way-delay and
+// TestMediaFlagsAreHonoured: --one-way-delay and
 // --max-streams, named by the reference page and the eviction messages,
 // exist and act. sip-rtp-g711.pcap has two RTP streams and no RTCP: by
 // default the delay is the assumed 100 ms; --one-way-delay 20 makes it

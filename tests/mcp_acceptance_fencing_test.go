@@ -15,17 +15,13 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -61,42 +57,11 @@ type mcpaccPacket struct {
 // mcpaccWritePcap writes Ethernet/IPv4/UDP frames to a pcap file.
 func mcpaccWritePcap(t *testing.T, path string, t0 time.Time, pkts []mcpaccPacket) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
+	frames := make([]accFrame, 0, len(pkts))
 	for _, p := range pkts {
-		sh, sp, _ := net.SplitHostPort(p.src)
-		dh, dp, _ := net.SplitHostPort(p.dst)
-		var sport, dport int
-		if _, err := fmt.Sscan(sp, &sport); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := fmt.Sscan(dp, &dport); err != nil {
-			t.Fatal(err)
-		}
-		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
-		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(sh).To4(), DstIP: net.ParseIP(dh).To4()}
-		udp := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
-		if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
-			t.Fatal(err)
-		}
-		buf := gopacket.NewSerializeBuffer()
-		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-			eth, ip, udp, gopacket.Payload(p.payload)); err != nil {
-			t.Fatal(err)
-		}
-		data := buf.Bytes()
-		ci := gopacket.CaptureInfo{Timestamp: t0.Add(p.at), CaptureLength: len(data), Length: len(data)}
-		if err := w.WritePacket(ci, data); err != nil {
-			t.Fatal(err)
-		}
+		frames = append(frames, accFrame{t0.Add(p.at), accIPEth(accUDP(t, p.src, p.dst, p.payload))})
 	}
+	accWrite(t, filepath.Dir(path), filepath.Base(path), layers.LinkTypeEthernet, frames)
 }
 
 // mcpaccSIP renders a SIP message (CRLF lines, Content-Length, optional SDP).

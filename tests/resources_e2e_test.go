@@ -10,14 +10,11 @@ package tests
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -26,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/bundles/all"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
@@ -231,7 +227,7 @@ func TestResourcesE2EReads(t *testing.T) {
 		if err := json.Unmarshal([]byte(got), &page); err != nil {
 			t.Fatal(err)
 		}
-		if n := readTruth(t, capture).SIP.CallIDs.Count; page.Total != n || page.Returned != 50 || !page.Trunc {
+		if n := testcap.LoadTruth[e2eTruth](t, capture).SIP.CallIDs.Count; page.Total != n || page.Returned != 50 || !page.Trunc {
 			t.Errorf("got total %d returned %d truncated %v; tshark counts %d Call-IDs, a first page holds 50", page.Total, page.Returned, page.Trunc, n)
 		}
 	})
@@ -366,7 +362,7 @@ func TestResourcesE2ESubscriptionRefusals(t *testing.T) {
 // unknown argument and ref/prompt answer nothing.
 func TestResourcesE2ECompletions(t *testing.T) {
 	const capture = "sipp-branch-scenario.pcapng"
-	n := readTruth(t, capture).SIP.CallIDs.Count
+	n := testcap.LoadTruth[e2eTruth](t, capture).SIP.CallIDs.Count
 	if n <= 100 {
 		t.Fatalf("%s has %d Call-IDs; the ceiling case needs more than 100", capture, n)
 	}
@@ -507,13 +503,8 @@ func TestResourcesE2ESubscriptionWhileLoading(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and loads a large capture")
 	}
-	// 600 calls of 25 s: about 1.2 million frames (285 MB), written
-	// gzip-compressed (about 50 MB): inflating adds to the load, which
-	// takes several seconds.
-	cfg := gen.Carrier(3)
-	cfg.Calls, cfg.Registers = 600, 60
-	path := filepath.Join(t.TempDir(), "subscribe.pcap.gz")
-	ans := writeGzipCapture(t, cfg, path)
+	t.Parallel() // shares only the generated capture, read-only
+	path, ans := loadingCapture(t)
 	s, notes := startLive(t, "-N", "--mcp", "-I", path)
 	const uri = "sipnab://live/dialogs"
 	if a := s.rpc("resources/subscribe", map[string]any{"uri": uri}); a.Error != nil {
@@ -584,35 +575,6 @@ func TestResourcesE2ESubscriptionWhileLoading(t *testing.T) {
 	if err := json.Unmarshal([]byte(s.mustText(uri)), &page); err != nil || !page.Exhausted || page.Total != len(ans.Dialogs) {
 		t.Errorf("final read: exhausted %v, total %d, want true and the generator's %d dialogs (%v)", page.Exhausted, page.Total, len(ans.Dialogs), err)
 	}
-}
-
-// writeGzipCapture writes a generated capture gzip-compressed.
-func writeGzipCapture(t *testing.T, cfg gen.Config, path string) *gen.Answers {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	zw, err := gzip.NewWriterLevel(bw, gzip.BestSpeed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ans, err := gen.Generate(cfg, zw)
-	if err == nil {
-		err = zw.Close()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Close()
-	}
-	if err != nil {
-		t.Fatalf("writing %s: %v", path, err)
-	}
-	return ans
 }
 
 // promptTools registers every compiled-in bundle and returns the tools of

@@ -13,12 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/mark3labs/mcp-go/client/transport"
 
-	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/core/hep"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
@@ -102,14 +99,8 @@ func TestSignalingE2ECarrierMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and loads a 95 MB capture")
 	}
-	p := filepath.Join(sharedDir(t), "carrier.pcap")
-	ans, err := gen.WriteFiles(gen.Carrier(1), p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel() // shares only the generated capture, read-only
+	p, ans := carrierCapture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := sigSession(t, ctx, "-I", p)
@@ -325,30 +316,11 @@ func sigPageAll(t *testing.T, ctx context.Context, s session, tool, stamp string
 // instant: every row ties on created_at and updated_at with seven others.
 func sigTiesCapture(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(sharedDir(t), "ties.pcap")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
+	dir := sharedDir(t)
+	var frames []accFrame
 	t0 := time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)
 	write := func(ts time.Time, src, dst netip.AddrPort, payload string) {
-		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
-		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: src.Addr().AsSlice(), DstIP: dst.Addr().AsSlice()}
-		udp := &layers.UDP{SrcPort: layers.UDPPort(src.Port()), DstPort: layers.UDPPort(dst.Port())}
-		_ = udp.SetNetworkLayerForChecksum(ip)
-		buf := gopacket.NewSerializeBuffer()
-		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, udp, gopacket.Payload(payload)); err != nil {
-			t.Fatal(err)
-		}
-		b := buf.Bytes()
-		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(b), Length: len(b)}, b); err != nil {
-			t.Fatal(err)
-		}
+		frames = append(frames, accFrame{ts, accIPEth(accUDP(t, src.String(), dst.String(), []byte(payload)))})
 	}
 	reg := netip.MustParseAddrPort("203.0.113.10:5060")
 	for i := 0; i < 40; i++ {
@@ -363,10 +335,7 @@ func sigTiesCapture(t *testing.T) string {
 		write(ts, ua, reg, hdr("REGISTER sip:example.com SIP/2.0", ""))
 		write(ts, reg, ua, hdr("SIP/2.0 200 OK", ";tag=r"+id))
 	}
-	if err := os.Chmod(p, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return accWrite(t, dir, "ties.pcap", layers.LinkTypeEthernet, frames)
 }
 
 // TestSignalingE2ETiedTimestamps pages a capture whose rows tie in groups

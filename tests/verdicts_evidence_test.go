@@ -1,9 +1,9 @@
 package tests
 
-// Verdict corpus, class "every verdict names its evidence" (issue 10, item
-// 7): triage_call, get_dialog_report, get_capture_report, --report and
-// find_problems rows carry the clause that fired: rule, measured values,
-// threshold and the frames that prove it.
+// Verdict corpus, class "every verdict names its evidence": triage_call,
+// get_dialog_report, get_capture_report, --report and find_problems rows carry
+// the clause that fired: rule, measured values, threshold and the frames that
+// prove it.
 
 import (
 	"encoding/binary"

@@ -1,6 +1,6 @@
 package tests
 
-// Verdict corpus, media class (issue 10 items 5 and 6's codec bullet):
+// Verdict corpus, media class:
 // ptime read from the most common RTP timestamp step, and codecs scored
 // with ITU-T G.113 Appendix I (an unscorable codec is never a media
 // problem).

@@ -1,6 +1,6 @@
 package tests
 
-// The post-dial delay class of the verdict corpus (issue 10, item 4): an
+// The post-dial delay class of the verdict corpus: an
 // INVITE challenged with 407 and retried with credentials. The 407 ends
 // the first INVITE's delay (RFC 6076 §4.3); PDD and setup are measured on
 // the credentialed INVITE that was routed, and the caller's wait between

@@ -1,14 +1,13 @@
 package tests
 
-// The duplicates-versus-retransmissions class of the verdict corpus (issue
-// 10, item 3). A capture duplicate is one message seen twice at the capture
-// point: a mirrored copy of the same datagram, the same datagram on two
-// interfaces of one host, HEP copies of it from two agents. A
-// retransmission is the sender sending it again on the RFC 3261 §17 timers
-// (Timer A: T1 = 500 ms, doubling). Both are counted, apart; duplicates
-// count in sip_messages (tshark counts every frame) but in no dialog's
-// msg_count, move no state and no timing, and never feed the retransmits
-// > 3 rule or the "sent N times with no response" hint
+// The duplicates-versus-retransmissions class of the verdict corpus. A capture
+// duplicate is one message seen twice at the capture point: a mirrored copy of
+// the same datagram, the same datagram on two interfaces of one host, HEP
+// copies of it from two agents. A retransmission is the sender sending it again
+// on the RFC 3261 §17 timers (Timer A: T1 = 500 ms, doubling). Both are
+// counted, apart; duplicates count in sip_messages (tshark counts every frame)
+// but in no dialog's msg_count, move no state and no timing, and never feed the
+// retransmits > 3 rule or the "sent N times with no response" hint
 // (core/dialog/dup.go, docs/retransmissions.md).
 
 import (

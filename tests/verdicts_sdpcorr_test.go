@@ -1,6 +1,6 @@
 package tests
 
-// Verdict corpus, items 8-10 of issue 10: offer/answer outcomes (a T.38
+// Verdict corpus, SDP and correlation class: offer/answer outcomes (a T.38
 // re-INVITE refused 488, then the audio fallback), leg correlation across an
 // SBC that rewrites addresses beside a constant SDP sess-id, and Wireshark
 // commands for SIP on a non-standard TCP port.

@@ -1,6 +1,6 @@
 package tests
 
-// Weak signals stay observations (issue 10 item 6): a private SDP address
+// Weak signals stay observations: a private SDP address
 // with media that flowed, ICE srflx/relay candidates, a capture with no RTP
 // at all, ARP/ICMP/LLDP noise, and SIP the parser flagged (junk before the
 // start line, a Content-Length that is not a number).

@@ -1,8 +1,7 @@
 package tests
 
 // tshark runs every generate_wireshark_filter command of the verdict corpus
-// (issue 10, Must show: "tshark runs every generated Wireshark command on the
-// public captures and on the corpus and selects exactly the call's frames").
+// and of the public captures, and it selects exactly the call's frames.
 // bundles/signaling/generate_wireshark_filter_test.go covers the public
 // captures; this file covers every call of every corpus capture through the
 // binary.
@@ -23,10 +22,9 @@ import (
 // packets.
 type wsDiff struct {
 	// duplicates are the capture duplicates sipnab counts per call
-	// (timing.duplicates: the same bytes seen again at the capture point,
-	// issue 10 item 3). They are no message of get_dialog, yet they carry
-	// the Call-ID, so tshark selects every copy: sip_messages counts them
-	// for that reason.
+	// (timing.duplicates: the same bytes seen again at the capture point). They
+	// are no message of get_dialog, yet they carry the Call-ID, so tshark
+	// selects every copy: sip_messages counts them for that reason.
 	duplicates map[string]int
 	// unreadable are, per call, the frames of sipnab's messages that
 	// tshark 4.0 does not read as SIP (the command cannot select them).

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -105,7 +106,7 @@ func lqResponseCode(t *testing.T, d lqTruthDialog) string {
 func TestAggregateDialogsAgreesWithTshark(t *testing.T) {
 	for _, name := range lqPcapCaptures(t) {
 		t.Run(name, func(t *testing.T) {
-			tr := lqLoadTruth(t, name)
+			tr := testcap.LoadTruth[lqTruth](t, name)
 			tools := lqTools(t, lqPublic(t, name))
 			wantMethod, wantCode := map[string]int{}, map[string]int{}
 			for _, d := range tr.SIP.Dialogs {
@@ -142,7 +143,7 @@ func TestAggregateDialogsAgreesWithTshark(t *testing.T) {
 }
 
 func TestAggregateDialogsBuckets(t *testing.T) {
-	tr := lqLoadTruth(t, "sip-routing-error.pcapng")
+	tr := testcap.LoadTruth[lqTruth](t, "sip-routing-error.pcapng")
 	tools := lqTools(t, lqPublic(t, "sip-routing-error.pcapng"))
 	total := len(tr.SIP.Dialogs)
 	for _, dim := range query.Dimensions() {

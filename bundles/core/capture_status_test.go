@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,19 +23,6 @@ type truth struct {
 			Count int `json:"count"`
 		} `json:"call_ids"`
 	} `json:"sip"`
-}
-
-func loadTruth(t *testing.T, name string) truth {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("no truth for %s: %v", name, err)
-	}
-	var tr truth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
-	return tr
 }
 
 // callStatus provisions the bundle on a capture and calls capture_status
@@ -69,7 +55,7 @@ func callStatus(t *testing.T, c *engine.Capture) map[string]any {
 func TestCaptureStatusAgreesWithTshark(t *testing.T) {
 	for _, name := range []string{"sip-rtp-g711.pcap", "sip-register.pcap", "sip-auth-failure.pcapng", "sipp-branch-scenario.pcapng"} {
 		t.Run(name, func(t *testing.T) {
-			tr := loadTruth(t, name)
+			tr := testcap.LoadTruth[truth](t, name)
 			c := engine.New(engine.Config{Node: "test-node"}, nil)
 			if err := c.LoadFiles(context.Background(), []string{testcap.Public(name)}); err != nil {
 				t.Fatal(err)

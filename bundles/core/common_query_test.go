@@ -3,12 +3,12 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"testing"
 
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -39,19 +39,6 @@ type lqTruthDialog struct {
 	InviteFinalStatus *int           `json:"invite_final_status"`
 }
 
-func lqLoadTruth(t testing.TB, name string) lqTruth {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	var tr lqTruth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatalf("decoding truth: %v", err)
-	}
-	return tr
-}
-
 // lqPcapCaptures are the public captures in a format the engine reads
 // (NetMon files are refused by design) that hold SIP dialogs.
 func lqPcapCaptures(t testing.TB) []string {
@@ -62,7 +49,7 @@ func lqPcapCaptures(t testing.TB) []string {
 	}
 	var out []string
 	for _, n := range names {
-		tr := lqLoadTruth(t, n)
+		tr := testcap.LoadTruth[lqTruth](t, n)
 		if tr.File.FileType == "netmon2" || len(tr.SIP.Dialogs) == 0 {
 			continue
 		}
@@ -74,12 +61,7 @@ func lqPcapCaptures(t testing.TB) []string {
 // lqLoad loads capture files whole.
 func lqLoad(t testing.TB, cfg engine.Config, paths ...string) *engine.Capture {
 	t.Helper()
-	c := engine.New(cfg, nil)
-	if err := c.LoadFiles(context.Background(), paths); err != nil {
-		t.Fatal(err)
-	}
-	c.Wait()
-	return c
+	return testengine.Load(t, cfg, paths...)
 }
 
 // lqPublic loads one public capture whole.

@@ -1,29 +1,40 @@
 package core
 
 import (
-	"path/filepath"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testgen"
 	"github.com/sipnab/sipnab/sdk"
 )
 
-// lqGenerated writes a generated carrier capture (small with -short) into
-// a temporary directory and loads it whole.
+func TestMain(m *testing.M) { os.Exit(testgen.Run(m)) }
+
+// lqCarrier is the generator's carrier mix (220 dialogs: 20 failed calls,
+// ten calls of each fault kind, 330 streams) with 4 s calls instead of
+// 25 s: 65,000 frames instead of 410,000, every answer kind still there.
+// With -short it is the small capture (every kind once). The full carrier
+// capture is BenchmarkRTPStatsSweep's.
+func lqCarrier(seed uint64) gen.Config {
+	if testing.Short() {
+		return gen.Small(seed)
+	}
+	cfg := gen.Carrier(seed)
+	cfg.Duration = 4 * time.Second
+	return cfg
+}
+
+// lqGenerated loads the lqCarrier capture whole (generated once for the
+// package).
 func lqGenerated(t *testing.T, seed uint64) (*engine.Capture, *gen.Answers) {
 	t.Helper()
-	cfg := gen.Carrier(seed)
-	if testing.Short() {
-		cfg = gen.Small(seed)
-	}
-	path := filepath.Join(t.TempDir(), "carrier.pcap")
-	ans, err := gen.WriteFiles(cfg, path, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, ans := testgen.Capture(t, lqCarrier(seed))
 	return lqLoad(t, engine.Config{}, path), ans
 }
 
@@ -104,7 +115,7 @@ func TestFindProblemsOnPublicCaptures(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.capture, func(t *testing.T) {
-			tr := lqLoadTruth(t, tc.capture)
+			tr := testcap.LoadTruth[lqTruth](t, tc.capture)
 			var want []string
 			for _, d := range tr.SIP.Dialogs {
 				if d.Requests["INVITE"] > 0 && tc.capture == "b2bua-asterisk.pcapng" {

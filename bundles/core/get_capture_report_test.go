@@ -80,19 +80,6 @@ type rptCaptureTruth struct {
 	} `json:"sip"`
 }
 
-func rptFrames(t *testing.T, name string) rptCaptureTruth {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr rptCaptureTruth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
-
 func TestCaptureReportJSON(t *testing.T) {
 	type check func(t *testing.T, r rptReport)
 	cases := []struct {
@@ -126,8 +113,7 @@ func TestCaptureReportJSON(t *testing.T) {
 		},
 		{
 			// 164 frames are STP, CDP and ARP: other traffic, not
-			// undecodable, so the read is whole and complete (issue 10
-			// item 6).
+			// undecodable, so the read is whole and complete.
 			name: "other traffic is not undecodable", path: func(*testing.T) string { return testcap.Public("SIP_CALL_RTP_G711") },
 			truth: "SIP_CALL_RTP_G711", complete: true,
 			check: func(t *testing.T, r rptReport) {
@@ -173,7 +159,7 @@ func TestCaptureReportJSON(t *testing.T) {
 					}
 				}
 				if tc.truth != "" {
-					tr := rptFrames(t, tc.truth)
+					tr := testcap.LoadTruth[rptCaptureTruth](t, tc.truth)
 					if r.FramesRead != tr.Frames || r.DialogsExamined != tr.SIP.CallIDs.Count {
 						t.Errorf("frames_read %d, dialogs_examined %d; tshark: %d frames, %d Call-IDs",
 							r.FramesRead, r.DialogsExamined, tr.Frames, tr.SIP.CallIDs.Count)

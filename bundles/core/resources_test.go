@@ -13,6 +13,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -50,12 +51,7 @@ func resProvision(t *testing.T, c *engine.Capture, limits sdk.Limits) resServed 
 
 func resLoaded(t *testing.T, name string) *engine.Capture {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "test-node"}, nil)
-	if err := c.LoadFiles(context.Background(), []string{testcap.Public(name)}); err != nil {
-		t.Fatal(err)
-	}
-	c.Wait()
-	return c
+	return testengine.Load(t, engine.Config{Node: "test-node"}, testcap.Public(name))
 }
 
 // resToolText is a tool's first block, as tools/call carries it.
@@ -141,7 +137,7 @@ func TestLiveDialogIsGetDialog(t *testing.T) {
 			s := resProvision(t, c, sdk.DefaultLimits())
 			tpl := s.templates[liveDialogTemplate]
 			ids := c.Dialogs().CallIDs()
-			if n := loadTruth(t, name).SIP.CallIDs.Count; len(ids) != n {
+			if n := testcap.LoadTruth[truth](t, name).SIP.CallIDs.Count; len(ids) != n {
 				t.Fatalf("got %d Call-IDs, tshark counts %d", len(ids), n)
 			}
 			for _, id := range ids {
@@ -201,7 +197,7 @@ func TestCallIDCompletion(t *testing.T) {
 	c := resLoaded(t, "sipp-branch-scenario.pcapng")
 	complete := resProvision(t, c, sdk.DefaultLimits()).templates[liveDialogTemplate].Complete
 	all := c.Dialogs().CallIDs()
-	if n := loadTruth(t, "sipp-branch-scenario.pcapng").SIP.CallIDs.Count; len(all) != n || n <= 100 {
+	if n := testcap.LoadTruth[truth](t, "sipp-branch-scenario.pcapng").SIP.CallIDs.Count; len(all) != n || n <= 100 {
 		t.Fatalf("got %d Call-IDs, tshark counts %d (the test wants more than 100)", len(all), n)
 	}
 	prefix := all[0][:3]

@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testgen"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -42,19 +41,6 @@ type rptTruth struct {
 		Default   struct{ Streams []rptTruthStream } `json:"default"`
 		Heuristic struct{ Streams []rptTruthStream } `json:"heuristic"`
 	} `json:"rtp"`
-}
-
-func rptLoadTruth(t *testing.T, name string) rptTruth {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	var tr rptTruth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
-	return tr
 }
 
 // rptNotPcap are public captures in Microsoft NetMon 2.x format: sipnab
@@ -162,7 +148,7 @@ func TestRTPStatsSweepAgreesWithTshark(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			tr := rptLoadTruth(t, name)
+			tr := testcap.LoadTruth[rptTruth](t, name)
 			c := rptLoad(t, testcap.Public(name))
 			rows, last := rptSweep(t, c, map[string]any{"limit": 1000}, sdk.DefaultLimits())
 			if *last.TotalMatched != len(rows) {
@@ -222,7 +208,7 @@ func TestRTPStatsSweepAgreesWithTshark(t *testing.T) {
 
 func TestRTPStatsPerCall(t *testing.T) {
 	c := rptLoad(t, testcap.Public("sip-rtp-g711.pcap"))
-	tr := rptLoadTruth(t, "sip-rtp-g711.pcap")
+	tr := testcap.LoadTruth[rptTruth](t, "sip-rtp-g711.pcap")
 	want := map[string]rptTruthStream{}
 	for _, s := range tr.RTP.Default.Streams {
 		want[s.SSRC] = s
@@ -333,12 +319,7 @@ func TestRTPStatsMOSBounds(t *testing.T) {
 // directory and returns its path and exact answers.
 func rptGenerated(t testing.TB) (string, *gen.Answers) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "small.pcap")
-	ans, err := gen.WriteFiles(gen.Small(1), p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, ans
+	return testgen.Capture(t, gen.Small(1))
 }
 
 // TestRTPStatsFindsTheGeneratedDegradedStreams: max_mos under the
@@ -617,10 +598,7 @@ func TestRTPStatsFencesTheRTCPCName(t *testing.T) {
 // BenchmarkRTPStatsSweep pages the carrier capture's 330 streams: the first
 // page of 50, a page deep behind a cursor, and a MOS-bounded sweep.
 func BenchmarkRTPStatsSweep(b *testing.B) {
-	p := filepath.Join(b.TempDir(), "carrier.pcap")
-	if _, err := gen.WriteFiles(gen.Carrier(1), p, ""); err != nil {
-		b.Fatal(err)
-	}
+	p, _ := testgen.Capture(b, gen.Carrier(1))
 	c := rptLoad(b, p)
 	all, _ := rptSweep(b, c, map[string]any{"limit": 1000}, sdk.DefaultLimits())
 	tool := rptTool(b, c, "rtp_stats")

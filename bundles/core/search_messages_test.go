@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -100,7 +101,7 @@ func lqHitsOnce(t *testing.T, hits []lqHit) map[string]int {
 func TestSearchMessagesAgreesWithTshark(t *testing.T) {
 	for _, name := range []string{"b2bua-asterisk.pcapng", "sip-488-codec-reject.pcapng", "sip-routing-error.pcapng", "sipp-branch-scenario.pcapng"} {
 		t.Run(name, func(t *testing.T) {
-			tr := lqLoadTruth(t, name)
+			tr := testcap.LoadTruth[lqTruth](t, name)
 			tools := lqTools(t, lqPublic(t, name))
 			limits := []int{1, 3, 1000}
 			if name == "sipp-branch-scenario.pcapng" {

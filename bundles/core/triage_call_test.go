@@ -15,6 +15,7 @@ import (
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -24,12 +25,7 @@ import (
 // rptLoad loads capture files into a new engine and waits for the load.
 func rptLoad(t testing.TB, paths ...string) *engine.Capture {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "test-node"}, nil)
-	if err := c.LoadFiles(context.Background(), paths); err != nil {
-		t.Fatalf("loading %v: %v", paths, err)
-	}
-	c.Wait()
-	return c
+	return testengine.Load(t, engine.Config{Node: "test-node"}, paths...)
 }
 
 // rptTool provisions the bundle on a capture and returns one tool.
@@ -205,7 +201,7 @@ func TestTriageCallOnPublicCaptures(t *testing.T) {
 		{
 			// SDP negotiated, answered, and no RTP anywhere in the
 			// capture: media was not captured at this point, so it is not
-			// judged (issue 10 item 6), never no_media.
+			// judged, never no_media.
 			capture: "sip-sdp-example.pcap", callID: "",
 			want: map[string]any{
 				"verdict": "none", "media.no_media": false, "media.applicable": false, "media.problem": false, "media.stream_count": 0.0,

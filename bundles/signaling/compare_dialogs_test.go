@@ -1,8 +1,6 @@
 package signaling
 
 import (
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -20,18 +18,11 @@ type truthDialog struct {
 
 func crTruthDialogs(t *testing.T, name string) map[string]truthDialog {
 	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr struct {
+	tr := testcap.LoadTruth[struct {
 		SIP struct {
 			Dialogs []truthDialog `json:"dialogs"`
 		} `json:"sip"`
-	}
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	}](t, name)
 	out := map[string]truthDialog{}
 	for _, d := range tr.SIP.Dialogs {
 		out[d.CallID] = d

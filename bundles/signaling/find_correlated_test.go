@@ -16,6 +16,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -25,12 +26,7 @@ import (
 // crLoad loads capture files into a new engine and waits for the load.
 func crLoad(t testing.TB, paths ...string) *engine.Capture {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "test-node"}, nil)
-	if err := c.LoadFiles(context.Background(), paths); err != nil {
-		t.Fatalf("loading %v: %v", paths, err)
-	}
-	c.Wait()
-	return c
+	return testengine.Load(t, engine.Config{Node: "test-node"}, paths...)
 }
 
 // crInvoke provisions the bundle on a capture and calls one tool.

@@ -19,11 +19,7 @@ import (
 // wfTruth reads the per-dialog tshark counts of a capture.
 func wfTruth(t *testing.T, file string) map[string]struct{ Messages, FirstFrame, LastFrame int } {
 	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr struct {
+	tr := testcap.LoadTruth[struct {
 		SIP struct {
 			Dialogs []struct {
 				CallID     string `json:"call_id"`
@@ -32,10 +28,7 @@ func wfTruth(t *testing.T, file string) map[string]struct{ Messages, FirstFrame,
 				LastFrame  int    `json:"last_frame"`
 			} `json:"dialogs"`
 		} `json:"sip"`
-	}
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	}](t, file)
 	out := map[string]struct{ Messages, FirstFrame, LastFrame int }{}
 	for _, d := range tr.SIP.Dialogs {
 		out[d.CallID] = struct{ Messages, FirstFrame, LastFrame int }{d.Messages, d.FirstFrame, d.LastFrame}
@@ -204,6 +197,26 @@ func wfCheck(t *testing.T, c *engine.Capture, cl wfCall, want wfReference) {
 	t.Logf("%s: %d SIP frames, RTP %v, not RTP %v, %d RTCP frames", id, sipFrames, perSSRC, notRTP, rtcpFrames)
 }
 
+// wfTsharkCases are the calls TestGenerateWiresharkFilterWithTshark checks
+// in detail (their stream counts); TestGenerateWiresharkFilterOnEveryPublicCapture
+// covers the other public captures.
+var wfTsharkCases = []struct {
+	file  string
+	calls []wfCall
+}{
+	{"sip-rtp-g711.pcap", []wfCall{{id: "1-1966@10.0.2.20", streams: 1}, {id: "1-1968@10.0.2.20", streams: 1}}},
+	{"sip-over-tcp.pcap", []wfCall{{id: "158936656982201062716@10.33.6.100", streams: 2}}},
+	// One SSRC per codec, the same in both directions.
+	// SIPp's UAS on 5080 (tshark reads it by heuristics; -d makes it sure).
+	{"codec-negotiation.pcap", []wfCall{{id: "1-3685341@127.0.0.1", streams: 4, decodeAs: []string{"udp.port==5080,sip"}}}},
+	{"SIP_CALL_RTP_G711", []wfCall{{id: "12013223@200.57.7.195", streams: 2}, {id: "46E1C3CB36304F84A020CF6DD3F96461@Verso.com", streams: 0}}},
+	{"rtp-protocol.pcap", []wfCall{{id: "1907983263271201083544@10.33.6.101", streams: 2}}},
+	// ZRTP Hello/Commit/DHPart frames (19 frames from 32 on) share the
+	// RTP 5-tuples: selected as the call's, not counted as RTP.
+	{"Asterisk_ZFONE_XLITE.pcap", []wfCall{{id: "ZDYzOWVlNjEwM2NjZTBjNzliNmM1ZTNiOGZjNWFhN2E.", streams: 3, redissected: -1}, {id: "M2NhZDAwZmYwZGNkYmZjYzQzYmY1MTMxMDQ2MzkzMTk.", streams: 0}}},
+	{"sipp-branch-scenario.pcapng", []wfCall{{id: "1-4461@127.0.1.1", streams: 0}, {id: "700-4461@127.0.1.1", streams: 0}}},
+}
+
 // TestGenerateWiresharkFilterWithTshark hands each filter to tshark itself
 // and checks it selects exactly the call (wfCheck), on public captures
 // against tshark's per-dialog reference and on the verdict corpus against
@@ -212,24 +225,9 @@ func TestGenerateWiresharkFilterWithTshark(t *testing.T) {
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("tshark is not installed (Debian package tshark; CI installs it): the filters cannot be checked")
 	}
-	tests := []struct {
-		file  string
-		calls []wfCall
-	}{
-		{"sip-rtp-g711.pcap", []wfCall{{id: "1-1966@10.0.2.20", streams: 1}, {id: "1-1968@10.0.2.20", streams: 1}}},
-		{"sip-over-tcp.pcap", []wfCall{{id: "158936656982201062716@10.33.6.100", streams: 2}}},
-		// One SSRC per codec, the same in both directions.
-		// SIPp's UAS on 5080 (tshark reads it by heuristics; -d makes it sure).
-		{"codec-negotiation.pcap", []wfCall{{id: "1-3685341@127.0.0.1", streams: 4, decodeAs: []string{"udp.port==5080,sip"}}}},
-		{"SIP_CALL_RTP_G711", []wfCall{{id: "12013223@200.57.7.195", streams: 2}, {id: "46E1C3CB36304F84A020CF6DD3F96461@Verso.com", streams: 0}}},
-		{"rtp-protocol.pcap", []wfCall{{id: "1907983263271201083544@10.33.6.101", streams: 2}}},
-		// ZRTP Hello/Commit/DHPart frames (19 frames from 32 on) share the
-		// RTP 5-tuples: selected as the call's, not counted as RTP.
-		{"Asterisk_ZFONE_XLITE.pcap", []wfCall{{id: "ZDYzOWVlNjEwM2NjZTBjNzliNmM1ZTNiOGZjNWFhN2E.", streams: 3, redissected: -1}, {id: "M2NhZDAwZmYwZGNkYmZjYzQzYmY1MTMxMDQ2MzkzMTk.", streams: 0}}},
-		{"sipp-branch-scenario.pcapng", []wfCall{{id: "1-4461@127.0.1.1", streams: 0}, {id: "700-4461@127.0.1.1", streams: 0}}},
-	}
-	for _, tc := range tests {
+	for _, tc := range wfTsharkCases {
 		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel() // its own capture and tshark runs
 			c := sxLoad(t, tc.file)
 			truth := wfTruth(t, tc.file)
 			for _, cl := range tc.calls {
@@ -246,7 +244,10 @@ func TestGenerateWiresharkFilterWithTshark(t *testing.T) {
 // TestGenerateWiresharkFilterOnEveryPublicCapture runs the commands of up
 // to three calls of every public capture (the reference's first dialogs
 // whose first request is an INVITE) through tshark: each selects exactly
-// its call. -short skips it (a tshark run per call, twice).
+// its call. The captures of wfTsharkCases are left to
+// TestGenerateWiresharkFilterWithTshark, which checks their calls in more
+// detail: two tshark runs a call on sipp-branch-scenario.pcapng alone took
+// 226 s under -race on a loaded machine. -short skips it.
 func TestGenerateWiresharkFilterOnEveryPublicCapture(t *testing.T) {
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("tshark is not installed")
@@ -258,7 +259,14 @@ func TestGenerateWiresharkFilterOnEveryPublicCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	detailed := map[string]bool{}
+	for _, tc := range wfTsharkCases {
+		detailed[tc.file] = true
+	}
 	for _, name := range names {
+		if detailed[name] {
+			continue
+		}
 		b, err := os.ReadFile(testcap.Truth(name))
 		if err != nil {
 			continue
@@ -290,6 +298,7 @@ func TestGenerateWiresharkFilterOnEveryPublicCapture(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // its own capture and tshark runs
 			c := engine.New(engine.Config{Node: "test"}, nil)
 			if err := c.LoadFiles(context.Background(), []string{testcap.Public(name)}); err != nil {
 				t.Skipf("sipnab does not read this capture: %v", err)

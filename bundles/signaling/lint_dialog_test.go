@@ -12,6 +12,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/lint"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -31,12 +32,7 @@ const (
 // loadCapture runs a capture file through the engine to its end.
 func lintLoadCapture(t *testing.T, path string) *engine.Capture {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "test"}, nil)
-	if err := c.LoadFiles(context.Background(), []string{path}); err != nil {
-		t.Fatal(err)
-	}
-	c.Wait()
-	return c
+	return testengine.Load(t, engine.Config{Node: "test"}, path)
 }
 
 // provisioned builds the bundle's tools the way the host does.

@@ -12,6 +12,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -21,12 +22,7 @@ import (
 // sxLoad runs a public capture through the engine to its end.
 func sxLoad(t *testing.T, name string) *engine.Capture {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "test"}, nil)
-	if err := c.LoadFiles(context.Background(), []string{testcap.Public(name)}); err != nil {
-		t.Fatal(err)
-	}
-	c.Wait()
-	return c
+	return testengine.Load(t, engine.Config{Node: "test"}, testcap.Public(name))
 }
 
 // sxCall invokes a tool through the sdk's public path and decodes its

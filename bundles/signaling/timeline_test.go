@@ -3,13 +3,15 @@ package signaling
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testengine"
+	"github.com/sipnab/sipnab/internal/testgen"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -20,24 +22,20 @@ import (
 // sgLoad loads capture files into a new engine and waits for the load.
 func sgLoad(t testing.TB, paths ...string) *engine.Capture {
 	t.Helper()
-	c := engine.New(engine.Config{Node: "test-node"}, nil)
-	if err := c.LoadFiles(context.Background(), paths); err != nil {
-		t.Fatalf("loading %v: %v", paths, err)
-	}
-	c.Wait()
-	return c
+	return testengine.Load(t, engine.Config{Node: "test-node"}, paths...)
+}
+
+func TestMain(m *testing.M) {
+	// The tshark checks run in parallel and mostly wait on tshark.
+	testcap.DefaultParallel(4)
+	os.Exit(testgen.Run(m))
 }
 
 // sgGenerated writes the bench generator's small capture into a temporary
 // directory and returns its path and exact answers.
 func sgGenerated(t testing.TB) (string, *gen.Answers) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "small.pcap")
-	ans, err := gen.WriteFiles(gen.Small(1), p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, ans
+	return testgen.Capture(t, gen.Small(1))
 }
 
 // sgTool provisions the bundle on a capture and returns one tool.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/sipnab/sipnab/core/ami"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/internal/testpcap"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/ami-cleartext.pcap")
@@ -122,18 +122,11 @@ func buildFixture(t *testing.T) []byte {
 	frames = append(frames, session(t, 40003, 15038, []msg{{false, banner},
 		{true, "Action: Login\r\nAuthType: MD5\r\nUsername: admin\r\nKey: 0123456789abcdef\r\n\r\n"}})...)
 	frames = append(frames, session(t, 40004, 80, []msg{{true, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"}})...)
-	var b bytes.Buffer
-	w := pcapgo.NewWriter(&b)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
+	recs := make([]testpcap.Frame, len(frames))
 	for i, f := range frames {
-		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * 10 * time.Millisecond), CaptureLength: len(f), Length: len(f)}
-		if err := w.WritePacket(ci, f); err != nil {
-			t.Fatal(err)
-		}
+		recs[i] = testpcap.Frame{TS: t0.Add(time.Duration(i) * 10 * time.Millisecond), Data: f}
 	}
-	return b.Bytes()
+	return testpcap.Bytes(t, layers.LinkTypeEthernet, false, recs)
 }
 
 func TestFixtureIsCurrent(t *testing.T) {

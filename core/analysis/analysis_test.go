@@ -54,8 +54,8 @@ func TestDiagnosePublicCaptures(t *testing.T) {
 		}},
 		{"sip-sdp-example.pcap", "1450530377152201062221@10.33.6.101", func(t *testing.T, d analysis.DialogDiagnosis) {
 			// Offer/answer and an answered call, no RTP anywhere in the
-			// capture: media was not captured at this point, not judged
-			// (issue 10 item 6), never no_media.
+			// capture: media was not captured at this point, not judged,
+			// never no_media.
 			if d.Media.NoMedia || d.Media.Applicable || !d.Media.MediaNotCaptured || d.Verdict != "none" || len(d.Media.SDPMedia) != 4 ||
 				!strings.Contains(d.Media.Reason, "media was not captured at this point") {
 				t.Errorf("got %+v", d.Media)

@@ -192,8 +192,8 @@ type MediaDiagnosis struct {
 	// no_media per call.
 	MediaNotCaptured bool `json:"media_not_captured,omitempty"`
 	// Observations are weak signals that are not problems: a private SDP
-	// address or a NAT-rewritten source while media did not fail (issue 10
-	// item 6). They never set a verdict.
+	// address or a NAT-rewritten source while media did not fail. They never
+	// set a verdict.
 	Observations []string `json:"observations,omitempty"`
 
 	SDPMedia    []string `json:"sdp_media"`    // announced endpoints
@@ -374,7 +374,7 @@ type sides struct {
 // CaptureHasMedia reports whether the capture holds any media at all: a
 // stream (orphaned, evicted or bound), an RTP packet or a UDPTL packet.
 // Without any, a call's missing RTP says where the capture point sits, not
-// what the call did (issue 10 item 6).
+// what the call did.
 func CaptureHasMedia(src MediaSource) bool {
 	st := src.Stats()
 	if st.Streams > 0 || st.StreamsEvicted > 0 || st.RTPPackets > 0 || st.UDPTLPackets > 0 {
@@ -511,7 +511,7 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		}
 		if len(m.NATEvidence) > 0 {
 			// A weak signal: a problem only when media towards the
-			// rewritten side failed (issue 10 item 6).
+			// rewritten side failed.
 			// Failed: audio one-way, or no stream (of any kind) came back
 			// to a rewritten source (h263-over-rtp.pcap: one video stream
 			// from the rewritten side, nothing towards it).
@@ -630,7 +630,7 @@ func (f failure) towards(offer bool, sd sides) bool {
 
 // privateCheck judges announced private addresses when the dialog's
 // signaling or media also involves a public address. A private c= is a
-// weak signal (issue 10 item 6): it is a problem (PrivateMediaAddress)
+// weak signal: it is a problem (PrivateMediaAddress)
 // only when media towards that side failed, measured as no RTP or one-way
 // audio, and no ICE srflx/relay candidate (RFC 8445 §5.1.1) and no relay
 // anchoring the media (the same side's SDP in the dialog announcing a

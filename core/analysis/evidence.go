@@ -1,6 +1,6 @@
 package analysis
 
-// Evidence of a verdict (issue 10, item 7): every conclusion names the
+// Evidence of a verdict: every conclusion names the
 // clause that fired, the rule (a stable id), the values it measured, the
 // threshold it compared them with and the messages and frames that prove
 // it. A dialog's verdict is derived from its clauses (VerdictOf), and a

@@ -1,11 +1,10 @@
 package analysis_test
 
-// The property of issue 10's Must show, over every readable public
-// capture: no verdict without evidence, and no problem from a rule whose
-// inputs were not measured. It reads the diagnosis and the capture report
-// as their JSON (what triage_call, get_dialog_report and
-// get_capture_report serve), and checks each clause against the stores
-// themselves, not against what the clause says of itself.
+// The evidence property, over every readable public capture: no verdict without
+// evidence, and no problem from a rule whose inputs were not measured. It reads
+// the diagnosis and the capture report as their JSON (what triage_call,
+// get_dialog_report and get_capture_report serve), and checks each clause
+// against the stores themselves, not against what the clause says of itself.
 
 import (
 	"encoding/json"

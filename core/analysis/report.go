@@ -277,8 +277,8 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		f.Evidence = append(f.Evidence, Evidence{Note: "port " + port, Counts: map[string]int64{"messages": int64(n)}})
 	}
 	if cf.SIPMalformed > 0 {
-		// A report holding SIP the parser flagged is never clean (issue 10
-		// item 6): each row names the frame and what was wrong.
+		// A report holding SIP the parser flagged is never clean: each row
+		// names the frame and what was wrong.
 		f := get("malformed_sip", SeverityMedium, "messages", "SIP messages the parser flagged as malformed (RFC 3261 §7, §20): read as far as possible, their conclusions may be wrong")
 		f.Occurrences += int64(cf.SIPMalformed)
 		for _, ex := range cf.MalformedExamples {

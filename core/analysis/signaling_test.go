@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -455,18 +454,11 @@ type truthDialog struct {
 
 func truthDialogs(t *testing.T, name string) []truthDialog {
 	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
+	doc := testcap.LoadTruth[struct {
 		SIP struct {
 			Dialogs []truthDialog `json:"dialogs"`
 		} `json:"sip"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
+	}](t, name)
 	return doc.SIP.Dialogs
 }
 

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,19 +20,6 @@ type truthFile struct {
 	} `json:"file"`
 }
 
-func loadTruth(t *testing.T, name string) truthFile {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	var tf truthFile
-	if err := json.Unmarshal(b, &tf); err != nil {
-		t.Fatalf("parsing truth: %v", err)
-	}
-	return tf
-}
-
 var encapLinkType = map[string]uint16{"ether": 1, "null": 0, "linux-sll": 113}
 
 // TestPublicCaptures opens every real capture: pcap and pcapng files read to
@@ -49,7 +35,7 @@ func TestPublicCaptures(t *testing.T) {
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			tf := loadTruth(t, name)
+			tf := testcap.LoadTruth[truthFile](t, name)
 			path := testcap.Public(name)
 			raw, err := os.ReadFile(path)
 			if err != nil {

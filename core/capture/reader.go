@@ -85,8 +85,8 @@ func Open(path string) (*Reader, error) { return OpenWith(path, Options{}) }
 
 // OpenWith is Open with options.
 func OpenWith(path string, o Options) (*Reader, error) {
-	// regfile.Open never blocks and refuses what is not a regular file
-	// (issue 12 §2): a FIFO without a writer would block open(2) forever,
+	// regfile.Open never blocks and refuses what is not a regular file:
+	// a FIFO without a writer would block open(2) forever,
 	// and a stream could not be probed and then loaded (Expand reads the
 	// first frames of every input to order them, then Load opens it again).
 	f, err := regfile.Open(path)

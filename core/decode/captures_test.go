@@ -2,10 +2,8 @@ package decode
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"testing"
 
 	"github.com/sipnab/sipnab/core/capture"
@@ -77,19 +75,6 @@ type truth struct {
 	} `json:"sip"`
 }
 
-func readTruth(t *testing.T, name string) truth {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	var tr truth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	return tr
-}
-
 // publicWant pins what is known about a public capture beyond tshark's SIP
 // count (hand-checked with tshark: SIP_CALL_RTP_G711 holds 162 802.3/LLC (153 STP, 9 CDP)
 // frames and 2 ARP; http-example.cap's 19 TCP segments with payload include
@@ -127,7 +112,7 @@ func TestPublicCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			tr := readTruth(t, name)
+			tr := testcap.LoadTruth[truth](t, name)
 			d := New(Config{})
 			c := &collect{}
 			frames := 0
@@ -202,7 +187,7 @@ func TestSIPOverTCPCapture(t *testing.T) {
 			sips = append(sips, p)
 		}
 	}
-	eq(t, "SIP messages", len(sips), readTruth(t, "sip-over-tcp.pcap").SIP.Messages)
+	eq(t, "SIP messages", len(sips), testcap.LoadTruth[truth](t, "sip-over-tcp.pcap").SIP.Messages)
 	for _, p := range sips {
 		if p.Transport != packet.TransportTCP {
 			t.Errorf("got transport %v, want TCP", p.Transport)

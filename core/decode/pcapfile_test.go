@@ -12,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/internal/testpcap"
 )
 
 // writeCapture writes frames (all of one link type) to a pcap file, or to a
@@ -33,11 +34,12 @@ func writeCapture(t *testing.T, path string, frames []*packet.Frame, ng bool) {
 		defer w.Flush()
 		write = w.WritePacket
 	} else {
-		w := pcapgo.NewWriterNanos(fh)
-		if err := w.WriteFileHeader(65535, lt); err != nil {
-			t.Fatal(err)
+		recs := make([]testpcap.Frame, len(frames))
+		for i, f := range frames {
+			recs[i] = testpcap.Frame{TS: f.TS, Data: f.Data, OrigLen: f.OrigLen}
 		}
-		write = w.WritePacket
+		testpcap.Write(t, fh, lt, true, recs)
+		return
 	}
 	for _, f := range frames {
 		ci := gopacket.CaptureInfo{Timestamp: f.TS, CaptureLength: len(f.Data), Length: f.OrigLen}

@@ -85,8 +85,8 @@ func (r reason) name() string {
 // is traffic that could not have carried SIP or RTP (ARP, LLDP, spanning
 // tree, CDP, ICMP echo, OSPF...): it is counted as other traffic by kind,
 // never as undecodable, so capture_quality.degraded and INCOMPLETE RUN speak
-// only of frames that could have carried SIP/RTP and could not be read
-// (issue 10 item 6). A non-IP EtherType that encapsulates frames this
+// only of frames that could have carried SIP/RTP and could not be read.
+// A non-IP EtherType that encapsulates frames this
 // decoder does not open (802.1ah PBB, MACsec, transparent Ethernet
 // bridging), and an IP protocol that can carry UDP or TCP inside it (ESP,
 // AH, EtherIP, L2TPv3, UDP-Lite), stay undecodable: SIP could be in there.

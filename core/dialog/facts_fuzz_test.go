@@ -65,14 +65,16 @@ func FuzzSignalingFacts(f *testing.F) {
 	})
 }
 
-// TestSignalingFactsFlood: 50,000 distinct transactions under one Call-ID
-// never hold more transactions than the dialog retains messages.
+// TestSignalingFactsFlood: 5,000 distinct transactions under one Call-ID
+// (300 times the retention) never hold more transactions than the dialog
+// retains messages, checked after every message. BenchmarkSignalingFactsFlood
+// times a message of a 50,000-transaction flood.
 func TestSignalingFactsFlood(t *testing.T) {
 	const retained = 16
 	s := New(Config{MaxMessages: retained})
 	src := netip.MustParseAddrPort(alice)
 	dst := netip.MustParseAddrPort(bob)
-	for i := 0; i < 50000; i++ {
+	for i := 0; i < 5000; i++ {
 		m, err := sip.Parse([]byte(req("OPTIONS", hdr{callID: "flood", fromTag: "f", cseq: i + 1, branch: "b" + string(rune('a'+i%26))})))
 		if err != nil {
 			t.Fatal(err)
@@ -86,5 +88,33 @@ func TestSignalingFactsFlood(t *testing.T) {
 		if want := max(0, i+1-retained); sf.NotRetained != want {
 			t.Fatalf("after %d messages: got %d not retained, want %d", i+1, sf.NotRetained, want)
 		}
+	}
+}
+
+// BenchmarkSignalingFactsFlood applies one more OPTIONS transaction to a
+// Call-ID already flooded with 50,000 and reads its signaling facts.
+func BenchmarkSignalingFactsFlood(b *testing.B) {
+	const retained = 16
+	s := New(Config{MaxMessages: retained})
+	src := netip.MustParseAddrPort(alice)
+	dst := netip.MustParseAddrPort(bob)
+	msg := func(i int) *sip.Message {
+		m, err := sip.Parse([]byte(req("OPTIONS", hdr{callID: "flood", fromTag: "f", cseq: i + 1, branch: "b" + string(rune('a'+i%26))})))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	i := 0
+	for ; i < 50000; i++ {
+		s.Apply(Observation{Msg: msg(i), TS: t0.Add(time.Duration(i) * time.Millisecond), Src: src, Dst: dst})
+	}
+	for b.Loop() {
+		s.Apply(Observation{Msg: msg(i), TS: t0.Add(time.Duration(i) * time.Millisecond), Src: src, Dst: dst})
+		d, _ := s.Get("flood")
+		if sf := SignalingFactsOf(&d); len(sf.Transactions) != retained {
+			b.Fatalf("%d transactions, want %d", len(sf.Transactions), retained)
+		}
+		i++
 	}
 }

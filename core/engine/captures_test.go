@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,19 +38,6 @@ type truth struct {
 			InviteFinalStatus *int   `json:"invite_final_status"`
 		} `json:"dialogs"`
 	} `json:"sip"`
-}
-
-func readTruth(t *testing.T, name string) truth {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	var tr truth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatalf("decoding truth: %v", err)
-	}
-	return tr
 }
 
 // finalDivergence lists where our final_status_code differs from tshark's
@@ -112,7 +98,7 @@ func TestPublicCaptures(t *testing.T) {
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			tr := readTruth(t, name)
+			tr := testcap.LoadTruth[truth](t, name)
 			c := New(Config{}, nil)
 			err := c.LoadFiles(context.Background(), []string{testcap.Public(name)})
 			if tr.File.FileType == "netmon2" {
@@ -239,7 +225,7 @@ func TestTruncatedFile(t *testing.T) {
 	if len(st.Errors) == 0 || !strings.Contains(strings.Join(st.Errors, " "), "truncated") {
 		t.Errorf("errors: got %q, want a truncation", st.Errors)
 	}
-	tr := readTruth(t, "sip-rtp-g711.pcap")
+	tr := testcap.LoadTruth[truth](t, "sip-rtp-g711.pcap")
 	if st.FramesRead == 0 || int(st.FramesRead) >= tr.File.Frames {
 		t.Errorf("frames_read %d, want some but fewer than %d", st.FramesRead, tr.File.Frames)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,15 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/hep"
 	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testpcap"
 )
 
 var ts0 = time.Date(2024, 6, 15, 12, 0, 0, 0, time.UTC)
@@ -276,21 +274,11 @@ func TestFileSetOrder(t *testing.T) {
 	dir := t.TempDir()
 	half := len(frames) / 2
 	write := func(file string, fs []*packet.Frame) {
-		fh, err := os.Create(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
+		recs := make([]testpcap.Frame, len(fs))
+		for i, f := range fs {
+			recs[i] = testpcap.Frame{TS: f.TS, Data: f.Data, OrigLen: f.OrigLen}
 		}
-		defer fh.Close()
-		w := pcapgo.NewWriterNanos(fh)
-		if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range fs {
-			ci := gopacket.CaptureInfo{Timestamp: f.TS, CaptureLength: len(f.Data), Length: f.OrigLen}
-			if err := w.WritePacket(ci, f.Data); err != nil {
-				t.Fatal(err)
-			}
-		}
+		testpcap.WriteFile(t, filepath.Join(dir, file), layers.LinkTypeEthernet, true, recs)
 	}
 	write("a-second-half.pcap", frames[half:])
 	write("b-first-half.pcap", frames[:half])
@@ -301,7 +289,7 @@ func TestFileSetOrder(t *testing.T) {
 	}
 	c.Wait()
 	st := c.Status()
-	tr := readTruth(t, name)
+	tr := testcap.LoadTruth[truth](t, name)
 	if !st.Complete || int(st.SIPMessages) != tr.SIP.Messages || len(st.Files) != 2 || st.Files[0].Name != "b-first-half.pcap" {
 		t.Errorf("complete %v sip %d (want %d) files %+v", st.Complete, st.SIPMessages, tr.SIP.Messages, st.Files)
 	}

@@ -131,8 +131,8 @@ func init() {
 
 var fieldByName = make(map[string]Field, NumFields)
 
-// fieldSynonyms are other names a field may be written under (issue 13:
-// "which calls got 503" as status == 503). The compiled filter's String
+// fieldSynonyms are other names a field may be written under ("which calls
+// got 503" as status == 503). The compiled filter's String
 // writes the field's own name.
 var fieldSynonyms = map[string]Field{
 	"status": FieldFinalStatusCode,

@@ -36,7 +36,7 @@ func flags(on ...Field) *MemRecord {
 
 func TestFieldTable(t *testing.T) {
 	// The spec's 31 fields (mcp-surface.md §7), in its order, with types,
-	// and final_status_code (issue 13) among the numbers.
+	// and final_status_code among the numbers.
 	want := []struct {
 		name string
 		typ  Type

@@ -112,7 +112,7 @@ func checkPattern(p string) error {
 // ReadSuppression reads and parses a suppression file (a regular file).
 func ReadSuppression(path string) (*Suppression, error) {
 	// regfile.Open: a FIFO or device named .sipnablint is refused, never
-	// waited on (issue 12 §2).
+	// waited on.
 	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading suppression file: %w", err)

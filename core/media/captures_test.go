@@ -5,7 +5,6 @@ import (
 	"errors"
 	"hash/fnv"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/sipnab/sipnab/core/capture"
@@ -34,19 +33,6 @@ type truthFile struct {
 	} `json:"rtp"`
 }
 
-func loadTruth(t testing.TB, name string) truthFile {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	var tf truthFile
-	if err := json.Unmarshal(b, &tf); err != nil {
-		t.Fatalf("parsing truth: %v", err)
-	}
-	return tf
-}
-
 func streamKey(ssrc, src, dst string) string { return ssrc + " " + src + " " + dst }
 
 // TestPublicCapturesAgainstTshark checks every RTP stream tshark reports on
@@ -60,7 +46,7 @@ func TestPublicCapturesAgainstTshark(t *testing.T) {
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			tf := loadTruth(t, name)
+			tf := testcap.LoadTruth[truthFile](t, name)
 			st := media.NewStore(media.Config{})
 			r, err := capture.Open(testcap.Public(name))
 			if errors.Is(err, capture.ErrUnsupportedFormat) && len(tf.RTP.Default.Streams)+len(tf.RTP.Heuristic.Streams) == 0 {

@@ -177,7 +177,7 @@ type Endpoint struct {
 	// ICETraversal: the media section carries an ICE server-reflexive or
 	// relayed candidate (a=candidate ... typ srflx|relay, RFC 8839 §5.1):
 	// its c= address is only the default candidate, and a private one is
-	// expected (issue 10 item 6).
+	// expected.
 	ICETraversal bool `json:"ice_traversal,omitempty"`
 	// AddrPort is the parsed address (not serialized).
 	AddrPort netip.AddrPort `json:"-"`

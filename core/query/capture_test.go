@@ -3,7 +3,7 @@ package query
 import (
 	"context"
 	"math"
-	"path/filepath"
+	"os"
 	"slices"
 	"testing"
 
@@ -11,17 +11,16 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/internal/testgen"
 )
 
-// loadGenerated writes a generated capture into a temporary directory,
-// loads it whole and returns the engine with the generator's answers.
+func TestMain(m *testing.M) { os.Exit(testgen.Run(m)) }
+
+// loadGenerated loads a generated capture (written once for the package)
+// whole and returns the engine with the generator's answers.
 func loadGenerated(t *testing.T, cfg gen.Config) (*engine.Capture, *gen.Answers) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "gen.pcap")
-	ans, err := gen.WriteFiles(cfg, p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, ans := testgen.Capture(t, cfg)
 	c := engine.New(engine.Config{}, nil)
 	if err := c.LoadFiles(context.Background(), []string{p}); err != nil {
 		t.Fatal(err)

@@ -11,11 +11,11 @@ import (
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
-// TestExplainOnPublicCaptures is find_problems' half of issue 10's
-// property, over every readable public capture: a row matches kinds
-// exactly when it matches at least one of their clauses; each clause it
-// matched is named with a measured value for every field it reads (never
-// "absent"); and a media clause matched only on a dialog with an RTP
+// TestExplainOnPublicCaptures is find_problems' half of the evidence property
+// (core/analysis property_test.go), over every readable public capture: a row
+// matches kinds exactly when it matches at least one of their clauses; each
+// clause it matched is named with a measured value for every field it reads
+// (never "absent"); and a media clause matched only on a dialog with an RTP
 // stream that carried packets, a PDD clause only on a measured PDD.
 func TestExplainOnPublicCaptures(t *testing.T) {
 	names, err := testcap.PublicNames()

@@ -167,12 +167,17 @@ func TestExtrasOnGeneratedCapture(t *testing.T) {
 
 // TestListFromStoreEqualsSnapshot pages list_dialogs to the end both ways
 // (from the store's index after a change, over the sorted snapshot) on the
-// synthetic store whose rows share timestamps: the same pages.
+// synthetic store whose rows share timestamps: the same pages. Every page
+// re-sorts the snapshot, so the one-row and seven-row walks run on a
+// 300-dialog store (ties still straddle page ends) and the larger limits on
+// 3,000 dialogs; BenchmarkListDeepCursorCold times a page read from the
+// store at 100,000 dialogs.
 func TestListFromStoreEqualsSnapshot(t *testing.T) {
-	s := synthStore(t, 3000, 8)
-	q := New(s, nil, filter.DefaultThresholds())
 	ctx := context.Background()
-	for _, limit := range []int{1, 7, 50, 5000} {
+	stores := map[int]*dialog.Store{300: synthStore(t, 300, 8), 3000: synthStore(t, 3000, 8)}
+	for _, tc := range []struct{ dialogs, limit int }{{300, 1}, {300, 7}, {3000, 50}, {3000, 5000}} {
+		q := New(stores[tc.dialogs], nil, filter.DefaultThresholds())
+		limit := tc.limit
 		var after *Cursor
 		for page := 0; ; page++ {
 			q.dropSnapshots()

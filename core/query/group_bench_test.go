@@ -84,3 +84,17 @@ func BenchmarkAwaitLookOnce(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGroupManyDistinctValues groups 50,000 dialogs each to its own
+// domain (TestGroupManyDistinctValues checks the answer on 5,000).
+func BenchmarkGroupManyDistinctValues(b *testing.B) {
+	const n = 50000
+	q := grpManyDistinct(b, n)
+	ctx := context.Background()
+	loop(b, func() {
+		g, err := q.Group(ctx, GroupOptions{By: DimToDomain, TopN: 50})
+		if err != nil || g.DistinctValues != n || len(g.Groups) != 50 {
+			b.Fatalf("group: %d distinct, %d groups, %v", g.DistinctValues, len(g.Groups), err)
+		}
+	})
+}

@@ -60,8 +60,10 @@ func pageAll(t *testing.T, q *Querier, f *filter.Filter, o dialog.Order, limit i
 // TestListPagesEveryRowOnce pages a store where eight dialogs open on each
 // millisecond (Call-IDs not in time order) with small limits and filters:
 // the concatenated pages are exactly the matching rows in order, each once.
+// A filtered page scans the store, so the one-row walks run on 400 dialogs;
+// BenchmarkListFilteredRowFields times a page at 100,000.
 func TestListPagesEveryRowOnce(t *testing.T) {
-	const n = 1000
+	const n = 400
 	s := synthStore(t, n, 8)
 	q := New(s, nil, filter.DefaultThresholds())
 	methods, states := synthWant(n)
@@ -406,9 +408,11 @@ func TestAggregate(t *testing.T) {
 }
 
 // TestSearchPagesEveryHitOnce pages search hits with small limits and
-// compares them with a brute-force scan of every retained message.
+// compares them with a brute-force scan of every retained message. Every
+// page scans the store, so the walk runs on 120 dialogs (every kind, ties
+// of eight, each query with hits).
 func TestSearchPagesEveryHitOnce(t *testing.T) {
-	const n = 300
+	const n = 120
 	s := synthStore(t, n, 8)
 	q := New(s, nil, filter.DefaultThresholds())
 	cases := []struct {
@@ -518,12 +522,14 @@ func TestSnippet(t *testing.T) {
 	}
 }
 
-// TestFloodOfDistinctValues: 50,000 dialogs, each opened by its own
-// extension method from its own user. by_method stays bounded (the
-// largest MaxByMethod and one Other entry) and every count still sums to
-// total_matched; aggregation keeps top_n buckets and counts the rest.
+// TestFloodOfDistinctValues: 5,000 dialogs (a hundred times MaxByMethod,
+// more than maxSlice), each opened by its own extension method from its
+// own user. by_method stays bounded (the largest MaxByMethod and one Other
+// entry) and every count still sums to total_matched; aggregation keeps
+// top_n buckets and counts the rest. BenchmarkAggregateFromUser times the
+// aggregation at 100,000 dialogs.
 func TestFloodOfDistinctValues(t *testing.T) {
-	const n = 50000
+	const n = 5000
 	s := dialog.New(dialog.Config{MaxDialogs: n})
 	src, dst := netip.MustParseAddrPort("192.0.2.1:5060"), netip.MustParseAddrPort("192.0.2.2:5060")
 	for i := 0; i < n; i++ {
@@ -533,7 +539,7 @@ func TestFloodOfDistinctValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Apply(dialog.Observation{Msg: m, TS: synthT0.Add(time.Duration(i) * time.Microsecond), Src: src, Dst: dst})
-		if i%10000 == 9999 || i == n-1 {
+		if i%1000 == 999 || i == n-1 {
 			// Checked as the flood grows.
 			q := New(s, nil, filter.DefaultThresholds())
 			for _, expr := range []string{"", "msg_count == 1"} {

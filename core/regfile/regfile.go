@@ -1,5 +1,5 @@
 // Package regfile opens a file that must be a regular file without ever
-// blocking on one that is not (issue 12 §2). open(2) of a FIFO without a
+// blocking on one that is not. open(2) of a FIFO without a
 // writer blocks until one appears, and a device may block or never end;
 // Open opens with O_NONBLOCK (a regular file ignores the flag), checks the
 // type with fstat on the open descriptor (not on the name, which may have

@@ -188,18 +188,11 @@ func TestJSONStreamsAgreeWithTshark(t *testing.T) {
 	}
 	for _, name := range []string{"sip-rtp-g711.pcap", "SIP_CALL_RTP_G711", "Asterisk_ZFONE_XLITE.pcap", "rtp-protocol.pcap", "codec-negotiation.pcap", "SIP_DTMF2.cap"} {
 		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(testcap.Truth(name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tr struct {
+			tr := testcap.LoadTruth[struct {
 				RTP struct {
 					Default struct{ Streams []tstream } `json:"default"`
 				} `json:"rtp"`
-			}
-			if err := json.Unmarshal(b, &tr); err != nil {
-				t.Fatal(err)
-			}
+			}](t, name)
 			var out bytes.Buffer
 			if err := WriteJSON(&out, load(t, testcap.Public(name))); err != nil {
 				t.Fatal(err)

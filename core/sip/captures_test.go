@@ -3,7 +3,6 @@ package sip
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -170,19 +169,6 @@ func messagesOf(t *testing.T, c *capPayloads) []*Message {
 	return msgs
 }
 
-func loadTruth(t *testing.T, name string) *truthSIP {
-	t.Helper()
-	b, err := os.ReadFile(testcap.Truth(name))
-	if err != nil {
-		t.Fatalf("reading truth: %v", err)
-	}
-	var tr truthSIP
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatalf("decoding truth: %v", err)
-	}
-	return &tr
-}
-
 // TestPublicCaptures checks every SIP message of every public capture
 // against tshark's reference answers: message count, Call-IDs, methods,
 // status codes and the From/To users of each dialog. Every parsed header's
@@ -206,7 +192,7 @@ func TestPublicCaptures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("reading %s: %v", name, err)
 			}
-			tr := loadTruth(t, name)
+			tr := testcap.LoadTruth[truthSIP](t, name)
 			msgs := messagesOf(t, c)
 
 			if got, want := len(msgs), tr.SIP.Messages; got != want {

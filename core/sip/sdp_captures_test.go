@@ -1,10 +1,8 @@
 package sip_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/sipnab/sipnab/core/sdp"
@@ -59,14 +57,7 @@ func TestCaptureSDP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := os.ReadFile(testcap.Truth(name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tr truthSDP
-			if err := json.Unmarshal(b, &tr); err != nil {
-				t.Fatal(err)
-			}
+			tr := testcap.LoadTruth[truthSDP](t, name)
 			type endpoint struct {
 				addr string
 				port int

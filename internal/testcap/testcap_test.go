@@ -117,3 +117,19 @@ func TestReadmeSampleIsThePublicCapture(t *testing.T) {
 		t.Errorf("testdata/sip-rtp-g711.pcap (%d bytes) differs from public/sip-rtp-g711.pcap (%d bytes)", len(sample), len(public))
 	}
 }
+
+// TestLoadTruthDecodesTheReferenceAnswer: LoadTruth reads a capture's truth
+// file into the caller's type; the sample capture's truth has its two
+// INVITE dialogs.
+func TestLoadTruthDecodesTheReferenceAnswer(t *testing.T) {
+	tr := LoadTruth[struct {
+		SIP struct {
+			Dialogs []struct {
+				CallID string `json:"call_id"`
+			} `json:"dialogs"`
+		} `json:"sip"`
+	}](t, "sip-rtp-g711.pcap")
+	if len(tr.SIP.Dialogs) == 0 {
+		t.Fatal("no dialogs decoded from the sample capture's truth")
+	}
+}

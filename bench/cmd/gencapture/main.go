@@ -8,6 +8,8 @@
 package main
 
 import (
+	"bufio"
+	"compress/gzip"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "capture file to write (pcap)")
 	answers := fs.String("answers", "", "answers file to write (JSON); empty: none")
 	quiet := fs.Bool("q", false, "print nothing on success")
+	gz := fs.Bool("gzip", false, "write the capture gzip-compressed (fastest level); the answers' sha256 is of the uncompressed bytes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,7 +66,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	})
 	t0 := time.Now()
-	a, err := gen.WriteFiles(cfg, *out, *answers)
+	var a *gen.Answers
+	if *gz {
+		a, err = writeGzip(cfg, *out, *answers)
+	} else {
+		a, err = gen.WriteFiles(cfg, *out, *answers)
+	}
 	if err != nil {
 		return err
 	}
@@ -73,4 +81,37 @@ func run(args []string, stdout, stderr io.Writer) error {
 			len(a.FailedCalls), len(a.ProblemCalls), len(a.DegradedStreams), a.Capture.SHA256, time.Since(t0).Seconds())
 	}
 	return nil
+}
+
+// writeGzip writes the capture gzip-compressed and the answers beside it.
+func writeGzip(cfg gen.Config, out, answers string) (*gen.Answers, error) {
+	f, err := os.Create(out)
+	if err != nil {
+		return nil, fmt.Errorf("creating capture: %w", err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	zw, err := gzip.NewWriterLevel(bw, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	a, err := gen.Generate(cfg, zw)
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", out, err)
+	}
+	if answers != "" {
+		if err := a.WriteJSON(answers); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }

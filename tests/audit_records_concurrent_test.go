@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// TestAudit234ConcurrentAuditRecordsWhole: issue 4's "concurrent calls
-// leaving whole, sequential audit records", with records large enough that
+// TestConcurrentCallsLeaveWholeAuditRecords: concurrent calls leave whole,
+// sequential audit records (docs/mcp-protocol.md), with records large enough that
 // a torn or interleaved write would show. Three sessions of one peer send
 // 150 concurrent tools/call with distinct ~900-byte arguments (and some
 // over the 1024-byte bound) under --mcp-max-concurrent 3, so ok, tool
@@ -21,7 +21,7 @@ import (
 // whole JSON line per call, seq 1..n in file order, each carrying its own
 // call's arguments (compact, keys sorted, cut with …(truncated) past 1024
 // bytes) byte-identical to the args of its mcp_audit log line on stderr.
-func TestAudit234ConcurrentAuditRecordsWhole(t *testing.T) {
+func TestConcurrentCallsLeaveWholeAuditRecords(t *testing.T) {
 	dir := sharedDir(t)
 	audit := filepath.Join(dir, "audit.jsonl")
 	token := "e2e-static-token-0123456789"

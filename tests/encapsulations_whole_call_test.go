@@ -13,7 +13,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 )
 
-// The encapsulations and source formats of issue 2 that the engine-level
+// The encapsulations and source formats that the engine-level
 // acceptance tests (engine_acceptance_sip_test.go) did not carry a whole
 // call through: ERSPAN type I, IPv6 fragments, raw IPv6 on LINKTYPE_RAW,
 // WebSocket frames several per segment in both directions, and pcapng
@@ -21,9 +21,9 @@ import (
 // orders, each also gzip-compressed. Every case asserts exact SIP message
 // and dialog counts.
 
-// a234Frag6 splits an IPv6 packet (40-byte header, next header UDP) into
+// frag6 splits an IPv6 packet (40-byte header, next header UDP) into
 // fragments carrying at most size bytes (a multiple of 8) of the UDP part.
-func a234Frag6(pkt []byte, size int, id uint32) [][]byte {
+func frag6(pkt []byte, size int, id uint32) [][]byte {
 	hdr, body := pkt[:40], pkt[40:]
 	next := hdr[6]
 	var out [][]byte
@@ -46,7 +46,7 @@ func a234Frag6(pkt []byte, size int, id uint32) [][]byte {
 	return out
 }
 
-func TestAudit234EncapsulationsThroughTheEngine(t *testing.T) {
+func TestEncapsulationsCarryWholeCallsThroughTheEngine(t *testing.T) {
 	v6 := map[string]string{accA: "[2001:db8::10]:5060", accB: "[2001:db8::20]:5060"}
 	type wrap struct {
 		name  string
@@ -60,7 +60,7 @@ func TestAudit234EncapsulationsThroughTheEngine(t *testing.T) {
 			return [][]byte{accEth(0x0800, accIPv4Proto(t, "203.0.113.1", "203.0.113.2", layers.IPProtocolGRE, gre))}
 		}},
 		{name: "IPv6 fragments out of order", lt: layers.LinkTypeEthernet, frame: func(t *testing.T, _ []byte, src, dst string, payload []byte) [][]byte {
-			frags := a234Frag6(accUDP(t, v6[src], v6[dst], payload), 256, uint32(len(payload)))
+			frags := frag6(accUDP(t, v6[src], v6[dst], payload), 256, uint32(len(payload)))
 			var out [][]byte
 			for i := len(frags) - 1; i >= 0; i-- {
 				out = append(out, accEth(0x86DD, frags[i]))
@@ -75,7 +75,7 @@ func TestAudit234EncapsulationsThroughTheEngine(t *testing.T) {
 		}},
 		{name: "QinQ carrying IPv6 fragments", lt: layers.LinkTypeEthernet, frame: func(t *testing.T, _ []byte, src, dst string, payload []byte) [][]byte {
 			var out [][]byte
-			for _, f := range a234Frag6(accUDP(t, v6[src], v6[dst], payload), 200, 7+uint32(len(payload))) {
+			for _, f := range frag6(accUDP(t, v6[src], v6[dst], payload), 200, 7+uint32(len(payload))) {
 				out = append(out, accEth(0x88A8, append(append(accTag(10, 0x8100), accTag(20, 0x86DD)...), f...)))
 			}
 			return out
@@ -98,7 +98,7 @@ func TestAudit234EncapsulationsThroughTheEngine(t *testing.T) {
 			if strings.Contains(w.name, "fragments") && !multi {
 				t.Fatal("no message was fragmented: the case proves nothing")
 			}
-			p := accWrite(t, dir, fmt.Sprintf("a234encap%d.pcap", i), w.lt, frames)
+			p := accWrite(t, dir, fmt.Sprintf("encap%d.pcap", i), w.lt, frames)
 			_, doc := accLoad(t, p)
 			r := doc.Run
 			if r.FramesRead != uint64(len(frames)) || r.SIPMessages != 7 || len(doc.Dialogs) != 1 || r.UndecodableFrames != 0 {
@@ -111,11 +111,11 @@ func TestAudit234EncapsulationsThroughTheEngine(t *testing.T) {
 	}
 }
 
-// TestAudit234WebSocketFramesPerSegment: over one upgraded connection the
+// TestWebSocketFramesSeveralPerSegment: over one upgraded connection the
 // client sends three masked frames (INVITE, ACK, BYE) and the server three
 // unmasked ones (180, 200, 200) where two frames share a segment and one
 // frame (with a 16-bit extended length) spans three segments: 6 messages.
-func TestAudit234WebSocketFramesPerSegment(t *testing.T) {
+func TestWebSocketFramesSeveralPerSegment(t *testing.T) {
 	const cA, cB = "192.0.2.11:50200", "192.0.2.21:443"
 	id := "ws-multi@a.example"
 	up := []byte("GET /sip HTTP/1.1\r\nHost: b.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: sip\r\nSec-WebSocket-Version: 13\r\n\r\n")
@@ -163,8 +163,8 @@ func TestAudit234WebSocketFramesPerSegment(t *testing.T) {
 	}
 }
 
-// a234NgIface is one interface of a hand-built pcapng section.
-type a234NgIface struct {
+// ngIface is one interface of a hand-built pcapng section.
+type ngIface struct {
 	lt       uint16
 	tsresol  int   // -1: no option (microseconds); else the option byte
 	tsoffset int64 // seconds, 0: no option
@@ -172,8 +172,8 @@ type a234NgIface struct {
 	link func(ip []byte) []byte
 }
 
-// a234Units is how many timestamp units of an if_tsresol byte make a second.
-func a234Units(tsresol int) uint64 {
+// tsresolUnits is how many timestamp units of an if_tsresol byte make a second.
+func tsresolUnits(tsresol int) uint64 {
 	if tsresol < 0 {
 		return 1000000
 	}
@@ -188,9 +188,9 @@ func a234Units(tsresol int) uint64 {
 	return u
 }
 
-// a234Pcapng writes one section: SHB, the interfaces' IDBs (with
+// pcapngIfaces writes one section: SHB, the interfaces' IDBs (with
 // if_tsresol / if_tsoffset options), then one EPB per frame.
-func a234Pcapng(order binary.AppendByteOrder, ifaces []a234NgIface, frames []accFrame, ifOf []int) []byte {
+func pcapngIfaces(order binary.AppendByteOrder, ifaces []ngIface, frames []accFrame, ifOf []int) []byte {
 	var b bytes.Buffer
 	put := order.(binary.ByteOrder)
 	block := func(typ uint32, body []byte) {
@@ -231,7 +231,7 @@ func a234Pcapng(order binary.AppendByteOrder, ifaces []a234NgIface, frames []acc
 	}
 	for i, f := range frames {
 		ifc := ifaces[ifOf[i]]
-		units := a234Units(ifc.tsresol)
+		units := tsresolUnits(ifc.tsresol)
 		since := f.ts.Add(-time.Duration(ifc.tsoffset) * time.Second)
 		ts := uint64(since.Unix())*units + uint64(since.Nanosecond())*units/1e9
 		body := order.AppendUint32(nil, uint32(ifOf[i]))
@@ -245,17 +245,17 @@ func a234Pcapng(order binary.AppendByteOrder, ifaces []a234NgIface, frames []acc
 	return b.Bytes()
 }
 
-// TestAudit234PcapngTimestampResolutions: four calls, each on its own
+// TestPcapngPerInterfaceTimestampResolutions: four calls, each on its own
 // interface of one pcapng section (Ethernet in microseconds by default,
 // Linux SLL in nanoseconds, raw IPv4 in 2^-20 s, BSD NULL in milliseconds
 // with a 1000 s if_tsoffset), their frames interleaved; little- and
 // big-endian, each plain and gzip. Every call has its 7 messages and its
 // first and last message times to the interface's resolution.
-func TestAudit234PcapngTimestampResolutions(t *testing.T) {
+func TestPcapngPerInterfaceTimestampResolutions(t *testing.T) {
 	sll := func(ip []byte) []byte {
 		return append([]byte{0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 0x0a, 0, 0, 0x08, 0x00}, ip...)
 	}
-	ifaces := []a234NgIface{
+	ifaces := []ngIface{
 		{lt: 1, tsresol: -1, link: accIPEth},
 		{lt: 113, tsresol: 9, link: sll},
 		{lt: 101, tsresol: 0x80 | 20, link: func(ip []byte) []byte { return ip }},
@@ -285,7 +285,7 @@ func TestAudit234PcapngTimestampResolutions(t *testing.T) {
 	dir := t.TempDir()
 	for _, order := range []binary.AppendByteOrder{binary.LittleEndian, binary.BigEndian} {
 		path := filepath.Join(dir, fmt.Sprintf("tsresol-%v.pcapng", order))
-		if err := os.WriteFile(path, a234Pcapng(order, ifaces, frames, ifOf), 0o644); err != nil {
+		if err := os.WriteFile(path, pcapngIfaces(order, ifaces, frames, ifOf), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		for _, gz := range []bool{false, true} {

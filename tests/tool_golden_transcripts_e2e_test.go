@@ -21,20 +21,20 @@ import (
 // two INVITE calls from 10.0.2.20, display name "PCMU/8000", SDP codecs
 // PCMU/8000 and telephone-event/8000, one BYE with a Q.850 Reason).
 //
-//	go test ./tests -run TestAudit56GoldenTranscriptsE2E -update
+//	go test ./tests -run TestToolGoldenTranscriptsE2E -update
 
-// audit56Volatile are the values that change from run to run: wall-clock
+// goldenVolatile are the values that change from run to run: wall-clock
 // durations of the load and of the call; the dialog store's byte account
 // (build-dependent structure sizes) and budget (sized for the machine).
-var audit56Volatile = regexp.MustCompile(`(\\*"(?:uptime_sec|elapsed_sec|elapsed_ms|held_bytes|max_bytes)\\*":\s*)[0-9.eE+-]+`)
+var goldenVolatile = regexp.MustCompile(`(\\*"(?:uptime_sec|elapsed_sec|elapsed_ms|held_bytes|max_bytes)\\*":\s*)[0-9.eE+-]+`)
 
-// audit56Shape says what a tool's answer must carry around sender text.
-type audit56Shape int
+// goldenShape says what a tool's answer must carry around sender text.
+type goldenShape int
 
 const (
 	// plain: sipnab's own derivations only: one block, no markers, no
 	// provenance note.
-	plain audit56Shape = iota
+	plain goldenShape = iota
 	// fenced: sender-written text inside markers and the provenance note as
 	// the last block.
 	fenced
@@ -45,7 +45,7 @@ const (
 	refused
 )
 
-func TestAudit56GoldenTranscriptsE2E(t *testing.T) {
+func TestToolGoldenTranscriptsE2E(t *testing.T) {
 	s := startRaw(t, "-N", "--mcp", "--node-name", "e2e", "-I", sampleCapture())
 	have := s.tools()
 	s.waitLoaded()
@@ -54,7 +54,7 @@ func TestAudit56GoldenTranscriptsE2E(t *testing.T) {
 		golden string
 		tool   string
 		args   map[string]any
-		shape  audit56Shape
+		shape  goldenShape
 		// want are substrings of the first block (or of the error message)
 		// checked by hand against the capture (tshark -r
 		// testdata/sip-rtp-g711.pcap -Y sip) and the bundle's rules.
@@ -116,9 +116,9 @@ func TestAudit56GoldenTranscriptsE2E(t *testing.T) {
 		t.Run(tc.golden, func(t *testing.T) {
 			needTools(t, have, tc.tool)
 			r := s.on(t).call(tc.tool, tc.args)
-			got := audit56Volatile.ReplaceAll(transcript(t, r), []byte("${1}0"))
+			got := goldenVolatile.ReplaceAll(transcript(t, r), []byte("${1}0"))
 			got = bytes.ReplaceAll(got, []byte(filepath.Dir(bin)), []byte("$BINDIR"))
-			audit56Golden(t, tc.golden+".json", got)
+			checkToolGolden(t, tc.golden+".json", got)
 
 			if tc.shape == refused {
 				rf := r.refused(t)
@@ -172,9 +172,9 @@ func TestAudit56GoldenTranscriptsE2E(t *testing.T) {
 	}
 }
 
-func audit56Golden(t *testing.T, name string, got []byte) {
+func checkToolGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "audit56", name)
+	path := filepath.Join("testdata", "tools", name)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -185,7 +185,7 @@ func audit56Golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("reading golden (run go test ./tests -run TestAudit56GoldenTranscriptsE2E -update): %v", err)
+		t.Fatalf("reading golden (run go test ./tests -run TestToolGoldenTranscriptsE2E -update): %v", err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file; review and rerun with -update\n--- got ---\n%s", path, got)

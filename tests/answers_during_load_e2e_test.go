@@ -3,14 +3,11 @@ package tests
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/sipnab/sipnab/bench/gen"
 )
 
-// TestAudit56ListDialogsDuringLoadE2E calls list_dialogs again and again
+// TestListDialogsDuringLoadE2E calls list_dialogs again and again
 // through the built binary while the bench generator's carrier capture
 // (written gzip-compressed, so the load takes a few seconds) loads, and
 // checks the honesty rules at every step: an answer taken before the
@@ -21,19 +18,17 @@ import (
 // continued one page per step across the load and finished afterwards: it
 // yields every one of the generator's dialogs exactly once (asking again
 // from the same cursor when a mid-load page comes back with next_cursor
-// null, see TestAudit56TailAndSearchByTimeDuringLoadE2E). The Call-ID
+// null, see TestTailAndSearchByTimeDuringLoadE2E). The Call-ID
 // completion is read at every step too: never cached, its total follows the
 // store and ends at the generator's count. A subscription to the dialog
 // list, taken before the load, gets one notification per one-second window
 // while the store grows and none once the source is exhausted.
-func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
+func TestListDialogsDuringLoadE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and loads a large capture")
 	}
-	cfg := gen.Carrier(5)
-	cfg.Calls, cfg.Registers = 600, 60
-	path := filepath.Join(sharedDir(t), "carrier-load.pcap.gz")
-	ans := writeGzipCapture(t, cfg, path)
+	t.Parallel() // shares only the generated capture, read-only
+	path, ans := loadingCapture(t)
 	want := map[string]bool{}
 	for _, d := range ans.Dialogs {
 		want[d.CallID] = true
@@ -270,7 +265,7 @@ func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 	}
 }
 
-// TestAudit56TailAndSearchByTimeDuringLoadE2E walks tail_dialogs and
+// TestTailAndSearchByTimeDuringLoadE2E walks tail_dialogs and
 // search_by_time through the binary while the carrier capture loads, one
 // page per step, and on to their ends once it is loaded. search_by_time
 // (created_at, never moves) yields every generated dialog exactly once.
@@ -278,14 +273,12 @@ func TestAudit56ListDialogsDuringLoadE2E(t *testing.T) {
 // nothing: every dialog is seen, and the last row seen for each carries its
 // final updated_at and msg_count (as list_dialogs reports them after the
 // load), so no update made while the walk was under way was skipped.
-func TestAudit56TailAndSearchByTimeDuringLoadE2E(t *testing.T) {
+func TestTailAndSearchByTimeDuringLoadE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and loads a large capture")
 	}
-	cfg := gen.Carrier(6)
-	cfg.Calls, cfg.Registers = 600, 60
-	path := filepath.Join(sharedDir(t), "carrier-tail.pcap.gz")
-	ans := writeGzipCapture(t, cfg, path)
+	t.Parallel() // shares only the generated capture, read-only
+	path, ans := loadingCapture(t)
 	s := startRaw(t, "-N", "--mcp", "-I", path)
 
 	type walk struct {

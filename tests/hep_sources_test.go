@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,21 +27,21 @@ import (
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
-// a234SIPStart matches a SIP request or status line at the start of a
+// sipStartLine matches a SIP request or status line at the start of a
 // datagram (RFC 3261 §7.1/§7.2). It is the test's own SIP recognizer,
 // independent of the engine's.
-var a234SIPStart = regexp.MustCompile(`^(SIP/2\.0 [1-6][0-9][0-9] |[A-Z][A-Za-z]* [^ \r\n]+ SIP/2\.0\r?\n)`)
+var sipStartLine = regexp.MustCompile(`^(SIP/2\.0 [1-6][0-9][0-9] |[A-Z][A-Za-z]* [^ \r\n]+ SIP/2\.0\r?\n)`)
 
-// a234Datagram is one SIP datagram taken from a public capture.
-type a234Datagram struct {
+// sipDatagram is one SIP datagram taken from a public capture.
+type sipDatagram struct {
 	ts       time.Time
 	src, dst netip.AddrPort
 	payload  []byte
 }
 
-// a234SIPDatagrams reads a pcap or pcapng file with gopacket and returns the
+// sipDatagrams reads a pcap or pcapng file with gopacket and returns the
 // unfragmented UDP datagrams that start with a SIP start line.
-func a234SIPDatagrams(t *testing.T, path string) []a234Datagram {
+func sipDatagrams(t *testing.T, path string) []sipDatagram {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -72,7 +73,7 @@ func a234SIPDatagrams(t *testing.T, path string) []a234Datagram {
 		src = r
 		linkOf = func(gopacket.CaptureInfo) layers.LinkType { return r.LinkType() }
 	}
-	var out []a234Datagram
+	var out []sipDatagram
 	for {
 		data, ci, err := src.ReadPacketData()
 		if err == io.EOF {
@@ -83,7 +84,7 @@ func a234SIPDatagrams(t *testing.T, path string) []a234Datagram {
 		}
 		p := gopacket.NewPacket(data, linkOf(ci), gopacket.Default)
 		udp, _ := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
-		if udp == nil || !a234SIPStart.Match(udp.Payload) {
+		if udp == nil || !sipStartLine.Match(udp.Payload) {
 			continue
 		}
 		var s, d netip.Addr
@@ -100,7 +101,7 @@ func a234SIPDatagrams(t *testing.T, path string) []a234Datagram {
 		default:
 			continue
 		}
-		out = append(out, a234Datagram{
+		out = append(out, sipDatagram{
 			ts:      ci.Timestamp,
 			src:     netip.AddrPortFrom(s, uint16(udp.SrcPort)),
 			dst:     netip.AddrPortFrom(d, uint16(udp.DstPort)),
@@ -110,9 +111,15 @@ func a234SIPDatagrams(t *testing.T, path string) []a234Datagram {
 	return out
 }
 
-// a234HEP3 is a HEP3 envelope (IPv4 or IPv6) carrying a SIP payload, raw or
-// zlib-deflated in chunk 0x0010.
-func a234HEP3(src, dst netip.AddrPort, ts time.Time, payload []byte, compressed bool) []byte {
+// hepZlib reuses zlib writers: a new one allocates its whole compressor
+// state, and under -race the 10,000 datagrams of sipp-branch-scenario.pcapng
+// each deflated by a new writer took 136 s (the same bytes: Reset).
+var hepZlib = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
+
+// hepV3Packet is a HEP3 envelope (IPv4 or IPv6) carrying a SIP payload, raw or
+// zlib-deflated in chunk 0x0010, from capture agent agent (chunk 0x000c).
+// accHEP3 and accHEP3Agent build theirs with it.
+func hepV3Packet(src, dst netip.AddrPort, ts time.Time, agent uint32, payload []byte, compressed bool) []byte {
 	var body []byte
 	fam, sc, dc := byte(2), uint16(3), uint16(4)
 	if src.Addr().Is6() {
@@ -127,12 +134,14 @@ func a234HEP3(src, dst netip.AddrPort, ts time.Time, payload []byte, compressed 
 	body = append(body, accHEPChunk(0x0009, binary.BigEndian.AppendUint32(nil, uint32(ts.Unix())))...)
 	body = append(body, accHEPChunk(0x000a, binary.BigEndian.AppendUint32(nil, uint32(ts.Nanosecond()/1000)))...)
 	body = append(body, accHEPChunk(0x000b, []byte{1})...)
-	body = append(body, accHEPChunk(0x000c, binary.BigEndian.AppendUint32(nil, 2001))...)
+	body = append(body, accHEPChunk(0x000c, binary.BigEndian.AppendUint32(nil, agent))...)
 	if compressed {
 		var z bytes.Buffer
-		zw := zlib.NewWriter(&z)
+		zw := hepZlib.Get().(*zlib.Writer)
+		zw.Reset(&z)
 		_, _ = zw.Write(payload)
 		_ = zw.Close()
+		hepZlib.Put(zw)
 		body = append(body, accHEPChunk(0x0010, z.Bytes())...)
 	} else {
 		body = append(body, accHEPChunk(0x000f, payload)...)
@@ -141,8 +150,8 @@ func a234HEP3(src, dst netip.AddrPort, ts time.Time, payload []byte, compressed 
 	return append(env, body...)
 }
 
-// a234HEP2 is the HEP2 form (IPv4 or IPv6).
-func a234HEP2(src, dst netip.AddrPort, ts time.Time, payload []byte) []byte {
+// hepV2Packet is the HEP2 form (IPv4 or IPv6).
+func hepV2Packet(src, dst netip.AddrPort, ts time.Time, payload []byte) []byte {
 	fam := byte(2)
 	if src.Addr().Is6() {
 		fam = 10
@@ -160,22 +169,21 @@ func a234HEP2(src, dst netip.AddrPort, ts time.Time, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// a234UDPApplicable are the public captures whose SIP travels in whole UDP
+// udpApplicable are the public captures whose SIP travels in whole UDP
 // datagrams, one message each: the count of such datagrams equals tshark's
 // SIP message count, so wrapping each in HEP keeps the truth exact.
-var a234UDPApplicable = []string{
+var udpApplicable = []string{
 	"Asterisk_ZFONE_XLITE.pcap", "DTMFsipinfo.pcap", "SIP_CALL_RTP_G711", "SIP_DTMF2.cap",
 	"b2bua-asterisk.pcapng", "sip-proxy.pcap", "sip-rtp-g711.pcap", "sipp-branch-scenario.pcapng",
 }
 
-// TestAudit234HEPCapturesAgainstTruth is the HEP clause of issue 2's first
-// "must show": a capture whose SIP arrives inside HEP counts the inner
-// messages. Every SIP datagram of a public capture (taken out with gopacket
-// and the test's own start-line match) is re-sent as HEP3, HEP3 with a
-// zlib-compressed payload, and HEP2 from an agent to a collector; the
-// binary's --json must give run.sip_messages (and run.hep.sip) equal to
+// TestHEPReplayOfPublicCapturesMatchesTruth: a capture whose SIP arrives inside
+// HEP counts the inner messages. Every SIP datagram of a public capture (taken
+// out with gopacket and the test's own start-line match) is re-sent as HEP3,
+// HEP3 with a zlib-compressed payload, and HEP2 from an agent to a collector;
+// the binary's --json must give run.sip_messages (and run.hep.sip) equal to
 // tshark's count for the original capture and the identical Call-ID set.
-func TestAudit234HEPCapturesAgainstTruth(t *testing.T) {
+func TestHEPReplayOfPublicCapturesMatchesTruth(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil || len(names) == 0 {
 		t.Fatalf("no public captures (%v)", err)
@@ -184,13 +192,13 @@ func TestAudit234HEPCapturesAgainstTruth(t *testing.T) {
 	dir := t.TempDir()
 	applicable := 0
 	for _, name := range names {
-		tr := accReadTruth(t, name)
+		tr := testcap.LoadTruth[accTruth](t, name)
 		if tr.File.FileType == "netmon2" || tr.SIP == nil || tr.SIP.Messages == 0 {
 			continue
 		}
-		dgrams := a234SIPDatagrams(t, testcap.Public(name))
+		dgrams := sipDatagrams(t, testcap.Public(name))
 		if len(dgrams) != tr.SIP.Messages {
-			if slices.Contains(a234UDPApplicable, name) {
+			if slices.Contains(udpApplicable, name) {
 				t.Errorf("%s: %d SIP datagrams, tshark counts %d messages; the capture should qualify", name, len(dgrams), tr.SIP.Messages)
 			}
 			continue // SIP over TCP, fragments or several messages per datagram
@@ -198,11 +206,11 @@ func TestAudit234HEPCapturesAgainstTruth(t *testing.T) {
 		applicable++
 		for _, v := range []struct {
 			name string
-			wrap func(d a234Datagram) []byte
+			wrap func(d sipDatagram) []byte
 		}{
-			{"HEP3", func(d a234Datagram) []byte { return a234HEP3(d.src, d.dst, d.ts, d.payload, false) }},
-			{"HEP3 zlib", func(d a234Datagram) []byte { return a234HEP3(d.src, d.dst, d.ts, d.payload, true) }},
-			{"HEP2", func(d a234Datagram) []byte { return a234HEP2(d.src, d.dst, d.ts, d.payload) }},
+			{"HEP3", func(d sipDatagram) []byte { return hepV3Packet(d.src, d.dst, d.ts, 2001, d.payload, false) }},
+			{"HEP3 zlib", func(d sipDatagram) []byte { return hepV3Packet(d.src, d.dst, d.ts, 2001, d.payload, true) }},
+			{"HEP2", func(d sipDatagram) []byte { return hepV2Packet(d.src, d.dst, d.ts, d.payload) }},
 		} {
 			t.Run(name+"/"+v.name, func(t *testing.T) {
 				var frames []accFrame
@@ -232,13 +240,13 @@ func TestAudit234HEPCapturesAgainstTruth(t *testing.T) {
 			})
 		}
 	}
-	if applicable < len(a234UDPApplicable) {
-		t.Errorf("%d public captures wrapped in HEP, want at least %d", applicable, len(a234UDPApplicable))
+	if applicable < len(udpApplicable) {
+		t.Errorf("%d public captures wrapped in HEP, want at least %d", applicable, len(udpApplicable))
 	}
 }
 
-// a234FreePort returns a port free on 127.0.0.1 for both UDP and TCP.
-func a234FreePort(t *testing.T) int {
+// freeUDPPort returns a port free on 127.0.0.1 for both UDP and TCP.
+func freeUDPPort(t *testing.T) int {
 	t.Helper()
 	for i := 0; i < 50; i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -257,13 +265,13 @@ func a234FreePort(t *testing.T) int {
 	return 0
 }
 
-// TestAudit234HEPListenerFedFromAnotherProcess: the binary serves MCP over
+// TestHEPListenerFedFromAnotherProcess: the binary serves MCP over
 // stdio with a HEP listener (-L); this test process sends one call as HEP3
 // over UDP, one as HEP2 over UDP and one as HEP3 over a TCP stream, and
 // list_dialogs must show each call whole: 7 messages, Completed, final 200,
 // origin hep.
-func TestAudit234HEPListenerFedFromAnotherProcess(t *testing.T) {
-	port := a234FreePort(t)
+func TestHEPListenerFedFromAnotherProcess(t *testing.T) {
+	port := freeUDPPort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -308,11 +316,11 @@ func TestAudit234HEPListenerFedFromAnotherProcess(t *testing.T) {
 			var conn net.Conn
 			switch c.via {
 			case "HEP3/UDP":
-				b, conn = a234HEP3(src, dst, ts, payload, j%2 == 1), udp
+				b, conn = hepV3Packet(src, dst, ts, 2001, payload, j%2 == 1), udp
 			case "HEP2/UDP":
-				b, conn = a234HEP2(src, dst, ts, payload), udp
+				b, conn = hepV2Packet(src, dst, ts, payload), udp
 			default:
-				b, conn = a234HEP3(src, dst, ts, payload, false), tcp
+				b, conn = hepV3Packet(src, dst, ts, 2001, payload, false), tcp
 			}
 			if _, err := conn.Write(b); err != nil {
 				t.Fatalf("%s: %v", c.via, err)
@@ -370,11 +378,11 @@ func TestAudit234HEPListenerFedFromAnotherProcess(t *testing.T) {
 	}
 }
 
-// TestAudit234HEPOverIPv6: HEP3 (plain and zlib) and HEP2 envelopes whose
+// TestHEPListenerOverIPv6: HEP3 (plain and zlib) and HEP2 envelopes whose
 // inner addresses are IPv6, sent over an IPv6 outer path, carry a whole
 // call: 7 messages, one Completed dialog, and the inner (not the agent's)
 // addresses on the dialog's first message.
-func TestAudit234HEPOverIPv6(t *testing.T) {
+func TestHEPListenerOverIPv6(t *testing.T) {
 	v6 := map[string]netip.AddrPort{accA: accAP("[2001:db8::10]:5060"), accB: accAP("[2001:db8::20]:5062")}
 	agent, collector := "[2001:db8:ffff::5]:40000", "[2001:db8:ffff::9]:9060"
 	dir := t.TempDir()
@@ -382,9 +390,9 @@ func TestAudit234HEPOverIPv6(t *testing.T) {
 		name string
 		wrap func(s, d netip.AddrPort, ts time.Time, p []byte) []byte
 	}{
-		{"HEP3", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return a234HEP3(s, d, ts, p, false) }},
-		{"HEP3 zlib", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return a234HEP3(s, d, ts, p, true) }},
-		{"HEP2", a234HEP2},
+		{"HEP3", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return hepV3Packet(s, d, ts, 2001, p, false) }},
+		{"HEP3 zlib", func(s, d netip.AddrPort, ts time.Time, p []byte) []byte { return hepV3Packet(s, d, ts, 2001, p, true) }},
+		{"HEP2", hepV2Packet},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			var frames []accFrame

@@ -10,7 +10,7 @@ import (
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
-// TestAudit234DirectImports reads the dependency rules of architecture.md
+// TestDirectImportsFollowTheLayerRules reads the dependency rules of architecture.md
 // and the team rules literally, on each package's direct imports (go list
 // .Imports, non-test files): TestImportDirection checks transitive
 // dependencies and, to admit what mcp-go's wire types import, lets sdk and
@@ -22,7 +22,7 @@ import (
 //	bundles/all    stdlib, sdk, the bundles
 //	host/...       stdlib, sdk, core, mcp-go, koanf, go-hclog (never a bundle)
 //	cmd/sipnab     stdlib, host, bundles/all
-func TestAudit234DirectImports(t *testing.T) {
+func TestDirectImportsFollowTheLayerRules(t *testing.T) {
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./core/...", "./sdk/...", "./bundles/...", "./host/...", "./cmd/...")
 	cmd.Dir = testcap.Root()
 	var out, errb bytes.Buffer

@@ -1,10 +1,8 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -12,7 +10,7 @@ import (
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
-// TestAudit56RTPSweepIsTsharksStreamSetE2E: TestCoreToolsAgreeWithTsharkE2E
+// TestRTPSweepIsTsharksStreamSetE2E: TestCoreToolsAgreeWithTsharkE2E
 // checks that every stream tshark ties to SDP (rtp.default) is in the
 // rtp_stats sweep; it would not notice a stream sipnab made up. sipnab also
 // finds RTP no SDP announced (orphaned streams), which is what tshark reports
@@ -20,7 +18,7 @@ import (
 // through the binary, must be exactly tshark's heuristic stream set on every
 // public capture, each stream with tshark's packets and lost, and max jitter
 // within max(0.05 ms, 2 %); and the default set must be inside it.
-func TestAudit56RTPSweepIsTsharksStreamSetE2E(t *testing.T) {
+func TestRTPSweepIsTsharksStreamSetE2E(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil {
 		t.Fatal(err)
@@ -31,20 +29,13 @@ func TestAudit56RTPSweepIsTsharksStreamSetE2E(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, err := os.ReadFile(testcap.Truth(name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tr struct {
+			tr := testcap.LoadTruth[struct {
 				RTP struct {
 					Default, Heuristic struct {
 						Streams []e2eTruthStream `json:"streams"`
 					}
 				} `json:"rtp"`
-			}
-			if err := json.Unmarshal(b, &tr); err != nil {
-				t.Fatal(err)
-			}
+			}](t, name)
 			s := startRaw(t, "-N", "--mcp", "-I", testcap.Public(name))
 			needTools(t, s.tools(), "rtp_stats")
 			s.waitLoaded()
@@ -96,12 +87,12 @@ func TestAudit56RTPSweepIsTsharksStreamSetE2E(t *testing.T) {
 	}
 }
 
-// TestAudit56CoreCursorsThroughTiesE2E pages list_dialogs and
+// TestCoreCursorsThroughTiesE2E pages list_dialogs and
 // search_messages by 3 through the binary over sigTiesCapture (40 REGISTER
 // dialogs opening eight to an instant, Call-IDs in reverse order within
 // each instant): every dialog (and every hit) exactly once, the last page
 // with truncated false, whatever row the cursor cuts after.
-func TestAudit56CoreCursorsThroughTiesE2E(t *testing.T) {
+func TestCoreCursorsThroughTiesE2E(t *testing.T) {
 	s := startRaw(t, "-N", "--mcp", "-I", sigTiesCapture(t))
 	s.waitLoaded()
 	pageAll := func(t *testing.T, tool, rowsKey string, args map[string]any, key func(map[string]any) string) map[string]int {
