@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -382,24 +381,10 @@ func (h *mcpHost) handler(t sdk.Tool, advertised bool) server.ToolHandlerFunc {
 		if err != nil {
 			return finish(outcomeToolError, nil, err)
 		}
-		total := 0
-		for _, b := range reply.Blocks {
-			total += len(b)
+		if err := h.checkWireSize(reply); err != nil {
+			return finish(outcomeToolError, nil, err)
 		}
-		if total > h.limits.MaxResponseBytes {
-			return finish(outcomeToolError, nil, sdk.Refuse(sdk.KindTooLarge, "",
-				"answer of %d bytes exceeds --mcp-max-response-bytes (%d); lower limit, use fields or page with cursor", total, h.limits.MaxResponseBytes))
-		}
-		res := &mcp.CallToolResult{IsError: reply.IsError}
-		for _, b := range reply.Blocks {
-			res.Content = append(res.Content, mcp.NewTextContent(b))
-		}
-		if reply.Fenced {
-			res.Content = append(res.Content, mcp.NewTextContent(sdk.ProvenanceNote))
-		}
-		if sc, ok := structured(reply.Blocks[0]); ok && !reply.IsError && !reply.Document {
-			res.StructuredContent = sc
-		}
+		res := reply.Result()
 		outcome := outcomeOK
 		if reply.IsError {
 			outcome = outcomeToolError
@@ -433,17 +418,17 @@ func refusalResult(e *sdk.Error, advertised bool) *mcp.CallToolResult {
 	return res
 }
 
-// structured parses the first text block: structuredContent is attached only
-// when it is a JSON object, and is that very text (no second
-// serialization). The caller attaches none to a document (Reply.Document:
-// markdown, text, yang-json, whose JSON follows another schema than the
-// tool's output schema) or an error result.
-func structured(text string) (json.RawMessage, bool) {
-	b := bytes.TrimSpace([]byte(text))
-	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
-		return nil, false
+// checkWireSize refuses a reply whose JSON-RPC message would exceed
+// --mcp-max-response-bytes on the wire (text blocks, structuredContent and
+// the envelope together, sdk.Reply.WireBytes) with a response_too_large
+// refusal, answered as an isError result like every refusal. Tools fit
+// their answers below it (sdk.Call.FitRows, FitText); this is the last
+// guard.
+func (h *mcpHost) checkWireSize(reply sdk.Reply) error {
+	if n := reply.WireBytes(); n > h.limits.MaxResponseBytes {
+		return sdk.Refuse(sdk.KindTooLarge, "", "answer of %d bytes on the wire exceeds --mcp-max-response-bytes (%d); lower limit, use fields or page with cursor", n, h.limits.MaxResponseBytes)
 	}
-	return json.RawMessage(b), true
+	return nil
 }
 
 // defaultCallTimeoutSeconds is --mcp-call-timeout's default: above the

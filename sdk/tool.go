@@ -261,7 +261,7 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 	if t.invoke == nil {
 		return Reply{}, Internal("tool %s has no handler", t.Name)
 	}
-	c := &Call{limits: limits, tool: t.Name}
+	c := &Call{limits: limits, tool: t.Name, encode: func(out any) ([]byte, error) { return json.Marshal(fillNonNull(out, t.nonNull)) }}
 	if t.input != nil {
 		if err := (validator{suggest: t.suggest, maxRows: limits.MaxRows}).args(t.input, args); err != nil {
 			return Reply{}, err
@@ -279,25 +279,15 @@ func (t Tool) Invoke(ctx context.Context, args json.RawMessage, limits Limits) (
 			// the answer does not meet.
 			return Reply{}, Internal("tool %s answered with a rendered document but its descriptor does not set Renders", t.Name)
 		}
-		first = *c.text
+		first = c.fitDocument(*c.text)
 	} else {
-		b, err := json.Marshal(fillNonNull(out, t.nonNull))
+		b, err := c.encodeAnswer(out)
 		if err != nil {
 			return Reply{}, Internal("serializing %s answer: %v", t.Name, err)
 		}
-		if c.projRows != "" {
-			if b, err = Project(b, c.projRows, c.projFields); err != nil {
-				return Reply{}, Internal("%v", err)
-			}
-		}
-		if c.limitApplied != 0 {
-			if b, err = withLimitApplied(b, c.limitApplied); err != nil {
-				return Reply{}, Internal("%v", err)
-			}
-		}
 		first = string(b)
 	}
-	return Reply{Blocks: append([]string{first}, c.extra...), Fenced: c.fenced, IsError: c.isError, Document: c.text != nil}, nil
+	return c.reply(first, c.text != nil), nil
 }
 
 // Call is the per-call context a handler uses to shape its answer.
@@ -314,6 +304,11 @@ type Call struct {
 	isError      bool
 	projRows     string
 	projFields   []string
+	// encode serializes the handler's answer (Invoke sets it: nonnull
+	// fields filled); nil is json.Marshal.
+	encode func(out any) ([]byte, error)
+	// rest says where the rest of a cut document is (Call.WhenCut).
+	rest string
 }
 
 // NewCall returns a Call with the given limits, for handler unit tests.

@@ -950,8 +950,8 @@ func TestCaptureReportFormatsE2E(t *testing.T) {
 
 // TestBatchJSONStreamsAreTheRTPStatsShapeE2E: `sipnab -N -I FILE --json`
 // fills streams with the rtp_stats stream shape: the same keys and the same
-// values as the tool's sweep once the tool's fences (codec names, RTCP
-// CNAME) are removed.
+// values as the tool's sweep with quality_intervals (opt-in on the tool)
+// once the tool's fences (codec names, RTCP CNAME) are removed.
 func TestBatchJSONStreamsAreTheRTPStatsShapeE2E(t *testing.T) {
 	capture := testcap.Public("SIP_CALL_RTP_G711")
 	cmd := exec.Command(bin, "-N", "-I", capture, "--json")
@@ -966,7 +966,7 @@ func TestBatchJSONStreamsAreTheRTPStatsShapeE2E(t *testing.T) {
 	}
 	s := startRaw(t, "-N", "--mcp", "-I", capture)
 	s.waitLoaded()
-	rows := sweepE2E(t, s, map[string]any{"limit": 1000})
+	rows := sweepE2E(t, s, map[string]any{"limit": 1000, "quality_intervals": true})
 	if len(doc.Streams) != len(rows) || len(rows) != 5 {
 		t.Fatalf("--json has %d streams, rtp_stats %d, want 5", len(doc.Streams), len(rows))
 	}

@@ -40,6 +40,9 @@ type AggregateDialogs struct {
 	// OtherCount counts the dialogs in the buckets past top_n: buckets
 	// plus other_count always equal total_matched.
 	OtherCount int `json:"other_count" desc:"dialogs in buckets past top_n; buckets + other_count = total_matched"`
+	// TrimmedBuckets counts buckets within top_n moved to other_count to
+	// fit the byte ceiling (--mcp-max-response-bytes).
+	TrimmedBuckets int `json:"trimmed_buckets,omitempty" desc:"buckets moved to other_count to fit the byte cap"`
 	// DistinctValues counts every bucket, (none) included.
 	DistinctValues int `json:"distinct_values" desc:"number of buckets, (none) included"`
 	// TotalMatched counts the dialogs the filter matched.
@@ -111,6 +114,22 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 			}
 			out.Buckets = append(out.Buckets, AggregateBucket{Value: v, Count: b.Count})
 		}
-		return out, nil
+		// Buckets past the byte ceiling join other_count, smallest first,
+		// so buckets + other_count still equal total_matched.
+		buckets := out.Buckets
+		build := func(k int) AggregateDialogs {
+			o := out
+			o.Buckets = buckets[:k]
+			for _, b := range buckets[k:] {
+				o.OtherCount += b.Count
+			}
+			o.TrimmedBuckets = len(buckets) - k
+			return o
+		}
+		k, err := c.FitPage(len(buckets), 0, "bucket", func(k int) any { return build(k) })
+		if err != nil {
+			return AggregateDialogs{}, err
+		}
+		return build(k), nil
 	})
 }

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/analysis"
@@ -56,74 +55,6 @@ func dialogCursor(s string) (*query.Cursor, error) {
 		return nil, sdk.Refuse(sdk.KindInvalidCursor, "cursor", "%v", err)
 	}
 	return &c, nil
-}
-
-// responseCeiling is the byte ceiling of one answer: the server's
-// --mcp-max-response-bytes, lowered by a caller's max_response_bytes.
-func responseCeiling(c *sdk.Call, requested int) (int, error) {
-	if requested < 0 {
-		return 0, sdk.InvalidParams("max_response_bytes must be positive, got %d", requested)
-	}
-	limit := c.Limits().MaxResponseBytes
-	if limit <= 0 {
-		limit = sdk.DefaultMaxResponseBytes
-	}
-	if requested > 0 && requested < limit {
-		limit = requested
-	}
-	// The answer may still gain limit_applied after the page is fitted.
-	return limit - c.LimitAppliedBytes(), nil
-}
-
-// rowBytes returns the serialized size of each row as it will appear in the
-// answer's rows array, after the fields projection when there is one.
-func rowBytes[T any](rows []T, fields []string) ([]int, error) {
-	out := make([]int, len(rows))
-	for i := range rows {
-		b, err := json.Marshal(rows[i])
-		if err != nil {
-			return nil, err
-		}
-		if len(fields) > 0 {
-			page := append(append([]byte(`{"r":[`), b...), "]}"...)
-			p, err := sdk.Project(page, "r", fields)
-			if err != nil {
-				return nil, err
-			}
-			b = p[len(`{"r":[`) : len(p)-len(`]}`)]
-		}
-		out[i] = len(b)
-	}
-	return out, nil
-}
-
-// fitRows returns how many leading rows fit in limit bytes. envelope(k)
-// returns the size of the answer holding k rows with its rows array empty
-// (the envelope depends on k: returned, next_cursor, truncated); the rows
-// then add their sizes and the commas between them. k == len(sizes) when
-// everything fits.
-func fitRows(sizes []int, limit int, envelope func(k int) (int, error)) (int, error) {
-	sum := 0
-	for _, s := range sizes {
-		sum += s
-	}
-	for k := len(sizes); k >= 0; k-- {
-		if k < len(sizes) {
-			sum -= sizes[k]
-		}
-		env, err := envelope(k)
-		if err != nil {
-			return 0, err
-		}
-		total := env + sum
-		if k > 1 {
-			total += k - 1
-		}
-		if total <= limit {
-			return k, nil
-		}
-	}
-	return 0, nil
 }
 
 // fencedRow returns a copy of a dialog row with its sender-written values
@@ -182,7 +113,7 @@ func dialogPage(ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs) (Di
 	rows, pg, err := rowsPage(ctx, d, c, a, sdk.FieldNames[dialog.Summary](),
 		func(_ *query.Querier, r dialog.Summary) dialog.Summary { return r },
 		func(rows []dialog.Summary, bm []query.MethodCount, pg sdk.Page) any {
-			return DialogPage{Dialogs: rows, ByMethod: bm, Page: pg}
+			return DialogPage{Dialogs: rows, ByMethod: cleanByMethod(bm), Page: pg}
 		})
 	if err != nil {
 		return DialogPage{}, err
@@ -215,8 +146,7 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 	if err != nil {
 		return nil, pageParts{}, err
 	}
-	ceiling, err := responseCeiling(c, a.maxResponseBytes)
-	if err != nil {
+	if _, err := c.ResponseBudget(a.maxResponseBytes); err != nil {
 		return nil, pageParts{}, err
 	}
 	q := querier(d)
@@ -245,20 +175,12 @@ func rowsPage[R any](ctx context.Context, d *deps, c *sdk.Call, a dialogPageArgs
 		pg.ResumeAt(src, last)
 		return pageParts{byMethod: p.ByMethod, page: pg}
 	}
-	sizes, err := rowBytes(rows, a.fields)
-	if err != nil {
-		return nil, pageParts{}, sdk.Internal("sizing rows: %v", err)
-	}
-	k, err := fitRows(sizes, ceiling, func(k int) (int, error) {
+	k, err := c.FitPage(len(rows), a.maxResponseBytes, "row", func(k int) any {
 		pp := parts(k)
-		b, err := json.Marshal(shape([]R{}, pp.byMethod, pp.page))
-		return len(b), err
+		return shape(rows[:k], pp.byMethod, pp.page)
 	})
 	if err != nil {
-		return nil, pageParts{}, sdk.Internal("sizing the page: %v", err)
-	}
-	if k == 0 && len(rows) > 0 {
-		return nil, pageParts{}, sdk.InvalidParams("max_response_bytes %d cannot hold one row (the next one needs about %d bytes): raise it or name fewer fields", ceiling, sizes[0]+512)
+		return nil, pageParts{}, err
 	}
 	return append([]R{}, rows[:k]...), parts(k), nil
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -50,6 +51,12 @@ type CaptureReport struct {
 	// (undecodable frames, evictions): it is gated by the source flags
 	// that travel beside it.
 	Complete bool `json:"complete" desc:"the source was read whole and nothing was shed"`
+	// Truncated: evidence or findings were left out to fit the byte
+	// ceiling (counted in evidence_omitted and findings_omitted); complete
+	// is false then.
+	Truncated bool `json:"truncated,omitempty" desc:"evidence or findings left out to fit the byte cap; complete is then false"`
+	// FindingsOmitted counts the lowest-ranked findings left out to fit.
+	FindingsOmitted int `json:"findings_omitted,omitempty" desc:"lowest-ranked findings left out to fit the byte cap; find_problems pages the dialogs"`
 	sdk.SourceFlags
 	// CaptureIdentity names the capture the report came from.
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the report came from"`
@@ -78,42 +85,149 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 		// failure's reason phrase) and carries the provenance note; the
 		// rest is sipnab's analysis, left unmarked.
 		c.MarkFenced()
+		budget, _ := c.ResponseBudget(0)
 		if format == formatJSON || format == formatYANG {
 			fenceSenderNotes(c, rep)
 		}
 		switch format {
 		case formatJSON:
-			out := CaptureReport{
-				SchemaVersion:   rep.SchemaVersion,
-				Clean:           rep.Clean,
-				Findings:        rep.Findings,
-				DialogsExamined: rep.DialogsExamined,
-				StreamsExamined: rep.StreamsExamined,
-				FramesRead:      rep.FramesRead,
-				Complete:        rep.Complete,
-				SourceFlags:     src.Flags(),
-				CaptureIdentity: src.Identity,
+			build := func(r analysis.Report, omitted int) CaptureReport {
+				out := CaptureReport{
+					SchemaVersion:   r.SchemaVersion,
+					Clean:           r.Clean,
+					Findings:        r.Findings,
+					DialogsExamined: r.DialogsExamined,
+					StreamsExamined: r.StreamsExamined,
+					FramesRead:      r.FramesRead,
+					Complete:        r.Complete,
+					SourceFlags:     src.Flags(),
+					CaptureIdentity: src.Identity,
+				}
+				if out.Findings == nil {
+					out.Findings = []analysis.Finding{}
+				}
+				if trimmed(rep, r, omitted) {
+					out.Truncated, out.Complete, out.FindingsOmitted = true, false, omitted
+				}
+				return out
 			}
-			if out.Findings == nil {
-				out.Findings = []analysis.Finding{}
+			r, omitted, err := fitReport(rep, func(r analysis.Report, omitted int) (bool, error) {
+				n, err := c.WireBytes(build(r, omitted))
+				return n <= budget, err
+			})
+			if err != nil {
+				return CaptureReport{}, err
 			}
-			return out, nil
+			return build(r, omitted), nil
 		case formatYANG:
-			doc, flags, err := yangReport(rep, src)
+			_, flags, err := yangReport(rep, src)
+			if err != nil {
+				return CaptureReport{}, sdk.Internal("rendering yang-json: %v", err)
+			}
+			c.AddBlock(flags)
+			r, omitted, err := fitReport(rep, func(r analysis.Report, omitted int) (bool, error) {
+				if omitted > 0 {
+					// The module has no member saying findings were
+					// left out: never send a partial list as whole.
+					return false, nil
+				}
+				d, _, err := yangReport(r, src)
+				return c.DocumentWireBytes(d) <= budget, err
+			})
+			if err != nil || omitted > 0 {
+				return CaptureReport{}, sdk.Refuse(sdk.KindTooLarge, "", "the yang-json report does not fit --mcp-max-response-bytes (%d bytes) even without evidence, and its module cannot say findings were left out: ask format json (it says findings_omitted)", budget)
+			}
+			doc, _, err := yangReport(r, src)
 			if err != nil {
 				return CaptureReport{}, sdk.Internal("rendering yang-json: %v", err)
 			}
 			c.ReplyText(doc)
-			c.AddBlock(flags)
-		case formatMarkdown:
-			c.ReplyText(report.RenderFindingsQuoted(rep, st.Name, report.FindingsMarkdown, c.Fence))
-		case formatText:
-			c.ReplyText(report.RenderFindingsQuoted(rep, st.Name, report.FindingsText, c.Fence))
+		case formatMarkdown, formatText:
+			style := report.FindingsText
+			if format == formatMarkdown {
+				style = report.FindingsMarkdown
+			}
+			render := func(r analysis.Report, omitted int) string {
+				doc := report.RenderFindingsQuoted(r, st.Name, style, c.Fence)
+				if omitted > 0 {
+					doc += fmt.Sprintf("\n(%d lower-ranked findings left out to fit --mcp-max-response-bytes, %d bytes; format json says findings_omitted, find_problems pages the dialogs.)\n", omitted, budget)
+				}
+				return doc
+			}
+			r, omitted, err := fitReport(rep, func(r analysis.Report, omitted int) (bool, error) {
+				return c.DocumentWireBytes(render(r, omitted)) <= budget, nil
+			})
+			if err != nil {
+				return CaptureReport{}, err
+			}
+			c.ReplyText(render(r, omitted))
 		default:
 			return CaptureReport{}, sdk.InvalidParams("unknown format %q: want json, yang-json, markdown or text", in.Format)
 		}
 		return CaptureReport{}, nil
 	})
+}
+
+// fitReport fits a report to the byte ceiling (fits measures a candidate
+// on the wire): every finding with as much evidence each as fits (the
+// rest counted in evidence_omitted, which every format shows); when even
+// no evidence is too much, the leading findings (worst first) that fit,
+// the number left out returned as omitted. A report that fits comes back
+// unchanged.
+func fitReport(rep analysis.Report, fits func(r analysis.Report, omitted int) (bool, error)) (analysis.Report, int, error) {
+	most := 0
+	for _, f := range rep.Findings {
+		most = max(most, len(f.Evidence))
+	}
+	n := len(rep.Findings)
+	e, err := sdk.FitCount(most, func(e int) (bool, error) { return fits(trimReport(rep, e, n), 0) })
+	if err != nil {
+		return rep, 0, sdk.Internal("sizing the report: %v", err)
+	}
+	if ok, err := fits(trimReport(rep, e, n), 0); err != nil || ok {
+		return trimReport(rep, e, n), 0, err
+	}
+	k, err := sdk.FitCount(n, func(k int) (bool, error) { return fits(trimReport(rep, 0, k), n-k) })
+	if err != nil {
+		return rep, 0, sdk.Internal("sizing the report: %v", err)
+	}
+	if k == 0 {
+		if ok, err := fits(trimReport(rep, 0, 0), n); err != nil || !ok {
+			return rep, 0, sdk.Refuse(sdk.KindTooLarge, "", "the capture report does not fit --mcp-max-response-bytes even without findings: raise it (a few thousand bytes hold the findings without their evidence)")
+		}
+	}
+	return trimReport(rep, 0, k), n - k, nil
+}
+
+// trimReport keeps the first keep findings with at most perFinding
+// evidence items each, the rest counted in evidence_omitted. It copies
+// what it changes.
+func trimReport(r analysis.Report, perFinding, keep int) analysis.Report {
+	fs := make([]analysis.Finding, 0, keep)
+	for _, f := range r.Findings[:keep] {
+		if len(f.Evidence) > perFinding {
+			f.EvidenceOmitted += int64(len(f.Evidence) - perFinding)
+			f.Evidence = f.Evidence[:perFinding:perFinding]
+		}
+		fs = append(fs, f)
+	}
+	if r.Findings != nil {
+		r.Findings = fs
+	}
+	return r
+}
+
+// trimmed reports whether fitting cut anything from the report.
+func trimmed(whole, fitted analysis.Report, omitted int) bool {
+	if omitted > 0 {
+		return true
+	}
+	for i := range fitted.Findings {
+		if fitted.Findings[i].EvidenceOmitted != whole.Findings[i].EvidenceOmitted {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanNotes gives every evidence note the fence's hygiene without its

@@ -583,3 +583,94 @@ func TestCaptureReportSenderTextInNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureReportFitsTheByteCeiling: under a small
+// --mcp-max-response-bytes every format fits on the wire; the json answer
+// says what was cut (truncated, evidence_omitted grown, findings_omitted
+// when even no evidence is too much) and is never complete then; the
+// rendered formats count the evidence left out and name the findings left
+// out.
+func TestCaptureReportFitsTheByteCeiling(t *testing.T) {
+	c := rptLoad(t, testcap.Public("sipp-branch-scenario.pcapng"))
+	whole, _ := rptCall(t, c, "get_capture_report", map[string]any{"format": "json"})
+	omittedOf := func(m map[string]any) (evidence, shown float64) {
+		for _, f := range m["findings"].([]any) {
+			fm := f.(map[string]any)
+			evidence += fm["evidence_omitted"].(float64)
+			shown += float64(len(fm["evidence"].([]any)))
+		}
+		return
+	}
+	wholeOmitted, wholeShown := omittedOf(whole)
+	if wholeShown == 0 {
+		t.Fatal("the capture's report has no evidence to cut")
+	}
+	nFindings := len(whole["findings"].([]any))
+	cases := []struct {
+		format          string
+		budget          int
+		findingsOmitted bool
+	}{
+		{"json", 6000, false},
+		{"json", 1700, true},
+		{"markdown", 2500, false},
+		{"markdown", 1000, true},
+		{"text", 2500, false},
+		{"text", 1000, true},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.format, tc.budget), func(t *testing.T) {
+			l := sdk.DefaultLimits()
+			l.MaxResponseBytes = tc.budget
+			{
+				format := tc.format
+				r, err := rptInvokeWith(t, c, "get_capture_report", map[string]any{"format": format}, l)
+				if err != nil {
+					t.Fatalf("%s: %v", format, err)
+				}
+				if n := r.WireBytes(); n > tc.budget {
+					t.Errorf("%s: %d bytes on the wire, over %d", format, n, tc.budget)
+				}
+				doc := r.Blocks[0]
+				switch format {
+				case "json":
+					var m map[string]any
+					if err := json.Unmarshal([]byte(doc), &m); err != nil {
+						t.Fatal(err)
+					}
+					om, shown := omittedOf(m)
+					fo, _ := m["findings_omitted"].(float64)
+					if m["truncated"] != true || m["complete"] != false {
+						t.Errorf("json: truncated %v complete %v, want true and false", m["truncated"], m["complete"])
+					}
+					if !tc.findingsOmitted && (om+shown != wholeOmitted+wholeShown || len(m["findings"].([]any)) != nFindings) {
+						t.Errorf("json: evidence %v shown + %v omitted, want %v in all over %d findings", shown, om, wholeOmitted+wholeShown, nFindings)
+					}
+					if tc.findingsOmitted != (fo > 0) || int(fo)+len(m["findings"].([]any)) != nFindings {
+						t.Errorf("json: findings_omitted %v beside %d findings, want %d in all (omitted: %v)", fo, len(m["findings"].([]any)), nFindings, tc.findingsOmitted)
+					}
+				default:
+					if !strings.Contains(doc, "more not listed") && !strings.Contains(doc, "more") {
+						t.Errorf("%s: no count of the evidence left out:\n%s", format, doc)
+					}
+					shown, left := 0, 0
+					if m := regexp.MustCompile(`worst first \((\d+)\)`).FindStringSubmatch(doc); m != nil {
+						shown, _ = strconv.Atoi(m[1])
+					}
+					if m := regexp.MustCompile(`\((\d+) lower-ranked findings left out`).FindStringSubmatch(doc); m != nil {
+						left, _ = strconv.Atoi(m[1])
+					}
+					if shown+left != nFindings || tc.findingsOmitted != (left > 0) {
+						t.Errorf("%s: %d findings shown and %d said left out, want %d in all (omitted: %v):\n%s", format, shown, left, nFindings, tc.findingsOmitted, doc)
+					}
+				}
+			}
+		})
+	}
+	// Below the envelope itself: refused, naming the bytes needed.
+	l := sdk.DefaultLimits()
+	l.MaxResponseBytes = 600
+	if _, err := rptInvokeWith(t, c, "get_capture_report", map[string]any{"format": "json"}, l); err == nil || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("a ceiling below the bare report: got %v, want a refusal", err)
+	}
+}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
@@ -146,7 +145,7 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 		g := GetDialog{
 			SchemaVersion: getDialogSchemaVersion,
 			Dialog:        view,
-			Messages:      []GetDialogMessage{},
+			Messages:      append([]GetDialogMessage{}, page[:k]...),
 			TotalMessages: det.MsgCount,
 			Returned:      k,
 			FirstIndex:    first,
@@ -178,24 +177,11 @@ func getDialog(d *deps, c *sdk.Call, in getDialogIn) (GetDialog, error) {
 		g.Complete = whole && first == 0 && k == det.MsgCount
 		return g
 	}
-	ceiling, _ := responseCeiling(c, 0)
-	sizes, err := rowBytes(page, nil)
+	k, err := c.FitPage(len(page), 0, "message", func(k int) any { return build(k) })
 	if err != nil {
-		return GetDialog{}, sdk.Internal("sizing messages: %v", err)
+		return GetDialog{}, err
 	}
-	k, err := fitRows(sizes, ceiling, func(k int) (int, error) {
-		b, err := json.Marshal(build(k))
-		return len(b), err
-	})
-	if err != nil {
-		return GetDialog{}, sdk.Internal("sizing the answer: %v", err)
-	}
-	if k == 0 && len(page) > 0 {
-		return GetDialog{}, sdk.InvalidParams("message %d alone exceeds --mcp-max-response-bytes (%d bytes)", first, ceiling)
-	}
-	out := build(k)
-	out.Messages = append(out.Messages, page[:k]...)
-	return out, nil
+	return build(k), nil
 }
 
 // fenceDetail fences a dialog detail's sender-written values: the users of

@@ -219,7 +219,7 @@ func TestGetDialogPaging(t *testing.T) {
 	two := sdk.DefaultLimits()
 	two.MaxRows = 2
 	tight := sdk.DefaultLimits()
-	tight.MaxResponseBytes = 4500
+	tight.MaxResponseBytes = 9000
 	cases := []struct {
 		name   string
 		args   map[string]any

@@ -186,6 +186,9 @@ func TestListDialogsLimit(t *testing.T) {
 	tools := lqTools(t, lqPublic(t, "sipp-branch-scenario.pcapng"))
 	small := sdk.DefaultLimits()
 	small.MaxRows = 7
+	// roomy holds 1000 rows: the clamp, not the byte ceiling, cuts the page.
+	roomy := sdk.DefaultLimits()
+	roomy.MaxResponseBytes = 4 << 20
 	cases := []struct {
 		name    string
 		args    map[string]any
@@ -195,8 +198,8 @@ func TestListDialogsLimit(t *testing.T) {
 	}{
 		{"absent means 50", map[string]any{}, sdk.DefaultLimits(), 50, 0},
 		{"as asked", map[string]any{"limit": 9}, sdk.DefaultLimits(), 9, 0},
-		{"at the ceiling, as asked", map[string]any{"limit": 1000}, sdk.DefaultLimits(), 1000, 0},
-		{"clamped to 1000 and said", map[string]any{"limit": 5000}, sdk.DefaultLimits(), 1000, 1000},
+		{"at the ceiling, as asked", map[string]any{"limit": 1000}, roomy, 1000, 0},
+		{"clamped to 1000 and said", map[string]any{"limit": 5000}, roomy, 1000, 1000},
 		{"clamped to --mcp-max-rows and said", map[string]any{"limit": 100}, small, 7, 7},
 	}
 	for _, tc := range cases {
@@ -263,12 +266,15 @@ func TestListDialogsResponseCeiling(t *testing.T) {
 			}
 			var p lqPage
 			_ = json.Unmarshal([]byte(r.Blocks[0]), &p)
-			if len(r.Blocks[0]) > tc.cap || p.Returned == 0 || p.Returned >= 1000 || !*p.Truncated || p.NextCursor == nil {
-				t.Fatalf("%d bytes, %d rows, truncated %v: want at most %d bytes, a trimmed page and a cursor", len(r.Blocks[0]), p.Returned, *p.Truncated, tc.cap)
+			wire := r.WireBytes()
+			if wire > tc.cap || p.Returned == 0 || p.Returned >= 1000 || !*p.Truncated || p.NextCursor == nil {
+				t.Fatalf("%d bytes on the wire, %d rows, truncated %v: want at most %d bytes, a trimmed page and a cursor", wire, p.Returned, *p.Truncated, tc.cap)
 			}
-			// The cap is used well: one more row would not have fit.
-			if len(r.Blocks[0]) < tc.cap-1200 {
-				t.Errorf("%d bytes under a cap of %d: rows trimmed too eagerly", len(r.Blocks[0]), tc.cap)
+			// The cap is used well: one more row (about 1,100 bytes on
+			// the wire: the text block and structuredContent) would not
+			// have fit.
+			if wire < tc.cap-1200 {
+				t.Errorf("%d bytes under a cap of %d: rows trimmed too eagerly", wire, tc.cap)
 			}
 			rows, pages := lqPageAll(t, tools, "list_dialogs", tc.args, tc.limits)
 			if got := lqIDs(t, rows); !slices.Equal(got, want) {

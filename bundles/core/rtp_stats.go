@@ -2,8 +2,8 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
@@ -24,6 +24,11 @@ type rtpStatsIn struct {
 	Orphaned *bool    `json:"orphaned,omitempty" desc:"sweep: true only orphans, false only streams of a dialog"`
 	Limit    int      `json:"limit,omitempty" default:"50" desc:"sweep: rows per page"`
 	Cursor   string   `json:"cursor,omitempty" desc:"sweep: next_cursor of the previous page"`
+	// Fields projects each stream row; naming quality_intervals opts in.
+	Fields []string `json:"fields,omitempty" desc:"stream fields to keep; ssrc kept"`
+	// QualityIntervals adds each stream's per-interval scores (large).
+	QualityIntervals bool `json:"quality_intervals,omitempty" desc:"add per-interval scores (large)"`
+	MaxResponseBytes int  `json:"max_response_bytes,omitempty" default:"--mcp-max-response-bytes" min:"1" desc:"answer byte cap; rows past it wait for next_cursor"`
 }
 
 // RTPStats is rtp_stats' answer. For one call it carries call_id, the
@@ -40,6 +45,9 @@ type RTPStats struct {
 	// UngroundedExcluded counts streams a MOS bound skipped because their
 	// score is a placeholder or absent (mos_grounded false).
 	UngroundedExcluded int `json:"ungrounded_excluded" desc:"streams a MOS bound skipped because their score is not grounded"`
+	// StreamsOmitted counts a call's streams left out to fit the byte
+	// budget (call_id mode has no cursor); truncated is true then.
+	StreamsOmitted int `json:"streams_omitted,omitempty" desc:"call_id: streams left out to fit the byte budget; name fewer fields or raise max_response_bytes"`
 	sdk.Page
 }
 
@@ -49,8 +57,8 @@ func rtpStatsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "rtp_stats",
 		Title: "RTP stream quality",
-		Description: "RTP quality (loss, jitter, MOS, intervals) of one call, or a paged sweep of every stream " +
-			"filtered by min_mos/max_mos and orphaned.",
+		Description: "RTP quality (loss, jitter, MOS) of one call, or a paged sweep of every stream " +
+			"filtered by min_mos/max_mos and orphaned. Interval scores only with quality_intervals.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "min_mos or max_mos with call_id (the bounds filter a sweep)"},
@@ -58,8 +66,13 @@ func rtpStatsTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (no dialog and no stream)"},
 			{Code: sdk.CodeInvalidParams, When: "min_mos above max_mos"},
 			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this listing's: malformed, altered, or from another capture, tool or filter"},
+			{Code: sdk.CodeInvalidParams, When: "an unknown name in fields (the valid ones are listed)"},
+			{Code: sdk.CodeInvalidParams, When: "a max_response_bytes too small for one stream"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
+		if err := projectStreams(c, in); err != nil {
+			return RTPStats{}, err
+		}
 		if in.CallID != "" {
 			return rtpStatsCall(d, c, in)
 		}
@@ -90,15 +103,53 @@ func rtpStatsCall(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	for i := range streams {
 		fenceStream(c, &streams[i])
 	}
-	if streams == nil {
-		streams = []media.StreamInfo{}
+	build := func(k int) RTPStats {
+		out := RTPStats{
+			CallID:         in.CallID,
+			Streams:        append([]media.StreamInfo{}, streams[:k]...),
+			Diagnosis:      &diag,
+			StreamsOmitted: len(streams) - k,
+			Page:           sdk.NewPage(k, len(streams), false, "", src, rtpStatsSchemaVersion),
+		}
+		if k < len(streams) {
+			t := true
+			out.Truncated = &t
+		}
+		return out
 	}
-	return RTPStats{
-		CallID:    in.CallID,
-		Streams:   streams,
-		Diagnosis: &diag,
-		Page:      sdk.NewPage(len(streams), len(streams), false, "", src, rtpStatsSchemaVersion),
-	}, nil
+	k, err := c.FitPage(len(streams), in.MaxResponseBytes, "stream", func(k int) any { return build(k) })
+	if err != nil {
+		return RTPStats{}, err
+	}
+	return build(k), nil
+}
+
+// projectStreams arranges the stream rows' projection: the fields named
+// (validated against the stream fields), and quality_intervals only when
+// asked for (the quality_intervals argument, or the field named), since
+// they are most of a stream's bytes.
+func projectStreams(c *sdk.Call, in rtpStatsIn) error {
+	valid := sdk.FieldNames[media.StreamInfo]()
+	if err := sdk.ValidateFields(in.Fields, valid); err != nil {
+		return err
+	}
+	fields := in.Fields
+	if len(fields) == 0 {
+		if in.QualityIntervals {
+			return nil
+		}
+		for _, f := range valid {
+			if f != "quality_intervals" && f != "quality_intervals_dropped" {
+				fields = append(fields, f)
+			}
+		}
+	} else if in.QualityIntervals && !slices.Contains(fields, "quality_intervals") {
+		fields = append(slices.Clip(fields), "quality_intervals", "quality_intervals_dropped")
+	}
+	if !slices.Contains(fields, "ssrc") {
+		fields = append(slices.Clip(fields), "ssrc")
+	}
+	return c.Project("streams", fields, valid)
 }
 
 // streamKey is a stream's sweep sort key, "<first_seen>|0x<SSRC>@<src>><dst>":
@@ -116,10 +167,6 @@ func optText[T any](v *T) string {
 	}
 	return fmt.Sprint(*v)
 }
-
-// envelopeReserve is room kept for the page envelope when rows are trimmed
-// to the response ceiling.
-const envelopeReserve = 2048
 
 func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	if in.MinMOS != nil && in.MaxMOS != nil && *in.MinMOS > *in.MaxMOS {
@@ -173,41 +220,44 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	}
 	sort.Slice(matched, func(a, b int) bool { return matched[a].key < matched[b].key })
 
-	budget := c.Limits().MaxResponseBytes - envelopeReserve
-	used, more, next := 0, false, ""
+	var page []media.StreamInfo
+	var keys []string
+	more := false
 	for _, r := range matched {
 		if !sdk.After(r.key, after) {
 			continue
 		}
-		if len(out.Streams) == limit {
+		if len(page) == limit {
 			more = true
 			break
 		}
 		s := all[r.i]
 		fenceStream(c, &s)
-		if b, err := json.Marshal(&s); err == nil {
-			// Trim rows to the response ceiling, but always return one.
-			if len(out.Streams) > 0 && used+len(b)+1 > budget {
-				more = true
-				break
-			}
-			used += len(b) + 1
+		page = append(page, s)
+		keys = append(keys, r.key)
+	}
+	build := func(k int) RTPStats {
+		o := out
+		o.Streams = append([]media.StreamInfo{}, page[:k]...)
+		last := pos
+		if k > 0 {
+			last = keys[k-1]
 		}
-		out.Streams = append(out.Streams, s)
-		next = r.key
+		last = c.Cursor(last)
+		m := more || k < len(page)
+		next := ""
+		if m {
+			next = last
+		}
+		o.Page = sdk.NewPage(k, len(matched), m, next, src, rtpStatsSchemaVersion)
+		o.Page.ResumeAt(src, last)
+		return o
 	}
-	last := next
-	if last == "" {
-		last = pos
+	k, err := c.FitPage(len(page), in.MaxResponseBytes, "stream", func(k int) any { return build(k) })
+	if err != nil {
+		return RTPStats{}, err
 	}
-	last = c.Cursor(last)
-	if !more {
-		next = ""
-	}
-	next = c.Cursor(next)
-	out.Page = sdk.NewPage(len(out.Streams), len(matched), more, next, src, rtpStatsSchemaVersion)
-	out.Page.ResumeAt(src, last)
-	return out, nil
+	return build(k), nil
 }
 
 // fenceStream fences the sender-written values of a stream: codec names

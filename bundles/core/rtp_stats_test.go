@@ -221,7 +221,7 @@ func TestRTPStatsPerCall(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.callID, func(t *testing.T) {
-			m, r := rptCall(t, c, "rtp_stats", map[string]any{"call_id": tc.callID})
+			m, r := rptCall(t, c, "rtp_stats", map[string]any{"call_id": tc.callID, "quality_intervals": true})
 			p := rptDecodePage(t, r)
 			if m["call_id"] != tc.callID {
 				t.Errorf("call_id: got %v", m["call_id"])
@@ -451,7 +451,7 @@ func TestRTPStatsTrimsToTheResponseCeiling(t *testing.T) {
 	c := rptLoad(t, testcap.Public("SIP_CALL_RTP_G711"))
 	all, _ := rptSweep(t, c, map[string]any{"limit": 1000}, sdk.DefaultLimits())
 	l := sdk.DefaultLimits()
-	l.MaxResponseBytes = envelopeReserve + 4000
+	l.MaxResponseBytes = 6000
 	r, err := rptInvokeWith(t, c, "rtp_stats", map[string]any{"limit": 1000}, l)
 	if err != nil {
 		t.Fatal(err)
@@ -460,8 +460,8 @@ func TestRTPStatsTrimsToTheResponseCeiling(t *testing.T) {
 	if p.Returned >= len(all) || p.Returned == 0 || p.Truncated == nil || !*p.Truncated || p.NextCursor == nil {
 		t.Fatalf("want a trimmed, truncated first page: returned %d of %d, truncated %v", p.Returned, len(all), p.Truncated)
 	}
-	if len(r.Blocks[0]) > l.MaxResponseBytes {
-		t.Errorf("page is %d bytes, over the %d ceiling", len(r.Blocks[0]), l.MaxResponseBytes)
+	if n := r.WireBytes(); n > l.MaxResponseBytes {
+		t.Errorf("page is %d bytes on the wire, over the %d ceiling", n, l.MaxResponseBytes)
 	}
 	trimmed, _ := rptSweep(t, c, map[string]any{"limit": 1000}, l)
 	if len(trimmed) != len(all) {
@@ -625,5 +625,126 @@ func BenchmarkRTPStatsSweep(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRTPStatsQualityIntervalsAreOptIn: a stream row carries no
+// quality_intervals unless quality_intervals: true (or the field is named
+// in fields); asked for, they are there.
+func TestRTPStatsQualityIntervalsAreOptIn(t *testing.T) {
+	c := rptLoad(t, testcap.Public("sip-rtp-g711.pcap"))
+	cases := []struct {
+		name string
+		args map[string]any
+		want bool
+	}{
+		{"call default omits them", map[string]any{"call_id": "1-1966@10.0.2.20"}, false},
+		{"call opted in has them", map[string]any{"call_id": "1-1966@10.0.2.20", "quality_intervals": true}, true},
+		{"sweep default omits them", map[string]any{}, false},
+		{"sweep opted in has them", map[string]any{"quality_intervals": true}, true},
+		{"naming the field opts in", map[string]any{"fields": []string{"mos", "quality_intervals"}}, true},
+		{"fields with the flag keep them", map[string]any{"fields": []string{"mos"}, "quality_intervals": true}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := rptCall(t, c, "rtp_stats", tc.args)
+			streams, _ := m["streams"].([]any)
+			if len(streams) == 0 {
+				t.Fatalf("no streams: %v", m)
+			}
+			for _, s := range streams {
+				ivs, has := s.(map[string]any)["quality_intervals"]
+				if has != tc.want {
+					t.Fatalf("quality_intervals present %v, want %v", has, tc.want)
+				}
+				if has && len(ivs.([]any)) == 0 {
+					t.Error("quality_intervals asked for but empty")
+				}
+			}
+		})
+	}
+}
+
+// TestRTPStatsFieldsProjectStreamRows: fields keeps the named stream
+// fields (and ssrc) and nothing else; an unknown name is refused with the
+// valid ones listed.
+func TestRTPStatsFieldsProjectStreamRows(t *testing.T) {
+	c := rptLoad(t, testcap.Public("sip-rtp-g711.pcap"))
+	m, _ := rptCall(t, c, "rtp_stats", map[string]any{"fields": []string{"mos", "lost"}})
+	streams := m["streams"].([]any)
+	if len(streams) != 2 {
+		t.Fatalf("streams: got %d, want 2", len(streams))
+	}
+	for _, s := range streams {
+		row := s.(map[string]any)
+		keys := []string{}
+		for k := range row {
+			keys = append(keys, k)
+		}
+		if _, ok := row["ssrc"]; !ok || len(row) > 3 {
+			t.Errorf("row keys %v, want ssrc, lost and mos (if scored)", keys)
+		}
+		if _, ok := row["lost"]; !ok {
+			t.Errorf("lost missing: %v", keys)
+		}
+	}
+	_, err := rptInvoke(t, c, "rtp_stats", map[string]any{"fields": []string{"moss"}})
+	if err == nil || !strings.Contains(err.Error(), `unknown field "moss"`) || !strings.Contains(err.Error(), "jitter_max_ms") {
+		t.Fatalf("unknown field: got %v, want a refusal listing the valid fields", err)
+	}
+}
+
+// TestRTPStatsMaxResponseBytesBoundsTheWire: max_response_bytes lowers the
+// server's ceiling; each page's wire size stays under it and paging still
+// returns every stream once. In call_id mode (no cursor) the streams that
+// do not fit are counted in streams_omitted with truncated true.
+func TestRTPStatsMaxResponseBytesBoundsTheWire(t *testing.T) {
+	c := rptLoad(t, testcap.Public("SIP_CALL_RTP_G711"))
+	all, _ := rptSweep(t, c, map[string]any{"limit": 1000}, sdk.DefaultLimits())
+	const budget = 8000
+	r, err := rptInvoke(t, c, "rtp_stats", map[string]any{"limit": 1000, "max_response_bytes": budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rptDecodePage(t, r)
+	if n := r.WireBytes(); n > budget || p.Returned == 0 || p.Returned >= len(all) {
+		t.Fatalf("first page: %d bytes on the wire, %d of %d streams; want under %d and trimmed", n, p.Returned, len(all), budget)
+	}
+	paged, _ := rptSweep(t, c, map[string]any{"limit": 1000, "max_response_bytes": budget}, sdk.DefaultLimits())
+	if len(paged) != len(all) {
+		t.Fatalf("paged sweep: got %d rows, want %d", len(paged), len(all))
+	}
+
+	m, _ := rptCall(t, c, "rtp_stats", map[string]any{})
+	call := ""
+	for _, s := range m["streams"].([]any) {
+		if a, _ := s.(map[string]any)["associated_dialog"].(string); a != "" {
+			call = a
+			break
+		}
+	}
+	whole, _ := rptCall(t, c, "rtp_stats", map[string]any{"call_id": call})
+	n := len(whole["streams"].([]any))
+	if n < 2 {
+		t.Skipf("call %s has %d streams; need two to cut", call, n)
+	}
+	one := 0
+	for size := 1500; size < 20000 && one == 0; size += 250 {
+		r, err := rptInvoke(t, c, "rtp_stats", map[string]any{"call_id": call, "max_response_bytes": size})
+		if err != nil {
+			continue
+		}
+		var got map[string]any
+		_ = json.Unmarshal([]byte(r.Blocks[0]), &got)
+		k := len(got["streams"].([]any))
+		if k > 0 && k < n {
+			one = k
+			if got["streams_omitted"] != float64(n-k) || got["truncated"] != true || r.WireBytes() > size {
+				t.Errorf("cut call answer: omitted %v truncated %v wire %d (budget %d), want omitted %d truncated true", got["streams_omitted"], got["truncated"], r.WireBytes(), size, n-k)
+			}
+		}
+	}
+	if one == 0 {
+		t.Errorf("no budget cut the call's %d streams", n)
 	}
 }

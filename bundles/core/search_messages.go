@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
@@ -72,8 +71,7 @@ func searchMessagesTool(d *deps) sdk.Tool {
 			}
 			after = &cur
 		}
-		ceiling, err := responseCeiling(c, in.MaxResponseBytes)
-		if err != nil {
+		if _, err := c.ResponseBudget(in.MaxResponseBytes); err != nil {
 			return SearchMessages{}, err
 		}
 		p, err := querier(d).Search(ctx, query.SearchOptions{Query: in.Query, After: after, Limit: c.Limit(in.Limit),
@@ -101,24 +99,13 @@ func searchMessagesTool(d *deps) sdk.Tool {
 			}
 			pg := sdk.NewPage(k, p.TotalMatched, more, next, src, searchSchemaVersion)
 			pg.ResumeAt(src, last)
-			return SearchMessages{Hits: []SearchHit{}, MessagesSearched: p.MessagesSearched, Page: pg}
+			return SearchMessages{Hits: append([]SearchHit{}, hits[:k]...), MessagesSearched: p.MessagesSearched, Page: pg}
 		}
-		sizes, err := rowBytes(hits, nil)
+		k, err := c.FitPage(len(hits), in.MaxResponseBytes, "hit", func(k int) any { return page(k) })
 		if err != nil {
-			return SearchMessages{}, sdk.Internal("sizing hits: %v", err)
-		}
-		k, err := fitRows(sizes, ceiling, func(k int) (int, error) {
-			b, err := json.Marshal(page(k))
-			return len(b), err
-		})
-		if err != nil {
-			return SearchMessages{}, sdk.Internal("sizing the page: %v", err)
-		}
-		if k == 0 && len(hits) > 0 {
-			return SearchMessages{}, sdk.InvalidParams("max_response_bytes %d cannot hold one hit (the next one needs about %d bytes): raise it", ceiling, sizes[0]+512)
+			return SearchMessages{}, err
 		}
 		out := page(k)
-		out.Hits = append(out.Hits, hits[:k]...)
 		return out, nil
 	})
 }

@@ -28,6 +28,13 @@ type Triage struct {
 	// Evidence are the clauses that fired ([] when none): the rule, the
 	// measured values, the threshold, the messages and frames.
 	Evidence []analysis.Clause `json:"evidence" nonnull:"true" desc:"clauses that fired"`
+	// EvidenceOmitted counts the last clauses left out to fit the byte
+	// ceiling; verdict is still derived from every clause.
+	EvidenceOmitted int `json:"evidence_omitted,omitempty" desc:"clauses cut by the byte cap; verdict counts them"`
+	// PointersOmitted counts the message indexes and frame pointers left
+	// out of the clauses to fit the byte ceiling (a clause over every
+	// stream of a long call names one frame per stream).
+	PointersOmitted int `json:"pointers_omitted,omitempty" desc:"message indexes and frames cut by the byte cap"`
 	// State is the dialog's state.
 	State string `json:"state" desc:"dialog state"`
 	// FinalStatusCode is the final response to the call's INVITE; absent
@@ -119,7 +126,11 @@ func triageCallTool(d *deps) sdk.Tool {
 			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in triageIn) (Triage, error) {
-		return triageCall(d.capture, analysisOptions(d), c, in.CallID)
+		out, err := triageCall(d.capture, analysisOptions(d), c, in.CallID)
+		if err != nil {
+			return Triage{}, err
+		}
+		return fitTriage(c, out)
 	})
 }
 
@@ -220,6 +231,51 @@ func triageCall(capture *engine.Capture, opts analysis.Options, c *sdk.Call, cal
 		out.Termination = &term
 	}
 	return out, nil
+}
+
+// fitTriage fits a triage to the byte ceiling: every clause with as many
+// message indexes and frame pointers each as fit (the rest counted in
+// pointers_omitted); when even none is too much, the leading clauses that
+// fit (the rest counted in evidence_omitted). The verdict stays the one
+// every clause gave.
+func fitTriage(c *sdk.Call, whole Triage) (Triage, error) {
+	trim := func(perClause, k int) Triage {
+		o := whole
+		o.Evidence = make([]analysis.Clause, k)
+		for i, cl := range whole.Evidence[:k] {
+			if len(cl.Messages) > perClause {
+				o.PointersOmitted += len(cl.Messages) - perClause
+				cl.Messages = cl.Messages[:perClause:perClause]
+			}
+			if len(cl.Frames) > perClause {
+				o.PointersOmitted += len(cl.Frames) - perClause
+				cl.Frames = cl.Frames[:perClause:perClause]
+			}
+			o.Evidence[i] = cl
+		}
+		o.EvidenceOmitted = len(whole.Evidence) - k
+		return o
+	}
+	n, most := len(whole.Evidence), 0
+	for _, cl := range whole.Evidence {
+		most = max(most, len(cl.Messages), len(cl.Frames))
+	}
+	budget, _ := c.ResponseBudget(0)
+	p, err := sdk.FitCount(most, func(p int) (bool, error) {
+		size, err := c.WireBytes(trim(p, n))
+		return size <= budget, err
+	})
+	if err != nil {
+		return Triage{}, sdk.Internal("sizing triage_call: %v", err)
+	}
+	if size, _ := c.WireBytes(trim(p, n)); size <= budget {
+		return trim(p, n), nil
+	}
+	k, err := c.FitPage(n, 0, "clause", func(k int) any { return trim(0, k) })
+	if err != nil {
+		return Triage{}, err
+	}
+	return trim(0, k), nil
 }
 
 // fenceClauses copies clauses with the sender-written facts fenced: the

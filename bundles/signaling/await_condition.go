@@ -151,23 +151,33 @@ func awaitCondition(ctx context.Context, d *deps, c *sdk.Call, in awaitCondition
 		Identity: sdk.CaptureIdentity{Node: st.Identity.Node, Instance: st.Identity.Instance,
 			DialogGeneration: st.Identity.DialogGeneration, StreamGeneration: st.Identity.StreamGeneration},
 	}
-	env := sdk.NewPage(len(res.Page.Rows), res.Page.TotalMatched, res.Page.More, "", src, awaitConditionSchemaVersion)
-	return AwaitCondition{
-		SchemaVersion:   awaitConditionSchemaVersion,
-		Filter:          f.String(),
-		Matched:         res.StoppedBecause == query.StopConditionMet,
-		StoppedBecause:  res.StoppedBecause,
-		Dialogs:         fenceSummaries(c, res.Page.Rows),
-		Returned:        len(res.Page.Rows),
-		TotalMatched:    res.Page.TotalMatched,
-		Truncated:       env.Truncated,
-		ElapsedMS:       res.Elapsed.Milliseconds(),
-		TimeoutSeconds:  timeout,
-		TimeoutClamped:  clamped,
-		PollIntervalMS:  poll,
-		Polls:           res.Polls,
-		Scans:           res.Scans,
-		SourceFlags:     src.Flags(),
-		CaptureIdentity: src.Identity,
-	}, nil
+	rows := fenceSummaries(c, res.Page.Rows)
+	// Rows past the byte ceiling are left out like rows past the page:
+	// returned below total_matched, truncated true.
+	build := func(k int) AwaitCondition {
+		env := sdk.NewPage(k, res.Page.TotalMatched, res.Page.More || k < len(rows), "", src, awaitConditionSchemaVersion)
+		return AwaitCondition{
+			SchemaVersion:   awaitConditionSchemaVersion,
+			Filter:          f.String(),
+			Matched:         res.StoppedBecause == query.StopConditionMet,
+			StoppedBecause:  res.StoppedBecause,
+			Dialogs:         append([]dialog.Summary{}, rows[:k]...),
+			Returned:        k,
+			TotalMatched:    res.Page.TotalMatched,
+			Truncated:       env.Truncated,
+			ElapsedMS:       res.Elapsed.Milliseconds(),
+			TimeoutSeconds:  timeout,
+			TimeoutClamped:  clamped,
+			PollIntervalMS:  poll,
+			Polls:           res.Polls,
+			Scans:           res.Scans,
+			SourceFlags:     src.Flags(),
+			CaptureIdentity: src.Identity,
+		}
+	}
+	k, err := c.FitPage(len(rows), 0, "row", func(k int) any { return build(k) })
+	if err != nil {
+		return AwaitCondition{}, err
+	}
+	return build(k), nil
 }

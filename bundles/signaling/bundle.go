@@ -30,7 +30,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "signaling",
 		Summary:    "follow-up questions on calls: RFC conformance lint, rule explanations, call volume over time, carrier metrics per group, time windows, tails and waits",
-		ByteBudget: sdk.Budget{Default: 14900, WithOutputSchemas: 68100},
+		ByteBudget: sdk.Budget{Default: 14850, WithOutputSchemas: 68450},
 	}
 }
 

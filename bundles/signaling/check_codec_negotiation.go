@@ -2,6 +2,7 @@ package signaling
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/sdptimeline"
@@ -127,5 +128,20 @@ func checkCodecNegotiation(d *deps, c *sdk.Call, callID string) (CodecNegotiatio
 		out.RejectedCode = s.RejectedCode
 		out.Notes = append(out.Notes, s.Notes...)
 	}
-	return out, nil
+	// Later negotiations past the byte ceiling are left out, and a note
+	// says how many.
+	build := func(k int) CodecNegotiation {
+		o := out
+		o.Negotiations = out.Negotiations[:k]
+		if left := len(out.Negotiations) - k; left > 0 {
+			o.Notes = append(out.Notes[:len(out.Notes):len(out.Notes)], fmt.Sprintf("%s left out to fit --mcp-max-response-bytes: get_sdp_timeline lists every offer and answer",
+				sxPlural(left, "later negotiation")))
+		}
+		return o
+	}
+	k, err := c.FitPage(len(out.Negotiations), 0, "negotiation", func(k int) any { return build(k) })
+	if err != nil {
+		return CodecNegotiation{}, err
+	}
+	return build(k), nil
 }

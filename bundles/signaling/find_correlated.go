@@ -98,33 +98,47 @@ func findCorrelated(d *deps, c *sdk.Call, in findCorrelatedIn) (FindCorrelated, 
 	limit := c.Limit(in.Limit)
 	src := answer.SourceState(capture.Status())
 	res, _ := legCorrelator(d).Find(in.CallID)
-	out := FindCorrelated{
-		SourceCallID:    in.CallID,
-		Legs:            []CorrelatedLeg{},
-		TotalMatched:    len(res.Legs),
-		SourceFlags:     src.Flags(),
-		CaptureIdentity: src.Identity,
-		SchemaVersion:   findCorrelatedSchemaVersion,
-	}
-	timing := false
+	legs := make([]CorrelatedLeg, 0, min(limit, len(res.Legs)))
 	for _, l := range res.Legs[:min(limit, len(res.Legs))] {
-		out.Legs = append(out.Legs, correlatedLeg(l))
-		timing = timing || !l.IdentifierMatch
+		legs = append(legs, correlatedLeg(l))
 	}
-	out.Returned = len(out.Legs)
-	out.HeuristicOnly = heuristicOnly(out.Legs)
-	if timing {
-		out.TimingClock = timingClock(capture.Status().Source)
-	}
+	var hop, hopEvidence string
 	if len(res.Legs) == 0 {
 		if det, ok := capture.Dialogs().Get(in.CallID); ok {
-			out.Hop = "unknown"
+			hop = "unknown"
 			if ev := correlate.ProxyEvidence(&det); ev != "" {
-				out.Hop, out.HopEvidence = "proxy", ev
+				hop, hopEvidence = "proxy", ev
 			}
 		}
 	}
-	return out, nil
+	// Legs past the byte budget are left out like legs past limit:
+	// returned below total_matched says so.
+	build := func(k int) FindCorrelated {
+		out := FindCorrelated{
+			SourceCallID:    in.CallID,
+			Legs:            append([]CorrelatedLeg{}, legs[:k]...),
+			Hop:             hop,
+			HopEvidence:     hopEvidence,
+			Returned:        k,
+			TotalMatched:    len(res.Legs),
+			HeuristicOnly:   heuristicOnly(legs[:k]),
+			SourceFlags:     src.Flags(),
+			CaptureIdentity: src.Identity,
+			SchemaVersion:   findCorrelatedSchemaVersion,
+		}
+		for _, l := range legs[:k] {
+			if !l.IdentifierMatch {
+				out.TimingClock = timingClock(capture.Status().Source)
+				break
+			}
+		}
+		return out
+	}
+	k, err := c.FitPage(len(legs), 0, "leg", func(k int) any { return build(k) })
+	if err != nil {
+		return FindCorrelated{}, err
+	}
+	return build(k), nil
 }
 
 // timingClock reads this node's clock beside a guess only when a live

@@ -80,11 +80,11 @@ func generateWiresharkFilterTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "a Call-ID holding a control character (no display filter can select it exactly)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in wiresharkFilterIn) (WiresharkFilter, error) {
-		return generateWiresharkFilter(d, in)
+		return generateWiresharkFilter(d, c, in)
 	})
 }
 
-func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, error) {
+func generateWiresharkFilter(d *deps, c *sdk.Call, in wiresharkFilterIn) (WiresharkFilter, error) {
 	if in.CallID == "" {
 		return WiresharkFilter{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs or find_problems")
 	}
@@ -132,49 +132,73 @@ func generateWiresharkFilter(d *deps, in wiresharkFilterIn) (WiresharkFilter, er
 			}
 		}
 	}
-	f, err := wsfilter.ForCall(sum.CallID, streams)
-	if err != nil {
-		if errors.Is(err, wsfilter.ErrControl) {
-			return WiresharkFilter{}, sdk.InvalidParams("call_id %q holds a control character", answer.Clip(in.CallID))
+	// The filter names the first k streams: at most wsfilter.MaxStreams,
+	// and no more than fit --mcp-max-response-bytes on the wire (each
+	// stream adds a clause and a row); streams_omitted counts the rest.
+	base := out
+	assemble := func(k int) (WiresharkFilter, error) {
+		out := base
+		out.StreamsIncluded = []FilterStream{}
+		out.Notes = []string{}
+		f, err := wsfilter.ForCall(sum.CallID, streams[:k])
+		if err != nil {
+			if errors.Is(err, wsfilter.ErrControl) {
+				return WiresharkFilter{}, sdk.InvalidParams("call_id %q holds a control character", answer.Clip(in.CallID))
+			}
+			return WiresharkFilter{}, sdk.Internal("building the filter: %v", err)
 		}
-		return WiresharkFilter{}, sdk.Internal("building the filter: %v", err)
-	}
-	out.DisplayFilter = f.Display
-	out.StreamsOmitted = f.StreamsOmitted
-	for i, s := range f.Streams {
-		out.StreamsIncluded = append(out.StreamsIncluded, FilterStream{
-			SSRC: fmt.Sprintf("0x%08x", s.SSRC), Src: s.Src.String(), Dst: s.Dst.String(),
-			Kind: kinds[i], Packets: packets[i], RTCP: s.RTCP,
-		})
-	}
+		out.DisplayFilter = f.Display
+		out.StreamsOmitted = len(streams) - len(f.Streams)
+		for i, s := range f.Streams {
+			out.StreamsIncluded = append(out.StreamsIncluded, FilterStream{
+				SSRC: fmt.Sprintf("0x%08x", s.SSRC), Src: s.Src.String(), Dst: s.Dst.String(),
+				Kind: kinds[i], Packets: packets[i], RTCP: s.RTCP,
+			})
+		}
 
-	capture, capNote := captureArg(d)
-	decode := sipDecodeAs(d, sum.CallID)
-	out.Tshark = wsfilter.Command(capture, f.Display, wsfilter.Options{Heuristics: len(f.Streams) > 0, DecodeAs: decode})
-	out.DecodeAs = decode
-	out.Notes = append(out.Notes, "SIP is selected by Call-ID: every message under it (every leg, retransmissions, both sides of a proxy). "+
-		"Other legs of the call (a B2BUA's far side) carry other Call-IDs: find_correlated lists them.")
-	if capNote != "" {
-		out.Notes = append(out.Notes, capNote)
+		capture, capNote := captureArg(d)
+		decode := sipDecodeAs(d, sum.CallID)
+		out.Tshark = wsfilter.Command(capture, f.Display, wsfilter.Options{Heuristics: len(f.Streams) > 0, DecodeAs: decode})
+		out.DecodeAs = decode
+		out.Notes = append(out.Notes, "SIP is selected by Call-ID: every message under it (every leg, retransmissions, both sides of a proxy). "+
+			"Other legs of the call (a B2BUA's far side) carry other Call-IDs: find_correlated lists them.")
+		if capNote != "" {
+			out.Notes = append(out.Notes, capNote)
+		}
+		switch {
+		case !media:
+			out.Notes = append(out.Notes, "media not included (include_media is false)")
+		case len(f.Streams) == 0:
+			out.Notes = append(out.Notes, "no RTP stream is tied to this call, so the filter selects SIP only")
+		default:
+			out.Notes = append(out.Notes, "RTP is selected by 5-tuple and SSRC (a frame on the 5-tuple that tshark does not read as RTP, "+
+				"e.g. re-dissected as T.38 after an SDP offer, is selected too), RTCP by the sender's SSRC between the same hosts; "+
+				"the -o rtp.heuristic_rtp:TRUE and rtcp.heuristic_rtcp:TRUE options let tshark decode media it cannot tie to SDP it saw")
+		}
+		if out.StreamsOmitted > 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("%d streams past the first %d are not in the filter (at most %d, and what fits --mcp-max-response-bytes)",
+				out.StreamsOmitted, len(f.Streams), wsfilter.MaxStreams))
+		}
+		if !src.Exhausted {
+			out.Notes = append(out.Notes, "the capture is still being read: messages and streams seen later are not counted here")
+		}
+		out.Notes = append(out.Notes, transportNotes(d, sum.CallID)...)
+
+		return out, nil
 	}
-	switch {
-	case !media:
-		out.Notes = append(out.Notes, "media not included (include_media is false)")
-	case len(f.Streams) == 0:
-		out.Notes = append(out.Notes, "no RTP stream is tied to this call, so the filter selects SIP only")
-	default:
-		out.Notes = append(out.Notes, "RTP is selected by 5-tuple and SSRC (a frame on the 5-tuple that tshark does not read as RTP, "+
-			"e.g. re-dissected as T.38 after an SDP offer, is selected too), RTCP by the sender's SSRC between the same hosts; "+
-			"the -o rtp.heuristic_rtp:TRUE and rtcp.heuristic_rtcp:TRUE options let tshark decode media it cannot tie to SDP it saw")
+	var buildErr error
+	k, err := c.FitPage(min(len(streams), wsfilter.MaxStreams), 0, "stream", func(k int) any {
+		w, err := assemble(k)
+		buildErr = errors.Join(buildErr, err)
+		return w
+	})
+	if buildErr != nil {
+		return WiresharkFilter{}, buildErr
 	}
-	if f.StreamsOmitted > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d streams past the first %d are not in the filter", f.StreamsOmitted, wsfilter.MaxStreams))
+	if err != nil {
+		return WiresharkFilter{}, err
 	}
-	if !src.Exhausted {
-		out.Notes = append(out.Notes, "the capture is still being read: messages and streams seen later are not counted here")
-	}
-	out.Notes = append(out.Notes, transportNotes(d, sum.CallID)...)
-	return out, nil
+	return assemble(k)
 }
 
 // sipDefaultPort is the port tshark's SIP dissector registers for UDP and

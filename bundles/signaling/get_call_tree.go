@@ -50,11 +50,15 @@ type CallTree struct {
 	Legs []CallTreeLeg `json:"legs" nonnull:"true" desc:"legs, root first, breadth first"`
 	// TotalLegs counts the legs returned.
 	TotalLegs int `json:"total_legs" desc:"legs returned, the root included"`
+	// LegsOmitted counts legs the walk found but the answer left out to
+	// fit the byte budget (the last ones, breadth first); truncated is
+	// true then.
+	LegsOmitted int `json:"legs_omitted,omitempty" desc:"legs cut by the byte cap"`
 	// MaxDepth is the deepest leg's depth.
 	MaxDepth int `json:"max_depth" desc:"deepest leg's depth"`
 	// Truncated: the walk stopped at limit (legs with followed false were
 	// not searched). false only once the source is read whole.
-	Truncated *bool `json:"truncated,omitempty" desc:"the walk stopped at limit; false only once the source is read whole"`
+	Truncated *bool `json:"truncated,omitempty" desc:"the walk stopped at limit or legs were cut; false only once the source is read whole"`
 	// HeuristicEdges counts the timing_heuristic leaves (never walked).
 	HeuristicEdges int `json:"heuristic_edges" desc:"timing_heuristic legs, attached as leaves and never walked"`
 	// TotalMessages sums msg_count over the legs returned.
@@ -103,16 +107,7 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 	if !ok {
 		return CallTree{}, answer.UnknownCall("call_id", in.CallID)
 	}
-	out := CallTree{
-		RootCallID:      in.CallID,
-		Legs:            make([]CallTreeLeg, 0, len(tree.Nodes)),
-		MaxDepth:        tree.MaxDepth,
-		HeuristicEdges:  tree.HeuristicEdges,
-		SourceFlags:     src.Flags(),
-		CaptureIdentity: src.Identity,
-		SchemaVersion:   getCallTreeSchemaVersion,
-	}
-	timing := false
+	legs := make([]CallTreeLeg, 0, len(tree.Nodes))
 	for _, n := range tree.Nodes {
 		l := CallTreeLeg{CallID: n.CallID, Depth: n.Depth, ParentCallID: n.Parent, Followed: n.Followed}
 		if e := n.Edge; e != nil {
@@ -121,17 +116,9 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 			if !id {
 				gap := e.GapMs
 				l.ObservedGapMs = &gap
-				timing = true
 			}
 		}
 		if row, ok := capture.Dialogs().Lookup(n.CallID); ok {
-			out.TotalMessages += row.MsgCount
-			if out.FirstActivity.IsZero() || row.CreatedAt.Before(out.FirstActivity) {
-				out.FirstActivity = row.CreatedAt
-			}
-			if row.UpdatedAt.After(out.LastActivity) {
-				out.LastActivity = row.UpdatedAt
-			}
 			row.Method = answer.Unfenced(row.Method)
 			if row.FromUser != "" {
 				row.FromUser = c.Fence(row.FromUser)
@@ -145,18 +132,48 @@ func getCallTree(d *deps, c *sdk.Call, in getCallTreeIn) (CallTree, error) {
 			storeQuerier(d).MarkInProgress(marked)
 			l.Dialog = &marked[0]
 		}
-		out.Legs = append(out.Legs, l)
+		legs = append(legs, l)
 	}
-	out.TotalLegs = len(out.Legs)
-	if tree.Truncated {
-		t := true
-		out.Truncated = &t
-	} else if src.Exhausted && !src.StoppedEarly {
-		f := false
-		out.Truncated = &f
+	build := func(k int) CallTree {
+		out := CallTree{
+			RootCallID:      in.CallID,
+			Legs:            append([]CallTreeLeg{}, legs[:k]...),
+			TotalLegs:       k,
+			LegsOmitted:     len(legs) - k,
+			MaxDepth:        tree.MaxDepth,
+			HeuristicEdges:  tree.HeuristicEdges,
+			SourceFlags:     src.Flags(),
+			CaptureIdentity: src.Identity,
+			SchemaVersion:   getCallTreeSchemaVersion,
+		}
+		timing := false
+		for _, l := range legs[:k] {
+			timing = timing || l.ObservedGapMs != nil
+			if row := l.Dialog; row != nil {
+				out.TotalMessages += row.MsgCount
+				if out.FirstActivity.IsZero() || row.CreatedAt.Before(out.FirstActivity) {
+					out.FirstActivity = row.CreatedAt
+				}
+				if row.UpdatedAt.After(out.LastActivity) {
+					out.LastActivity = row.UpdatedAt
+				}
+			}
+		}
+		if tree.Truncated || k < len(legs) {
+			t := true
+			out.Truncated = &t
+		} else if src.Exhausted && !src.StoppedEarly {
+			f := false
+			out.Truncated = &f
+		}
+		if timing {
+			out.TimingClock = timingClock(d.capture.Status().Source)
+		}
+		return out
 	}
-	if timing {
-		out.TimingClock = timingClock(d.capture.Status().Source)
+	k, err := c.FitPage(len(legs), 0, "leg", func(k int) any { return build(k) })
+	if err != nil {
+		return CallTree{}, err
 	}
-	return out, nil
+	return build(k), nil
 }

@@ -22,6 +22,10 @@ type getDialogReportIn struct {
 // branches, keep the fence's hygiene without markers (cleanReport).
 type DialogReport struct {
 	callreport.Report
+	// SDPExchangesOmitted and StreamsOmitted count the later SDP
+	// exchanges and streams left out to fit the byte ceiling.
+	SDPExchangesOmitted int `json:"sdp_exchanges_omitted,omitempty" desc:"SDP exchanges cut by the byte cap"`
+	StreamsOmitted      int `json:"streams_omitted,omitempty" desc:"streams cut by the byte cap; rtp_stats has all"`
 	sdk.SourceFlags
 	// CaptureIdentity names the capture the call is in.
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
@@ -71,11 +75,27 @@ func getDialogReport(d *deps, c *sdk.Call, in getDialogReportIn) (DialogReport, 
 	// and the answer carries the provenance note.
 	c.MarkFenced()
 	if in.Format == "markdown" || in.Format == "text" {
+		c.WhenCut("get_dialog pages every message, rtp_stats lists the streams, lint_dialog the findings")
 		call.Quote = c.Fence
 		c.ReplyText(call.Report(f))
 		return DialogReport{}, nil
 	}
-	return DialogReport{Report: cleanReport(c, call.JSON()), SourceFlags: src.Flags(), CaptureIdentity: src.Identity}, nil
+	whole := cleanReport(c, call.JSON())
+	// The SDP timeline and the streams grow with the call: past the byte
+	// ceiling the first k of each stay and the rest are counted.
+	build := func(k int) DialogReport {
+		r := whole
+		r.SDPTimeline = whole.SDPTimeline[:min(k, len(whole.SDPTimeline))]
+		r.Streams = whole.Streams[:min(k, len(whole.Streams))]
+		return DialogReport{Report: r, SDPExchangesOmitted: len(whole.SDPTimeline) - len(r.SDPTimeline),
+			StreamsOmitted: len(whole.Streams) - len(r.Streams), SourceFlags: src.Flags(), CaptureIdentity: src.Identity}
+	}
+	n := max(len(whole.SDPTimeline), len(whole.Streams))
+	k, err := c.FitPage(n, 0, "SDP exchange and stream", func(k int) any { return build(k) })
+	if err != nil {
+		return DialogReport{}, err
+	}
+	return build(k), nil
 }
 
 // cleanReport fences every sender-written value of the JSON report that

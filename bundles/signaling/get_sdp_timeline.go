@@ -45,6 +45,9 @@ type SDPTimeline struct {
 	// MessagesNotRetained counts the call's messages past the per-dialog
 	// retention cap: their SDP, if any, is missing from the history.
 	MessagesNotRetained int `json:"messages_not_retained,omitempty" desc:"messages past the retention cap (their SDP is missing)"`
+	// ExchangesOmitted counts the later exchanges left out to fit the
+	// byte ceiling.
+	ExchangesOmitted int `json:"exchanges_omitted,omitempty" desc:"exchanges cut by the byte cap; get_dialog has all"`
 	sdk.SourceFlags
 	// CaptureIdentity names the capture the answer came from.
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
@@ -125,7 +128,11 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 			answer.UnknownCallRefusal,
 		},
 	}, func(ctx context.Context, c *sdk.Call, in sdpTimelineIn) (SDPTimeline, error) {
-		return getSDPTimeline(d, c, in.CallID)
+		out, err := getSDPTimeline(d, c, in.CallID)
+		if err != nil {
+			return SDPTimeline{}, err
+		}
+		return fitSDPTimeline(c, out)
 	})
 }
 
@@ -189,6 +196,31 @@ func getSDPTimeline(d *deps, c *sdk.Call, callID string) (SDPTimeline, error) {
 		out.Exchanges = append(out.Exchanges, x)
 	}
 	return out, nil
+}
+
+// fitSDPTimeline keeps the leading exchanges that fit
+// --mcp-max-response-bytes on the wire; exchanges_omitted counts the rest
+// (offers and answers count the exchanges listed).
+func fitSDPTimeline(c *sdk.Call, whole SDPTimeline) (SDPTimeline, error) {
+	build := func(k int) SDPTimeline {
+		out := whole
+		out.Exchanges = whole.Exchanges[:k]
+		out.ExchangesOmitted = len(whole.Exchanges) - k
+		out.Offers, out.Answers = 0, 0
+		for _, x := range out.Exchanges {
+			if x.Direction == sdptimeline.Offer {
+				out.Offers++
+			} else {
+				out.Answers++
+			}
+		}
+		return out
+	}
+	k, err := c.FitPage(len(whole.Exchanges), 0, "exchange", func(k int) any { return build(k) })
+	if err != nil {
+		return SDPTimeline{}, err
+	}
+	return build(k), nil
 }
 
 // fenceCodecs fences every codec name: rtpmap names are sender-written.

@@ -2,7 +2,6 @@ package signaling
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/query"
@@ -192,32 +191,25 @@ func groupDialogs(ctx context.Context, d *deps, c *sdk.Call, in groupDialogsIn) 
 }
 
 // fitGroups moves the smallest groups into other_count until the answer
-// fits --mcp-max-response-bytes (a kilobyte kept for the provenance note),
-// so a wide top_n degrades to fewer groups instead of a refused answer. The
-// groups plus other_count still equal total_matched.
+// fits --mcp-max-response-bytes on the wire (sdk.Call.FitRows), so a wide
+// top_n degrades to fewer groups instead of a refused answer. The groups
+// plus other_count still equal total_matched.
 func fitGroups(c *sdk.Call, out GroupDialogs) (GroupDialogs, error) {
-	ceiling := c.Limits().MaxResponseBytes
-	if ceiling <= 0 {
-		ceiling = sdk.DefaultMaxResponseBytes
-	}
-	ceiling -= 1024
-	b, err := json.Marshal(out)
-	if err != nil {
-		return GroupDialogs{}, sdk.Internal("encoding group_dialogs: %v", err)
-	}
-	size := len(b)
-	for size > ceiling && len(out.Groups) > 0 {
-		last := out.Groups[len(out.Groups)-1]
-		gb, err := json.Marshal(last)
-		if err != nil {
-			return GroupDialogs{}, sdk.Internal("encoding group_dialogs: %v", err)
+	groups := out.Groups
+	build := func(k int) GroupDialogs {
+		o := out
+		o.Groups = groups[:k]
+		for _, g := range groups[k:] {
+			o.OtherCount += g.Count
 		}
-		size -= len(gb) + 1
-		out.Groups = out.Groups[:len(out.Groups)-1]
-		out.OtherCount += last.Count
-		out.TrimmedGroups++
+		o.TrimmedGroups = out.TrimmedGroups + len(groups) - k
+		return o
 	}
-	return out, nil
+	k, err := c.FitPage(len(groups), 0, "group", func(k int) any { return build(k) })
+	if err != nil {
+		return GroupDialogs{}, err
+	}
+	return build(k), nil
 }
 
 // groupFenced reports whether a dimension's values are sender-written and

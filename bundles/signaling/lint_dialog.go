@@ -48,6 +48,9 @@ type LintAnswer struct {
 	SeverityCounts lint.Counts `json:"severity_counts" desc:"reported findings per severity"`
 	// Findings are ordered by message index, then catalogue order.
 	Findings []FindingOut `json:"findings" nonnull:"true" desc:"findings, by message index then catalogue order"`
+	// FindingsOmitted counts the last findings left out to fit the byte
+	// ceiling (finding_count counts them).
+	FindingsOmitted int `json:"findings_omitted,omitempty" desc:"findings cut by the byte cap; raise severity_min"`
 	// RulesNotEvaluated lists the selected rules that could not run, by reason.
 	RulesNotEvaluated []lint.NotEvaluated `json:"rules_not_evaluated" nonnull:"true" desc:"selected rules that did not run, by reason"`
 	// FindingsWithheld counts findings raised but not reported.
@@ -137,7 +140,19 @@ func lintDialogTool(d *deps) sdk.Tool {
 			out.MessagesNotRetained = 0
 		}
 		out.RTPStreamsObserved = len(streams)
-		return out, nil
+		// Findings past the byte ceiling are left out (the last ones);
+		// finding_count and severity_counts still count them all.
+		build := func(k int) LintAnswer {
+			o := out
+			o.Findings = out.Findings[:k]
+			o.FindingsOmitted = len(out.Findings) - k
+			return o
+		}
+		k, err := c.FitPage(len(out.Findings), 0, "finding", func(k int) any { return build(k) })
+		if err != nil {
+			return LintAnswer{}, err
+		}
+		return build(k), nil
 	})
 }
 

@@ -57,6 +57,7 @@ func renderLadder(d *deps, c *sdk.Call, in renderLadderIn) error {
 	// only. The answer carries the provenance note. Without the markers
 	// the document is --call-report's, byte for byte.
 	c.MarkFenced()
+	c.WhenCut("get_dialog pages every message (max_messages, cursor)")
 	call.Quote = c.Fence
 	c.ReplyText(call.CallReport(f))
 	return nil

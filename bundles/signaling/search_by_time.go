@@ -113,25 +113,34 @@ func searchByTime(ctx context.Context, d *deps, c *sdk.Call, in searchByTimeIn) 
 	if err != nil {
 		return SearchByTime{}, err
 	}
-	out := SearchByTime{Dialogs: make([]TimeRow, len(p.Rows))}
+	rows := make([]TimeRow, len(p.Rows))
 	for i := range p.Rows {
 		r := &p.Rows[i]
-		out.Dialogs[i] = TimeRow{CallID: r.CallID, CreatedAt: r.CreatedAt, State: r.State, FinalStatusCode: r.FinalStatusCode,
+		rows[i] = TimeRow{CallID: r.CallID, CreatedAt: r.CreatedAt, State: r.State, FinalStatusCode: r.FinalStatusCode,
 			Ended: r.Ended, DurationToCaptureEndMs: r.DurationToCaptureEndMs}
 	}
-	last := pos
-	if len(p.Rows) > 0 {
-		r := &p.Rows[len(p.Rows)-1]
-		last = query.DialogCursor(r.CreatedAt, r.CallID)
+	build := func(k int) SearchByTime {
+		out := SearchByTime{Dialogs: append([]TimeRow{}, rows[:k]...)}
+		last := pos
+		if k > 0 {
+			r := &p.Rows[k-1]
+			last = query.DialogCursor(r.CreatedAt, r.CallID)
+		}
+		last = c.Cursor(last)
+		more := p.More || k < len(rows)
+		next := ""
+		if more && k > 0 {
+			next = last
+		}
+		out.Page = sdk.NewPage(k, p.TotalMatched, more, next, src, searchByTimeSchemaVersion)
+		out.Page.ResumeAt(src, last)
+		return out
 	}
-	last = c.Cursor(last)
-	next := ""
-	if p.More && len(p.Rows) > 0 {
-		next = last
+	k, err := c.FitPage(len(rows), 0, "row", func(k int) any { return build(k) })
+	if err != nil {
+		return SearchByTime{}, err
 	}
-	out.Page = sdk.NewPage(len(p.Rows), p.TotalMatched, p.More, next, src, searchByTimeSchemaVersion)
-	out.Page.ResumeAt(src, last)
-	return out, nil
+	return build(k), nil
 }
 
 // clipArg shortens an echoed argument in an error message.

@@ -82,26 +82,35 @@ func tailDialogs(ctx context.Context, d *deps, c *sdk.Call, in tailDialogsIn) (T
 	if err != nil {
 		return TailDialogs{}, err
 	}
-	out := TailDialogs{
-		Dialogs:         fenceSummaries(c, p.Rows),
-		SourceFlags:     src.Flags(),
-		CaptureIdentity: src.Identity,
-		SchemaVersion:   tailDialogsSchemaVersion,
+	rows := fenceSummaries(c, p.Rows)
+	build := func(k int) TailDialogs {
+		out := TailDialogs{
+			Dialogs:         append([]dialog.Summary{}, rows[:k]...),
+			SourceFlags:     src.Flags(),
+			CaptureIdentity: src.Identity,
+			SchemaVersion:   tailDialogsSchemaVersion,
+		}
+		switch {
+		case k > 0:
+			last := &p.Rows[k-1]
+			next := c.Cursor(query.DialogCursor(last.UpdatedAt, last.CallID))
+			out.NextCursor = &next
+		case pos != "":
+			next := c.Cursor(pos)
+			out.NextCursor = &next
+		}
+		// The page envelope's rule for truncated: true when more rows
+		// wait (past the limit or past the byte budget), false stated
+		// only over a source read whole.
+		env := sdk.NewPage(k, -1, p.More || k < len(rows), "", src, tailDialogsSchemaVersion)
+		out.Truncated = env.Truncated
+		return out
 	}
-	switch {
-	case len(p.Rows) > 0:
-		last := &p.Rows[len(p.Rows)-1]
-		next := c.Cursor(query.DialogCursor(last.UpdatedAt, last.CallID))
-		out.NextCursor = &next
-	case pos != "":
-		next := c.Cursor(pos)
-		out.NextCursor = &next
+	k, err := c.FitPage(len(rows), 0, "row", func(k int) any { return build(k) })
+	if err != nil {
+		return TailDialogs{}, err
 	}
-	// The page envelope's rule for truncated: true when more rows wait,
-	// false stated only over a source read whole.
-	env := sdk.NewPage(len(p.Rows), -1, p.More, "", src, tailDialogsSchemaVersion)
-	out.Truncated = env.Truncated
-	return out, nil
+	return build(k), nil
 }
 
 // fenceSummaries returns the rows with their sender-written users fenced

@@ -47,7 +47,7 @@ type Timeline struct {
 	// RequestedBucketSeconds appears only when the width was widened: the
 	// capture's span needed more buckets than --mcp-max-rows at the width
 	// asked for, so the width became the smallest multiple of it that fits.
-	RequestedBucketSeconds int64 `json:"requested_bucket_seconds,omitempty" desc:"width asked for; present only when widened to fit --mcp-max-rows buckets"`
+	RequestedBucketSeconds int64 `json:"requested_bucket_seconds,omitempty" desc:"width asked for; present only when widened to fit --mcp-max-rows buckets or the byte cap"`
 	// TotalDialogs is the sum of the buckets: every dialog held.
 	TotalDialogs int `json:"total_dialogs" desc:"dialogs counted: the sum of the buckets"`
 	sdk.SourceFlags
@@ -83,26 +83,50 @@ func timeline(ctx context.Context, d *deps, c *sdk.Call, in timelineIn) (Timelin
 	// The source state is read before the store: an exhausted source seen
 	// here means the count below is over the whole capture.
 	src := answer.SourceState(d.capture.Status())
-	tl, err := storeQuerier(d).Timeline(ctx, w, maxRows(c))
-	if err != nil {
-		return Timeline{}, err
+	build := func(tl query.Timeline, k int) Timeline {
+		out := Timeline{
+			Buckets:         make([]TimelineBucket, k),
+			Returned:        k,
+			BucketSeconds:   tl.BucketSeconds,
+			TotalDialogs:    tl.Dialogs,
+			SourceFlags:     src.Flags(),
+			CaptureIdentity: src.Identity,
+			SchemaVersion:   timelineSchemaVersion,
+		}
+		if tl.BucketSeconds != tl.RequestedBucketSeconds {
+			out.RequestedBucketSeconds = tl.RequestedBucketSeconds
+		}
+		for i, b := range tl.Buckets[:k] {
+			out.Buckets[i] = TimelineBucket{Start: b.Start, BucketSeconds: tl.BucketSeconds, Dialogs: b.Dialogs}
+		}
+		return out
 	}
-	out := Timeline{
-		Buckets:         make([]TimelineBucket, len(tl.Buckets)),
-		Returned:        len(tl.Buckets),
-		BucketSeconds:   tl.BucketSeconds,
-		TotalDialogs:    tl.Dialogs,
-		SourceFlags:     src.Flags(),
-		CaptureIdentity: src.Identity,
-		SchemaVersion:   timelineSchemaVersion,
+	budget, _ := c.ResponseBudget(0)
+	// At most --mcp-max-rows buckets, and no more than fit the byte
+	// budget: past either the width widens (requested_bucket_seconds says
+	// so), so every dialog is still counted and no bucket is left out.
+	maxBuckets := maxRows(c)
+	for {
+		tl, err := storeQuerier(d).Timeline(ctx, w, maxBuckets)
+		if err != nil {
+			return Timeline{}, err
+		}
+		n := len(tl.Buckets)
+		k, err := c.FitRows(n, budget, func(k int) any { return build(tl, k) })
+		if err != nil {
+			return Timeline{}, sdk.Internal("sizing timeline: %v", err)
+		}
+		if k == n {
+			return build(tl, n), nil
+		}
+		if k < 1 || maxBuckets <= 2 {
+			need, _ := c.WireBytes(build(tl, min(1, n)))
+			return Timeline{}, sdk.Refuse(sdk.KindTooLarge, "", "one bucket needs %d bytes on the wire, over --mcp-max-response-bytes (%d)", need, budget)
+		}
+		// Widening merges buckets, so k of them fit next time; a
+		// widened answer only gains requested_bucket_seconds.
+		maxBuckets = min(k, maxBuckets-1)
 	}
-	if tl.BucketSeconds != tl.RequestedBucketSeconds {
-		out.RequestedBucketSeconds = tl.RequestedBucketSeconds
-	}
-	for i, b := range tl.Buckets {
-		out.Buckets[i] = TimelineBucket{Start: b.Start, BucketSeconds: tl.BucketSeconds, Dialogs: b.Dialogs}
-	}
-	return out, nil
 }
 
 // --- shared by the dialog-store tools (timeline, group_dialogs,
