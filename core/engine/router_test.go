@@ -352,7 +352,8 @@ func TestHEPListenerLossesReachTheStatus(t *testing.T) {
 	var st Status
 	for {
 		st = c.Status()
-		if len(st.HEP.Listeners) == 1 && st.HEP.Listeners[0].Received == sent {
+		// Admission is counted before delivery: wait for both.
+		if len(st.HEP.Listeners) == 1 && st.HEP.Listeners[0].Received == sent && st.HEP.Datagrams == st.HEP.Listeners[0].Admitted {
 			break
 		}
 		if time.Now().After(deadline) {
