@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/sip"
+	"github.com/sipnab/sipnab/internal/benchload"
 )
 
 func filledStore(b *testing.B, n int) *Store {
@@ -63,22 +61,6 @@ func BenchmarkListPage(b *testing.B) {
 	}
 }
 
-// signaling holds the messages of bench/gen's signaling-only workload
-// (20,000 calls and 1,000 REGISTERs, no media), generated once per run.
-var signaling struct {
-	once sync.Once
-	msgs []gen.SIPMessage
-	err  error
-}
-
-func signalingMessages(b *testing.B) []gen.SIPMessage {
-	signaling.once.Do(func() { signaling.msgs, signaling.err = gen.SIPMessages(gen.Signaling(1)) })
-	if signaling.err != nil {
-		b.Fatal(signaling.err)
-	}
-	return signaling.msgs
-}
-
 // BenchmarkApplySignaling applies the messages of the signaling-only
 // workload in capture order to a store with the default bounds, one message
 // per op; a new store starts each pass over the workload. The messages are
@@ -87,7 +69,7 @@ func signalingMessages(b *testing.B) []gen.SIPMessage {
 // collector's scan, which the capture engine never holds); cpu-ns/op counts
 // the timed parts only.
 func BenchmarkApplySignaling(b *testing.B) {
-	msgs := signalingMessages(b)
+	msgs := benchload.SignalingMessages(b)
 	const chunk = 1000
 	obs := make([]Observation, 0, chunk)
 	var s *Store
@@ -115,23 +97,12 @@ func BenchmarkApplySignaling(b *testing.B) {
 			}
 		}
 		b.StartTimer()
-		c0 := cpuNow()
+		c0 := benchload.CPUNow()
 		for j := range obs {
 			s.Apply(obs[j])
 		}
-		cpu += cpuNow() - c0
+		cpu += benchload.CPUNow() - c0
 		i += len(obs)
 	}
 	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuNow is the process's user plus system CPU time in ns: on a shared
-// machine wall time per op mostly measures the wait for a core, so the
-// workload benchmarks also report cpu-ns/op (garbage collection included).
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

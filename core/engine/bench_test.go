@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/internal/benchload"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -120,8 +120,8 @@ func BenchmarkRouteSignaling(b *testing.B) {
 	c := New(Config{}, nil)
 	runtime.GC() // the workload generator's garbage is not this benchmark's
 	b.ReportAllocs()
-	cpu0 := cpuNow()
-	defer func() { b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	cpu0 := benchload.CPUNow()
+	defer func() { b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N), "cpu-ns/op") }()
 	i := 0
 	for b.Loop() {
 		c.handleFrame(kindFile, frames[i])
@@ -132,15 +132,4 @@ func BenchmarkRouteSignaling(b *testing.B) {
 			b.StartTimer()
 		}
 	}
-}
-
-// cpuNow is the process's user plus system CPU time in ns: on a shared
-// machine wall time per op mostly measures the wait for a core, so the
-// workload benchmarks also report cpu-ns/op (garbage collection included).
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -3,11 +3,9 @@ package sip
 import (
 	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 
-	"github.com/sipnab/sipnab/bench/gen"
+	"github.com/sipnab/sipnab/internal/benchload"
 )
 
 var benchRTP = func() []byte {
@@ -69,30 +67,14 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-// signaling holds the SIP messages of bench/gen's signaling-only workload
-// (20,000 calls and 1,000 REGISTERs, no media), generated once per run.
-var signaling struct {
-	once sync.Once
-	msgs []gen.SIPMessage
-	err  error
-}
-
-func signalingMessages(b *testing.B) []gen.SIPMessage {
-	signaling.once.Do(func() { signaling.msgs, signaling.err = gen.SIPMessages(gen.Signaling(1)) })
-	if signaling.err != nil {
-		b.Fatal(signaling.err)
-	}
-	return signaling.msgs
-}
-
 // BenchmarkParseSignaling parses the messages of the signaling-only
 // workload in capture order, one message per op, each into a new Message.
 func BenchmarkParseSignaling(b *testing.B) {
-	msgs := signalingMessages(b)
+	msgs := benchload.SignalingMessages(b)
 	runtime.GC() // the workload generator's garbage is not this benchmark's
 	b.ReportAllocs()
-	cpu0 := cpuNow()
-	defer func() { b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	cpu0 := benchload.CPUNow()
+	defer func() { b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N), "cpu-ns/op") }()
 	i := 0
 	for b.Loop() {
 		if _, err := Parse(msgs[i].Payload); err != nil {
@@ -104,27 +86,16 @@ func BenchmarkParseSignaling(b *testing.B) {
 	}
 }
 
-// cpuNow is the process's user plus system CPU time in ns: on a shared
-// machine wall time per op mostly measures the wait for a core, so the
-// workload benchmarks also report cpu-ns/op (garbage collection included).
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 // BenchmarkParserSignaling is BenchmarkParseSignaling with one reused
 // Parser, as the capture engine parses: one allocation per message (its
 // bytes), none per header.
 func BenchmarkParserSignaling(b *testing.B) {
-	msgs := signalingMessages(b)
+	msgs := benchload.SignalingMessages(b)
 	ps := NewParser(Limits{})
 	runtime.GC() // the workload generator's garbage is not this benchmark's
 	b.ReportAllocs()
-	cpu0 := cpuNow()
-	defer func() { b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	cpu0 := benchload.CPUNow()
+	defer func() { b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N), "cpu-ns/op") }()
 	i := 0
 	for b.Loop() {
 		if _, err := ps.Parse(msgs[i].Payload); err != nil {
