@@ -222,6 +222,12 @@ func yamlKeyLines(text string) map[string]int {
 // yamlColon is the index of the colon that ends a mapping key (followed by
 // a space or the end of the line, outside quotes), or -1.
 func yamlColon(s string) int {
+	return yamlIndex(s, func(i int) bool { return s[i] == ':' && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\t') })
+}
+
+// yamlIndex is the index of the first byte outside YAML quotes ('...' or
+// "...") at which at holds, or -1.
+func yamlIndex(s string, at func(i int) bool) int {
 	var quote byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -232,7 +238,7 @@ func yamlColon(s string) int {
 			}
 		case c == '"' || c == '\'':
 			quote = c
-		case c == ':' && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\t'):
+		case at(i):
 			return i
 		}
 	}
@@ -249,19 +255,8 @@ func stripTOMLComment(s string) string {
 // stripYAMLComment cuts a # that starts a comment (at the line's start or
 // after a space, outside quotes).
 func stripYAMLComment(s string) string {
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '#' && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t'):
-			return s[:i]
-		}
+	if i := yamlIndex(s, func(i int) bool { return s[i] == '#' && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t') }); i >= 0 {
+		return s[:i]
 	}
 	return s
 }
