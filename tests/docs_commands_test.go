@@ -350,8 +350,10 @@ func docBatch(t *testing.T, f docFiles, c docCommand, args []string) {
 		t.Skip("live capture needs root")
 	}
 	cmd := exec.Command(bin, args...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// stderr is polled while the command runs: a locked buffer.
+	var stdout strings.Builder
+	stderr := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
