@@ -137,7 +137,7 @@ check() {
       [ -z "$exp_streams" ] || [ "$n" = "$exp_streams" ] || echo "listed $n streams, the answers $exp_streams" ;;
     sngrep)
       # the check run drops -q, so sngrep prints "Dialog count: N" (last one counts)
-      n=$(grep -o 'Dialog count: [0-9]*' "$f" | sed -n '$s/.*: //p')
+      n=$(grep -o 'Dialog count: [0-9]*' "$f" | sed -n '$s/.*: //p' || true)
       [ -n "$n" ] || { echo "printed no dialog count"; return; }
       [ -z "$exp_dialogs" ] || [ "$n" = "$exp_dialogs" ] || echo "counted $n dialogs, the answers $exp_dialogs" ;;
   esac
@@ -152,6 +152,7 @@ for w in "${workloads[@]}"; do
   if [ "$w" = file ]; then
     cap=$capture
     [ -r "$cap" ] || die "cannot read $cap"
+    command -v capinfos >/dev/null || die "capinfos is missing (apt-get install -y tshark); it counts the frames of -f"
     frames=$(capinfos -M -c -T "$cap" | awk -F'\t' 'NR==2{print $2}')
     desc="$(basename "$cap")"
   else
