@@ -258,7 +258,8 @@ for w in "${workloads[@]}"; do
     echo
   } | tee -a "$tmp/results.md"
   unset wallm cpum rssm
-  rm -f "$cap"
+  # a generated capture is not needed past its table; -f's capture is the user's
+  if [ "$w" != file ]; then rm -f "$cap"; fi
 done
 {
   echo "Binaries:"
