@@ -1,193 +1,268 @@
 #!/usr/bin/env bash
 # bench/compare.sh: time sipnab against tshark and sngrep on the same
-# generated carrier capture, in one run, and print frames/s, the ratios and
-# peak RSS. See bench/README.md.
+# generated captures, runs interleaved (A B C A B C ...), and print medians of
+# CPU time (user+sys) and wall time, peak RSS and the load average of every
+# run. See bench/README.md.
 #
-# usage: bench/compare.sh [-p PRESET] [-s SEED] [-n RUNS] [-f CAPTURE]
-#                         [-t TOOLS] [-o RESULTS.md] [-k]
-#   -p PRESET   generator preset: small, carrier (default), memory
+# usage: bench/compare.sh [-p PRESETS] [-s SEED] [-n ROUNDS] [-f CAPTURE]
+#                         [-t TOOLS] [-o RESULTS.md] [-k] [-d]
+#   -p PRESETS  comma-separated generator presets, one table each:
+#               carrier, signaling (default both), small, memory
 #   -s SEED     generator seed (default 1)
-#   -n RUNS     timed runs per tool; the median is reported (default 5)
-#   -f CAPTURE  time this existing capture instead of generating one
+#   -n ROUNDS   interleaved rounds; every row runs once per round (default 5)
+#   -f CAPTURE  time this existing capture instead of generating (no answers:
+#               sipnab's dialog count is then only reported, not checked)
 #   -t TOOLS    comma-separated subset of: sipnab,tshark,sngrep (default all)
-#   -o FILE     also write the results table (Markdown) to FILE
-#   -k          keep the temporary directory (binaries, capture, answers)
+#   -o FILE     also write the results tables (Markdown) to FILE
+#   -k          keep the temporary directory (binaries, captures, outputs)
+#   -d          dry run: print the interleaved schedule and exit
 # environment:
 #   SIPNAB=PATH time this sipnab binary instead of building ./cmd/sipnab
 #   TSHARK=PATH, SNGREP=PATH  the peers' binaries (default: from PATH)
 set -euo pipefail
 
-preset=carrier seed=1 runs=5 capture="" tools="sipnab,tshark,sngrep" out="" keep=0
-while getopts "p:s:n:f:t:o:kh" opt; do
+presets=carrier,signaling seed=1 rounds=5 capture="" tools="sipnab,tshark,sngrep" out="" keep=0 dry=0
+while getopts "p:s:n:f:t:o:kdh" opt; do
   case $opt in
-    p) preset=$OPTARG ;;
+    p) presets=$OPTARG ;;
     s) seed=$OPTARG ;;
-    n) runs=$OPTARG ;;
+    n) rounds=$OPTARG ;;
     f) capture=$OPTARG ;;
     t) tools=$OPTARG ;;
     o) out=$OPTARG ;;
     k) keep=1 ;;
-    h) sed -n '2,19p' "$0"; exit 0 ;;
-    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+    d) dry=1 ;;
+    h) sed -n '2,22p' "$0"; exit 0 ;;
+    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
   esac
 done
-[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -n wants a positive integer" >&2; exit 2; }
+log() { echo "compare.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { log "-n wants a positive integer"; exit 2; }
+want() { [[ ",$tools," == *",$1,"* ]]; }
+for t in ${tools//,/ }; do
+  case $t in sipnab|tshark|sngrep) ;; *) log "-t: unknown tool $t"; exit 2 ;; esac
+done
+if [ -n "$capture" ]; then workloads=(file); else IFS=, read -r -a workloads <<<"$presets"; fi
+for w in "${workloads[@]}"; do
+  case $w in file|small|carrier|memory|signaling) ;; *) log "-p: unknown preset $w"; exit 2 ;; esac
+done
+
+# The rows of a workload, in schedule order. tshark's statistic follows the
+# workload: sip,stat where there is no media, rtp,streams where there is.
+rows_of() { # workload -> lines "name<TAB>kind"
+  if want sipnab; then printf 'sipnab 1 core\tsipnab\nsipnab 2 cores\tsipnab\n'; fi
+  if want tshark; then
+    if [ "$1" = signaling ]; then printf 'tshark sip,stat\ttshark-sip\n'; else printf 'tshark rtp,streams\ttshark-rtp\n'; fi
+  fi
+  if want sngrep; then printf 'sngrep\tsngrep\n'; fi
+}
+
+if [ "$dry" = 1 ]; then
+  for w in "${workloads[@]}"; do
+    mapfile -t rows < <(rows_of "$w")
+    for r in $(seq "$rounds"); do
+      for row in "${rows[@]}"; do echo "$w round $r: ${row%%$'\t'*}"; done
+    done
+  done
+  exit 0
+fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sipnab-bench.XXXXXX")
 cleanup() { if [ "$keep" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi; }
 trap cleanup EXIT
-log() { echo "compare.sh: $*" >&2; }
-want() { [[ ",$tools," == *",$1,"* ]]; }
-
-# --- the capture -------------------------------------------------------------
-calls=""
-if [ -z "$capture" ]; then
-  log "building bench/cmd/gencapture"
-  (cd "$root" && go build -o "$tmp/gencapture" ./bench/cmd/gencapture)
-  capture=$tmp/$preset.pcap
-  log "generating preset $preset, seed $seed"
-  "$tmp/gencapture" -preset "$preset" -seed "$seed" -o "$capture" -answers "$tmp/$preset.json" >&2
-  frames=$(sed -n 's/^    "frames": \([0-9]*\),*$/\1/p' "$tmp/$preset.json" | head -1)
-  calls=$(sed -n 's/^    "calls": \([0-9]*\),*$/\1/p' "$tmp/$preset.json" | head -1)
-elif command -v capinfos >/dev/null; then
-  frames=$(capinfos -M -c -T "$capture" | awk -F'\t' 'NR==2{print $2}')
-else
-  frames=$(tshark -n -r "$capture" 2>/dev/null | wc -l)
-fi
-[ -n "$frames" ] && [ "$frames" -gt 0 ] || { log "cannot count the frames of $capture"; exit 1; }
-size=$(stat -c %s "$capture")
-
-# --- the contenders ----------------------------------------------------------
-names=() cmds=()
-add() { names+=("$1"); cmds+=("$2"); }
 q() { printf '%q' "$1"; }
+[ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install -y time); refusing to time"
+for c in jq awk sort; do command -v "$c" >/dev/null || die "$c is missing; refusing to run"; done
 
+# --- the binaries: each resolved once, refused when missing ------------------
+sipnab_bin="" tshark_bin="" sngrep_bin="" versions=()
 if want sipnab; then
-  built=0
   if [ -n "${SIPNAB:-}" ]; then
-    log "using SIPNAB=$SIPNAB"
-    cp "$SIPNAB" "$tmp/sipnab" && built=1
+    [ -x "$SIPNAB" ] || die "SIPNAB=$SIPNAB is not an executable"
+    cp "$SIPNAB" "$tmp/sipnab"
+    versions+=("sipnab: $SIPNAB")
   else
     log "building cmd/sipnab"
-    (cd "$root" && go build -o "$tmp/sipnab" ./cmd/sipnab) 2>"$tmp/build.err" && built=1
+    (cd "$root" && go build -o "$tmp/sipnab" ./cmd/sipnab) || die "cmd/sipnab does not build"
+    versions+=("sipnab: built from $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$root" && git diff --quiet HEAD 2>/dev/null || echo ' + local changes')")
   fi
-  if [ "$built" = 1 ]; then
-    sip="$(q "$tmp/sipnab") -N -I $(q "$capture") --json"
-    if ! eval "$sip" </dev/null >"$tmp/sipnab.out" 2>"$tmp/sipnab.err"; then
-      log "sipnab -N -I FILE --json fails on this capture; not timed:"
-      tail -3 "$tmp/sipnab.err" >&2
-    elif "$tmp/sipnab" --help 2>&1 | grep -qE -- '^ +--?cores\b'; then
-      add "sipnab 1 core" "$sip --cores 1"
-      add "sipnab 2 cores" "$sip --cores 2"
-    else
-      add "sipnab" "$sip"
-      add "sipnab GOMAXPROCS=1" "env GOMAXPROCS=1 $sip"
-    fi
-  else
-    log "cmd/sipnab does not build; not timed:"; tail -5 "$tmp/build.err" >&2
-  fi
+  sipnab_bin=$tmp/sipnab
+  # No `--help | grep -q` here: under pipefail grep's early exit kills the
+  # writer with SIGPIPE and the test reads as false.
+  "$sipnab_bin" --help >"$tmp/sipnab.help" 2>&1 || true
+  grep -qE -- '^ +--cores\b' "$tmp/sipnab.help" || die "$sipnab_bin --help lists no --cores; this script times --cores 1 and 2"
 fi
-tshark=${TSHARK:-tshark} sngrep=${SNGREP:-sngrep}
 if want tshark; then
-  if command -v "$tshark" >/dev/null; then
-    add "tshark" "$(q "$tshark") -n -q -z rtp,streams -r $(q "$capture")"
-  else
-    log "tshark not installed (apt-get install -y tshark); not timed"
-  fi
+  tshark_bin=$(command -v "${TSHARK:-tshark}") || die "tshark not found (apt-get install -y tshark, or TSHARK=PATH); refusing to run without it (-t to leave it out)"
+  "$tshark_bin" --version >"$tmp/tshark.version" 2>&1 || die "$tshark_bin --version fails"
+  versions+=("tshark: $tshark_bin, $(sed -n '/^TShark/{s/ (Git.*//;p;q}' "$tmp/tshark.version")")
 fi
 if want sngrep; then
-  if command -v "$sngrep" >/dev/null; then
-    add "sngrep" "$(q "$sngrep") -NqI $(q "$capture")"
-  else
-    log "sngrep not installed (apt-get install -y sngrep); not timed"
-  fi
+  sngrep_bin=$(command -v "${SNGREP:-sngrep}") || die "sngrep not found (apt-get install -y sngrep, or SNGREP=PATH); refusing to run without it (-t to leave it out)"
+  "$sngrep_bin" -V >"$tmp/sngrep.version" 2>&1 || die "$sngrep_bin -V fails"
+  versions+=("sngrep: $sngrep_bin, $(sed -n '1{p;q}' "$tmp/sngrep.version")")
 fi
-[ ${#names[@]} -gt 0 ] || { log "nothing to time"; exit 1; }
 
-# --- timing ------------------------------------------------------------------
-# Every command runs with stdin and stdout on /dev/null: sngrep -N needs no
-# terminal that way, and printing is not what we measure.
-declare -A median cpu rss
-load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
+cmd_of() { # kind capture -> the command line
+  case $1 in
+    sipnab) echo "$(q "$sipnab_bin") -N -I $(q "$2") --json --cores $3" ;;
+    tshark-sip) echo "$(q "$tshark_bin") -n -q -z sip,stat -r $(q "$2")" ;;
+    tshark-rtp) echo "$(q "$tshark_bin") -n -q -z rtp,streams -r $(q "$2")" ;;
+    # -l: sngrep keeps 20,000 dialogs by default and signaling holds 21,000.
+    sngrep) echo "$(q "$sngrep_bin") -NqI $(q "$2") -l 100000" ;;
+  esac
+}
+
+# check kind output-file -> empty when the output is what the mode produces,
+# else the reason. Expectations: exp_dialogs, exp_sip, exp_streams ("" = unknown).
+check() {
+  local f=$2 n
+  case $1 in
+    sipnab)
+      n=$(jq -e '.dialogs | length' "$f" 2>/dev/null) || { echo "--json output does not parse or has no dialogs[]"; return; }
+      [ -z "$exp_dialogs" ] || [ "$n" = "$exp_dialogs" ] || { echo "--json holds $n dialogs, the answers $exp_dialogs"; return; }
+      if [ -n "$exp_streams" ]; then
+        n=$(jq '.streams | length' "$f")
+        [ "$n" = "$exp_streams" ] || echo "--json holds $n streams, the answers $exp_streams"
+      fi ;;
+    tshark-sip)
+      grep -q '^SIP Statistics' "$f" || { echo "no 'SIP Statistics' table"; return; }
+      n=$(sed -n 's/^Number of SIP messages: \([0-9]*\).*/\1/p' "$f")
+      [ -z "$exp_sip" ] || [ "$n" = "$exp_sip" ] || echo "counted ${n:-no} SIP messages, the answers $exp_sip" ;;
+    tshark-rtp)
+      grep -q '= RTP Streams =' "$f" || { echo "no 'RTP Streams' table"; return; }
+      n=$(grep -cE ' 0x[0-9A-Fa-f]{8} ' "$f" || true)
+      [ -z "$exp_streams" ] || [ "$n" = "$exp_streams" ] || echo "listed $n streams, the answers $exp_streams" ;;
+    sngrep)
+      # the check run drops -q, so sngrep prints "Dialog count: N" (last one counts)
+      n=$(grep -o 'Dialog count: [0-9]*' "$f" | sed -n '$s/.*: //p' || true)
+      [ -n "$n" ] || { echo "printed no dialog count"; return; }
+      [ -z "$exp_dialogs" ] || [ "$n" = "$exp_dialogs" ] || echo "counted $n dialogs, the answers $exp_dialogs" ;;
+  esac
+}
+
 median_of() { sort -g | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 
-if command -v hyperfine >/dev/null; then
-  args=()
-  for i in "${!names[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]} </dev/null >/dev/null 2>&1"); done
-  log "timing with hyperfine: $runs runs each after one warm-up"
-  hyperfine --style basic --warmup 1 --runs "$runs" --export-csv "$tmp/times.csv" "${args[@]}" >&2
-  # command,mean,stddev,median,user,system,min,max
-  while IFS=, read -r name _mean _sd med user sys _rest; do
-    [ "$name" = command ] && continue
-    median[$name]=$med
-    cpu[$name]=$(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.3f", u+s}')
-  done <"$tmp/times.csv"
-else
-  log "hyperfine not installed (apt-get install -y hyperfine); timing with a loop of /usr/bin/time"
-  for i in "${!names[@]}"; do
-    : >"$tmp/t.$i"
-    for _ in $(seq "$runs"); do
-      /usr/bin/time -f "%e %U %S" -o "$tmp/one" bash -c "${cmds[$i]} </dev/null >/dev/null 2>&1"
-      cat "$tmp/one" >>"$tmp/t.$i"
-    done
-    median[${names[$i]}]=$(awk '{print $1}' "$tmp/t.$i" | median_of)
-    cpu[${names[$i]}]=$(awk '{print $2+$3}' "$tmp/t.$i" | median_of)
-  done
-fi
-
-for i in "${!names[@]}"; do
-  if [ -x /usr/bin/time ]; then
-    /usr/bin/time -v -o "$tmp/rss.$i" bash -c "exec ${cmds[$i]} </dev/null >/dev/null 2>&1" || true
-    rss[${names[$i]}]=$(awk -F': ' '/Maximum resident set size/{print $2}' "$tmp/rss.$i")
+: >"$tmp/results.md"
+for w in "${workloads[@]}"; do
+  # --- the capture and what it should produce --------------------------------
+  exp_dialogs="" exp_sip="" exp_streams="" calls=""
+  if [ "$w" = file ]; then
+    cap=$capture
+    [ -r "$cap" ] || die "cannot read $cap"
+    command -v capinfos >/dev/null || die "capinfos is missing (apt-get install -y tshark); it counts the frames of -f"
+    frames=$(capinfos -M -c -T "$cap" | awk -F'\t' 'NR==2{print $2}')
+    desc="$(basename "$cap")"
   else
-    rss[${names[$i]}]=""
+    [ -x "$tmp/gencapture" ] || { log "building bench/cmd/gencapture"; (cd "$root" && go build -o "$tmp/gencapture" ./bench/cmd/gencapture); }
+    cap=$tmp/$w.pcap
+    log "generating preset $w, seed $seed"
+    "$tmp/gencapture" -preset "$w" -seed "$seed" -o "$cap" -answers "$tmp/$w.json" >&2
+    frames=$(jq -e '.capture.frames' "$tmp/$w.json")
+    exp_sip=$(jq -e '.capture.sip_messages' "$tmp/$w.json")
+    exp_dialogs=$(jq -e '.counts.call_ids' "$tmp/$w.json")
+    exp_streams=$(jq -e '.counts.streams' "$tmp/$w.json")
+    calls=$(jq -e '.counts.dialogs_by_method.INVITE // 0' "$tmp/$w.json")
+    desc="preset $w, seed $seed: $exp_sip SIP messages, $exp_dialogs dialogs ($calls INVITE), $exp_streams RTP streams"
   fi
-done
+  [ -n "$frames" ] && [ "$frames" -gt 0 ] || die "cannot count the frames of $cap"
+  size=$(stat -c %s "$cap")
 
-# The baseline for RSS per call: the first sipnab row on a one-call capture.
-baseline=""
-base_cmd=""
-for i in "${!names[@]}"; do case ${names[$i]} in sipnab*) base_cmd=${cmds[$i]}; break ;; esac; done
-if [ -n "$base_cmd" ] && [ -n "$calls" ] && [ -x "$tmp/gencapture" ] && [ -x /usr/bin/time ]; then
-  "$tmp/gencapture" -preset small -calls 1 -duration 1s -registers 0 -seed "$seed" -o "$tmp/one.pcap" >/dev/null 2>&1 &&
-    /usr/bin/time -v -o "$tmp/rss.one" bash -c "exec ${base_cmd//$(q "$capture")/$(q "$tmp/one.pcap")} </dev/null >/dev/null 2>&1" &&
-    baseline=$(awk -F': ' '/Maximum resident set size/{print $2}' "$tmp/rss.one")
-fi
+  names=() kinds=() cmds=()
+  while IFS=$'\t' read -r name kind; do
+    names+=("$name") kinds+=("$kind")
+    case $name in
+      "sipnab 1 core") cmds+=("$(cmd_of "$kind" "$cap" 1)") ;;
+      "sipnab 2 cores") cmds+=("$(cmd_of "$kind" "$cap" 2)") ;;
+      *) cmds+=("$(cmd_of "$kind" "$cap")") ;;
+    esac
+  done < <(rows_of "$w")
+  [ ${#names[@]} -gt 0 ] || die "nothing to time"
 
-# --- report ------------------------------------------------------------------
-base=""
-for n in "${names[@]}"; do case $n in sipnab*) base=$n; break ;; esac; done
-{
-  echo "capture: $(basename "$capture"), $frames frames, $size bytes$( [ -n "$calls" ] && echo ", preset $preset ($calls calls), seed $seed")"
-  echo "host: $(nproc) cores, $(uname -sr), load average before timing: $load; median of $runs runs$(command -v hyperfine >/dev/null && echo ' (hyperfine)')"
-  echo
-  echo "| tool | command | median s | frames/s | CPU s | frames/CPU-s | peak RSS MiB |$( [ -n "$base" ] && echo " $base speedup (wall) | $base speedup (CPU) |")"
-  echo "|---|---|---:|---:|---:|---:|---:|$( [ -n "$base" ] && echo '---:|---:|')"
+  # --- one untimed run each: exit status and output checked -------------------
   for i in "${!names[@]}"; do
-    n=${names[$i]}
-    shown=${cmds[$i]//$tmp\//}
-    fps=$(awk -v f="$frames" -v t="${median[$n]}" 'BEGIN{ if (t>0) printf "%.0f", f/t; else print "n/a" }')
-    fpc=$(awk -v f="$frames" -v t="${cpu[$n]}" 'BEGIN{ if (t>0) printf "%.0f", f/t; else print "n/a" }')
-    mib=$(awk -v k="${rss[$n]}" 'BEGIN{ if (k>0) printf "%.1f", k/1024; else print "n/a" }')
-    ratio=""
-    if [ -n "$base" ]; then
-      ratio=" $(awk -v t="${median[$n]}" -v b="${median[$base]}" 'BEGIN{ if (b>0) printf "%.2fx", t/b; else print "n/a" }') |"
-      ratio+=" $(awk -v t="${cpu[$n]}" -v b="${cpu[$base]}" 'BEGIN{ if (b>0) printf "%.2fx", t/b; else print "n/a" }') |"
-    fi
-    printf '| %s | `%s` | %.3f | %s | %s | %s | %s |%s\n' "$n" "$shown" "${median[$n]}" "$fps" "${cpu[$n]}" "$fpc" "$mib" "$ratio"
+    c=${cmds[$i]}
+    [ "${kinds[$i]}" = sngrep ] && c=${c/ -NqI / -NI }
+    log "$w: checking ${names[$i]}: $c"
+    rc=0; bash -c "exec $c" </dev/null >"$tmp/check.$i.out" 2>"$tmp/check.$i.err" || rc=$?
+    [ "$rc" = 0 ] || { tail -5 "$tmp/check.$i.err" >&2; die "$w: ${names[$i]} exited $rc; refusing to time it"; }
+    why=$(check "${kinds[$i]}" "$tmp/check.$i.out")
+    [ -z "$why" ] || die "$w: ${names[$i]}: $why; refusing to time it"
+    rm -f "$tmp/check.$i.out"
   done
-  if [ -n "$base" ] && [ -n "$calls" ] && [ -n "${rss[$base]}" ]; then
+
+  # --- timed runs, interleaved: round r runs every row once, in order ---------
+  for i in "${!names[@]}"; do : >"$tmp/t.$w.$i"; done
+  : >"$tmp/load.$w"
+  for r in $(seq "$rounds"); do
+    for i in "${!names[@]}"; do
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      rc=0
+      /usr/bin/time -f "%e %U %S %M %x" -o "$tmp/one" bash -c "exec ${cmds[$i]} </dev/null >/dev/null 2>&1" || rc=$?
+      last=$(tail -1 "$tmp/one")
+      [ "$rc" = 0 ] && [ "${last##* }" = 0 ] || die "$w round $r: ${names[$i]} failed (exit $rc): $(cat "$tmp/one")"
+      read -r wall user sys kib _ <<<"$last"
+      echo "$wall $user $sys $kib $load" >>"$tmp/t.$w.$i"
+      echo "$load" >>"$tmp/load.$w"
+      log "$w round $r/$rounds: ${names[$i]}: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u+s}')s rss $((kib / 1024))MiB load $load"
+    done
+  done
+
+  # --- the table -----------------------------------------------------------------
+  declare -A wallm cpum rssm
+  for i in "${!names[@]}"; do
+    wallm[$i]=$(awk '{print $1}' "$tmp/t.$w.$i" | median_of)
+    cpum[$i]=$(awk '{print $2+$3}' "$tmp/t.$w.$i" | median_of)
+    rssm[$i]=$(awk '{print $4}' "$tmp/t.$w.$i" | median_of)
+  done
+  loadsum=$(sort -g "$tmp/load.$w" | awk '{a[NR]=$1} END{ m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "min %.2f, median %.2f, max %.2f", a[1], m, a[NR] }')
+  base=""
+  for i in "${!names[@]}"; do [ "${kinds[$i]}" = sipnab ] && { base=$i; break; }; done
+  {
+    echo "#### $w: $(basename "$cap"), $frames frames, $size bytes; $desc"
     echo
-    awk -v k="${rss[$base]}" -v c="$calls" -v n="$base" 'BEGIN{ printf "%s peak RSS per INVITE dialog: %.1f KiB (%d calls)\n", n, k/c, c }'
-    if [ -n "$baseline" ]; then
-      awk -v k="${rss[$base]}" -v b="$baseline" -v c="$calls" -v n="$base" 'BEGIN{ printf "%s peak RSS per INVITE dialog above the %.1f MiB of a one-call capture: %.1f KiB\n", n, b/1024, (k-b)/c }'
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(uname -sr); medians of $rounds interleaved rounds; 1-minute load average over the $(wc -l <"$tmp/load.$w") runs: $loadsum"
+    echo
+    echo "| tool | command | CPU s | wall s | frames/CPU-s | peak RSS MiB |$( [ -n "$base" ] && echo " ${names[$base]}: CPU × | wall × |")"
+    echo "|---|---|---:|---:|---:|---:|$( [ -n "$base" ] && echo '---:|---:|')"
+    for i in "${!names[@]}"; do
+      shown=${cmds[$i]//$tmp\//}
+      fpc=$(awk -v f="$frames" -v t="${cpum[$i]}" 'BEGIN{ if (t>0) printf "%.0f", f/t; else print "n/a" }')
+      ratio=""
+      if [ -n "$base" ]; then
+        ratio=" $(awk -v t="${cpum[$i]}" -v b="${cpum[$base]}" 'BEGIN{ if (b>0) printf "%.2fx", t/b; else print "n/a" }') |"
+        ratio+=" $(awk -v t="${wallm[$i]}" -v b="${wallm[$base]}" 'BEGIN{ if (b>0) printf "%.2fx", t/b; else print "n/a" }') |"
+      fi
+      printf '| %s | `%s` | %.3f | %.3f | %s | %.1f |%s\n' "${names[$i]}" "$shown" "${cpum[$i]}" "${wallm[$i]}" "$fpc" "$(awk -v k="${rssm[$i]}" 'BEGIN{print k/1024}')" "$ratio"
+    done
+    if [ -n "$base" ] && [ -n "$exp_dialogs" ] && [ "$exp_dialogs" -gt 0 ]; then
+      echo
+      awk -v k="${rssm[$base]}" -v d="$exp_dialogs" -v c="$calls" -v n="${names[$base]}" \
+        'BEGIN{ printf "%s: peak RSS %.1f KiB per dialog (%d dialogs), %.1f KiB per INVITE call (%d)\n", n, k/d, d, (c>0 ? k/c : 0), c }'
+      if [ "$exp_sip" = "$frames" ]; then
+        awk -v c="${cpum[$base]}" -v m="$exp_sip" -v n="${names[$base]}" 'BEGIN{ printf "%s: %.2f µs of CPU per SIP message (every frame is one)\n", n, c*1e6/m }'
+      fi
     fi
-  fi
-  if [ -z "$base" ]; then
     echo
-    echo "sipnab was not timed (see the messages above); the peers' numbers stand alone."
-  fi
-} | tee "$tmp/results.md"
+    echo "Runs (round: tool wall/CPU s, load):"
+    echo
+    for r in $(seq "$rounds"); do
+      line="- $r:"
+      for i in "${!names[@]}"; do
+        line+=" $(awk -v r="$r" 'NR==r{printf "%.2f/%.2f (%.1f)", $1, $2+$3, $5}' "$tmp/t.$w.$i") ${names[$i]};"
+      done
+      echo "${line%;}"
+    done
+    echo
+  } | tee -a "$tmp/results.md"
+  unset wallm cpum rssm
+  # a generated capture is not needed past its table; -f's capture is the user's
+  if [ "$w" != file ]; then rm -f "$cap"; fi
+done
+{
+  echo "Binaries:"
+  for v in "${versions[@]}"; do echo "- $v"; done
+} | tee -a "$tmp/results.md"
 if [ -n "$out" ]; then cp "$tmp/results.md" "$out"; fi
-exit 0
