@@ -27,7 +27,7 @@ func listDialogsTool(d *deps) sdk.Tool {
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Examples: []sdk.Example{
 			{Title: "The first page of dialogs, one row", Args: map[string]any{"limit": 1}},
-			{Title: "Only the answered INVITE dialogs", Args: map[string]any{"filter": "method == INVITE and response_code == 200", "fields": []string{"call_id", "state", "timing"}}},
+			{Title: "Only the answered INVITE dialogs", Args: map[string]any{"filter": "method == INVITE and final_status_code == 200", "fields": []string{"call_id", "state", "timing"}}},
 		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
