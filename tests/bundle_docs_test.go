@@ -148,7 +148,7 @@ func toolSection(t sdk.Tool) string {
 	}
 
 	if len(t.Examples) > 0 {
-		// The same calls the golden transcripts make (tests/testdata/tools).
+		// The same calls the golden transcripts make (bundles/<id>/testdata/transcripts).
 		b.WriteString("Examples (`tools/call` arguments; on the sample capture `testdata/sip-rtp-g711.pcap`):\n\n")
 		for _, ex := range t.Examples {
 			args := []byte("{}")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sipnab/sipnab/core/lint"
+	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -18,7 +19,8 @@ import (
 // on the sample capture (testdata/sip-rtp-g711.pcap: two INVITE calls from
 // 10.0.2.20, display name "PCMU/8000", SDP codecs PCMU/8000 and
 // telephone-event/8000, one BYE with a Q.850 Reason). A tool's first
-// example is recorded in testdata/tools/<tool>.json, its n-th in
+// example is recorded in its bundle's folder,
+// bundles/<id>/testdata/transcripts/<tool>.json, its n-th in
 // <tool>-<n>.json; a new tool's examples are recorded with
 //
 //	go test ./tests -run TestToolGoldenTranscriptsE2E -update
@@ -112,8 +114,8 @@ var handChecked = map[string]goldenCheck{
 
 // goldenCall is one recorded call.
 type goldenCall struct {
-	golden, tool string
-	args         map[string]any
+	bundle, golden, tool string
+	args                 map[string]any
 }
 
 // exampleCalls are the registered tools' example calls, named as their
@@ -133,7 +135,7 @@ func exampleCalls(reg *sdk.Registry) (calls []goldenCall, none []string) {
 				if args == nil {
 					args = map[string]any{}
 				}
-				calls = append(calls, goldenCall{name, tl.Name, args})
+				calls = append(calls, goldenCall{r.Info.ID, name, tl.Name, args})
 			}
 		}
 	}
@@ -146,7 +148,7 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 		t.Errorf("tool %s has no example call (sdk.Descriptor.Examples)", name)
 	}
 	// Refusals are no examples: recorded here by hand.
-	calls = append(calls, goldenCall{"explain_rule-unknown", "explain_rule", map[string]any{"rule_id": "nope"}})
+	calls = append(calls, goldenCall{"signaling", "explain_rule-unknown", "explain_rule", map[string]any{"rule_id": "nope"}})
 
 	s := startRaw(t, "-N", "--mcp", "--node-name", "e2e", "-I", sampleCapture())
 	have := s.tools()
@@ -157,7 +159,7 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 			r := s.on(t).call(tc.tool, tc.args)
 			got := goldenVolatile.ReplaceAll(transcript(t, r), []byte("${1}0"))
 			got = bytes.ReplaceAll(got, []byte(filepath.Dir(bin)), []byte("$BINDIR"))
-			checkToolGolden(t, tc.golden+".json", got)
+			checkToolGolden(t, tc.bundle, tc.golden+".json", got)
 
 			hc, checked := handChecked[tc.golden]
 			if hc.shape == refused {
@@ -224,9 +226,9 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 	}
 }
 
-func checkToolGolden(t *testing.T, name string, got []byte) {
+func checkToolGolden(t *testing.T, bundle, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "tools", name)
+	path := filepath.Join(testcap.Root(), "bundles", bundle, "testdata", "transcripts", name)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
