@@ -57,6 +57,9 @@ func (exampleBundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, er
 		Title:       "List calls",
 		Description: "Page of calls.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		// Example calls: never sent; registration checks them against the
+		// input schema, the end-to-end tests make them, the docs list them.
+		Examples: []sdk.Example{{Title: "Who called", Args: map[string]any{"fields": []string{"from_user"}}}},
 	}, func(ctx context.Context, c *sdk.Call, in listIn) (listOut, error) {
 		if err := c.Project("calls", in.Fields, sdk.FieldNames[callRow]()); err != nil {
 			return listOut{}, err
@@ -91,7 +94,7 @@ func (exampleBundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, er
 }
 
 // Example shows a bundle from the host's side: register it, then call its
-// tool the way the host's central exit does.
+// tool the way the host's central exit does, with its first example call.
 func Example() {
 	env := func(sdk.Info) sdk.Env {
 		return sdk.NewEnv(sdk.EnvOptions{Services: []any{&store{calls: []string{"a@pbx"}}}})
@@ -102,7 +105,8 @@ func Example() {
 		return
 	}
 	tool, bundle, _ := reg.Tool("list_calls")
-	reply, err := tool.Invoke(context.Background(), json.RawMessage(`{"fields":["from_user"]}`), sdk.DefaultLimits())
+	args, _ := json.Marshal(tool.Examples[0].Args)
+	reply, err := tool.Invoke(context.Background(), args, sdk.DefaultLimits())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -270,6 +271,21 @@ func CheckTool(t Tool, writeVerbs map[string]WriteVerb) []string {
 	}
 	if t.schemaErr != nil {
 		v = append(v, strings.Split(t.schemaErr.Error(), "\n")...)
+	}
+	for i, ex := range t.Examples {
+		if strings.TrimSpace(ex.Title) == "" {
+			v = append(v, fmt.Sprintf("example %d: no title", i+1))
+		}
+		if t.input == nil {
+			continue
+		}
+		args, err := json.Marshal(ex.Args)
+		if err == nil {
+			err = ValidateArgs(t.input, args)
+		}
+		if err != nil {
+			v = append(v, fmt.Sprintf("example %d (%s): arguments fail the input schema: %v", i+1, ex.Title, err))
+		}
 	}
 	if t.input != nil {
 		walk(t.input, "", func(path string, s *Schema) {

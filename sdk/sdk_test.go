@@ -351,3 +351,33 @@ func TestLimitIsClampedCentrally(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckToolRefusesExamplesTheInputSchemaRefuses(t *testing.T) {
+	ro := Annotations{Effect: ReadOnly, World: ClosedWorld}
+	cases := []struct {
+		name     string
+		examples []Example
+		want     []string // substrings of the violations; none: no violation
+	}{
+		{"valid examples pass", []Example{{Title: "all rows", Args: map[string]any{"query": "INVITE"}}, {Title: "one row", Args: map[string]any{"query": "x", "limit": 1, "format": "json"}}}, nil},
+		{"an unknown argument is refused", []Example{{Title: "typo", Args: map[string]any{"query": "x", "limt": 1}}}, []string{`example 1 (typo): arguments fail the input schema`, `limt`}},
+		{"a value outside the enum is refused", []Example{{Title: "ok", Args: map[string]any{"query": "x"}}, {Title: "bad format", Args: map[string]any{"query": "x", "format": "xml"}}}, []string{`example 2 (bad format)`, `format`}},
+		{"a missing required argument is refused", []Example{{Title: "no query"}}, []string{`example 1 (no query)`, `query`}},
+		{"an untitled example is refused", []Example{{Args: map[string]any{"query": "x"}}}, []string{`example 1: no title`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := echoTool("echo", ro)
+			tool.Examples = tc.examples
+			got := strings.Join(CheckTool(tool, nil), "\n")
+			if len(tc.want) == 0 && got != "" {
+				t.Fatalf("got violations %q, want none", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("violations %q lack %q", got, w)
+				}
+			}
+		})
+	}
+}

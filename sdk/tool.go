@@ -124,6 +124,22 @@ type Descriptor struct {
 	// Documentation only: the per-bundle pages in docs/bundles list them;
 	// they are not sent.
 	Refusals []Refusal
+	// Examples are the tool's example calls, first the one an agent would
+	// make first. Never sent: the per-bundle pages in docs/bundles print
+	// them, and the end-to-end tests make each one against the sample
+	// capture testdata/sip-rtp-g711.pcap (a golden transcript per example,
+	// and its answer checked against the output schema), so a new tool is
+	// tested and documented from its own folder. Registration refuses an
+	// example whose arguments fail the tool's input schema.
+	Examples []Example
+}
+
+// Example is one example call of a tool.
+type Example struct {
+	// Title says what the call asks, as a reader would put it.
+	Title string
+	// Args are the call's arguments (nil: none).
+	Args map[string]any
 }
 
 // Refusal is one documented way a tool refuses a call.

@@ -10,6 +10,7 @@ package tests
 // CoreDNS checks every plugin's README.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,6 +143,19 @@ func toolSection(t sdk.Tool) string {
 		b.WriteString("| Output | Type | Always present | Description |\n|---|---|---|---|\n")
 		for _, p := range out.Properties {
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", p.Name, cell(typeName(p.Schema)), yesNo(outReq[p.Name]), cell(p.Schema.Description+enumText(p.Schema)))
+		}
+		b.WriteString("\n")
+	}
+
+	if len(t.Examples) > 0 {
+		// The same calls the golden transcripts make (bundles/<id>/testdata/transcripts).
+		b.WriteString("Examples (`tools/call` arguments; on the sample capture `testdata/sip-rtp-g711.pcap`):\n\n")
+		for _, ex := range t.Examples {
+			args := []byte("{}")
+			if len(ex.Args) > 0 {
+				args, _ = json.Marshal(ex.Args)
+			}
+			fmt.Fprintf(&b, "- %s: `%s`\n", strings.Join(strings.Fields(ex.Title), " "), args)
 		}
 		b.WriteString("\n")
 	}

@@ -35,12 +35,15 @@ import (
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
+// sampleCaptureName is the sample capture the tools' example calls name.
+const sampleCaptureName = "sip-rtp-g711.pcap"
+
 // outputSchemaCaptures are the public captures the conformance test reads:
 // calls that succeed, fail, are cancelled, re-INVITE, carry DTMF, run over
 // TCP, through a B2BUA and a proxy; orphaned RTP; a hostile INVITE; a
 // capture with no SIP at all.
 var outputSchemaCaptures = []string{
-	"sip-rtp-g711.pcap",
+	sampleCaptureName,
 	"b2bua-asterisk.pcapng",
 	"sip-auth-failure.pcapng",
 	"sip-488-codec-reject.pcapng",
@@ -108,7 +111,7 @@ func TestOutputSchemasHoldOnTheLiveWire(t *testing.T) {
 					advertised[tool] = true
 				}
 			}
-			for _, tc := range discoverCalls(t, s) {
+			for _, tc := range discoverCalls(t, s, name == sampleCaptureName) {
 				t.Run(tc.label(), func(t *testing.T) {
 					c, ok := checks[tc.tool]
 					if !ok {
@@ -172,7 +175,7 @@ func TestOutputSchemasHoldOverHTTPE2E(t *testing.T) {
 	// The calls, discovered over stdio on the same capture.
 	disc := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "-I", sampleCapture())
 	disc.waitLoaded()
-	calls := discoverCalls(t, disc)
+	calls := discoverCalls(t, disc, true)
 
 	token := "e2e-output-schemas-token-0123456789"
 	srv := startHTTP(t, []string{"SIPNAB_MCP_TOKEN=" + token}, "-N", "--mcp", "--mcp-transport", "http",
@@ -394,9 +397,19 @@ func (c toolCall) label() string {
 }
 
 // discoverCalls builds valid calls to every tool from what the capture
-// holds.
-func discoverCalls(t *testing.T, s *rawSession) []toolCall {
+// holds, and, on the sample capture testdata/sip-rtp-g711.pcap (whose
+// Call-IDs they name), every registered tool's example calls
+// (sdk.Descriptor.Examples), so a new tool's answers meet its schema without
+// an edit here.
+func discoverCalls(t *testing.T, s *rawSession, sample bool) []toolCall {
 	t.Helper()
+	var examples []toolCall
+	if sample {
+		ex, _ := exampleCalls(registry(t))
+		for _, c := range ex {
+			examples = append(examples, toolCall{c.tool, c.args})
+		}
+	}
 	calls := []toolCall{
 		{"capture_status", nil},
 		{"get_capture_report", nil},
@@ -545,7 +558,7 @@ func discoverCalls(t *testing.T, s *rawSession) []toolCall {
 	for _, r := range rules {
 		calls = append(calls, toolCall{"explain_rule", map[string]any{"rule_id": r}})
 	}
-	return calls
+	return append(examples, calls...)
 }
 
 // rendersDocuments reports whether a registered tool may answer with a

@@ -63,6 +63,9 @@ func aggregateDialogsTool(d *deps) sdk.Tool {
 		Description: "Counts matching dialogs per value of one dimension (buckets + other_count = total_matched; absent: " +
 			"(none)). Rates per value (ASR, PDD, MOS): group_dialogs. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Dialog counts per final response code", Args: map[string]any{"group_by": "response_code"}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
 			{Code: sdk.CodeInvalidParams, When: "a negative top_n"},

@@ -82,3 +82,8 @@ func addTool(mk func(*deps) sdk.Tool) bool {
 	constructors = append(constructors, mk)
 	return true
 }
+
+// The example calls (sdk.Descriptor.Examples) name calls of the sample
+// capture testdata/sip-rtp-g711.pcap, which the end-to-end tests load: the
+// first of its two INVITE dialogs from 10.0.2.20.
+const sampleCallID = "1-1966@10.0.2.20"

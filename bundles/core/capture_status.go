@@ -144,6 +144,9 @@ func captureStatusTool(d *deps) sdk.Tool {
 		Description: "What the server reads and how far: source, counts, capture quality, load progress, " +
 			"source_exhausted. Call first: files load in the background. unsaved: stopping a live source loses its packets.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Load state and counts of the capture", Args: nil},
+		},
 	}, func(ctx context.Context, c *sdk.Call, _ captureStatusIn) (CaptureStatus, error) {
 		return captureStatus(d, time.Now()), nil
 	})

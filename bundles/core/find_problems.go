@@ -31,6 +31,10 @@ func findProblemsTool(d *deps) sdk.Tool {
 		Description: "list_dialogs of the problem aliases in kinds, each row naming the clause it matched and the value; " +
 			"by_method shows how many are OPTIONS or REGISTER, not calls. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Dialogs with a problem, worst first", Args: nil},
+			{Title: "Only one-way audio and slow setup", Args: map[string]any{"kinds": []string{"one-way", "slow-setup"}}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown alias in kinds (the message lists the aliases and suggests the nearest)"},
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},

@@ -71,6 +71,10 @@ func getCaptureReportTool(d *deps) sdk.Tool {
 		Description: "Whole-capture verdict: findings worst first with evidence (failures, media, RTP of no known call, " +
 			"what was not read). complete is false over a partial read.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "The whole capture in one JSON answer", Args: nil},
+			{Title: "The same as a Markdown document", Args: map[string]any{"format": "markdown"}},
+		},
 		// yang-json, markdown and text are documents: no outputSchema.
 		Renders: true,
 	}, func(ctx context.Context, c *sdk.Call, in captureReportIn) (CaptureReport, error) {

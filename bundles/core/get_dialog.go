@@ -84,6 +84,9 @@ func getDialogTool(d *deps) sdk.Tool {
 		Description: "One dialog's SIP messages as data (addresses, CSeq, fenced headers, SDP), paged by max_messages and cursor; " +
 			"total_messages counts all. Who sent what when, drawn: render_ladder.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "One call's messages, at most five", Args: map[string]any{"call_id": sampleCallID, "max_messages": 5}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,

@@ -25,6 +25,10 @@ func listDialogsTool(d *deps) sdk.Tool {
 		Description: "Dialog rows matching a filter, oldest first, with total_matched and by_method over every match. " +
 			"Counts: aggregate_dialogs; why each is a problem: find_problems. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "The first page of dialogs, one row", Args: map[string]any{"limit": 1}},
+			{Title: "Only the answered INVITE dialogs", Args: map[string]any{"filter": "method == INVITE and final_status_code == 200", "fields": []string{"call_id", "state", "timing"}}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},
 			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this listing's: malformed, altered, or from another capture, tool or filter"},

@@ -60,6 +60,10 @@ func rtpStatsTool(d *deps) sdk.Tool {
 		Description: "RTP quality (loss, jitter, MOS) of one call, or a paged sweep of every stream " +
 			"filtered by min_mos/max_mos and orphaned. Interval scores only with quality_intervals.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Every RTP stream with its loss, jitter and MOS", Args: nil},
+			{Title: "The streams of one call", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "min_mos or max_mos with call_id (the bounds filter a sweep)"},
 			{Code: sdk.CodeInvalidParams, When: "orphaned, limit or cursor with call_id"},

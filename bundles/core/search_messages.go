@@ -52,6 +52,9 @@ func searchMessagesTool(d *deps) sdk.Tool {
 		Description: "Finds a substring (case-insensitive) in the method, From, To, User-Agent and body of every " +
 			"retained SIP message; one hit per message with a fenced snippet.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "SIP messages carrying INVITE", Args: map[string]any{"query": "INVITE", "limit": 2}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty query or one over the query size limit"},
 			{Code: sdk.CodeInvalidParams, When: "a cursor that is not this search's: malformed, altered, or from another capture, tool or query"},

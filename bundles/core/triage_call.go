@@ -121,6 +121,9 @@ func triageCallTool(d *deps) sdk.Tool {
 		Description: "First look at one call: which side failed (signaling, media, both or none), the diagnosis rules that fired, " +
 			"hints, the termination cause. Whole story: get_dialog_report; the messages: get_dialog.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "One call's verdict with its evidence", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,

@@ -81,6 +81,9 @@ func awaitConditionTool(d *deps) sdk.Tool {
 		Description: "Block until a dialog matches the filter, the source is read whole, or timeout_seconds passes " +
 			"(a deadline is a successful answer). Returns the matches and why it stopped. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Wait up to 1 s for an INVITE dialog", Args: map[string]any{"filter": "method == INVITE", "timeout_seconds": 1}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty filter"},
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},

@@ -117,3 +117,11 @@ func tools(d *deps) []sdk.Tool {
 		generateReproTool(d),
 	}
 }
+
+// The example calls (sdk.Descriptor.Examples) name calls of the sample
+// capture testdata/sip-rtp-g711.pcap, which the end-to-end tests load: two
+// INVITE dialogs from 10.0.2.20.
+const (
+	sampleCallID  = "1-1966@10.0.2.20"
+	sampleCallID2 = "1-1968@10.0.2.20"
+)

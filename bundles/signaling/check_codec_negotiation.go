@@ -81,6 +81,9 @@ func checkCodecNegotiationTool(d *deps) sdk.Tool {
 		Description: "Compares the call's SDP offer with its answer, every re-offer too: offered, answered and common codecs " +
 			"and a result (ok, no_common_codec, rejected, no_answer, ...).",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Did the offer and answer agree on a codec", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,

@@ -69,6 +69,9 @@ func compareDialogsTool(d *deps) sdk.Tool {
 		Description: "Two calls side by side (state, final code, messages, methods, hints) and the fields that differ: " +
 			"a failing call against one that worked.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Where two calls differ", Args: map[string]any{"call_id_a": sampleCallID, "call_id_b": sampleCallID2}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id_a or call_id_b"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id_a or call_id_b"},

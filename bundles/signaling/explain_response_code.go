@@ -150,6 +150,9 @@ func explainResponseCodeTool(*deps) sdk.Tool {
 		Title:       "Explain a SIP response code",
 		Description: "What a SIP status code (100-699) means, its class and registry phrase, and what to check next.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "What 488 means", Args: map[string]any{"code": 488}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a code outside 100 to 699"},
 		},

@@ -62,6 +62,9 @@ func explainRuleTool(*deps) sdk.Tool {
 		Title:       "Explain a lint rule",
 		Description: "One lint rule: what it checks, its severity and basis, the RFC and section it cites. An unknown id lists all 43.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "What a lint rule checks and where the RFC says so", Args: map[string]any{"rule_id": "SDP-3264-6.1-ANSWER-EXTRA-FORMAT"}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown rule_id (the message lists all 43)"},
 		},

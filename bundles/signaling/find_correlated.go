@@ -78,6 +78,9 @@ func findCorrelatedTool(d *deps) sdk.Tool {
 		Description: "Other legs of a call (B2BUA, SBC, Call-ID-changing proxy), each with the identifier linking it and a " +
 			"confidence 0-100 (same_users, timing_heuristic: guesses); none found: hop says why. Every leg, transitively: get_call_tree.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Calls related to one call", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			{Code: sdk.CodeInvalidParams, When: "a negative limit"},

@@ -68,6 +68,9 @@ func generateReproTool(d *deps) sdk.Tool {
 		Description: "A SIPp scenario replaying one call's UAC side to test a hypothesis: pin the aspects you suspect " +
 			"(kept as captured), vary identity ones (new per call). Asserts the captured responses; run is the sipp command.",
 		Annotations: sdk.Annotations{Effect: sdk.Writes, Idempotency: sdk.Idempotent, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "A SIPp scenario replaying one call", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,

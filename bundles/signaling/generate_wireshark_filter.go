@@ -74,6 +74,9 @@ func generateWiresharkFilterTool(d *deps) sdk.Tool {
 		Description: "A Wireshark display filter selecting one call (SIP by Call-ID; with include_media, RTP by 5-tuple and " +
 			"SSRC and its RTCP) and the tshark command (decode-as for SIP off port 5060).",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "A Wireshark filter for one call", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,

@@ -83,6 +83,9 @@ func getCallTreeTool(d *deps) sdk.Tool {
 		Description: "Every leg reachable from a Call-ID by following identifier links, breadth first, with dialog rows. " +
 			"Timing-only guesses are listed (heuristic_edges), never followed. One call's direct legs, scored: find_correlated.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "The tree of calls around one call", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,

@@ -38,6 +38,9 @@ func getDialogReportTool(d *deps) sdk.Tool {
 		Description: "One call's full report: result, parties, timing, diagnosis, SDP timeline, termination, streams; " +
 			"markdown/text add transaction chains. Quick verdict: triage_call; message flow: render_ladder.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "One call's report", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		// markdown/text are documents: no outputSchema.
 		Renders: true,
 		Refusals: []sdk.Refusal{

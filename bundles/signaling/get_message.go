@@ -89,6 +89,9 @@ func getMessageTool(d *deps) sdk.Tool {
 		Description: "One message by index: get_dialog's row plus every other header line (extension_headers), " +
 			"fenced, in wire order.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "A call's first message", Args: map[string]any{"call_id": sampleCallID, "index": 0}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,

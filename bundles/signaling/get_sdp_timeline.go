@@ -123,6 +123,9 @@ func getSDPTimelineTool(d *deps) sdk.Tool {
 		Description: "Every SDP offer and answer of a call in order: codecs, media address/port, ptime, direction, changes " +
 			"(hold, resume, T.38 switch, codec or media address change), each offer's outcome.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Offers and answers of one call", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,

@@ -104,6 +104,9 @@ func groupDialogsTool(d *deps) sdk.Tool {
 			"retransmits per dialog; not computable: null with a not_grounded reason, never 0. Counts only: aggregate_dialogs. " +
 			reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "ASR, NER and PDD per method", Args: map[string]any{"by": "method"}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an unknown dimension in by or metric in metrics"},
 			{Code: sdk.CodeInvalidParams, When: "a filter that does not compile (the message gives the position and a caret line)"},

@@ -111,6 +111,9 @@ func lintDialogTool(d *deps) sdk.Tool {
 			"(the SDP against the RTP seen). Quote rfc and section from the findings. rules_not_evaluated lists rules that " +
 			"could not run (no RTP, one message): not a pass. One message: validate_message.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "RFC findings on one call", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		Refusals: []sdk.Refusal{
 			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "an unknown ruleset"},

@@ -24,6 +24,9 @@ func renderLadderTool(d *deps) sdk.Tool {
 		Description: "One call's report, then its ladder diagram: participants by address, arrows, relative times, SDP, RTP, " +
 			"correlated legs; sender text fenced. Exact headers: get_dialog.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "A call's ladder diagram", Args: map[string]any{"call_id": sampleCallID}},
+		},
 		// Always a document: no outputSchema.
 		Renders: true,
 		Refusals: []sdk.Refusal{

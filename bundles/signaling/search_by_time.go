@@ -57,6 +57,9 @@ func searchByTimeTool(d *deps) sdk.Tool {
 		Description: "list_dialogs within a creation-time window [start, end), oldest first, with total_matched and a cursor. " +
 			reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Dialogs created since a time, one per page", Args: map[string]any{"start": "2000-01-01T00:00:00Z", "limit": 1}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "start or end not an RFC 3339 time"},
 			{Code: sdk.CodeInvalidParams, When: "end not after start"},

@@ -48,6 +48,9 @@ func tailDialogsTool(d *deps) sdk.Tool {
 		Description: "Dialogs whose latest message came after the cursor, in updated_at order. Poll with next_cursor " +
 			"(always set) to follow a live capture.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "The most recent dialog", Args: map[string]any{"limit": 1}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a negative limit"},
 			{Code: sdk.CodeInvalidParams, When: "a cursor that is malformed, altered, or from another capture or tool"},

@@ -64,6 +64,9 @@ func timelineTool(d *deps) sdk.Tool {
 		Description: "Dialogs created per time bucket, aligned to the Unix epoch, empty buckets kept (a gap is a finding). " +
 			"At most --mcp-max-rows buckets: a wider span widens bucket_seconds and says so.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "Dialogs created per 10 s bucket", Args: map[string]any{"bucket_seconds": 10}},
+		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "bucket_seconds outside 1 to 31622400"},
 		},

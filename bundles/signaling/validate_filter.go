@@ -65,6 +65,9 @@ func validateFilterTool(d *deps) sdk.Tool {
 			"successful answer: valid false, the error's position, caret line and hint, total_matched null. Grammar: " +
 			reference.FilterURI,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "An unfinished filter: where it breaks", Args: map[string]any{"expr": "state == Failed and (method =="}},
+		},
 	}, func(ctx context.Context, c *sdk.Call, in validateFilterIn) (ValidateFilter, error) {
 		return validateFilter(ctx, d, in)
 	})

@@ -30,6 +30,9 @@ func validateMessageTool(d *deps) sdk.Tool {
 		Description: "lint_dialog for one message of a call: only rules that read a message alone run; the dialog and media " +
 			"rules are listed in rules_not_evaluated. Whole call: lint_dialog.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
+		Examples: []sdk.Example{
+			{Title: "RFC findings on one message", Args: map[string]any{"call_id": sampleCallID, "index": 0}},
+		},
 		Refusals: []sdk.Refusal{
 			answer.UnknownCallRefusal,
 			{Code: sdk.CodeInvalidParams, When: "an index out of range or past the retention cap"},
