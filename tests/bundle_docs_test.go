@@ -283,13 +283,39 @@ func regenerate(t *testing.T, path string, sections [][3]string) {
 	t.Errorf("%s is out of date with the registry; run go test ./tests -run TestMCPToolsDocIsCurrent -update", rel)
 }
 
+// bundlePage is where a bundle's page lives: docs/bundles/<id>.md for the
+// bundles sipnab ships (linked from docs/mcp-tools.md, whose tables list
+// their tools), or bundles/<id>/README.md for a bundle that keeps its page
+// in its own folder, as a vendor's does (docs/adding-a-bundle.md): adding
+// such a bundle then touches its folder and bundles/all only. shipped says
+// which.
+func bundlePage(id string) (path string, shipped bool) {
+	p := filepath.Join(testcap.Root(), "docs", "bundles", id+".md")
+	if _, err := os.Stat(p); err == nil {
+		return p, true
+	}
+	return filepath.Join(testcap.Root(), "bundles", id, "README.md"), false
+}
+
+// shippedBundles are the registered bundles whose page is under
+// docs/bundles (bundlePage): the ones docs/mcp-tools.md tabulates.
+func shippedBundles(reg *sdk.Registry) []sdk.Registered {
+	var out []sdk.Registered
+	for _, r := range reg.Bundles() {
+		if _, shipped := bundlePage(r.Info.ID); shipped {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // checkBundlePages regenerates each bundle page's tool reference, resources
 // and prompts (a subtest of TestMCPToolsDocIsCurrent, so its -update
 // rewrites every generated doc).
 func checkBundlePages(t *testing.T, reg *sdk.Registry) {
 	for _, r := range reg.Bundles() {
 		t.Run(r.Info.ID, func(t *testing.T) {
-			path := filepath.Join(testcap.Root(), "docs", "bundles", r.Info.ID+".md")
+			path, _ := bundlePage(r.Info.ID)
 			if _, err := os.Stat(path); err != nil {
 				t.Skipf("no page (TestEveryBundleHasItsPage fails): %v", err)
 			}
@@ -310,9 +336,11 @@ func checkProtocolDoc(t *testing.T, reg *sdk.Registry) {
 	})
 }
 
-// TestEveryBundleHasItsPage: every compiled-in bundle has docs/bundles/<id>.md
-// with the required sections in order, its generated markers, and a link
-// from docs/mcp-tools.md; no page documents a bundle that is not compiled in.
+// TestEveryBundleHasItsPage: every compiled-in bundle has its page
+// (docs/bundles/<id>.md, or bundles/<id>/README.md: bundlePage) with the
+// required sections in order and its generated markers; a page under
+// docs/bundles is linked from docs/mcp-tools.md; no page documents a bundle
+// that is not compiled in.
 func TestEveryBundleHasItsPage(t *testing.T) {
 	reg := registry(t)
 	tools, err := os.ReadFile(filepath.Join(testcap.Root(), "docs", "mcp-tools.md"))
@@ -323,7 +351,7 @@ func TestEveryBundleHasItsPage(t *testing.T) {
 	for _, r := range reg.Bundles() {
 		ids[r.Info.ID] = true
 		t.Run(r.Info.ID, func(t *testing.T) {
-			path := filepath.Join(testcap.Root(), "docs", "bundles", r.Info.ID+".md")
+			path, shipped := bundlePage(r.Info.ID)
 			raw, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatalf("bundle %q has no page: %v", r.Info.ID, err)
@@ -346,7 +374,7 @@ func TestEveryBundleHasItsPage(t *testing.T) {
 					t.Errorf("marker %s appears %d times, want once", m, strings.Count(doc, m))
 				}
 			}
-			if link := "(bundles/" + r.Info.ID + ".md)"; !strings.Contains(string(tools), link) {
+			if link := "(bundles/" + r.Info.ID + ".md)"; shipped && !strings.Contains(string(tools), link) {
 				t.Errorf("docs/mcp-tools.md does not link %s", link)
 			}
 		})
