@@ -264,6 +264,21 @@ func stripYAMLComment(s string) string {
 // indexOutsideQuotes is strings.IndexByte ignoring bytes inside "..." or
 // '...' (a backslash escapes inside double quotes).
 func indexOutsideQuotes(s string, b byte) int {
+	at := -1
+	eachOutsideQuotes(s, func(i int) bool {
+		if s[i] == b {
+			at = i
+			return false
+		}
+		return true
+	})
+	return at
+}
+
+// eachOutsideQuotes calls f with the index of every byte of s outside
+// "..." or '...' (a backslash escapes inside double quotes), quote marks
+// excluded, until f returns false.
+func eachOutsideQuotes(s string, f func(i int) bool) {
 	var quote byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -276,11 +291,12 @@ func indexOutsideQuotes(s string, b byte) int {
 			}
 		case c == '"' || c == '\'':
 			quote = c
-		case c == b:
-			return i
+		default:
+			if !f(i) {
+				return
+			}
 		}
 	}
-	return -1
 }
 
 func splitOutsideQuotes(s string, sep byte) []string {
@@ -298,23 +314,14 @@ func splitOutsideQuotes(s string, sep byte) []string {
 // bracketDepth is the net count of [ over ] outside quotes.
 func bracketDepth(s string) int {
 	d := 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote == '"' && c == '\\':
-			i++
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '[':
+	eachOutsideQuotes(s, func(i int) bool {
+		switch s[i] {
+		case '[':
 			d++
-		case c == ']':
+		case ']':
 			d--
 		}
-	}
+		return true
+	})
 	return d
 }
