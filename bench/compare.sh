@@ -107,7 +107,7 @@ fi
 
 cmd_of() { # kind capture -> the command line
   case $1 in
-    sipnab) echo "$(q "$sipnab_bin") -N -I $(q "$2") --json --cores $3" ;;
+    sipnab) echo "$(q "$sipnab_bin") -N -I $(q "$2") --json-run --cores $3" ;;
     tshark-sip) echo "$(q "$tshark_bin") -n -q -z sip,stat -r $(q "$2")" ;;
     tshark-rtp) echo "$(q "$tshark_bin") -n -q -z rtp,streams -r $(q "$2")" ;;
     # -l: sngrep keeps 20,000 dialogs by default and signaling holds 21,000.
@@ -121,11 +121,11 @@ check() {
   local f=$2 n
   case $1 in
     sipnab)
-      n=$(jq -e '.dialogs | length' "$f" 2>/dev/null) || { echo "--json output does not parse or has no dialogs[]"; return; }
-      [ -z "$exp_dialogs" ] || [ "$n" = "$exp_dialogs" ] || { echo "--json holds $n dialogs, the answers $exp_dialogs"; return; }
+      n=$(jq -e '.dialogs | length' "$f" 2>/dev/null) || { echo "--json-run output does not parse or has no dialogs[]"; return; }
+      [ -z "$exp_dialogs" ] || [ "$n" = "$exp_dialogs" ] || { echo "--json-run holds $n dialogs, the answers $exp_dialogs"; return; }
       if [ -n "$exp_streams" ]; then
         n=$(jq '.streams | length' "$f")
-        [ "$n" = "$exp_streams" ] || echo "--json holds $n streams, the answers $exp_streams"
+        [ "$n" = "$exp_streams" ] || echo "--json-run holds $n streams, the answers $exp_streams"
       fi ;;
     tshark-sip)
       grep -q '^SIP Statistics' "$f" || { echo "no 'SIP Statistics' table"; return; }

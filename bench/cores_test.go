@@ -18,7 +18,7 @@ import (
 )
 
 // batchDocument loads paths into a new capture on the given number of cores
-// and returns its --json document with the run's own timing and instance
+// and returns its --json-run document with the run's own timing and instance
 // (which differ between any two runs) blanked.
 func batchDocument(t *testing.T, paths []string, cores int) []byte {
 	t.Helper()
@@ -58,7 +58,7 @@ func firstDiff(a, b []byte) string {
 
 // TestCoresGiveTheSameDocument loads every public capture and generated
 // carrier captures on one core and sharded over 2, 3 and 5 cores, and wants
-// the same --json document byte for byte (the run's elapsed time and
+// the same --json-run document byte for byte (the run's elapsed time and
 // capture instance aside).
 func TestCoresGiveTheSameDocument(t *testing.T) {
 	type input struct {

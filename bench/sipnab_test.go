@@ -1,5 +1,5 @@
 // Package bench_test checks the sipnab binary against the generator's
-// answers: on a generated capture, `sipnab -N -I FILE --json` must give
+// answers: on a generated capture, `sipnab -N -I FILE --json-run` must give
 // exactly the dialogs and streams the generator made.
 package bench_test
 
@@ -17,7 +17,7 @@ import (
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
-// batch is the part of sipnab's --json document this test reads.
+// batch is the part of sipnab's --json-run document this test reads.
 type batch struct {
 	Run struct {
 		FramesRead int  `json:"frames_read"`
@@ -78,9 +78,9 @@ func TestSipnabMatchesAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command(bin, "-N", "-I", path, "--json").Output()
+			out, err := exec.Command(bin, "-N", "-I", path, "--json-run").Output()
 			if err != nil {
-				t.Fatalf("sipnab -N -I %s --json: %v", path, err)
+				t.Fatalf("sipnab -N -I %s --json-run: %v", path, err)
 			}
 			var b batch
 			if err := json.Unmarshal(out, &b); err != nil {

@@ -56,7 +56,7 @@ func checkBatch(cfg *Config) error {
 }
 
 // runBatch is the batch CLI: -N with sources (-I FILE|DIR, -i IFACE,
-// -L ADDR) and --json|--report, or --call-report <Call-ID>. It reads until
+// -L ADDR) and --json-run|--report, or --call-report <Call-ID>. It reads until
 // the files are read and, with a live interface or a HEP listener, until a
 // stop is requested (SIGINT or SIGTERM, --duration, --count), then writes
 // the document. Exit 0 when the read was whole or stopped on request, 1 when
@@ -67,7 +67,7 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 	}
 	wantJSON, wantReport := cfg.JSON, cfg.Report
 	if wantJSON == wantReport {
-		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json or --report (or --call-report <Call-ID>, or --mcp)")
+		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json-run or --report (or --call-report <Call-ID>, or --mcp)")
 		return exitUsage
 	}
 	if batchSourcesOf(cfg).none() {
@@ -222,7 +222,7 @@ func batchExit(st engine.Status, onRequest bool) int {
 // stop is requested, as runBatch does.
 func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 	if cfg.JSON || cfg.Report {
-		fmt.Fprintln(sio.Stderr, "sipnab: --call-report does not combine with --json or --report")
+		fmt.Fprintln(sio.Stderr, "sipnab: --call-report does not combine with --json-run or --report")
 		return exitUsage
 	}
 	if batchSourcesOf(cfg).none() {

@@ -125,7 +125,7 @@ const readingLine = "reading until interrupted"
 // read to an end (a listener has none) and did not stop early.
 func TestBatchHEPStopsAtCount(t *testing.T) {
 	addr := heptest.FreeAddr(t)
-	done, out, errb := runBatchAsync(context.Background(), "-N", "-L", addr, "--json", "--count", "9")
+	done, out, errb := runBatchAsync(context.Background(), "-N", "-L", addr, "--json-run", "--count", "9")
 	waitFor(t, errb, done, readingLine)
 	heptest.Send(t, addr, batchHEPCalls())
 	if code := exitOf(t, done, errb); code != exitOK {
@@ -192,7 +192,7 @@ func checkBatchDialogs(t *testing.T, doc batchDoc) {
 
 // TestBatchHEPStopsOnRequest: a HEP batch run stopped by its context (what
 // SIGINT and SIGTERM do) or by --duration exits 0 with the document of what
-// it read, --report as well as --json.
+// it read, --report as well as --json-run.
 func TestBatchHEPStopsOnRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -201,9 +201,9 @@ func TestBatchHEPStopsOnRequest(t *testing.T) {
 		reason string
 		stdout string
 	}{
-		{"signal, json", []string{"--json"}, true, "interrupted (SIGINT or SIGTERM)", `"source_stopped_early": false`},
+		{"signal, json", []string{"--json-run"}, true, "interrupted (SIGINT or SIGTERM)", `"source_stopped_early": false`},
 		{"signal, report", []string{"--report"}, true, "interrupted (SIGINT or SIGTERM)", "INCOMPLETE RUN"},
-		{"duration", []string{"--json", "--duration", "0.3"}, false, "--duration reached", `"dialogs": []`},
+		{"duration", []string{"--json-run", "--duration", "0.3"}, false, "--duration reached", `"dialogs": []`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -231,7 +231,7 @@ func TestBatchHEPStopsOnRequest(t *testing.T) {
 // not complete.
 func TestBatchFileCount(t *testing.T) {
 	sample := filepath.Join(testcap.Root(), "testdata", "sip-rtp-g711.pcap")
-	done, out, errb := runBatchAsync(context.Background(), "-N", "-I", sample, "--json", "--count", "10")
+	done, out, errb := runBatchAsync(context.Background(), "-N", "-I", sample, "--json-run", "--count", "10")
 	if code := exitOf(t, done, errb); code != exitOK {
 		t.Fatalf("exit %d, want 0: %s", code, errb.String())
 	}
@@ -255,7 +255,7 @@ func TestBatchTruncatedFileWithHEP(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done, out, errb := runBatchAsync(ctx, "-N", "-I", cut, "-L", heptest.FreeAddr(t), "--json")
+	done, out, errb := runBatchAsync(ctx, "-N", "-I", cut, "-L", heptest.FreeAddr(t), "--json-run")
 	waitFor(t, errb, done, readingLine)
 	// The load records the early stop, then logs it: after this line a
 	// stop request cannot turn the truncation into a stop on request.
@@ -304,15 +304,15 @@ func TestBatchUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no source", []string{"-N", "--json"}, "-i IFACE (live) or -L ADDR (HEP)"},
-		{"negative duration", []string{"-N", "-L", addr, "--json", "--duration", "-1"}, "--duration -1"},
-		{"infinite duration", []string{"-N", "-L", addr, "--json", "--duration", "+Inf"}, "--duration +Inf"},
-		{"negative count", []string{"-N", "-L", addr, "--json", "--count", "-5"}, "--count -5"},
+		{"no source", []string{"-N", "--json-run"}, "-i IFACE (live) or -L ADDR (HEP)"},
+		{"negative duration", []string{"-N", "-L", addr, "--json-run", "--duration", "-1"}, "--duration -1"},
+		{"infinite duration", []string{"-N", "-L", addr, "--json-run", "--duration", "+Inf"}, "--duration +Inf"},
+		{"negative count", []string{"-N", "-L", addr, "--json-run", "--count", "-5"}, "--count -5"},
 		{"duration with mcp", []string{"-N", "--mcp", "-L", addr, "--duration", "5"}, "do not combine with --mcp"},
 		{"count with mcp", []string{"-N", "--mcp", "-I", "x.pcap", "--count", "5"}, "do not combine with --mcp"},
-		{"json with stdio mcp and HEP", []string{"-N", "--mcp", "-L", addr, "--json"}, "--json writes to stdout"},
+		{"json with stdio mcp and HEP", []string{"-N", "--mcp", "-L", addr, "--json-run"}, "--json-run writes to stdout"},
 		{"report with stdio mcp and live", []string{"-N", "--mcp", "-i", "lo", "--report"}, "--report writes to stdout"},
-		{"no -N", []string{"-L", addr, "--json"}, "-i IFACE|-L ADDR"},
+		{"no -N", []string{"-L", addr, "--json-run"}, "-i IFACE|-L ADDR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr syncBuffer

@@ -92,7 +92,7 @@ var options = []option{
 	{flag: "hep-listen", group: gSources, arg: "ADDR", short: "L", key: "hep.listen", def: []string{}, usage: "receive HEP on this address, UDP and TCP (repeatable)"},
 	{flag: "hep-allow", group: gSources, arg: "CIDR", key: "hep.allow", def: []string{}, usage: "HEP sources admitted: CIDR, address or host (repeatable; required off loopback)"},
 	{flag: "hep-rate-limit-per-peer", group: gSources, key: "hep.rate_limit_per_peer", def: 0, usage: "HEP datagrams per second per sender (0 = unlimited)"},
-	{flag: "json", group: gBatch, key: "json", def: false, usage: "write the analysis as one JSON document to stdout", noConfig: true},
+	{flag: "json-run", group: gBatch, key: "json_run", def: false, usage: "write the analysis as one JSON document to stdout", noConfig: true},
 	{flag: "report", group: gBatch, key: "report", def: false, usage: "write a readable report to stdout", noConfig: true},
 	{flag: "limit", group: gGeneral, key: "limit", def: 100000, usage: "dialog cap (evicts oldest past it)"},
 	{flag: "max-store-mb", group: gGeneral, arg: "MIB", key: "max_store_mb", def: 0, usage: "dialog store budget in MiB (retained messages and their structures); past it the oldest dialogs are evicted, counted as evicted_for_bytes (0: a sixteenth of memory, 64 MiB to 1 GiB)"},

@@ -15,7 +15,7 @@ func writeHelp(w io.Writer) {
 
 sipnab reads SIP and RTP from capture files, live interfaces or a HEP feed,
 reconstructs every call, grades its audio and finds what went wrong.
-  batch:  sipnab -N -I capture.pcap --report     (or --json, --call-report CALL-ID)
+  batch:  sipnab -N -I capture.pcap --report     (or --json-run, --call-report CALL-ID)
   MCP:    sipnab -N --mcp -I capture.pcap        (stdio; --mcp-transport http to listen)
 `)
 	for g := range groupTitles {

@@ -553,7 +553,7 @@ func TestStartupRefusals(t *testing.T) {
 		want string
 	}{
 		{"mcp needs -N", []string{"--mcp"}, "--mcp needs -N"},
-		{"json with stdio", []string{"-N", "--mcp", "--json"}, "--json writes to stdout"},
+		{"json with stdio", []string{"-N", "--mcp", "--json-run"}, "--json-run writes to stdout"},
 		{"report with stdio", []string{"-N", "--mcp", "--report"}, "--report writes to stdout"},
 		{"non-loopback without credential", []string{"-N", "--mcp", "--mcp-transport", "http", "--mcp-bind", "0.0.0.0:0"}, "no credential is configured"},
 		{"malformed resource url", []string{"-N", "--mcp", "--mcp-transport", "http", "--mcp-bind", "127.0.0.1:0", "--mcp-resource-url", "not a url"}, "--mcp-resource-url"},

@@ -24,7 +24,7 @@ func TestBatchIntervalVerdictsFollowTheRunsThresholds(t *testing.T) {
 		{"jitter 3", []string{"--jitter-threshold", "3"}, "acceptable acceptable acceptable acceptable acceptable degraded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			done, out, errb := runBatchAsync(context.Background(), append([]string{"-N", "-I", testcap.Public("SIP_CALL_RTP_G711"), "--json"}, tc.args...)...)
+			done, out, errb := runBatchAsync(context.Background(), append([]string{"-N", "-I", testcap.Public("SIP_CALL_RTP_G711"), "--json-run"}, tc.args...)...)
 			if code := exitOf(t, done, errb); code != exitOK {
 				t.Fatalf("exit %d, want 0: %s", code, errb.String())
 			}
@@ -37,7 +37,7 @@ func TestBatchIntervalVerdictsFollowTheRunsThresholds(t *testing.T) {
 				} `json:"streams"`
 			}
 			if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
-				t.Fatalf("decoding --json: %v", err)
+				t.Fatalf("decoding --json-run: %v", err)
 			}
 			var got []string
 			for _, s := range doc.Streams {

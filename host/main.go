@@ -139,7 +139,7 @@ func checkStartup(cfg *Config) error {
 		if mcpOn {
 			return usagef("--mcp needs -N/--no-tui")
 		}
-		return usagef("the terminal UI is not built; run with -N (batch: -N -I FILE|-i IFACE|-L ADDR --json|--report; MCP: -N --mcp)")
+		return usagef("the terminal UI is not built; run with -N (batch: -N -I FILE|-i IFACE|-L ADDR --json-run|--report; MCP: -N --mcp)")
 	}
 	if err := checkAnalysis(cfg); err != nil {
 		return err
@@ -163,14 +163,14 @@ func checkStartup(cfg *Config) error {
 		transport := cfg.MCP.Transport
 		switch transport {
 		case "stdio":
-			for f, on := range map[string]bool{"json": cfg.JSON, "report": cfg.Report} {
+			for f, on := range map[string]bool{"json-run": cfg.JSON, "report": cfg.Report} {
 				if on {
 					return usagef("--%s writes to stdout, which carries JSON-RPC with stdio MCP; use --mcp-transport http or drop --%s", f, f)
 				}
 			}
 		case "http":
 			if cfg.JSON || cfg.Report {
-				return usagef("--json and --report are batch outputs; they do not combine with --mcp")
+				return usagef("--json-run and --report are batch outputs; they do not combine with --mcp")
 			}
 		default:
 			return usagef("--mcp-transport %q: want stdio or http", transport)

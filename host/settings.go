@@ -23,8 +23,8 @@ type Settings struct {
 		Allow            []string `koanf:"allow"`
 		RateLimitPerPeer int      `koanf:"rate_limit_per_peer"`
 	} `koanf:"hep"`
-	JSON       bool   `koanf:"json"`   // command line only
-	Report     bool   `koanf:"report"` // command line only
+	JSON       bool   `koanf:"json_run"` // --json-run; command line only
+	Report     bool   `koanf:"report"`   // command line only
 	Limit      int    `koanf:"limit"`
 	MaxStoreMB int    `koanf:"max_store_mb"`
 	Cores      int    `koanf:"cores"`

@@ -20,7 +20,7 @@ import (
 )
 
 // The batch runs of a live interface or a HEP listener, driven through the
-// built binary: sipnab -N -i IFACE|-L ADDR --json|--report reads until
+// built binary: sipnab -N -i IFACE|-L ADDR --json-run|--report reads until
 // SIGINT or SIGTERM (or --duration, --count), then writes the document.
 
 // bsDoc is the part of the batch document these tests read.
@@ -271,7 +271,7 @@ func checkBSDialogs(t *testing.T, d bsDoc) {
 	}
 }
 
-// TestBatchHEPUntilSignalE2E: `sipnab -N -L ADDR --json` receives the two
+// TestBatchHEPUntilSignalE2E: `sipnab -N -L ADDR --json-run` receives the two
 // calls (HEP3 and HEP2 datagrams, HEP3 over TCP) from this process, and on
 // SIGINT (and SIGTERM) writes the document of everything it read and exits
 // 0: twelve messages, two dialogs as sent, not complete (a listener has no
@@ -282,8 +282,8 @@ func TestBatchHEPUntilSignalE2E(t *testing.T) {
 		sig  os.Signal
 		out  string
 	}{
-		{"json, SIGINT", os.Interrupt, "--json"},
-		{"json, SIGTERM", syscall.SIGTERM, "--json"},
+		{"json, SIGINT", os.Interrupt, "--json-run"},
+		{"json, SIGTERM", syscall.SIGTERM, "--json-run"},
 		{"report, SIGINT", os.Interrupt, "--report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -335,7 +335,7 @@ func TestBatchHEPUntilSignalE2E(t *testing.T) {
 func TestBatchStopConditionsE2E(t *testing.T) {
 	t.Run("count", func(t *testing.T) {
 		addr := heptest.FreeAddr(t)
-		r := bsStart(t, "-N", "-L", addr, "--json", "--count", "12")
+		r := bsStart(t, "-N", "-L", addr, "--json-run", "--count", "12")
 		heptest.Send(t, addr, bsCalls())
 		if code := r.wait(t); code != 0 {
 			t.Fatalf("exit %d, want 0: %s", code, r.stderr.String())
@@ -347,7 +347,7 @@ func TestBatchStopConditionsE2E(t *testing.T) {
 		checkBSDialogs(t, d)
 	})
 	t.Run("duration", func(t *testing.T) {
-		r := bsStart(t, "-N", "-L", heptest.FreeAddr(t), "--json", "--duration", "0.5")
+		r := bsStart(t, "-N", "-L", heptest.FreeAddr(t), "--json-run", "--duration", "0.5")
 		if code := r.wait(t); code != 0 {
 			t.Fatalf("exit %d, want 0: %s", code, r.stderr.String())
 		}
@@ -359,7 +359,7 @@ func TestBatchStopConditionsE2E(t *testing.T) {
 		}
 	})
 	t.Run("count on a file", func(t *testing.T) {
-		out, stderr, code := runCLI(t, "-N", "-I", sampleCapture(), "--json", "--count", "25")
+		out, stderr, code := runCLI(t, "-N", "-I", sampleCapture(), "--json-run", "--count", "25")
 		if code != 0 {
 			t.Fatalf("exit %d, want 0: %s", code, stderr)
 		}
@@ -380,7 +380,7 @@ func TestBatchStopConditionsE2E(t *testing.T) {
 }
 
 // TestBatchStdoutOutputsStillRefusedWithStdioMCPE2E: with stdio MCP,
-// --json and --report stay refused whatever the source, before any source
+// --json-run and --report stay refused whatever the source, before any source
 // is opened; --duration and --count are batch-only.
 func TestBatchStdoutOutputsStillRefusedWithStdioMCPE2E(t *testing.T) {
 	addr := heptest.FreeAddr(t)
@@ -389,10 +389,10 @@ func TestBatchStdoutOutputsStillRefusedWithStdioMCPE2E(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"json, HEP", []string{"-N", "--mcp", "-L", addr, "--json"}, "--json writes to stdout"},
+		{"json, HEP", []string{"-N", "--mcp", "-L", addr, "--json-run"}, "--json-run writes to stdout"},
 		{"report, HEP", []string{"-N", "--mcp", "-L", addr, "--report"}, "--report writes to stdout"},
-		{"json, live", []string{"-N", "--mcp", "-i", "lo", "--json"}, "--json writes to stdout"},
-		{"json, file", []string{"-N", "--mcp", "-I", sampleCapture(), "--json"}, "--json writes to stdout"},
+		{"json, live", []string{"-N", "--mcp", "-i", "lo", "--json-run"}, "--json-run writes to stdout"},
+		{"json, file", []string{"-N", "--mcp", "-I", sampleCapture(), "--json-run"}, "--json-run writes to stdout"},
 		{"duration with MCP", []string{"-N", "--mcp", "-L", addr, "--duration", "5"}, "do not combine with --mcp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -491,7 +491,7 @@ func bsWaitPacketSocketsRead(t *testing.T, pid int) {
 	}
 }
 
-// TestBatchLiveLoopbackE2E (root): `sipnab -N -i lo --json` captures a real
+// TestBatchLiveLoopbackE2E (root): `sipnab -N -i lo --json-run` captures a real
 // SIPp call over 127.0.0.1; on SIGINT the document holds the call's dialog,
 // whole (INVITE, 180, 200, ACK, BYE, 200: six messages, Completed, final
 // 200), and sipnab exits 0. Other traffic on lo may add dialogs; only this
@@ -503,7 +503,7 @@ func TestBatchLiveLoopbackE2E(t *testing.T) {
 	if _, err := exec.LookPath("sipp"); err != nil {
 		t.Skip("needs sipp (Debian package sip-tester); skipped")
 	}
-	r := bsStart(t, "-N", "-i", "lo", "--json")
+	r := bsStart(t, "-N", "-i", "lo", "--json-run")
 	dir := t.TempDir()
 	uasPort, uacPort := bsFreeUDPPort(t), bsFreeUDPPort(t)
 	for uacPort == uasPort {
@@ -585,7 +585,7 @@ func TestBatchLiveSourceFaultE2E(t *testing.T) {
 			t.Fatalf("%v %s", err, out)
 		}
 	}
-	r := bsStart(t, "-N", "-i", va, "--json")
+	r := bsStart(t, "-N", "-i", va, "--json-run")
 	if out, err := exec.Command("ip", "link", "del", va).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
@@ -646,7 +646,7 @@ func TestREADMEBatchLinesRunE2E(t *testing.T) {
 				if code := r.stop(t, os.Interrupt); code != 0 {
 					t.Fatalf("exit %d: %s", code, r.stderr.String())
 				}
-				if strings.Contains(joined, " --json ") {
+				if strings.Contains(joined, " --json-run ") {
 					checkBSDialogs(t, r.doc(t))
 				} else if !strings.Contains(r.stdout.String(), "bs-cancelled@example.net") {
 					t.Errorf("report:\n%s", r.stdout.String())
@@ -660,7 +660,7 @@ func TestREADMEBatchLinesRunE2E(t *testing.T) {
 				if code := r.stop(t, os.Interrupt); code != 0 {
 					t.Fatalf("exit %d: %s", code, r.stderr.String())
 				}
-				if strings.Contains(joined, " --json ") {
+				if strings.Contains(joined, " --json-run ") {
 					if d := r.doc(t); d.Run.Source != "live" || d.Run.SourceStoppedEarly {
 						t.Errorf("run %+v: want live, not stopped early", d.Run)
 					}
@@ -687,7 +687,7 @@ func TestBatchLiveNotPermittedE2E(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("runs sipnab as nobody, which needs root; skipped")
 	}
-	cmd := exec.Command(bin, "-N", "-i", "lo", "--json")
+	cmd := exec.Command(bin, "-N", "-i", "lo", "--json-run")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -700,7 +700,7 @@ func TestBatchLiveNotPermittedE2E(t *testing.T) {
 
 // TestBatchLiveVethE2E (root): the binary captures a SIPp call between a
 // network namespace and this one across a veth pair (Ethernet frames):
-// `sipnab -N -i VETH --json`, SIGINT, the call's dialog whole, exit 0.
+// `sipnab -N -i VETH --json-run`, SIGINT, the call's dialog whole, exit 0.
 func TestBatchLiveVethE2E(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a network namespace and capture; skipped")
@@ -732,7 +732,7 @@ func TestBatchLiveVethE2E(t *testing.T) {
 	sh("-n", ns, "link", "set", vb, "up")
 	sh("-n", ns, "link", "set", "lo", "up")
 
-	r := bsStart(t, "-N", "-i", va, "--json")
+	r := bsStart(t, "-N", "-i", va, "--json-run")
 	dir := t.TempDir()
 	uas := exec.Command("ip", "netns", "exec", ns, "sipp", "-sn", "uas", "-i", uasIP, "-p", "5060", "-m", "1", "-nostdin", "-timeout", "30s", "-timeout_error")
 	uas.Dir = dir

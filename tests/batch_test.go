@@ -32,15 +32,15 @@ func TestBatchCLI(t *testing.T) {
 		stderr   string // substring of stderr
 	}{
 		{"report", []string{"-N", "-I", sampleCapture(), "--report"}, 0, "sip-rtp-g711.pcap", ""},
-		{"json", []string{"-N", "-I", sampleCapture(), "--json"}, 0, `"schema_version"`, ""},
-		{"directory input", []string{"-N", "-I", twoDir, "--json"}, 0, `"a.pcap"`, ""},
-		{"truncated file is partial input", []string{"-N", "-I", truncated, "--json"}, 1, `"source_stopped_early": true`, ""},
-		{"not a capture", []string{"-N", "-I", testcap.Public("c07-sip-r2.cap"), "--json"}, 1, "", "NetMon"},
-		{"missing file", []string{"-N", "-I", filepath.Join(dir, "nope.pcap"), "--json"}, 1, "", "nope.pcap"},
-		{"no output chosen", []string{"-N", "-I", sampleCapture()}, 2, "", "--json or --report"},
-		{"both outputs", []string{"-N", "-I", sampleCapture(), "--json", "--report"}, 2, "", "--json or --report"},
-		{"no input", []string{"-N", "--json"}, 2, "", "no input"},
-		{"no -N", []string{"-I", sampleCapture(), "--json"}, 2, "", "-N"},
+		{"json", []string{"-N", "-I", sampleCapture(), "--json-run"}, 0, `"schema_version"`, ""},
+		{"directory input", []string{"-N", "-I", twoDir, "--json-run"}, 0, `"a.pcap"`, ""},
+		{"truncated file is partial input", []string{"-N", "-I", truncated, "--json-run"}, 1, `"source_stopped_early": true`, ""},
+		{"not a capture", []string{"-N", "-I", testcap.Public("c07-sip-r2.cap"), "--json-run"}, 1, "", "NetMon"},
+		{"missing file", []string{"-N", "-I", filepath.Join(dir, "nope.pcap"), "--json-run"}, 1, "", "nope.pcap"},
+		{"no output chosen", []string{"-N", "-I", sampleCapture()}, 2, "", "--json-run or --report"},
+		{"both outputs", []string{"-N", "-I", sampleCapture(), "--json-run", "--report"}, 2, "", "--json-run or --report"},
+		{"no input", []string{"-N", "--json-run"}, 2, "", "no input"},
+		{"no -N", []string{"-I", sampleCapture(), "--json-run"}, 2, "", "-N"},
 		{"unknown flag", []string{"-N", "--frobnicate"}, 2, "", "flag provided but not defined"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,10 +62,10 @@ func TestBatchCLI(t *testing.T) {
 			if !strings.Contains(errb.String(), tc.stderr) {
 				t.Errorf("stderr lacks %q: %s", tc.stderr, errb.String())
 			}
-			if strings.Contains(strings.Join(tc.args, " "), "--json") && tc.wantCode != 2 && out.Len() > 0 {
+			if strings.Contains(strings.Join(tc.args, " "), "--json-run") && tc.wantCode != 2 && out.Len() > 0 {
 				var v map[string]any
 				if err := json.Unmarshal([]byte(out.String()), &v); err != nil {
-					t.Errorf("--json output is not one JSON document: %v", err)
+					t.Errorf("--json-run output is not one JSON document: %v", err)
 				}
 			}
 		})

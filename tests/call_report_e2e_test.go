@@ -108,8 +108,8 @@ func TestCallReportExitCodesE2E(t *testing.T) {
 		{"unknown Call-ID", []string{"-N", "-I", testcap.Public("sip_call.pcap"), "--call-report", "nobody@nowhere"}, 1, "no dialog with Call-ID"},
 		{"no input", []string{"-N", "--call-report", "x"}, 2, "no input"},
 		{"with --mcp", []string{"-N", "--mcp", "-I", cut, "--call-report", id}, 2, "does not combine with --mcp"},
-		{"with --json", []string{"-N", "-I", cut, "--call-report", id, "--json"}, 2, "does not combine"},
-		{"--markdown alone", []string{"-N", "-I", cut, "--json", "--markdown"}, 2, "--markdown goes with --call-report"},
+		{"with --json-run", []string{"-N", "-I", cut, "--call-report", id, "--json-run"}, 2, "does not combine"},
+		{"--markdown alone", []string{"-N", "-I", cut, "--json-run", "--markdown"}, 2, "--markdown goes with --call-report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := runCLI(t, tc.args...)
@@ -129,20 +129,20 @@ func TestCallReportExitCodesE2E(t *testing.T) {
 }
 
 // TestCoresGiveTheSameBatchOutputE2E: --cores changes how a file load is
-// spread over cores, never the answer: --json is byte-identical with 1 and 2
+// spread over cores, never the answer: --json-run is byte-identical with 1 and 2
 // cores on a capture with RTP (but for the load's duration and the capture
 // instance, which differ between any two runs), and a bad value stops
 // startup.
 func TestCoresGiveTheSameBatchOutputE2E(t *testing.T) {
 	path := testcap.Public("sip-rtp-g711.pcap")
 	perRun := regexp.MustCompile(`"(elapsed_sec|instance)":\s*("[0-9a-f]+"|[0-9.e-]+)`)
-	one, _, code1 := runCLI(t, "-N", "-I", path, "--json", "--cores", "1")
-	two, _, code2 := runCLI(t, "-N", "-I", path, "--json", "--cores", "2")
+	one, _, code1 := runCLI(t, "-N", "-I", path, "--json-run", "--cores", "1")
+	two, _, code2 := runCLI(t, "-N", "-I", path, "--json-run", "--cores", "2")
 	one, two = perRun.ReplaceAllString(one, `"$1":-`), perRun.ReplaceAllString(two, `"$1":-`)
 	if code1 != 0 || code2 != 0 || one == "" || one != two {
 		t.Errorf("--cores 1 and 2: exit %d and %d, same output %v", code1, code2, one == two)
 	}
-	if _, stderr, code := runCLI(t, "-N", "-I", path, "--json", "--cores", "0"); code != 2 || !strings.Contains(stderr, "--cores 0") {
+	if _, stderr, code := runCLI(t, "-N", "-I", path, "--json-run", "--cores", "0"); code != 2 || !strings.Contains(stderr, "--cores 0") {
 		t.Errorf("--cores 0: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -948,13 +948,13 @@ func TestCaptureReportFormatsE2E(t *testing.T) {
 	}
 }
 
-// TestBatchJSONStreamsAreTheRTPStatsShapeE2E: `sipnab -N -I FILE --json`
+// TestBatchJSONStreamsAreTheRTPStatsShapeE2E: `sipnab -N -I FILE --json-run`
 // fills streams with the rtp_stats stream shape: the same keys and the same
 // values as the tool's sweep with quality_intervals (opt-in on the tool)
 // once the tool's fences (codec names, RTCP CNAME) are removed.
 func TestBatchJSONStreamsAreTheRTPStatsShapeE2E(t *testing.T) {
 	capture := testcap.Public("SIP_CALL_RTP_G711")
-	cmd := exec.Command(bin, "-N", "-I", capture, "--json")
+	cmd := exec.Command(bin, "-N", "-I", capture, "--json-run")
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	_ = cmd.Run() // exit 1 is allowed: frames were not decodable, the run says so
@@ -962,13 +962,13 @@ func TestBatchJSONStreamsAreTheRTPStatsShapeE2E(t *testing.T) {
 		Streams []map[string]any `json:"streams"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatalf("--json output: %v\n%.500s", err, out.String())
+		t.Fatalf("--json-run output: %v\n%.500s", err, out.String())
 	}
 	s := startRaw(t, "-N", "--mcp", "-I", capture)
 	s.waitLoaded()
 	rows := sweepE2E(t, s, map[string]any{"limit": 1000, "quality_intervals": true})
 	if len(doc.Streams) != len(rows) || len(rows) != 5 {
-		t.Fatalf("--json has %d streams, rtp_stats %d, want 5", len(doc.Streams), len(rows))
+		t.Fatalf("--json-run has %d streams, rtp_stats %d, want 5", len(doc.Streams), len(rows))
 	}
 	tool := map[string]map[string]any{}
 	for _, r := range rows {
@@ -978,25 +978,25 @@ func TestBatchJSONStreamsAreTheRTPStatsShapeE2E(t *testing.T) {
 		k := streamKeyE2E(cli)
 		r, ok := tool[k]
 		if !ok {
-			t.Errorf("%s: in --json, not in rtp_stats", k)
+			t.Errorf("%s: in --json-run, not in rtp_stats", k)
 			continue
 		}
 		for key, v := range cli {
 			tv, ok := r[key]
 			if !ok {
-				t.Errorf("%s: --json key %s absent from rtp_stats", k, key)
+				t.Errorf("%s: --json-run key %s absent from rtp_stats", k, key)
 				continue
 			}
 			tv = unfenceAll(tv)
 			cj, _ := json.Marshal(v)
 			tj, _ := json.Marshal(tv)
 			if !bytes.Equal(cj, tj) {
-				t.Errorf("%s %s: --json %s, rtp_stats %s", k, key, cj, tj)
+				t.Errorf("%s %s: --json-run %s, rtp_stats %s", k, key, cj, tj)
 			}
 		}
 		for key := range r {
 			if _, ok := cli[key]; !ok {
-				t.Errorf("%s: rtp_stats key %s absent from --json", k, key)
+				t.Errorf("%s: rtp_stats key %s absent from --json-run", k, key)
 			}
 		}
 	}

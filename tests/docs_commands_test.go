@@ -338,7 +338,7 @@ func TestDocumentedCommandLinesRun(t *testing.T) {
 	}
 }
 
-// docBatch runs a documented batch command (--json or --report, to stdout
+// docBatch runs a documented batch command (--json-run or --report, to stdout
 // or to the file the docs redirect to). A live or HEP source runs until a
 // SIGINT, as the README says to stop it; a HEP source is sent one INVITE
 // first. The document must cover what was read.
@@ -386,17 +386,17 @@ func docBatch(t *testing.T, f docFiles, c docCommand, args []string) {
 		}
 	}
 	switch {
-	case strings.Contains(joined, " --json "):
+	case strings.Contains(joined, " --json-run "):
 		var doc struct {
 			Dialogs []struct {
 				CallID string `json:"call_id"`
 			} `json:"dialogs"`
 		}
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
-			t.Fatalf("--json printed no JSON document: %v\n%s", err, out)
+			t.Fatalf("--json-run printed no JSON document: %v\n%s", err, out)
 		}
 		if !live && len(doc.Dialogs) == 0 {
-			t.Errorf("--json document has no dialogs:\n%s", out)
+			t.Errorf("--json-run document has no dialogs:\n%s", out)
 		}
 		if hepIn && (len(doc.Dialogs) != 1 || doc.Dialogs[0].CallID != "doc-hep-1@example.net") {
 			t.Errorf("HEP run: dialogs %+v, want the INVITE sent", doc.Dialogs)
@@ -406,7 +406,7 @@ func docBatch(t *testing.T, f docFiles, c docCommand, args []string) {
 			t.Errorf("--report printed %q", out)
 		}
 	default:
-		t.Errorf("%v: neither --json nor --report", args)
+		t.Errorf("%v: neither --json-run nor --report", args)
 	}
 }
 

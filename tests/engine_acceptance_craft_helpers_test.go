@@ -232,7 +232,7 @@ func accGzip(t *testing.T, path string) string {
 	return out
 }
 
-// accLoad runs the engine over files, as `sipnab -N -I ... --json` does,
+// accLoad runs the engine over files, as `sipnab -N -I ... --json-run` does,
 // and returns the capture and its document.
 func accLoad(t *testing.T, paths ...string) (*engine.Capture, report.Document) {
 	t.Helper()

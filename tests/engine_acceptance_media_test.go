@@ -1,7 +1,7 @@
 package tests
 
 // Engine II acceptance on captures written by the test: the stream fields
-// of --json one by one against hand-computed values, RTCP kept beside the
+// of --json-run one by one against hand-computed values, RTCP kept beside the
 // measurement, events, comfort noise, fax, MOS grounding per codec.
 
 import (

@@ -1,7 +1,7 @@
 package tests
 
 // Acceptance of the engine issues ("Engine I" and "Engine II") through the
-// built binary: `sipnab -N -I FILE --json` over every public capture,
+// built binary: `sipnab -N -I FILE --json-run` over every public capture,
 // compared with tshark's answers in testdata/captures/truth.
 
 import (
@@ -51,7 +51,7 @@ type accTruthStream struct {
 	MaxDeltaMs  float64 `json:"max_delta_ms"`
 }
 
-// accDoc is the --json document as the acceptance tests read it.
+// accDoc is the --json-run document as the acceptance tests read it.
 type accDoc struct {
 	SchemaVersion int `json:"schema_version"`
 	Run           struct {
@@ -150,7 +150,7 @@ func accRun(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
-// accJSON runs `sipnab -N <inputs> --json`, checks the exit code and
+// accJSON runs `sipnab -N <inputs> --json-run`, checks the exit code and
 // decodes the document.
 func accJSON(t *testing.T, wantCode int, inputs ...string) accDoc {
 	t.Helper()
@@ -158,14 +158,14 @@ func accJSON(t *testing.T, wantCode int, inputs ...string) accDoc {
 	for _, in := range inputs {
 		args = append(args, "-I", in)
 	}
-	args = append(args, "--json")
+	args = append(args, "--json-run")
 	out, stderr, code := accRun(t, args...)
 	if code != wantCode {
 		t.Fatalf("sipnab %s: exit %d, want %d; stderr: %s", strings.Join(args, " "), code, wantCode, stderr)
 	}
 	var doc accDoc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("--json output is not one JSON document: %v", err)
+		t.Fatalf("--json-run output is not one JSON document: %v", err)
 	}
 	return doc
 }
@@ -184,7 +184,7 @@ var accDefaultOrphans = map[string]string{
 var accSSRCRE = regexp.MustCompile(`^0x[0-9a-f]{8}$`)
 
 // TestEngineAcceptancePublicJSON is the "must show" of both engine issues:
-// for every public capture, `sipnab -N -I FILE --json` agrees with tshark on
+// for every public capture, `sipnab -N -I FILE --json-run` agrees with tshark on
 // the frame and SIP message counts, the set of Call-IDs, and every RTP
 // stream (packets and lost equal, max jitter within max(0.05 ms, 2 %));
 // streams tshark finds only heuristically are found as orphans; nothing
@@ -203,7 +203,7 @@ func TestEngineAcceptancePublicJSON(t *testing.T) {
 			tr := testcap.LoadTruth[accTruth](t, name)
 			path := testcap.Public(name)
 			if tr.File.FileType == "netmon2" {
-				out, stderr, code := accRun(t, "-N", "-I", path, "--json")
+				out, stderr, code := accRun(t, "-N", "-I", path, "--json-run")
 				if code != 1 || !strings.Contains(stderr, "NetMon") || out != "" {
 					t.Fatalf("got exit %d, stdout %d bytes, stderr %q; want exit 1, nothing on stdout, the format named", code, len(out), stderr)
 				}
@@ -214,8 +214,8 @@ func TestEngineAcceptancePublicJSON(t *testing.T) {
 
 			// Two cores (shards by host pair) give the same dialogs and
 			// streams, byte for byte.
-			one, _, code1 := accRun(t, "-N", "-I", path, "--json", "--cores", "1")
-			two, _, code2 := accRun(t, "-N", "-I", path, "--json", "--cores", "2")
+			one, _, code1 := accRun(t, "-N", "-I", path, "--json-run", "--cores", "1")
+			two, _, code2 := accRun(t, "-N", "-I", path, "--json-run", "--cores", "2")
 			var d1, d2 map[string]json.RawMessage
 			if code1 != 0 || code2 != 0 || json.Unmarshal([]byte(one), &d1) != nil || json.Unmarshal([]byte(two), &d2) != nil {
 				t.Fatalf("--cores 1/2: exit %d/%d", code1, code2)

@@ -68,7 +68,7 @@ func TestUnknownSipnabEnvIsIgnoredWithOneWarning(t *testing.T) {
 		})
 	}
 	t.Run("known variable still applies", func(t *testing.T) {
-		_, errOut, code := fcRun(t, []string{"SIPNAB_MCP_MAX_ROWS=x"}, "", "-N", "--json", "-I", capture)
+		_, errOut, code := fcRun(t, []string{"SIPNAB_MCP_MAX_ROWS=x"}, "", "-N", "--json-run", "-I", capture)
 		if code != 2 || !strings.Contains(errOut, "SIPNAB_MCP_MAX_ROWS") {
 			t.Errorf("a bad known variable: exit %d, stderr %q; want 2 naming it", code, errOut)
 		}
@@ -159,11 +159,11 @@ func TestStartupErrorsArePrintedOnce(t *testing.T) {
 	}{
 		{[]string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"-N", "--mcp-max-response-bytes", "abc"}, 2, `invalid value "abc" for flag -mcp-max-response-bytes`},
-		{[]string{"-N", "--json", "-I", text, "--duration", "-1"}, 2, "--duration -1"},
+		{[]string{"-N", "--json-run", "-I", text, "--duration", "-1"}, 2, "--duration -1"},
 		{[]string{"--mcp"}, 2, "--mcp needs -N/--no-tui"},
-		{[]string{"-N", "--json"}, 2, "no input"},
+		{[]string{"-N", "--json-run"}, 2, "no input"},
 		{[]string{"-N", "--mcp", "-I", dir + "/absent.pcap"}, 1, "no such file or directory"},
-		{[]string{"-N", "--json", "-I", dir + "/absent.pcap"}, 1, "no such file or directory"},
+		{[]string{"-N", "--json-run", "-I", dir + "/absent.pcap"}, 1, "no such file or directory"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, errOut, code := fcRun(t, nil, "", tc.args...)
@@ -207,7 +207,7 @@ func TestNonCaptureFileNamesTheFormatsRead(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, mode := range [][]string{{"--json"}, {"--mcp"}} {
+		for _, mode := range [][]string{{"--json-run"}, {"--mcp"}} {
 			t.Run(name+" "+mode[0], func(t *testing.T) {
 				_, errOut, code := fcRun(t, nil, "", append([]string{"-N", "-I", path}, mode...)...)
 				if code != 1 {

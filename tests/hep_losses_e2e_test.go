@@ -12,7 +12,7 @@ import (
 )
 
 // TestHEPRefusalsAreReportedEverywhere: a HEP sender over its per-peer
-// budget (--hep-rate-limit-per-peer 5) loses datagrams; the --json run
+// budget (--hep-rate-limit-per-peer 5) loses datagrams; the --json-run run
 // names the listener's refusals by reason and what was lost
 // (received = admitted + refused, incomplete reason hep_data_lost), the
 // --report text says it in a line, and the log warns.
@@ -23,7 +23,7 @@ func TestHEPRefusalsAreReportedEverywhere(t *testing.T) {
 		msgs = append(msgs, heptest.Message{Version: 3, Offset: time.Duration(i) * time.Millisecond,
 			Text: fmt.Sprintf("OPTIONS sip:probe@example.net SIP/2.0\r\nVia: SIP/2.0/UDP 192.0.2.10;branch=z9hG4bK-%d\r\nFrom: <sip:p@example.net>;tag=%d\r\nTo: <sip:probe@example.net>\r\nCall-ID: flood-%d\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n", i, i, i)})
 	}
-	for _, out := range []string{"--json", "--report"} {
+	for _, out := range []string{"--json-run", "--report"} {
 		t.Run(out, func(t *testing.T) {
 			addr := heptest.FreeAddr(t)
 			r := bsStart(t, "-N", "-L", addr, "--hep-rate-limit-per-peer", "5", out)

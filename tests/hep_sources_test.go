@@ -181,7 +181,7 @@ var udpApplicable = []string{
 // HEP counts the inner messages. Every SIP datagram of a public capture (taken
 // out with gopacket and the test's own start-line match) is re-sent as HEP3,
 // HEP3 with a zlib-compressed payload, and HEP2 from an agent to a collector;
-// the binary's --json must give run.sip_messages (and run.hep.sip) equal to
+// the binary's --json-run must give run.sip_messages (and run.hep.sip) equal to
 // tshark's count for the original capture and the identical Call-ID set.
 func TestHEPReplayOfPublicCapturesMatchesTruth(t *testing.T) {
 	names, err := testcap.PublicNames()

@@ -46,7 +46,7 @@ func TestFIFOAsInputIsRefusedAtOnce(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	for _, args := range [][]string{
-		{"-N", "-I", fifo, "--json"},
+		{"-N", "-I", fifo, "--json-run"},
 		{"-N", "--mcp", "-I", fifo},
 	} {
 		start := time.Now()
@@ -129,7 +129,7 @@ func TestMediaFlagsAreHonoured(t *testing.T) {
 		{"stream cap", []string{"--max-streams", "1"}, 1, 1, "assumed", 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, stderr, code := runBounded(t, 60*time.Second, strings.NewReader(""), append([]string{"-N", "-I", sampleCapture(), "--json"}, tc.args...)...)
+			out, stderr, code := runBounded(t, 60*time.Second, strings.NewReader(""), append([]string{"-N", "-I", sampleCapture(), "--json-run"}, tc.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -148,7 +148,7 @@ func TestMediaFlagsAreHonoured(t *testing.T) {
 		})
 	}
 	for _, bad := range [][]string{{"--max-streams", "0"}, {"--one-way-delay", "-5"}, {"--one-way-delay", "20000"}} {
-		if _, stderr, code := runBounded(t, 10*time.Second, strings.NewReader(""), append([]string{"-N", "-I", sampleCapture(), "--json"}, bad...)...); code != 2 || !strings.Contains(stderr, bad[0]) {
+		if _, stderr, code := runBounded(t, 10*time.Second, strings.NewReader(""), append([]string{"-N", "-I", sampleCapture(), "--json-run"}, bad...)...); code != 2 || !strings.Contains(stderr, bad[0]) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming the flag", bad, code, stderr)
 		}
 	}

@@ -337,7 +337,7 @@ func TestStartupRefusalsOfTheBinary(t *testing.T) {
 	}{
 		{"non-loopback bind without credential", []string{"-N", "--mcp", "--mcp-transport", "http", "--mcp-bind", "0.0.0.0:0"}, "no credential"},
 		{"malformed resource url", []string{"-N", "--mcp", "--mcp-transport", "http", "--mcp-resource-url", "::nope"}, "--mcp-resource-url"},
-		{"--json with stdio MCP", []string{"-N", "--mcp", "--json"}, "--json writes to stdout"},
+		{"--json-run with stdio MCP", []string{"-N", "--mcp", "--json-run"}, "--json-run writes to stdout"},
 		{"--mcp without -N", []string{"--mcp"}, "needs -N"},
 		{"unknown bundle", []string{"-N", "--mcp", "--mcp-tools", "nosuch"}, `unknown bundle "nosuch" (not compiled in? see bundles/all)`},
 		{"unusable audit path", []string{"-N", "--mcp", "--mcp-audit-file", "/nonexistent/dir/a.jsonl"}, "--mcp-audit-file"},

@@ -16,7 +16,7 @@ import (
 // TestFatBodyHEPFloodStaysWithinTheStoreBudget: 2,000 INVITEs carrying
 // 60 KB bodies (120 MB) arrive over HEP/TCP with --max-store-mb 8. The
 // store never holds more than 8 MiB, the oldest dialogs are evicted and
-// counted (--json dialog_store.evicted_for_bytes, the report's line), and
+// counted (--json-run dialog_store.evicted_for_bytes, the report's line), and
 // the process's peak resident memory stays far below the flood's size.
 func TestFatBodyHEPFloodStaysWithinTheStoreBudget(t *testing.T) {
 	const n, budgetMB = 2000, 8
@@ -26,7 +26,7 @@ func TestFatBodyHEPFloodStaysWithinTheStoreBudget(t *testing.T) {
 		msgs = append(msgs, heptest.Message{Version: 3, TCP: true, Offset: time.Duration(i) * time.Millisecond,
 			Text: fmt.Sprintf("INVITE sip:bob@example.net SIP/2.0\r\nVia: SIP/2.0/UDP 192.0.2.10;branch=z9hG4bK-fat-%d\r\nFrom: <sip:alice@example.net>;tag=%d\r\nTo: <sip:bob@example.net>\r\nCall-ID: fat-%d\r\nCSeq: 1 INVITE\r\nContent-Type: application/sdp\r\nContent-Length: %d\r\n\r\n%s", i, i, i, len(body), body)})
 	}
-	for _, out := range []string{"--json", "--report"} {
+	for _, out := range []string{"--json-run", "--report"} {
 		t.Run(out, func(t *testing.T) {
 			addr := heptest.FreeAddr(t)
 			r := bsStart(t, "-N", "-L", addr, "--max-store-mb", strconv.Itoa(budgetMB), "--count", strconv.Itoa(n), out)

@@ -153,18 +153,18 @@ finding in the capture report. Before: GSM scored with the placeholder Ie 5 (MOS
 	})
 }
 
-// mediaJSON runs `sipnab -N -I capture --json` and returns its streams.
+// mediaJSON runs `sipnab -N -I capture --json-run` and returns its streams.
 func mediaJSON(t *testing.T, capture string) []media.StreamInfo {
 	t.Helper()
-	out, stderr, code := runCLI(t, "-N", "-I", capture, "--json")
+	out, stderr, code := runCLI(t, "-N", "-I", capture, "--json-run")
 	if code != 0 {
-		t.Fatalf("--json exit %d: %s", code, stderr)
+		t.Fatalf("--json-run exit %d: %s", code, stderr)
 	}
 	var doc struct {
 		Streams []media.StreamInfo `json:"streams"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("--json: %v", err)
+		t.Fatalf("--json-run: %v", err)
 	}
 	return doc.Streams
 }
@@ -218,7 +218,7 @@ func mediaReport(t *testing.T, capture string) string {
 }
 
 // TestVerdictPtimeGlitchE2E: rtp-ptime-glitch.pcap reads 20 ms both ways
-// through --json, rtp_stats and --report, and no ptime asymmetry is
+// through --json-run, rtp_stats and --report, and no ptime asymmetry is
 // raised. The smallest-step ptime read the caller's stream 0.5 ms and made
 // the call a media verdict.
 func TestVerdictPtimeGlitchE2E(t *testing.T) {
@@ -237,7 +237,7 @@ func TestVerdictPtimeGlitchE2E(t *testing.T) {
 	} {
 		s := streamBySSRC(t, ss, tc.ssrc)
 		if s.PtimeMs == nil || *s.PtimeMs != 20 || s.PtimeSteps == nil || s.PtimeSteps.Modal != tc.modal || s.PtimeSteps.Counted != tc.counted {
-			t.Errorf("--json %s: ptime_ms %v steps %+v, want 20 from %d of %d steps", tc.ssrc, s.PtimeMs, s.PtimeSteps, tc.modal, tc.counted)
+			t.Errorf("--json-run %s: ptime_ms %v steps %+v, want 20 from %d of %d steps", tc.ssrc, s.PtimeMs, s.PtimeSteps, tc.modal, tc.counted)
 		}
 	}
 	if s := streamBySSRC(t, ss, "0x7a000001"); s.Events == nil || s.Events.Count != 1 || s.Silence == nil || s.Silence.CNFrames != 2 {
@@ -274,7 +274,7 @@ func TestVerdictG726E2E(t *testing.T) {
 		s := streamBySSRC(t, ss, w.ssrc)
 		if s.Codec != w.codec || s.MOS == nil || *s.MOS != w.mos || s.RFactor == nil || *s.RFactor != w.r ||
 			!s.MOSGrounded || s.MOSGrounding != "published" || s.MOSSource != w.source || !s.MOSApplicable || s.PtimeMs == nil || *s.PtimeMs != 20 {
-			t.Errorf("--json %s: codec %s mos %v r %v grounded %v (%s) source %q ptime %v, want %s MOS %v R %v published %q ptime 20",
+			t.Errorf("--json-run %s: codec %s mos %v r %v grounded %v (%s) source %q ptime %v, want %s MOS %v R %v published %q ptime 20",
 				w.ssrc, s.Codec, s.MOS, s.RFactor, s.MOSGrounded, s.MOSGrounding, s.MOSSource, s.PtimeMs, w.codec, w.mos, w.r, w.source)
 		}
 	}
@@ -298,17 +298,17 @@ func TestVerdictGSMAndUnscorableE2E(t *testing.T) {
 	for _, ssrc := range []string{"0x95000001", "0x95000002"} {
 		s := streamBySSRC(t, ss, ssrc)
 		if s.Codec != "GSM" || s.MOS == nil || *s.MOS != 3.634 || !s.MOSGrounded || s.MOSSource != "ITU-T G.113 Appendix I: GSM 06.10 full rate" || s.MOSNote != "" {
-			t.Errorf("--json %s: codec %s mos %v grounded %v source %q note %q, want GSM 3.634 grounded on G.113", ssrc, s.Codec, s.MOS, s.MOSGrounded, s.MOSSource, s.MOSNote)
+			t.Errorf("--json-run %s: codec %s mos %v grounded %v source %q note %q, want GSM 3.634 grounded on G.113", ssrc, s.Codec, s.MOS, s.MOSGrounded, s.MOSSource, s.MOSNote)
 		}
 	}
 	for _, ssrc := range []string{"0x10600001", "0x10600002"} {
 		s := streamBySSRC(t, ss, ssrc)
 		if s.MOS != nil || s.MOSApplicable || s.MOSNote != "payload is not a known voice codec: no MOS" {
-			t.Errorf("--json %s: mos %v applicable %v note %q, want absent, false, the reason", ssrc, s.MOS, s.MOSApplicable, s.MOSNote)
+			t.Errorf("--json-run %s: mos %v applicable %v note %q, want absent, false, the reason", ssrc, s.MOS, s.MOSApplicable, s.MOSNote)
 		}
 		raw, _ := json.Marshal(s)
 		if !strings.Contains(string(raw), `"mos_applicable":false`) {
-			t.Errorf("--json %s: mos_applicable false not written: %s", ssrc, raw)
+			t.Errorf("--json-run %s: mos_applicable false not written: %s", ssrc, raw)
 		}
 	}
 	streams := mediaVerdicts(t, capture, "gsm@media.example", "opaque@media.example")

@@ -303,7 +303,7 @@ type mdlCalls struct {
 
 // mdlCheckCallViews asserts list_dialogs, aggregate_dialogs by method,
 // state and response_code, group_dialogs' ASR, find_problems and the
-// capture report (--json, --report) against want.
+// capture report (--json-run, --report) against want.
 func mdlCheckCallViews(t *testing.T, capture string, want mdlCalls) {
 	s := mdlSession(t, capture)
 	t.Run("list_dialogs", func(t *testing.T) {
@@ -387,7 +387,7 @@ func mdlCheckCallViews(t *testing.T, capture string, want mdlCalls) {
 		}
 	})
 	t.Run("json and report", func(t *testing.T) {
-		out, err := exec.Command(bin, "-N", "-I", capture, "--json").Output()
+		out, err := exec.Command(bin, "-N", "-I", capture, "--json-run").Output()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +414,7 @@ func mdlCheckCallViews(t *testing.T, capture string, want mdlCalls) {
 			}
 		}
 		if len(doc.Dialogs) != want.rows || inv != want.invite || f403 != want.failed403 || a200 != want.answered200 {
-			t.Errorf("--json: rows %d INVITE %d 403 %d 200 %d, want %d %d %d %d", len(doc.Dialogs), inv, f403, a200,
+			t.Errorf("--json-run: rows %d INVITE %d 403 %d 200 %d, want %d %d %d %d", len(doc.Dialogs), inv, f403, a200,
 				want.rows, want.invite, want.failed403, want.answered200)
 		}
 		rep, err := exec.Command(bin, "-N", "-I", capture, "--report").Output()

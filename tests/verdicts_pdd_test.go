@@ -302,31 +302,31 @@ func TestVerdictPDDAfterAuthChallengeE2E(t *testing.T) {
 	})
 }
 
-// TestVerdictPDDLongWaitBatchE2E: --json rows and the --report PDD column
+// TestVerdictPDDLongWaitBatchE2E: --json-run rows and the --report PDD column
 // and findings agree with the tools on invite-407-long-wait.pcap.
 func TestVerdictPDDLongWaitBatchE2E(t *testing.T) {
 	path := verdictPath("invite-407-long-wait.pcap")
-	out, stderr, code := runCLI(t, "-N", "-I", path, "--json")
+	out, stderr, code := runCLI(t, "-N", "-I", path, "--json-run")
 	if code != 0 {
-		t.Fatalf("--json: exit %d\n%s", code, stderr)
+		t.Fatalf("--json-run: exit %d\n%s", code, stderr)
 	}
 	var doc struct {
 		Dialogs []map[string]any `json:"dialogs"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("--json: %v\n%s", err, out)
+		t.Fatalf("--json-run: %v\n%s", err, out)
 	}
 	if len(doc.Dialogs) != 1 {
-		t.Fatalf("--json: %d dialogs, want 1", len(doc.Dialogs))
+		t.Fatalf("--json-run: %d dialogs, want 1", len(doc.Dialogs))
 	}
 	row := doc.Dialogs[0]
 	for p, want := range map[string]float64{"timing.pdd_ms": 1200, "timing.setup_ms": 4000, "timing.auth_wait_ms": 14000} {
 		if got, ok := pddNum(row, p); !ok || got != want {
-			t.Errorf("--json %s = %v (present %v), want %v", p, got, ok, want)
+			t.Errorf("--json-run %s = %v (present %v), want %v", p, got, ok, want)
 		}
 	}
 	if row["state"] != "Completed" || row["final_status_code"] != float64(200) {
-		t.Errorf("--json state %v final %v, want Completed 200", row["state"], row["final_status_code"])
+		t.Errorf("--json-run state %v final %v, want Completed 200", row["state"], row["final_status_code"])
 	}
 
 	rep, stderr, code := runCLI(t, "-N", "-I", path, "--report")

@@ -251,7 +251,7 @@ var rtExpected = []rtExpect{
 	{"invite-retransmitted-mirrored.pcap", "unanswered-2@corp.example", "Trying", 0, 10, 4, 5, 5, true, rtUnansweredHint},
 }
 
-// TestVerdictDuplicatesCLI runs the binary's --json and --report on each
+// TestVerdictDuplicatesCLI runs the binary's --json-run and --report on each
 // capture of the class: duplicates and retransmissions are counted apart,
 // sip_messages stays tshark's count (checked against tshark where it reads
 // the capture: it has no HEP dissector in 4.0), the dialog's msg_count and
@@ -261,9 +261,9 @@ func TestVerdictDuplicatesCLI(t *testing.T) {
 	for _, tc := range rtExpected {
 		t.Run(tc.name, func(t *testing.T) {
 			path := verdictPath(tc.name)
-			out, stderr, code := runCLI(t, "-N", "-I", path, "--json")
+			out, stderr, code := runCLI(t, "-N", "-I", path, "--json-run")
 			if code != 0 {
-				t.Fatalf("--json exited %d: %s", code, stderr)
+				t.Fatalf("--json-run exited %d: %s", code, stderr)
 			}
 			var doc struct {
 				Run struct {
@@ -288,7 +288,7 @@ func TestVerdictDuplicatesCLI(t *testing.T) {
 				} `json:"dialogs"`
 			}
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
-				t.Fatalf("--json: %v\n%s", err, out)
+				t.Fatalf("--json-run: %v\n%s", err, out)
 			}
 			r := doc.Run
 			if r.SIPMessages != tc.sipMessages || r.Retrans != tc.retrans || r.Dups != tc.dups ||

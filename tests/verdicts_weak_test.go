@@ -215,17 +215,17 @@ func init() {
 	})
 }
 
-// weakJSON runs the binary with --json on a corpus capture and decodes the
+// weakJSON runs the binary with --json-run on a corpus capture and decodes the
 // document.
 func weakJSON(t *testing.T, name string) map[string]any {
 	t.Helper()
-	out, err := exec.Command(bin, "-N", "--json", "-I", verdictPath(name)).Output()
+	out, err := exec.Command(bin, "-N", "--json-run", "-I", verdictPath(name)).Output()
 	if err != nil {
-		t.Fatalf("--json %s: %v", name, err)
+		t.Fatalf("--json-run %s: %v", name, err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(out, &m); err != nil {
-		t.Fatalf("--json %s: %v", name, err)
+		t.Fatalf("--json-run %s: %v", name, err)
 	}
 	return m
 }
@@ -391,7 +391,7 @@ func TestVerdictsWeakOtherTraffic(t *testing.T) {
 	run, _ := js["run"].(map[string]any)
 	if run["undecodable_frames"] != 0.0 || run["other_traffic_frames"] != 5.0 || run["complete"] != true ||
 		fmt.Sprint(run["other_traffic"]) != "map[arp:2 icmp:2 lldp:1]" {
-		t.Errorf("--json run: undecodable %v other %v %v complete %v; want 0, 5 map[arp:2 icmp:2 lldp:1], true",
+		t.Errorf("--json-run run: undecodable %v other %v %v complete %v; want 0, 5 map[arp:2 icmp:2 lldp:1], true",
 			run["undecodable_frames"], run["other_traffic_frames"], run["other_traffic"], run["complete"])
 	}
 	r := weakReport(t, "arp-icmp-noise.pcap")
@@ -448,7 +448,7 @@ func TestVerdictsWeakMalformedSIP(t *testing.T) {
 			run, _ := weakJSON(t, tc.capture)["run"].(map[string]any)
 			if run["sip_malformed"] != tc.count || len(fmt.Sprint(run["sip_malformed_examples"])) < 10 ||
 				dig(run, "sip_malformed_reasons", tc.reason) != tc.count {
-				t.Errorf("--json run: sip_malformed %v reasons %v examples %v; want %v %q", run["sip_malformed"], run["sip_malformed_reasons"], run["sip_malformed_examples"], tc.count, tc.reason)
+				t.Errorf("--json-run run: sip_malformed %v reasons %v examples %v; want %v %q", run["sip_malformed"], run["sip_malformed_reasons"], run["sip_malformed_examples"], tc.count, tc.reason)
 			}
 			r := weakReport(t, tc.capture)
 			if !strings.Contains(r, "malformed_sip") || !strings.Contains(r, fmt.Sprintf("(%d malformed", int(tc.count))) {

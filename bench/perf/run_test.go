@@ -1,5 +1,5 @@
 // Package perf benchmarks the whole batch path (read, decode, route,
-// stores, --json document) on a generated capture, for profiling and for the
+// stores, --json-run document) on a generated capture, for profiling and for the
 // numbers in bench/README.md. Every benchmark reads the capture named by
 // SIPNAB_BENCH_PCAP and skips without it:
 //
@@ -137,7 +137,7 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
-// BenchmarkBatchJSON is `sipnab -N -I FILE --json [--cores 2]` in process,
+// BenchmarkBatchJSON is `sipnab -N -I FILE --json-run [--cores 2]` in process,
 // the document written to io.Discard.
 func BenchmarkBatchJSON(b *testing.B) {
 	path := capturePath(b)

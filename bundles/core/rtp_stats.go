@@ -37,7 +37,7 @@ type rtpStatsIn struct {
 type RTPStats struct {
 	// CallID is the call asked about; absent in a sweep.
 	CallID string `json:"call_id,omitempty" desc:"Call-ID asked about; absent in a sweep"`
-	// Streams are RTP streams, oldest first (the shape --json writes).
+	// Streams are RTP streams, oldest first (the shape --json-run writes).
 	// Codec names come from the SDP and are fenced, as is the RTCP CNAME.
 	Streams []media.StreamInfo `json:"streams" nonnull:"true" desc:"RTP streams in first_seen order"`
 	// Diagnosis is the call's media diagnosis; absent in a sweep.

@@ -181,7 +181,7 @@ func Build(c *engine.Capture, callID string, opt Options) (*Call, bool) {
 		src = ms
 	}
 	// a call still in progress at capture end: ended false and its
-	// duration to the capture's end, as list_dialogs and --json say
+	// duration to the capture's end, as list_dialogs and --json-run say
 	c.Dialogs().MarkInProgress(&call.Detail.Summary, analysis.CaptureEnd(c.Dialogs(), src))
 	det = call.Detail
 	call.Diagnosis = analysis.Diagnose(analysis.FactsFrom(det), src, opt.Diagnosis)

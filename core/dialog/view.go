@@ -8,7 +8,7 @@ import (
 )
 
 // Summary is the list row of one Call-ID: the list_dialogs row
-// (DialogSummary) every surface projects dialogs through (--json,
+// (DialogSummary) every surface projects dialogs through (--json-run,
 // --json-dialogs, MCP). Fields absent from the wire were not measured.
 //
 // The row describes the Call-ID's primary leg: its call (first INVITE-family

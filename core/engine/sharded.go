@@ -36,7 +36,7 @@ package engine
 // batches are recycled, so the steady state allocates nothing.
 //
 // Results equal one core's: same streams, same counters, byte for byte in
-// the --json document (bench TestCoresGiveTheSameDocument), as long as no
+// the --json-run document (bench TestCoresGiveTheSameDocument), as long as no
 // worker's store reaches its stream or probation cap (each shard applies
 // the caps on its own).
 

@@ -142,7 +142,7 @@ type PtimeSteps struct {
 }
 
 // StreamInfo is one stream as every output renders it (rtp_stats,
-// --json, reports).
+// --json-run, reports).
 type StreamInfo struct {
 	SSRC         string    `json:"ssrc"` // 0x + 8 lowercase hex digits
 	Src          string    `json:"src"`  // ip:port

@@ -1,5 +1,5 @@
 // Package report renders a capture for batch output: the JSON document of
-// `sipnab -N -I FILE --json` and the text summary of `--report`.
+// `sipnab -N -I FILE --json-run` and the text summary of `--report`.
 //
 // Both read the capture's status first and its stores after, so a document
 // whose run says complete describes stores that were read after the load

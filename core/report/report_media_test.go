@@ -176,7 +176,7 @@ func TestMarkdownHelpers(t *testing.T) {
 	}
 }
 
-// TestJSONStreamsAgreeWithTshark: the streams of `--json` (the rtp_stats
+// TestJSONStreamsAgreeWithTshark: the streams of `--json-run` (the rtp_stats
 // stream shape) hold every stream tshark ties to SDP, with its packets and
 // loss, and max jitter within max(0.05 ms, 2 %).
 func TestJSONStreamsAgreeWithTshark(t *testing.T) {
