@@ -63,6 +63,7 @@ func init() {
 		{"abandoned_no_final_response", FamilySignaling, true, []string{"waited_ms"}, "no final response to the INVITE within Timer C (180 s)", nil},
 		{"post_dial_delay", FamilySignaling, true, []string{"pdd_ms"}, "INVITE to the first 18x over the PDD threshold", nil},
 		{"registration_failure", FamilySignaling, true, []string{"code"}, "a REGISTER refused, only challenged, or challenged in a loop", nil},
+		{"icmp_unreachable", FamilySignaling, true, []string{"errors"}, "ICMP/ICMPv6 errors (port or host unreachable, prohibited, too big, time exceeded) quote the dialog's messages", nil},
 		{"registration_shortened_expiry", FamilySignaling, true, []string{"requested_expiry_sec", "granted_expiry_sec"}, "a REGISTER granted a shorter expiry than asked", nil},
 		// media (engine.md §10)
 		{"one_way_audio", FamilyMedia, true, []string{"loud_packets", "quiet_packets"}, "an answered call's media flowed one way only", nil},

@@ -463,6 +463,15 @@ func addSignaling(get finder, d *DialogFacts, s *SignalingDiagnosis, at *time.Ti
 		get("retransmissions", SeverityMedium, "requests", "requests retransmitted without any response").
 			add(ev(map[string]int64{"cseq": int64(r.CSeq), "copies": int64(r.Count), "span_ms": r.SpanMs}, r.Method, r.Evidence))
 	}
+	for i := range s.ICMPUnreachable {
+		u := &s.ICMPUnreachable[i]
+		sev := SeverityHigh
+		if u.Kind == "time_exceeded" || u.Kind == "other" {
+			sev = SeverityMedium
+		}
+		get("icmp_unreachable", sev, "dialogs", "dialogs whose messages were answered by ICMP errors (port or host unreachable, prohibited, too big)").
+			add(ev(map[string]int64{"errors": int64(u.Errors + u.ErrorsNotKept), "type": int64(u.Type), "code": int64(u.Code)}, u.Kind+" "+u.Endpoint+" from "+u.Reporter, u.Messages))
+	}
 	if a := s.AckMissing; a != nil {
 		get("ack_missing", SeverityMedium, "dialogs", "2xx to an INVITE never acknowledged within Timer H (32 s)").
 			add(ev(map[string]int64{"cseq": int64(a.CSeq), "answer_copies": int64(a.AnswerCopies), "waited_ms": a.WaitedMs}, "", a.Evidence))
