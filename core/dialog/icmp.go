@@ -143,36 +143,38 @@ func ICMPKind(v6 bool, typ, code uint8) string {
 // ICMPError is one ICMP or ICMPv6 error quoting a message of the dialog.
 type ICMPError struct {
 	// At is the capture time of the error.
-	At time.Time `json:"at" desc:"capture time of the error"`
+	At time.Time `json:"at"`
 	// Kind names the error: port_unreachable, host_unreachable,
 	// net_unreachable, admin_prohibited, fragmentation_needed,
 	// time_exceeded or other.
-	Kind string `json:"kind" enum:"port_unreachable|host_unreachable|net_unreachable|admin_prohibited|fragmentation_needed|time_exceeded|other" desc:"what the error says"`
+	Kind string `json:"kind" desc:"port_unreachable, host_unreachable, net_unreachable, admin_prohibited, fragmentation_needed, time_exceeded or other"`
 	// Protocol is icmp or icmpv6; Type and Code its type and code.
-	Protocol string `json:"protocol" enum:"icmp|icmpv6" desc:"icmp or icmpv6"`
-	Type     uint8  `json:"type" desc:"ICMP type"`
-	Code     uint8  `json:"code" desc:"ICMP code"`
+	Protocol string `json:"protocol"`
+	Type     uint8  `json:"type"`
+	Code     uint8  `json:"code"`
 	// Reporter sent the error; Endpoint is where the quoted message was
 	// going (the far end), Source where it came from.
-	Reporter string `json:"reporter" desc:"address that sent the error"`
-	Endpoint string `json:"endpoint" desc:"destination of the quoted message"`
-	Source   string `json:"source" desc:"source of the quoted message"`
+	Reporter string `json:"reporter" desc:"who sent the error"`
+	Endpoint string `json:"endpoint" desc:"where the quoted message went"`
+	Source   string `json:"-"`
 	// Transport is the quoted message's transport.
-	Transport string `json:"transport,omitempty" enum:"UDP|TCP|SCTP" desc:"transport of the quoted message"`
+	Transport string `json:"-"`
 	// Message is the index of the quoted message; absent when it was not
 	// retained.
 	Message *int `json:"message,omitempty" desc:"index of the quoted message"`
-	// Quoted is the quoted message's method or status code.
-	Quoted string `json:"quoted,omitempty" desc:"method or status code of the quoted message"`
+	// Quoted is the quoted message's method or status code (the sender's
+	// text: diagnosis names it in its own words, and the wire shape leaves
+	// it out; Message names the message).
+	Quoted string `json:"-"`
 	// MatchedBy says how the error was tied to the dialog: call_id (the
 	// quote holds the Call-ID) or tuple (the quoted 5-tuple and time).
-	MatchedBy string `json:"matched_by" enum:"call_id|tuple" desc:"how the error was matched: quoted Call-ID or 5-tuple"`
+	MatchedBy string `json:"matched_by" desc:"call_id (quoted) or tuple"`
 	// QuoteTruncated: the error quotes less than the whole message.
-	QuoteTruncated bool `json:"quote_truncated,omitempty" desc:"the error quotes part of the message only"`
+	QuoteTruncated bool `json:"quote_truncated,omitempty"`
 	// MTU is the next-hop MTU a fragmentation-needed error names.
-	MTU uint32 `json:"mtu,omitempty" desc:"next-hop MTU named by the error"`
+	MTU uint32 `json:"mtu,omitempty"`
 	// Frame points at the frame carrying the error.
-	Frame string `json:"frame,omitempty" desc:"evidence pointer of the error's frame"`
+	Frame string `json:"frame,omitempty"`
 }
 
 // ICMPUnmatched is an ICMP error the store did not tie to a dialog.
