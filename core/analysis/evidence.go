@@ -86,6 +86,8 @@ func init() {
 		{"rtp_candidates_evicted", FamilyCapture, true, []string{"evicted"}, "unsignaled flows dropped before they proved to be RTP", nil},
 		{"undecodable", FamilyCapture, true, []string{"frames"}, "frames that could not be decoded", nil},
 		{"port_gated_sip", FamilyCapture, true, []string{"messages"}, "SIP seen on ports not analysed", nil},
+		{"icmp_quoting_media", FamilyCapture, true, []string{"errors"}, "ICMP errors quote an RTP stream's datagrams (media sent to a closed port or an unreachable host)", nil},
+		{"icmp_unmatched", FamilyCapture, false, []string{"errors"}, "ICMP errors quoting SIP that no dialog could be tied to (an observation)", nil},
 		{"rtcp_malformed", FamilyCapture, false, []string{"packets"}, "RTCP datagrams that did not parse whole", nil},
 		{"malformed_sip", FamilyCapture, true, []string{"messages"}, "SIP the parser flagged as malformed (RFC 3261 §7.5 junk before the start line, §20.14 Content-Length, missing mandatory headers)", nil},
 		{"media_not_captured", FamilyCapture, false, []string{"answered_calls_with_sdp", "rtp_streams"}, "no RTP anywhere in the capture: calls' media not judged (an observation)", nil},

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/media"
 )
 
 // maxICMPFrames bounds the frames one icmp_unreachable names.
@@ -201,4 +202,53 @@ func containsInt(l []int, v int) bool {
 		}
 	}
 	return false
+}
+
+// icmpUnmatched adds the capture findings of the ICMP errors tied to no
+// dialog, from the examples the dialog store kept: icmp_quoting_media when
+// the quoted datagram is one of an RTP stream's (media sent to a closed
+// port, an unreachable host), icmp_unmatched when it went to or from a SIP
+// port (5060, 5061) or the store could not tell which dialog it quoted
+// (ambiguous, a Call-ID no longer held). Errors about anything else (DNS,
+// NTP...) stay counted in run.icmp only. Occurrences count the examples
+// of each kind: the store keeps the first dialog.MaxICMPUnmatched, and the
+// rest are counted as omitted in icmp_unmatched.
+func icmpUnmatched(get func(kind, sev, unit, summary string) *Finding, streams []media.StreamInfo, cf CaptureFacts) {
+	if cf.ICMPUnmatched == 0 {
+		return
+	}
+	byFlow := map[string]*media.StreamInfo{}
+	for i := range streams {
+		byFlow[streams[i].Src+">"+streams[i].Dst] = &streams[i]
+	}
+	sipPort := func(ap string) bool {
+		a, err := netip.ParseAddrPort(ap)
+		return err == nil && (a.Port() == 5060 || a.Port() == 5061)
+	}
+	var sipRows int64
+	for i := range cf.ICMPUnmatchedExamples {
+		u := &cf.ICMPUnmatchedExamples[i]
+		at := u.At
+		e := Evidence{Endpoints: []string{u.Source, u.Endpoint}, At: &at, Counts: map[string]int64{"errors": 1}}
+		if u.Frame != "" {
+			e.Frames = []string{u.Frame}
+		}
+		if s := byFlow[u.Source+">"+u.Endpoint]; s != nil && u.Transport == "UDP" {
+			e.CallID, e.Note = s.AssociatedDialog, fmt.Sprintf("%s from %s quoting RTP stream %s", u.Kind, u.Reporter, s.SSRC)
+			get("icmp_quoting_media", SeverityMedium, "errors", "ICMP errors answering RTP: media sent to a closed port or an unreachable host").add(e)
+			continue
+		}
+		if u.Reason == "ambiguous" || u.Reason == "call_id_not_held" || sipPort(u.Source) || sipPort(u.Endpoint) {
+			e.Note = fmt.Sprintf("%s from %s (%s)", u.Kind, u.Reporter, strings.ReplaceAll(u.Reason, "_", " "))
+			get("icmp_unmatched", SeverityInfo, "errors", "ICMP errors quoting SIP that no dialog could be tied to (ambiguous 5-tuple, dialog not held, no message in the window)").add(e)
+			sipRows++
+		}
+	}
+	if sipRows > 0 {
+		if n := int64(cf.ICMPUnmatched) - int64(len(cf.ICMPUnmatchedExamples)); n > 0 {
+			f := get("icmp_unmatched", SeverityInfo, "errors", "")
+			f.Occurrences += n
+			f.EvidenceOmitted += n
+		}
+	}
 }

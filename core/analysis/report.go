@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/sip"
 )
 
@@ -89,6 +90,11 @@ type CaptureFacts struct {
 	// header...); MalformedExamples names the first ones by frame.
 	SIPMalformed      uint64
 	MalformedExamples []MalformedExample
+	// ICMPUnmatched counts the ICMP errors the dialog store tied to no
+	// dialog; ICMPUnmatchedExamples are the first ones it kept
+	// (core/dialog/icmp.go).
+	ICMPUnmatched         uint64
+	ICMPUnmatchedExamples []dialog.ICMPUnmatched
 }
 
 // MalformedExample is one malformed SIP message: its frame reference, its
@@ -293,6 +299,7 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		}
 		f.EvidenceOmitted = f.Occurrences - int64(len(f.Evidence))
 	}
+	icmpUnmatched(get, all, cf)
 	if st.RTCPMalformed > 0 {
 		f := get("rtcp_malformed", SeverityInfo, "packets", "RTCP datagrams that did not parse whole")
 		f.Occurrences += int64(st.RTCPMalformed)
