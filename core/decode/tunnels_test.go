@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"encoding/binary"
+	"strconv"
 	"testing"
 
 	"github.com/sipnab/sipnab/core/packet"
@@ -33,7 +34,7 @@ func TestUDPTunnels(t *testing.T) {
 	w6 := []want{{"[2001:db8::10]:5060", "[2001:db8::20]:5080", packet.TransportUDP, sipOptions, false}}
 	rtp := append([]byte{0x80, 0x08, 0x00, 0x01, 0, 0, 0, 160, 0x12, 0x34, 0x56, 0x78}, bytes.Repeat([]byte{0xd5}, 160)...)
 	plain := func(dport uint16, payload []byte) []want {
-		return []want{{"192.0.2.10:2152", "192.0.2.20:" + itoa(int(dport)), packet.TransportUDP, string(payload), false}}
+		return []want{{"192.0.2.10:2152", "192.0.2.20:" + strconv.Itoa(int(dport)), packet.TransportUDP, string(payload), false}}
 	}
 	// S and E set: sequence number, N-PDU number, next type 0x85 (PDU
 	// session container), one 4-byte extension header ending the chain.
@@ -81,19 +82,6 @@ func TestUDPTunnels(t *testing.T) {
 			eq(t, "gtpu", st.GTPU, tc.gtpu)
 			eq(t, "geneve", st.GENEVE, tc.gen)
 		})
-	}
-}
-
-func itoa(n int) string {
-	var b [8]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
 	}
 }
 
