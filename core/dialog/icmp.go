@@ -41,12 +41,14 @@ import (
 
 // Bounds of the ICMP evidence table.
 const (
-	// MaxICMPPerDialog is how many ICMP errors a dialog keeps; past it
-	// they are counted (ICMPErrorCount stays exact).
-	MaxICMPPerDialog = 16
+	// MaxICMPPerDialog is how many ICMP errors a dialog keeps (an INVITE
+	// sent to a closed port draws seven over Timer B); past it they are
+	// counted (ICMPErrorCount stays exact).
+	MaxICMPPerDialog = 8
 	// MaxICMPDialogs is how many dialogs hold ICMP errors; an error for
-	// another dialog past it is counted as not kept.
-	MaxICMPDialogs = 4096
+	// another dialog past it is counted as not kept. With rows of about
+	// 350 bytes the table holds at most about 6 MB.
+	MaxICMPDialogs = 2048
 	// MaxICMPUnmatched is how many unmatched errors are kept as examples.
 	MaxICMPUnmatched = 20
 	// icmpScanDialogs is how many of the most recently updated dialogs a
