@@ -3,13 +3,17 @@ package engine
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -147,4 +151,55 @@ func TestICMPPortUnreachableAttachesToTheQuotedDialog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// icmpFrame is an Ethernet/IPv4 frame carrying an ICMP port unreachable
+// from 10.0.0.2 that quotes an IPv4/UDP datagram 10.0.0.1:5060 →
+// 10.0.0.2:5060 whose payload is quoted.
+func icmpFrame(quoted []byte) []byte {
+	inner := make([]byte, 28, 28+len(quoted))
+	inner[0] = 0x45
+	binary.BigEndian.PutUint16(inner[2:4], uint16(min(28+len(quoted), 0xFFFF)))
+	inner[8], inner[9] = 64, 17
+	copy(inner[12:16], []byte{10, 0, 0, 1})
+	copy(inner[16:20], []byte{10, 0, 0, 2})
+	binary.BigEndian.PutUint16(inner[20:22], 5060)
+	binary.BigEndian.PutUint16(inner[22:24], 5060)
+	binary.BigEndian.PutUint16(inner[24:26], uint16(min(8+len(quoted), 0xFFFF)))
+	inner = append(inner, quoted...)
+	icmp := append([]byte{3, 3, 0, 0, 0, 0, 0, 0}, inner...)
+	ip := make([]byte, 20)
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:4], uint16(min(20+len(icmp), 0xFFFF)))
+	ip[8], ip[9] = 64, 1
+	copy(ip[12:16], []byte{10, 0, 0, 2})
+	copy(ip[16:20], []byte{10, 0, 0, 1})
+	eth := []byte{0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 6, 0x08, 0x00}
+	return append(append(eth, ip...), icmp...)
+}
+
+// FuzzICMPMatch: an INVITE, then an ICMP port unreachable quoting
+// arbitrary bytes as the datagram's payload. Nothing panics, every error
+// offered is counted once (matched or not), and a dialog keeps at most
+// dialog.MaxICMPPerDialog errors.
+func FuzzICMPMatch(f *testing.F) {
+	f.Add([]byte(invite("fz-icmp")))
+	f.Add([]byte(invite("other")))
+	f.Add([]byte("INVITE sip:b SIP/2.0\r\nCall-ID: fz-icmp"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, q []byte) {
+		c := New(Config{}, nil)
+		c.HandlePacket(udp("10.0.0.1:5060", "10.0.0.2:5060", []byte(invite("fz-icmp")), nil))
+		for i := 0; i < dialog.MaxICMPPerDialog+2; i++ {
+			c.HandleFrame(&packet.Frame{Source: "fuzz", Ordinal: uint64(i + 2), TS: ts0.Add(time.Millisecond), LinkType: 1, Data: icmpFrame(q)})
+		}
+		st := c.Status()
+		if st.ICMP == nil || st.ICMP.Errors != dialog.MaxICMPPerDialog+2 || st.ICMP.Offered != st.ICMP.Errors ||
+			st.ICMP.MatchedByCallID+st.ICMP.MatchedByTuple+st.ICMP.Unmatched != st.ICMP.Offered {
+			t.Fatalf("icmp counts %+v", st.ICMP)
+		}
+		if d, ok := c.Dialogs().Get("fz-icmp"); ok && len(d.ICMPErrors) > dialog.MaxICMPPerDialog {
+			t.Fatalf("kept %d errors", len(d.ICMPErrors))
+		}
+	})
 }
