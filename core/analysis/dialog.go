@@ -80,6 +80,10 @@ type DialogFacts struct {
 	// Frames are the evidence pointers of the retained messages, by
 	// message index (zero when unknown): a clause's frames.
 	Frames []packet.FrameRef
+	// ICMP are the ICMP/ICMPv6 errors quoting the dialog's messages (kept
+	// up to dialog.MaxICMPPerDialog); ICMPCount counts them all.
+	ICMP      []dialog.ICMPError
+	ICMPCount int
 }
 
 // MediaSource is the read side of the stream store diagnosis needs.
@@ -269,6 +273,11 @@ type SignalingDiagnosis struct {
 	// RegistrationFailure: a REGISTER rejected, challenged in a loop, or
 	// granted a shorter expiry than asked.
 	RegistrationFailure *RegistrationFailure `json:"registration_failure"`
+	// ICMPUnreachable are the ICMP/ICMPv6 errors quoting the dialog's
+	// messages, one per kind of error, far end and reporter; absent when
+	// none quoted it (a capture filtered to SIP's ports holds no ICMP:
+	// absence proves nothing).
+	ICMPUnreachable []ICMPUnreachable `json:"icmp_unreachable,omitempty"`
 	// MessagesNotRead counts messages past the per-dialog retention cap:
 	// the detections judged the retained ones.
 	MessagesNotRead int      `json:"messages_not_read,omitempty"`

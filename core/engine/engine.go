@@ -280,8 +280,9 @@ func New(cfg Config, log *slog.Logger) *Capture {
 	}
 	c.SetMediaSink(media.NewStore(cfg.Media))
 	c.hepDec.MaxInflated = cfg.MaxHEPInflated
+	routerDecode := c.withICMP(cfg.Decode) // icmp.go
 	for k := range c.decoders {
-		c.decoders[k] = decode.New(cfg.Decode)
+		c.decoders[k] = decode.New(routerDecode)
 		c.sinks[k] = packet.SinkFunc(c.routeLocked)
 	}
 	c.sinks[kindLive] = packet.SinkFunc(c.routeLive)

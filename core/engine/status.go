@@ -123,10 +123,24 @@ type Status struct {
 
 	// Dialogs are the dialog store's counters.
 	Dialogs dialog.Stats `json:"dialog_store"`
+	// ICMP counts the ICMP/ICMPv6 errors the decoders read (errors) and
+	// how the dialog store matched them to dialogs (core/dialog/icmp.go);
+	// absent when no ICMP error was read.
+	ICMP *ICMPCounts `json:"icmp,omitempty"`
 	// Media are the stream store's counters (absent with a custom sink).
 	Media *media.Stats `json:"stream_store,omitempty"`
 	// Identity is the capture's identity.
 	Identity Identity `json:"capture_identity"`
+
+	icmpErrors uint64 // the decoders' ICMP errors, for ICMP
+}
+
+// ICMPCounts are the ICMP errors read and how they were matched.
+type ICMPCounts struct {
+	// Errors counts the ICMP and ICMPv6 errors the decoders read; the
+	// store's counters say how many it was offered and matched.
+	Errors uint64 `json:"errors"`
+	dialog.ICMPStats
 }
 
 // HEPCounts counts HEP envelopes by what they carried.
@@ -222,6 +236,9 @@ func (c *Capture) Status() Status {
 		st.Media = &ms
 	}
 	c.decodeStats(&st)
+	if st.icmpErrors > 0 {
+		st.ICMP = &ICMPCounts{Errors: st.icmpErrors, ICMPStats: c.dialogs.ICMPStats()}
+	}
 	c.malMu.Lock()
 	if len(c.malByReason) > 0 {
 		st.SIPMalformedReasons = make(map[string]uint64, len(c.malByReason))
@@ -381,6 +398,7 @@ func (c *Capture) decodeStats(st *Status) {
 		if s.UndecodableReasonsDropped > 0 {
 			st.Undecodable["other_reasons"] += s.UndecodableReasonsDropped
 		}
+		st.icmpErrors += s.ICMPErrors
 		st.OtherTrafficFrames += s.OtherTrafficFrames
 		for _, r := range s.OtherTraffic {
 			st.OtherTraffic[r.Name] += r.Count
