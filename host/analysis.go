@@ -49,6 +49,9 @@ func checkAnalysis(cfg *Config) error {
 	if d := cfg.Media.OneWayDelay; math.IsNaN(d) || math.IsInf(d, 0) || d > 10000 || d < 0 && d != -1 {
 		return usagef("--one-way-delay %v: want milliseconds from 0 to 10000", d)
 	}
+	if _, err := codecIe(cfg.Media.CodecIe); err != nil {
+		return usagef("%v", err) // a file's keys were checked with their lines (checkCodecIeKeys)
+	}
 	hdrs := cfg.Correlation.XCallIDHeaders
 	if len(nonEmpty(hdrs)) == 0 {
 		return usagef("--x-call-id-header: name at least one header (default X-Call-ID)")

@@ -629,9 +629,13 @@ func checkFileKeys(fk *koanf.Koanf, file *configFile) error {
 	add := func(key, format string, a ...any) {
 		errs = append(errs, lineError{line: file.line(key), msg: fmt.Sprintf(format, a...), key: key})
 	}
+	var codecKeys []string
 	for _, key := range fk.Keys() {
 		v := fk.Get(key)
 		switch {
+		case key == codecIeSection || strings.HasPrefix(key, codecIeSection+"."):
+			codecKeys = append(codecKeys, key) // host/codecie.go
+			continue
 		case key == "bundles" || key == "mcp.bundles":
 			add(key, "key %q: want a table, got %s", key, describe(v))
 			continue
@@ -664,6 +668,7 @@ func checkFileKeys(fk *koanf.Koanf, file *configFile) error {
 			}
 		}
 	}
+	checkCodecIeKeys(codecKeys, fk.Get, add)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sipnab/sipnab/core/mos"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/rtp"
 	"github.com/sipnab/sipnab/core/sdp"
@@ -77,9 +78,9 @@ type Config struct {
 	// (--one-way-delay); used when HasOneWayDelay.
 	OneWayDelayMs  float64
 	HasOneWayDelay bool
-	// CodecIe holds operator-declared equipment impairments by lowercase
-	// codec name ([media.codec_ie]).
-	CodecIe map[string]float64
+	// CodecIe holds operator-declared equipment impairments (Ie, Bpl) by
+	// lowercase codec name ([media.codec_ie]).
+	CodecIe map[string]mos.Declared
 	// Logger receives rare notices; nil discards them.
 	Logger *slog.Logger
 }

@@ -183,6 +183,8 @@ type stream struct {
 	dups, ooo       uint64
 	jumps           uint64
 	lost            *lossRing
+	settled         int64       // first sequence position not yet fed to burst (burst.go)
+	burst           *burstState // RFC 3611 §4.7.2 loss pattern; nil until a settled loss
 
 	// timing (tshark-compatible RFC 3550 §6.4.1 jitter in arrival order)
 	extTS      int64 // extended RTP timestamp of the previous packet
@@ -304,6 +306,7 @@ func (s *stream) seq(seq uint16, lostCap int) {
 		s.maxExt = int64(seq)
 		s.window[0] = 1
 		s.ivStartExt = s.baseExt - 1
+		s.settled = s.baseExt
 		return
 	}
 	maxSeq := uint16(s.maxExt)
@@ -326,6 +329,7 @@ func (s *stream) seq(seq uint16, lostCap int) {
 				s.lost.add(maxSeq+uint16(i), lostCap)
 			}
 		}
+		s.settle(s.maxExt + int64(d))
 		s.maxExt += int64(d)
 		shiftWindow(&s.window, uint(d))
 		s.window[0] |= 1
@@ -339,6 +343,8 @@ func (s *stream) seq(seq uint16, lostCap int) {
 				return
 			}
 			s.window[w] |= 1 << bit
+		} else if s.burst != nil {
+			s.burst.late++ // its position settled as lost (burst.go)
 		}
 		s.ooo++
 		if s.lost != nil {
@@ -347,6 +353,9 @@ func (s *stream) seq(seq uint16, lostCap int) {
 		if ext < s.baseExt {
 			if s.ivStartExt == s.baseExt-1 {
 				s.ivStartExt = ext - 1
+			}
+			if s.settled == s.baseExt && back < settleLag {
+				s.settled = ext // nothing settled yet: the pattern starts earlier
 			}
 			s.baseExt = ext
 		}
