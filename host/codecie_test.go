@@ -79,3 +79,34 @@ func TestCodecIeBadKeysAreRefusedWithTheirLine(t *testing.T) {
 		})
 	}
 }
+
+// TestAMRWBListeningIsMonoticOrDiotic: the listening context reaches the
+// store; anything else is a usage error naming the flag.
+func TestAMRWBListeningIsMonoticOrDiotic(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want mos.Listening
+		err  string
+	}{
+		{nil, mos.Monotic, ""},
+		{[]string{"--amr-wb-listening", "diotic"}, mos.Diotic, ""},
+		{[]string{"--amr-wb-listening", "binaural"}, "", "--amr-wb-listening \"binaural\": want monotic or diotic"},
+	} {
+		cfg, err := loadConfig(tc.args, nil, &bytes.Buffer{})
+		if err == nil {
+			err = checkAnalysis(cfg)
+		}
+		if tc.err != "" {
+			if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: got %v, want a usage error %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := engineConfig(cfg).Media.WidebandListening; got != tc.want {
+			t.Errorf("%v: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

@@ -209,6 +209,7 @@ type stream struct {
 	// g723 counts G.723.1 packets by the bit rate their first frame shows
 	// (RFC 3551 §4.5.3): [0] 6.3 kbit/s, [1] 5.3 kbit/s.
 	g723 [2]uint32
+	amr  *amrStats // AMR / AMR-WB payloads (amr.go); nil for other codecs
 
 	// comfort noise and events
 	cnFrames  uint64

@@ -221,9 +221,14 @@ type StreamInfo struct {
 	// G.113 Appendix I row (for G.723.1 with the bit rate the payload
 	// showed), or the operator's [media.codec_ie] entry with its values;
 	// absent for the placeholder.
-	MOSSource     string     `json:"mos_source,omitempty"`
-	Delay         *mos.Delay `json:"delay,omitempty"`
-	RoundTripNote string     `json:"round_trip_note,omitempty"`
+	MOSSource string `json:"mos_source,omitempty"`
+	// AMR is what an AMR or AMR-WB stream's payloads showed (RFC 4867:
+	// packing, frames by mode); WidebandMOS is AMR-WB's ITU-T G.107.1
+	// score (MOS_CQEW), on its own scale (core/media/amr.go).
+	AMR           *AMRInfo     `json:"amr,omitempty"`
+	WidebandMOS   *WidebandMOS `json:"wideband_mos,omitempty"`
+	Delay         *mos.Delay   `json:"delay,omitempty"`
+	RoundTripNote string       `json:"round_trip_note,omitempty"`
 
 	QoS         *QoS      `json:"qos,omitempty"`
 	InputOrigin string    `json:"input_origin,omitempty"`
@@ -407,6 +412,8 @@ func (st *Store) view(s *stream) StreamInfo {
 			v.MOSNote = "clock rate unknown: jitter and MOS not measured"
 		}
 	}
+
+	st.amrView(s, &v, codec, scorable, d.OneWayMs)
 
 	// Intervals: closed ones from the ring, then the open one.
 	add := func(iv interval) {
