@@ -41,10 +41,13 @@ func (s *stream) amrFrames(flavor rtp.AMRFlavor, h *rtp.Header, payload []byte) 
 	if payload == nil || h.PayloadOffset+h.PayloadLen > len(payload) {
 		return
 	}
-	if s.amr == nil || s.amr.flavor != flavor {
-		s.amr = &amrStats{flavor: flavor}
+	if s.ext == nil {
+		s.ext = &streamExt{}
 	}
-	a := s.amr
+	if s.ext.amr == nil || s.ext.amr.flavor != flavor {
+		s.ext.amr = &amrStats{flavor: flavor}
+	}
+	a := s.ext.amr
 	a.params = s.amrParams(h.PayloadType)
 	p, err := rtp.ParseAMR(payload[h.PayloadOffset:h.PayloadOffset+h.PayloadLen], flavor, a.params)
 	if err != nil {
@@ -114,7 +117,10 @@ func (st *Store) amrView(s *stream, v *StreamInfo, codec rtp.Codec, scorable boo
 	if !ok {
 		return
 	}
-	a := s.amr
+	var a *amrStats
+	if s.ext != nil {
+		a = s.ext.amr
+	}
 	if a == nil || a.flavor != flavor {
 		a = &amrStats{flavor: flavor, params: s.amrParams(uint8(v.PayloadType))}
 	}

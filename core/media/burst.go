@@ -91,6 +91,28 @@ func (b *burstState) close() {
 	b.open, b.cLen, b.cLost = false, 0, 0
 }
 
+// streamExt is the part of a stream only some streams need (stream.ext).
+type streamExt struct {
+	burst *burstState
+	amr   *amrStats
+}
+
+// burstOf returns the stream's loss pattern, allocating it.
+func (s *stream) burstOf() *burstState {
+	if s.ext == nil {
+		s.ext = &streamExt{}
+	}
+	if s.ext.burst == nil {
+		s.ext.burst = &burstState{}
+	}
+	return s.ext.burst
+}
+
+// settledTo is the first sequence position not yet fed to the loss
+// pattern: the positions up to 128 behind the highest are still in the
+// reorder window.
+func (s *stream) settledTo() int64 { return max(s.baseExt, s.maxExt-settleLag+1) }
+
 // windowBit reports whether position p (within the reorder window) was
 // received.
 func (s *stream) windowBit(p int64) bool {
@@ -101,31 +123,28 @@ func (s *stream) windowBit(p int64) bool {
 // settle feeds the burst pattern the positions that leave the reorder window
 // when the highest sequence number moves to newMax. It runs before maxExt and
 // the window move. Positions past the old highest one were never received.
+// A packet numbered more than the window below the highest (a late packet
+// before the stream's first) moves baseExt back below settledTo: the
+// positions it adds are never fed and count as gap positions (GapPackets
+// is taken from expected).
 func (s *stream) settle(newMax int64) {
 	end := newMax - settleLag
-	p := s.settled
+	p := s.settledTo()
 	if p > end {
 		return
 	}
 	for ; p <= end && p <= s.maxExt; p++ {
 		if s.windowBit(p) {
-			if s.burst != nil {
-				s.burst.received(1)
+			if s.ext != nil && s.ext.burst != nil {
+				s.ext.burst.received(1)
 			}
 			continue
 		}
-		if s.burst == nil {
-			s.burst = &burstState{}
-		}
-		s.burst.lost(1)
+		s.burstOf().lost(1)
 	}
 	if p <= end {
-		if s.burst == nil {
-			s.burst = &burstState{}
-		}
-		s.burst.lost(uint64(end - p + 1))
+		s.burstOf().lost(uint64(end - p + 1))
 	}
-	s.settled = end + 1
 }
 
 // BurstGap is a stream's loss pattern in RFC 3611 §4.7.2 terms: bursts
@@ -173,10 +192,10 @@ func (s *stream) burstGap(ptimeMs float64) *BurstGap {
 		return nil
 	}
 	var b burstState
-	if s.burst != nil {
-		b = *s.burst
+	if s.ext != nil && s.ext.burst != nil {
+		b = *s.ext.burst
 	}
-	for p := s.settled; p <= s.maxExt; p++ {
+	for p := s.settledTo(); p <= s.maxExt; p++ {
 		if s.windowBit(p) {
 			b.received(1)
 		} else {

@@ -164,11 +164,13 @@ type stream struct {
 	ordinal uint64 // creation order; eviction and tie-break order
 	frame   packet.FrameRef
 	origin  packet.Origin
+	// orphanIdx sits beside origin to fill its padding: with the allocation
+	// header, a stream over 760 bytes takes the next size class (896).
+	orphanIdx bool // listed in the store's orphan index
 
-	ep        *endpoint // SDP endpoint the stream was bound to; nil when orphaned
-	callID    string
-	shared    []string // other dialogs whose SDP named both ends (listed under them too)
-	orphanIdx bool     // listed in the store's orphan index
+	ep     *endpoint // SDP endpoint the stream was bound to; nil when orphaned
+	callID string
+	shared []string // other dialogs whose SDP named both ends (listed under them too)
 
 	firstNs, lastNs int64
 	packets, octets uint64
@@ -183,8 +185,10 @@ type stream struct {
 	dups, ooo       uint64
 	jumps           uint64
 	lost            *lossRing
-	settled         int64       // first sequence position not yet fed to burst (burst.go)
-	burst           *burstState // RFC 3611 §4.7.2 loss pattern; nil until a settled loss
+	// ext holds what only some streams need: the RFC 3611 loss pattern
+	// (from the first settled loss) and AMR payload counts (burst.go,
+	// amr.go); nil until then, so a plain stream stays in its size class.
+	ext *streamExt
 
 	// timing (tshark-compatible RFC 3550 §6.4.1 jitter in arrival order)
 	extTS      int64 // extended RTP timestamp of the previous packet
@@ -209,7 +213,6 @@ type stream struct {
 	// g723 counts G.723.1 packets by the bit rate their first frame shows
 	// (RFC 3551 §4.5.3): [0] 6.3 kbit/s, [1] 5.3 kbit/s.
 	g723 [2]uint32
-	amr  *amrStats // AMR / AMR-WB payloads (amr.go); nil for other codecs
 
 	// comfort noise and events
 	cnFrames  uint64
@@ -307,7 +310,6 @@ func (s *stream) seq(seq uint16, lostCap int) {
 		s.maxExt = int64(seq)
 		s.window[0] = 1
 		s.ivStartExt = s.baseExt - 1
-		s.settled = s.baseExt
 		return
 	}
 	maxSeq := uint16(s.maxExt)
@@ -344,8 +346,8 @@ func (s *stream) seq(seq uint16, lostCap int) {
 				return
 			}
 			s.window[w] |= 1 << bit
-		} else if s.burst != nil {
-			s.burst.late++ // its position settled as lost (burst.go)
+		} else if s.ext != nil && s.ext.burst != nil {
+			s.ext.burst.late++ // its position settled as lost (burst.go)
 		}
 		s.ooo++
 		if s.lost != nil {
@@ -354,9 +356,6 @@ func (s *stream) seq(seq uint16, lostCap int) {
 		if ext < s.baseExt {
 			if s.ivStartExt == s.baseExt-1 {
 				s.ivStartExt = ext - 1
-			}
-			if s.settled == s.baseExt && back < settleLag {
-				s.settled = ext // nothing settled yet: the pattern starts earlier
 			}
 			s.baseExt = ext
 		}
