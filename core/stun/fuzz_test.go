@@ -33,7 +33,7 @@ func FuzzParse(f *testing.F) {
 			_ = tr.Report(o.TS)
 		}
 		if cd, err := ParseChannelData(data); err == nil {
-			if len(cd.Data) > len(data)-4 || cd.Channel < 0x4000 || cd.Channel > 0x4fff {
+			if len(cd.Data) > len(data)-4 || cd.Channel < 0x4000 || cd.Channel > 0x7fff {
 				t.Fatalf("inconsistent ChannelData %x", cd.Channel)
 			}
 			tr.Channel(Obs{Src: a, Dst: b}, cd.Channel)

@@ -244,7 +244,7 @@ type Kind uint8
 const (
 	KindOther       Kind = iota
 	KindSTUN             // 0-3
-	KindChannelData      // 64-79
+	KindChannelData      // 64-79 (RFC 5766 clients use up to 127: ParseChannelData)
 	KindRTP              // 128-191 (RTP or RTCP)
 )
 
@@ -495,7 +495,7 @@ func (m *Message) IsICECheck() bool {
 }
 
 // ChannelData is one TURN ChannelData message (RFC 8656 §12.4): a channel
-// number in 0x4000-0x4FFF and the application data it carries (a view).
+// number and the application data it carries (a view).
 type ChannelData struct {
 	Channel uint16
 	Data    []byte
@@ -506,11 +506,12 @@ type ChannelData struct {
 var ErrChannelData = errors.New("stun: not a TURN ChannelData message")
 
 // ParseChannelData reads a ChannelData message from a datagram (RFC 8656
-// §12.4, §12.5): the channel number in 0x4000-0x4FFF, a length no longer
-// than the bytes after the 4-byte header, and at most 3 bytes of padding
-// after it (padding is optional over UDP).
+// §12.4, §12.5): a channel number in 0x4000-0x7FFF (RFC 5766 §11's range,
+// which coturn still uses; RFC 8656 narrowed it to 0x4000-0x4FFF), a length
+// no longer than the bytes after the 4-byte header, and at most 3 bytes of
+// padding after it (padding is optional over UDP).
 func ParseChannelData(b []byte) (ChannelData, error) {
-	if len(b) < 4 || b[0] < 0x40 || b[0] > 0x4f {
+	if len(b) < 4 || b[0]&0xc0 != 0x40 {
 		return ChannelData{}, ErrChannelData
 	}
 	n := int(binary.BigEndian.Uint16(b[2:4]))

@@ -249,7 +249,8 @@ func TestParseChannelDataChecksChannelAndLength(t *testing.T) {
 	}{
 		{"unpadded over UDP", AppendChannelData(nil, 0x4000, data, false), true},
 		{"padded", AppendChannelData(nil, 0x4fff, data, true), true},
-		{"channel out of range", AppendChannelData(nil, 0x5000, data, false), false},
+		{"RFC 5766 channel range, as coturn uses", AppendChannelData(nil, 0x6804, data, false), true},
+		{"channel out of range", AppendChannelData(nil, 0x8000, data, false), false},
 		{"length past the datagram", AppendChannelData(nil, 0x4000, data, false)[:7], false},
 		{"more than padding after the data", append(AppendChannelData(nil, 0x4000, data, false), 0, 0, 0, 0), false},
 	} {

@@ -216,11 +216,21 @@ type Stats struct {
 // Any reports whether the tracker saw any STUN or TURN traffic.
 func (s Stats) Any() bool { return s.Messages > 0 || s.ChannelData > 0 || s.Malformed > 0 }
 
-// Obs is one STUN message as the router saw it.
+// Obs is one STUN message (or ChannelData message) as the router saw it.
+// Its evidence pointer is computed from Frame only when an entry keeps it.
 type Obs struct {
 	TS       time.Time
 	Src, Dst netip.AddrPort
-	Frame    packet.FrameRef
+	Frame    *packet.Frame
+	ref      packet.FrameRef
+	refDone  bool
+}
+
+func (o *Obs) fr() packet.FrameRef {
+	if !o.refDone {
+		o.ref, o.refDone = packet.RefOf(o.Frame), true
+	}
+	return o.ref
 }
 
 // NoteMalformed counts a STUN-shaped datagram Parse refused.
@@ -259,17 +269,17 @@ func (t *Tracker) Observe(o Obs, m *Message) (src, dst netip.AddrPort, ok bool) 
 	switch m.Class {
 	case ClassRequest:
 		t.st.Requests++
-		t.request(o, m)
+		t.request(&o, m)
 	case ClassIndication:
 		t.st.Indications++
-		return t.indication(o, m)
+		return t.indication(&o, m)
 	case ClassSuccess, ClassError:
 		if m.Class == ClassSuccess {
 			t.st.Successes++
 		} else {
 			t.st.Errors++
 		}
-		t.response(o, m)
+		t.response(&o, m)
 	}
 	return src, dst, false
 }
@@ -286,7 +296,7 @@ func (t *Tracker) noteSoftware(b []byte) {
 	t.software[string(b)] = 1
 }
 
-func (t *Tracker) request(o Obs, m *Message) {
+func (t *Tracker) request(o *Obs, m *Message) {
 	if x := t.txs[m.TxID]; x != nil {
 		x.requests++
 		x.last = o.TS
@@ -299,7 +309,7 @@ func (t *Tracker) request(o Obs, m *Message) {
 	}
 	x := &tx{
 		id: m.TxID, method: m.Method, client: o.Src, server: o.Dst, first: o.TS, last: o.TS,
-		requests: 1, frame: o.Frame, ice: m.IsICECheck(), useCandidate: m.UseCandidate,
+		requests: 1, frame: o.fr(), ice: m.IsICECheck(), useCandidate: m.UseCandidate,
 		controlling: m.ICEControlling, controlled: m.ICEControlled, ordinal: t.ord,
 	}
 	if m.HasChannelNumber && m.NPeers > 0 {
@@ -337,7 +347,7 @@ func evictOldest[K comparable, V any](m map[K]V, ord func(V) uint64) {
 	}
 }
 
-func (t *Tracker) response(o Obs, m *Message) {
+func (t *Tracker) response(o *Obs, m *Message) {
 	x := t.txs[m.TxID]
 	if x == nil {
 		t.st.ResponsesWithoutRequest++
@@ -346,7 +356,7 @@ func (t *Tracker) response(o Obs, m *Message) {
 	if x.answered {
 		return // a response to a retransmission: the transaction is answered already
 	}
-	x.answered, x.class, x.respAt, x.respFrame = true, m.Class, o.TS, o.Frame
+	x.answered, x.class, x.respAt, x.respFrame = true, m.Class, o.TS, o.fr()
 	if m.HasErrorCode {
 		x.errorCode = m.ErrorCode
 	}
@@ -369,7 +379,7 @@ func (t *Tracker) response(o Obs, m *Message) {
 	case MethodChannelBind:
 		if a := t.allocs[pair{x.client, x.server}]; a != nil && x.channel != 0 {
 			if m.Class == ClassSuccess {
-				t.bind(a, x.channel, x.peer, Obs{TS: x.first, Frame: x.frame}, true)
+				t.bindAt(a, x.channel, x.peer, x.first, x.frame, true)
 			}
 		}
 	case MethodCreatePermission:
@@ -386,7 +396,7 @@ func mappedOf(m *Message) (netip.AddrPort, bool) {
 	return m.Mapped, m.HasMapped
 }
 
-func (t *Tracker) map1(x *tx, o Obs, ma netip.AddrPort) {
+func (t *Tracker) map1(x *tx, o *Obs, ma netip.AddrPort) {
 	k := pair{x.client, x.server}
 	mp := t.mappings[k]
 	if mp == nil {
@@ -394,14 +404,14 @@ func (t *Tracker) map1(x *tx, o Obs, ma netip.AddrPort) {
 			evictOldest(t.mappings, func(v *mapping) uint64 { return v.ordinal })
 			t.st.MappingsEvicted++
 		}
-		mp = &mapping{local: x.client, server: x.server, first: o.TS, frame: o.Frame, ice: x.ice, ordinal: t.ord}
+		mp = &mapping{local: x.client, server: x.server, first: o.TS, frame: o.fr(), ice: x.ice, ordinal: t.ord}
 		t.mappings[k] = mp
 	}
 	mp.mapped, mp.last = ma, o.TS
 	mp.count++
 }
 
-func (t *Tracker) allocate(x *tx, o Obs, m *Message) {
+func (t *Tracker) allocate(x *tx, o *Obs, m *Message) {
 	k := pair{x.client, x.server}
 	a := t.allocs[k]
 	if a == nil {
@@ -421,7 +431,7 @@ func (t *Tracker) allocate(x *tx, o Obs, m *Message) {
 		a = &alloc{client: x.client, server: x.server, ordinal: t.ord}
 		t.allocs[k] = a
 	}
-	a.relayed, a.created, a.frame = m.XORRelayed, o.TS, o.Frame
+	a.relayed, a.created, a.frame = m.XORRelayed, o.TS, o.fr()
 	a.mapped = m.XORMapped
 	a.deleted, a.lapsed = false, false
 	a.lifetime = m.Lifetime
@@ -435,7 +445,7 @@ func (t *Tracker) allocate(x *tx, o Obs, m *Message) {
 	}
 }
 
-func (t *Tracker) refresh(x *tx, o Obs, m *Message) {
+func (t *Tracker) refresh(x *tx, o *Obs, m *Message) {
 	a := t.allocs[pair{x.client, x.server}]
 	if a == nil {
 		return
@@ -458,21 +468,25 @@ func (t *Tracker) refresh(x *tx, o Obs, m *Message) {
 
 // use notes traffic on an allocation: past its expiry (and not deleted)
 // the allocation has lapsed (RFC 8656 §7: the server discards it).
-func (t *Tracker) use(a *alloc, o Obs) {
+func (t *Tracker) use(a *alloc, o *Obs) {
 	a.lastUse = o.TS
 	if !a.deleted && !a.expires.IsZero() && o.TS.After(a.expires) {
 		t.lapse(a, o, "traffic on the allocation after its lifetime ran out without a Refresh")
 	}
 }
 
-func (t *Tracker) lapse(a *alloc, o Obs, why string) {
+func (t *Tracker) lapse(a *alloc, o *Obs, why string) {
 	if a.lapsed {
 		return
 	}
-	a.lapsed, a.lapsedAt, a.lapseWhy, a.lapseFrame = true, o.TS, why, o.Frame
+	a.lapsed, a.lapsedAt, a.lapseWhy, a.lapseFrame = true, o.TS, why, o.fr()
 }
 
-func (t *Tracker) bind(a *alloc, num uint16, peer netip.AddrPort, o Obs, confirmed bool) {
+func (t *Tracker) bind(a *alloc, num uint16, peer netip.AddrPort, o *Obs, confirmed bool) {
+	t.bindAt(a, num, peer, o.TS, o.fr(), confirmed)
+}
+
+func (t *Tracker) bindAt(a *alloc, num uint16, peer netip.AddrPort, at time.Time, fr packet.FrameRef, confirmed bool) {
 	for i := range a.channels {
 		if a.channels[i].num == num {
 			a.channels[i].peer = peer
@@ -485,12 +499,12 @@ func (t *Tracker) bind(a *alloc, num uint16, peer netip.AddrPort, o Obs, confirm
 		t.st.ChannelsOver++
 		return
 	}
-	a.channels = append(a.channels, channel{num: num, peer: peer, confirmed: confirmed, at: o.TS, frame: o.Frame})
+	a.channels = append(a.channels, channel{num: num, peer: peer, confirmed: confirmed, at: at, frame: fr})
 }
 
 // indication handles Send (client → server) and Data (server → client)
 // indications (RFC 8656 §10, §11).
-func (t *Tracker) indication(o Obs, m *Message) (src, dst netip.AddrPort, ok bool) {
+func (t *Tracker) indication(o *Obs, m *Message) (src, dst netip.AddrPort, ok bool) {
 	if (m.Method != MethodSend && m.Method != MethodData) || !m.HasData {
 		return src, dst, false
 	}
@@ -516,42 +530,50 @@ func (t *Tracker) indication(o Obs, m *Message) (src, dst netip.AddrPort, ok boo
 	return src, dst, false
 }
 
+// DefaultPort is the TURN and STUN port (RFC 8489 §9, RFC 8656 §4).
+const DefaultPort = 3478
+
 // Channel maps a ChannelData message between src and dst on channel ch to
 // the relayed packet it stands for (RFC 8656 §12.6, §12.7): from the
 // client, the data leaves the relayed address for the channel's peer; from
-// the server, it arrived from the peer at the relayed address. ok is false
-// (and the message counted unbound) when the allocation or the binding was
-// not seen.
-func (t *Tracker) Channel(o Obs, ch uint16) (src, dst netip.AddrPort, ok bool) {
+// the server, it arrived from the peer at the relayed address. known is
+// false when the datagram is not known to be TURN at all: no allocation
+// between the two addresses and neither on port 3478 (a datagram merely
+// shaped like ChannelData). ok is false, and the message counted unbound,
+// when it is TURN but the allocation or the binding was not seen.
+func (t *Tracker) Channel(o Obs, ch uint16) (src, dst netip.AddrPort, known, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.st.ChannelData++
 	dir := 0
 	a := t.allocs[pair{o.Src, o.Dst}]
 	if a == nil {
 		a, dir = t.allocs[pair{o.Dst, o.Src}], 1
 	}
+	if a == nil && o.Src.Port() != DefaultPort && o.Dst.Port() != DefaultPort {
+		return src, dst, false, false
+	}
+	t.st.ChannelData++
 	if a != nil {
 		for i := range a.channels {
 			c := &a.channels[i]
 			if c.num != ch {
 				continue
 			}
-			t.use(a, o)
+			t.use(a, &o)
 			c.packets[dir]++
 			a.relayedPkts[dir]++
 			t.st.Relayed++
 			if dir == 0 {
-				return a.relayed, c.peer, true
+				return a.relayed, c.peer, true, true
 			}
-			return c.peer, a.relayed, true
+			return c.peer, a.relayed, true, true
 		}
 	}
 	t.st.RelayUnbound++
-	return src, dst, false
+	return src, dst, true, false
 }
 
-func (t *Tracker) iceCheck(o Obs, m *Message) {
+func (t *Tracker) iceCheck(o *Obs, m *Message) {
 	k := pair{o.Src, o.Dst}
 	p := t.pairs[k]
 	if p == nil {
@@ -559,7 +581,7 @@ func (t *Tracker) iceCheck(o Obs, m *Message) {
 			evictOldest(t.pairs, func(v *icePair) uint64 { return v.ordinal })
 			t.st.ICEPairsEvicted++
 		}
-		p = &icePair{from: o.Src, to: o.Dst, first: o.TS, frame: o.Frame, ordinal: t.ord}
+		p = &icePair{from: o.Src, to: o.Dst, first: o.TS, frame: o.fr(), ordinal: t.ord}
 		t.pairs[k] = p
 	}
 	p.checks++
@@ -577,7 +599,7 @@ func (t *Tracker) iceCheck(o Obs, m *Message) {
 			}
 			p.roleConflict, r.roleConflict = true, true
 			t.noteConflict(RoleConflict{
-				A: o.Src.String(), B: o.Dst.String(), At: o.TS, Frame: o.Frame.String(),
+				A: o.Src.String(), B: o.Dst.String(), At: o.TS, Frame: o.fr().String(),
 				Why: "both agents sent checks claiming ICE-" + upper(role) + " (RFC 8445 §7.3.1.1)",
 			})
 		}
@@ -601,7 +623,7 @@ func (t *Tracker) noteConflict(c RoleConflict) {
 	t.st.RoleConflicts++
 }
 
-func (t *Tracker) iceResponse(x *tx, o Obs, m *Message) {
+func (t *Tracker) iceResponse(x *tx, o *Obs, m *Message) {
 	p := t.pairs[pair{x.client, x.server}]
 	if p == nil {
 		return
@@ -612,13 +634,13 @@ func (t *Tracker) iceResponse(x *tx, o Obs, m *Message) {
 		// RFC 8445 §7.2.5.3.4, §8.1.1: a successful check that carried
 		// USE-CANDIDATE nominates the pair.
 		if x.useCandidate && !p.nominated {
-			p.nominated, p.nominatedAt, p.nomFrame = true, o.TS, o.Frame
+			p.nominated, p.nominatedAt, p.nomFrame = true, o.TS, o.fr()
 		}
 	case m.ErrorCode == errorRoleConflict:
 		p.failed++
 		p.roleConflict = true
 		t.noteConflict(RoleConflict{
-			A: x.client.String(), B: x.server.String(), At: o.TS, Frame: o.Frame.String(),
+			A: x.client.String(), B: x.server.String(), At: o.TS, Frame: o.fr().String(),
 			Why: "the check was answered 487 Role Conflict (RFC 8445 §7.2.5.1)",
 		})
 	default:

@@ -72,16 +72,19 @@ func TestTrackerFollowsATURNAllocationItsChannelAndItsLapse(t *testing.T) {
 		U32(AttrChannelNumber, 0x4000<<16).Address(AttrXORPeerAddress, peer, true).End(true))
 	f.send(5*time.Millisecond, server, client, w.Begin(ClassSuccess, MethodChannelBind, txn(3)).End(true))
 
-	src, dst, ok := f.tr.Channel(Obs{TS: t0.Add(time.Second), Src: client, Dst: server}, 0x4000)
+	src, dst, _, ok := f.tr.Channel(Obs{TS: t0.Add(time.Second), Src: client, Dst: server}, 0x4000)
 	if !ok || src != relayed || dst != peer {
 		t.Fatalf("client→server ChannelData: got %s→%s %v, want %s→%s", src, dst, ok, relayed, peer)
 	}
-	src, dst, ok = f.tr.Channel(Obs{TS: t0.Add(time.Second), Src: server, Dst: client}, 0x4000)
+	src, dst, _, ok = f.tr.Channel(Obs{TS: t0.Add(time.Second), Src: server, Dst: client}, 0x4000)
 	if !ok || src != peer || dst != relayed {
 		t.Fatalf("server→client ChannelData: got %s→%s %v, want %s→%s", src, dst, ok, peer, relayed)
 	}
-	if _, _, ok := f.tr.Channel(Obs{TS: t0.Add(time.Second), Src: server, Dst: client}, 0x4001); ok {
-		t.Fatal("an unbound channel was unwrapped")
+	if _, _, known, ok := f.tr.Channel(Obs{TS: t0.Add(time.Second), Src: server, Dst: client}, 0x4001); ok || !known {
+		t.Fatal("an unbound channel was unwrapped, or its allocation forgotten")
+	}
+	if _, _, known, _ := f.tr.Channel(Obs{TS: t0.Add(time.Second), Src: peer, Dst: nat}, 0x4000); known {
+		t.Fatal("a datagram shaped like ChannelData between strangers was taken for TURN")
 	}
 	// Send and Data indications carry the same relayed packets.
 	src, dst, ok = f.send(2*time.Second, client, server, w.Begin(ClassIndication, MethodSend, txn(4)).

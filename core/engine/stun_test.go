@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/stun"
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+// relayCapture: a SIP call whose RTP crossed coturn through a channel,
+// captured behind a NAT (testdata/stun/README.md).
+var relayCapture = filepath.Join(testcap.Root(), "testdata", "stun", "turn-relayed-call.pcapng")
+
+// TestRelayedRTPReachesTheStreamStoreUnderTheRelayedAddresses loads the
+// coturn capture on one and on two cores. The RTP inside the ChannelData
+// messages is unwrapped and becomes two streams between the relayed
+// address (198.51.100.1:49157, from the Allocate success, frame 60) and
+// the peer (198.51.100.2:4000, the channel's XOR-PEER-ADDRESS, frame 64),
+// bound to the call whose SDP announced those two addresses; packets, loss
+// and maximum jitter agree with tshark's RTP heuristic over the same
+// ChannelData (testdata/stun/turn-relayed-call.pcapng.rtp-streams.txt:
+// 50 packets, 0 lost, max jitter 1.854 and 1.856 ms).
+func TestRelayedRTPReachesTheStreamStoreUnderTheRelayedAddresses(t *testing.T) {
+	want := map[string]struct {
+		src, dst  string
+		maxJitter float64
+	}{
+		"0x000a11ce": {"198.51.100.1:49157", "198.51.100.2:4000", 1.854},
+		"0x00000b0b": {"198.51.100.2:4000", "198.51.100.1:49157", 1.856},
+	}
+	for _, cores := range []int{1, 2} {
+		c := New(Config{Cores: cores}, nil)
+		if err := c.LoadFiles(context.Background(), []string{relayCapture}); err != nil {
+			t.Fatal(err)
+		}
+		c.Wait()
+		streams := c.Media().StreamsFor("turn-relayed-call@10.0.0.2")
+		if len(streams) != 2 {
+			t.Fatalf("cores %d: got %d streams for the call, want 2: %+v", cores, len(streams), c.Media().All())
+		}
+		for _, s := range streams {
+			w, ok := want[s.SSRC]
+			if !ok || s.Src != w.src || s.Dst != w.dst || s.Packets != 50 || s.Lost != 0 || s.InputOrigin != "turn" {
+				t.Errorf("cores %d: got stream %s %s→%s packets %d lost %d origin %q", cores, s.SSRC, s.Src, s.Dst, s.Packets, s.Lost, s.InputOrigin)
+				continue
+			}
+			if s.JitterMaxMs == nil || math.Abs(*s.JitterMaxMs-w.maxJitter) > math.Max(0.05, w.maxJitter*0.02) {
+				t.Errorf("cores %d: stream %s max jitter %v ms, tshark %.3f", cores, s.SSRC, s.JitterMaxMs, w.maxJitter)
+			}
+		}
+		st := c.Status()
+		// from the tshark output: 42 STUN messages on the wire and 112
+		// ChannelData messages, all on bound channels and unwrapped: the
+		// 100 RTP packets, the ICE check and its answer inside the channel
+		// (frames 66, 68: two more STUN messages), and turnutils_uclient's
+		// 10 non-RTP messages, which the stream store rejects
+		if st.STUN == nil || st.STUN.Messages != 42+2 || st.STUN.ChannelData != 112 || st.STUN.Relayed != 112 ||
+			st.MediaPackets != 100 || st.Media.Rejected != 10 {
+			t.Errorf("cores %d: got STUN counts %+v", cores, st.STUN)
+		}
+	}
+}
+
+func TestTheCoturnCaptureYieldsItsMappingAllocationNominationAndUnansweredBinding(t *testing.T) {
+	c := New(Config{}, nil)
+	if err := c.LoadFiles(context.Background(), []string{relayCapture}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	r := c.STUN().Report(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	mapped := map[string]string{}
+	for _, m := range r.Mappings {
+		mapped[m.Local] = m.Mapped
+	}
+	// frame 56: the Binding from 10.0.0.2:40000 came back from
+	// 198.51.100.254:40000 (the NAT kept the port)
+	if mapped["10.0.0.2:40000"] != "198.51.100.254:40000" {
+		t.Errorf("got mappings %+v", r.Mappings)
+	}
+	var relay *stun.Allocation
+	for i := range r.Allocations {
+		if r.Allocations[i].Relayed == "198.51.100.1:49157" {
+			relay = &r.Allocations[i]
+		}
+	}
+	if relay == nil || relay.State != "deleted" || relay.LifetimeSec != 600 || len(relay.Channels) != 1 ||
+		relay.Channels[0].Peer != "198.51.100.2:4000" || relay.PacketsToPeer != 51 || relay.PacketsFromPeer != 51 {
+		t.Fatalf("got allocation %+v", relay)
+	}
+	// the ICE check inside the channel: from the relayed address to the
+	// peer, with USE-CANDIDATE, answered: nominated
+	if len(r.ICE.Nominated) != 1 || r.ICE.Nominated[0].From != "198.51.100.1:49157" || r.ICE.Nominated[0].To != "198.51.100.2:4000" || r.ICE.Nominated[0].Role != "controlling" {
+		t.Errorf("got nominated %+v", r.ICE.Nominated)
+	}
+	if r.UnansweredCount != 1 || r.Unanswered[0].Server != "198.51.100.9:3478" || r.Unanswered[0].Sent != 2 || !r.Unanswered[0].ServerPublic {
+		t.Errorf("got unanswered %+v", r.Unanswered)
+	}
+	// 40 on the wire (tshark's stun.att.crc32, all status good) and the
+	// ICE check and answer inside the channel
+	if r.Counts.FingerprintsChecked != 42 || r.Counts.FingerprintsBad != 0 {
+		t.Errorf("got fingerprints %d checked %d bad", r.Counts.FingerprintsChecked, r.Counts.FingerprintsBad)
+	}
+}
+
+// A UDP datagram merely shaped like ChannelData between hosts no TURN
+// evidence names still reaches the stream store.
+func TestChannelDataShapeWithoutTURNIsOfferedToTheStreamStore(t *testing.T) {
+	c := New(Config{}, nil)
+	src := netip.MustParseAddrPort("192.0.2.1:7000")
+	dst := netip.MustParseAddrPort("192.0.2.2:7002")
+	c.HandlePacket(&packet.Packet{TS: time.Unix(1, 0), Src: src, Dst: dst, Transport: packet.TransportUDP,
+		Payload: stun.AppendChannelData(nil, 0x4001, []byte{1, 2, 3, 4}, false), Origin: packet.OriginWire})
+	st := c.Status()
+	if st.STUN != nil || st.Media.Rejected != 1 {
+		t.Fatalf("got STUN %+v, media rejected %d", st.STUN, st.Media.Rejected)
+	}
+}
