@@ -291,7 +291,9 @@ func New(cfg Config, log *slog.Logger) *Capture {
 		dialogs:  dialog.New(cfg.Dialog),
 		stun:     stun.NewTracker(cfg.STUN),
 	}
-	c.SetMediaSink(media.NewStore(cfg.Media))
+	ms := media.NewStore(cfg.Media)
+	ms.SetNATEvidence(c.stun)
+	c.SetMediaSink(ms)
 	c.hepDec.MaxInflated = cfg.MaxHEPInflated
 	for k := range c.decoders {
 		c.decoders[k] = decode.New(cfg.Decode)

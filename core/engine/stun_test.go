@@ -5,9 +5,11 @@ import (
 	"math"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/stun"
 	"github.com/sipnab/sipnab/internal/testcap"
@@ -120,4 +122,30 @@ func TestChannelDataShapeWithoutTURNIsOfferedToTheStreamStore(t *testing.T) {
 	if st.STUN != nil || st.Media.Rejected != 1 {
 		t.Fatalf("got STUN %+v, media rejected %d", st.STUN, st.Media.Rejected)
 	}
+}
+
+// The call's media diagnosis carries the relay it crossed: the
+// allocation, its nominated ICE pair and the relay context observation.
+func TestTheRelayedCallsDiagnosisNamesItsRelay(t *testing.T) {
+	c := New(Config{}, nil)
+	if err := c.LoadFiles(context.Background(), []string{relayCapture}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	for _, f := range analysis.FactsFromStore(c.Dialogs()) {
+		if f.CallID != "turn-relayed-call@10.0.0.2" {
+			continue
+		}
+		m := analysis.Diagnose(f, c.Media(), analysis.Options{}).Media
+		if m.STUN == nil || len(m.STUN.Allocations) != 1 || m.STUN.Allocations[0].Relayed != "198.51.100.1:49157" ||
+			len(m.STUN.ICEPairs) != 1 || !m.STUN.ICEPairs[0].Nominated {
+			t.Fatalf("got evidence %+v", m.STUN)
+		}
+		want := "media crossed a TURN relay: 10.0.0.2:40000 relays at 198.51.100.1:49157 through 198.51.100.1:3478"
+		if len(m.Observations) != 1 || !strings.HasPrefix(m.Observations[0], want) || m.Problem() {
+			t.Fatalf("got observations %q problem %v, want %q", m.Observations, m.Problem(), want)
+		}
+		return
+	}
+	t.Fatal("no dialog turn-relayed-call@10.0.0.2")
 }
