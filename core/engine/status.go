@@ -56,8 +56,9 @@ type Status struct {
 	// (the per-dialog message cap), streams_evicted (--max-streams),
 	// media_endpoints_evicted, rtp_candidates_evicted, hep_data_lost (a
 	// HEP listener refused or the kernel dropped what a sender meant to
-	// deliver: hep.listeners). The counts are in dialog_store,
-	// stream_store and hep. Absent when complete.
+	// deliver: hep.listeners), stun_evidence_evicted (a STUN/TURN/ICE
+	// table shed entries at its cap, docs/stun.md). The counts are in
+	// dialog_store, stream_store, hep and stun. Absent when complete.
 	IncompleteReasons []string `json:"incomplete_reasons,omitempty"`
 	// Files is the file load's account of each input.
 	Files []capture.FileResult `json:"inputs"`

@@ -190,11 +190,15 @@ func IsPublic(a netip.Addr) bool {
 func frameStr(f interface{ String() string }) string { return f.String() }
 
 // Report returns the evidence as of end, the capture's end (its latest
-// packet): requests unanswered for RequestTimeout before it are
-// unanswered, allocations whose lifetime ran out before it expired.
+// packet; the latest STUN or ChannelData message when later): requests
+// unanswered for RequestTimeout before it are unanswered, allocations whose
+// lifetime ran out before it expired.
 func (t *Tracker) Report(end time.Time) Report {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	if t.last.After(end) {
+		end = t.last
+	}
 	r := Report{Counts: t.st, Unanswered: []Unanswered{}, Mappings: []Mapping{}, Allocations: []Allocation{},
 		ICE: ICEReport{Pairs: []ICEPair{}, Nominated: []ICEPair{}, RoleConflicts: append([]RoleConflict{}, t.conflict...)}}
 	byMethod := map[Method]*MethodCounts{}

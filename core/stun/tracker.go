@@ -153,6 +153,7 @@ type Tracker struct {
 	software map[string]uint64
 	conflict []RoleConflict
 	ord      uint64
+	last     time.Time // the latest message or ChannelData seen
 
 	st Stats
 }
@@ -251,6 +252,7 @@ func (t *Tracker) Observe(o Obs, m *Message) (src, dst netip.AddrPort, ok bool) 
 	defer t.mu.Unlock()
 	t.ord++
 	t.st.Messages++
+	t.seen(o.TS)
 	if len(m.Malformed) > 0 {
 		t.st.AttrsMalformed++
 	}
@@ -282,6 +284,12 @@ func (t *Tracker) Observe(o Obs, m *Message) (src, dst netip.AddrPort, ok bool) 
 		t.response(&o, m)
 	}
 	return src, dst, false
+}
+
+func (t *Tracker) seen(ts time.Time) {
+	if ts.After(t.last) {
+		t.last = ts
+	}
 }
 
 func (t *Tracker) noteSoftware(b []byte) {
@@ -553,6 +561,7 @@ func (t *Tracker) Channel(o Obs, ch uint16) (src, dst netip.AddrPort, known, ok 
 		return src, dst, false, false
 	}
 	t.st.ChannelData++
+	t.seen(o.TS)
 	if a != nil {
 		for i := range a.channels {
 			c := &a.channels[i]
