@@ -156,3 +156,86 @@ func relayContext(m *MediaDiagnosis, streams []media.StreamInfo) {
 		}
 	}
 }
+
+func init() {
+	for _, r := range []RuleInfo{
+		{"stun_unanswered", FamilyCapture, true, []string{"requests_sent"}, "a STUN or TURN request nobody answered within a client's 39.5 s wait (RFC 8489 §6.2.1)", nil},
+		{"turn_allocation_lapsed", FamilyCapture, true, []string{"relayed_packets"}, "a TURN allocation used after its lifetime ran out, or refused 437 on Refresh (RFC 8656 §7): relayed media stops", nil},
+		{"ice_role_conflict", FamilyCapture, false, []string{"conflicts"}, "both ICE agents claimed one role, or a check was answered 487 (RFC 8445 §7.3.1.1): ICE repairs it (an observation)", nil},
+		{"stun_fingerprint_bad", FamilyCapture, false, []string{"messages"}, "STUN messages whose FINGERPRINT CRC-32 does not match (RFC 8489 §14.7)", nil},
+		{"stun_evidence_evicted", FamilyCapture, true, []string{"evicted"}, "STUN/TURN/ICE evidence dropped at a table cap", nil},
+	} {
+		RegisterRule(r)
+	}
+}
+
+// stunFindings adds the capture's STUN/TURN/ICE findings (engine.md §11:
+// STUN evidence in the capture analysis) and reports whether evidence was
+// shed at a cap.
+func stunFindings(get func(kind, sev, unit, summary string) *Finding, src MediaSource, end time.Time) (shed bool) {
+	nat := natOf(src)
+	if nat == nil || !nat.Stats().Any() {
+		return false
+	}
+	r := nat.Report(end)
+	at := func(t time.Time) *time.Time { return &t }
+	frames := func(f string) []string {
+		if f == "" {
+			return nil
+		}
+		return []string{f}
+	}
+	if r.UnansweredCount > 0 {
+		f := get("stun_unanswered", SeverityMedium, "transactions", "STUN/TURN requests nobody answered within 39.5 s: the server is unreachable or blocked")
+		for _, u := range r.Unanswered {
+			f.add(Evidence{Endpoints: []string{u.Client, u.Server}, At: at(u.First), Note: u.Method,
+				Counts: map[string]int64{"requests_sent": int64(u.Sent)}, Frames: frames(u.Frame)})
+		}
+		f.Occurrences += int64(r.UnansweredCount - len(r.Unanswered))
+		f.EvidenceOmitted += int64(r.UnansweredCount - len(r.Unanswered))
+	}
+	for _, a := range r.Allocations {
+		if !a.Lapsed {
+			continue
+		}
+		get("turn_allocation_lapsed", SeverityHigh, "allocations", "TURN allocations that lapsed while in use: media relayed through them stops").
+			add(Evidence{Endpoints: []string{a.Client, a.Relayed}, At: a.LapsedAt, Note: a.LapseReason,
+				Counts: map[string]int64{"relayed_packets": int64(a.PacketsToPeer + a.PacketsFromPeer)}, Frames: frames(a.LapseFrame)})
+	}
+	if n := r.LapsedAllocations - countLapsed(r.Allocations); n > 0 {
+		f := get("turn_allocation_lapsed", SeverityHigh, "allocations", "TURN allocations that lapsed while in use: media relayed through them stops")
+		f.Occurrences += int64(n)
+		f.EvidenceOmitted += int64(n)
+	}
+	if n := r.Counts.RoleConflicts; n > 0 {
+		f := get("ice_role_conflict", SeverityInfo, "conflicts", "ICE role conflicts (both agents claimed one role, or 487 Role Conflict): ICE repairs them")
+		for _, c := range r.ICE.RoleConflicts {
+			f.add(Evidence{Endpoints: []string{c.A, c.B}, At: at(c.At), Note: c.Why, Counts: map[string]int64{"conflicts": 1}, Frames: frames(c.Frame)})
+		}
+		f.Occurrences += int64(n) - int64(len(r.ICE.RoleConflicts))
+		f.EvidenceOmitted += int64(n) - int64(len(r.ICE.RoleConflicts))
+	}
+	if n := r.Counts.FingerprintsBad; n > 0 {
+		f := get("stun_fingerprint_bad", SeverityInfo, "messages", "STUN messages whose FINGERPRINT does not match: corrupted, or not STUN")
+		f.Occurrences += int64(n)
+		f.Evidence = append(f.Evidence, Evidence{Counts: map[string]int64{"messages": int64(n)}})
+	}
+	c := r.Counts
+	if n := c.TransactionsEvicted + c.AllocationsEvicted + c.MappingsEvicted + c.ICEPairsEvicted; n > 0 {
+		f := get("stun_evidence_evicted", SeverityHigh, "entries", "STUN/TURN/ICE evidence dropped at its table caps: NAT traversal answers are partial")
+		f.Occurrences += int64(n)
+		f.Evidence = append(f.Evidence, Evidence{Counts: map[string]int64{"evicted": int64(n)}})
+		shed = true
+	}
+	return shed
+}
+
+func countLapsed(l []stun.Allocation) int {
+	n := 0
+	for _, a := range l {
+		if a.Lapsed {
+			n++
+		}
+	}
+	return n
+}

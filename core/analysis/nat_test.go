@@ -106,3 +106,61 @@ func TestSTUNEvidenceFarFromTheCallIsCaveated(t *testing.T) {
 		t.Fatalf("got %+v", ev)
 	}
 }
+
+// The capture report ranks the STUN findings: STUN evidence shed at a cap
+// and an allocation that lapsed while relaying (high; the first makes the
+// report incomplete), an unanswered Binding (medium), a role conflict
+// (info).
+func TestCaptureReportRanksTheSTUNFindings(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := netip.MustParseAddrPort("10.0.0.2:40000")
+	srv := netip.MustParseAddrPort("198.51.100.1:3478")
+	relayed := netip.MustParseAddrPort("198.51.100.1:49152")
+	peer := netip.MustParseAddrPort("203.0.113.7:5004")
+	tr := stun.NewTracker(stun.Config{MaxMappings: 1})
+	var w stun.Builder
+	var m stun.Message
+	obs := func(at time.Duration, src, dst netip.AddrPort, b []byte) {
+		if err := stun.Parse(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		tr.Observe(stun.Obs{TS: t0.Add(at), Src: src, Dst: dst}, &m)
+	}
+	obs(0, c, srv, w.Begin(stun.ClassRequest, stun.MethodAllocate, [12]byte{1}).End(true))
+	obs(0, srv, c, w.Begin(stun.ClassSuccess, stun.MethodAllocate, [12]byte{1}).Address(stun.AttrXORRelayedAddress, relayed, true).
+		Address(stun.AttrXORMappedAddress, netip.MustParseAddrPort("192.0.2.1:1"), true).U32(stun.AttrLifetime, 30).End(true))
+	obs(0, c, srv, w.Begin(stun.ClassRequest, stun.MethodChannelBind, [12]byte{2}).U32(stun.AttrChannelNumber, 0x4000<<16).Address(stun.AttrXORPeerAddress, peer, true).End(true))
+	obs(0, srv, c, w.Begin(stun.ClassSuccess, stun.MethodChannelBind, [12]byte{2}).End(true))
+	for i := 0; i < 40; i++ { // relayed media past the 30 s lifetime
+		tr.Channel(stun.Obs{TS: t0.Add(time.Duration(i) * time.Second), Src: c, Dst: srv}, 0x4000)
+	}
+	obs(time.Second, c, netip.MustParseAddrPort("192.0.2.9:3478"), w.Begin(stun.ClassRequest, stun.MethodBinding, [12]byte{3}).End(true))
+	c2 := netip.MustParseAddrPort("10.0.0.2:40001") // a second mapping: one over the cap of 1
+	obs(2*time.Second, c2, srv, w.Begin(stun.ClassRequest, stun.MethodBinding, [12]byte{4}).End(true))
+	obs(2*time.Second, srv, c2, w.Begin(stun.ClassSuccess, stun.MethodBinding, [12]byte{4}).Address(stun.AttrXORMappedAddress, netip.MustParseAddrPort("192.0.2.1:2"), true).End(true))
+	obs(3*time.Second, c, peer, w.Begin(stun.ClassRequest, stun.MethodBinding, [12]byte{5}).U32(stun.AttrPriority, 1).U64(stun.AttrICEControlling, 1).End(true))
+	obs(3*time.Second, peer, c, w.Begin(stun.ClassError, stun.MethodBinding, [12]byte{5}).ErrorCode(487, "Role Conflict").End(true))
+
+	st := media.NewStore(media.Config{})
+	st.SetNATEvidence(tr)
+	r := analysis.CaptureReport(nil, st, analysis.CaptureFacts{SourceExhausted: true}, analysis.Options{CaptureEnd: t0.Add(time.Minute)})
+	var kinds []string
+	for _, f := range r.Findings {
+		kinds = append(kinds, f.Kind)
+		if _, ok := analysis.LookupRule(f.Rule); !ok {
+			t.Errorf("finding %s names no registered rule", f.Kind)
+		}
+	}
+	// both high findings occur once: ranked by kind
+	want := "stun_evidence_evicted turn_allocation_lapsed stun_unanswered ice_role_conflict"
+	if strings.Join(kinds, " ") != want || r.Complete {
+		t.Fatalf("got findings %q complete %v, want %q and incomplete (a mapping was evicted)", kinds, r.Complete, want)
+	}
+	lapse := r.Findings[1].Evidence[0]
+	if lapse.Endpoints[1] != relayed.String() || lapse.Counts["relayed_packets"] != 40 || !lapse.At.Equal(t0.Add(31*time.Second)) {
+		t.Fatalf("got lapse evidence %+v", lapse)
+	}
+	if u := r.Findings[2].Evidence[0]; u.Endpoints[1] != "192.0.2.9:3478" || u.Counts["requests_sent"] != 1 {
+		t.Fatalf("got unanswered evidence %+v", u)
+	}
+}
