@@ -149,3 +149,39 @@ func TestTheRelayedCallsDiagnosisNamesItsRelay(t *testing.T) {
 	}
 	t.Fatal("no dialog turn-relayed-call@10.0.0.2")
 }
+
+// FuzzRouteTURN routes arbitrary bytes as the data of a bound TURN channel
+// (both directions), as a Send indication's DATA, and bare on the TURN
+// port: nothing may panic, and every unwrapped message is a ChannelData
+// message or an indication the tracker counted.
+func FuzzRouteTURN(f *testing.F) {
+	var w stun.Builder
+	f.Add([]byte{0x80, 0, 0, 1, 0, 0, 0, 160, 0, 0, 0, 7, 0xff, 0xff})
+	f.Add(append([]byte(nil), w.Begin(stun.ClassRequest, stun.MethodBinding, [12]byte{1}).U32(stun.AttrPriority, 1).U64(stun.AttrICEControlling, 1).Attr(stun.AttrUseCandidate, nil).End(true)...))
+	f.Add(stun.AppendChannelData(nil, 0x4000, []byte{0x80, 0}, false))
+	f.Add([]byte(invite("fz-turn")))
+	client := netip.MustParseAddrPort("10.0.0.2:40000")
+	server := netip.MustParseAddrPort("198.51.100.1:3478")
+	relayed := netip.MustParseAddrPort("198.51.100.1:49152")
+	peer := netip.MustParseAddrPort("203.0.113.7:5004")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := New(Config{}, nil)
+		at := time.Unix(100, 0)
+		send := func(src, dst netip.AddrPort, b []byte) {
+			c.HandlePacket(&packet.Packet{TS: at, Src: src, Dst: dst, Transport: packet.TransportUDP, Payload: b, Origin: packet.OriginWire})
+		}
+		send(client, server, append([]byte(nil), w.Begin(stun.ClassRequest, stun.MethodAllocate, [12]byte{1}).End(true)...))
+		send(server, client, append([]byte(nil), w.Begin(stun.ClassSuccess, stun.MethodAllocate, [12]byte{1}).Address(stun.AttrXORRelayedAddress, relayed, true).End(true)...))
+		send(client, server, append([]byte(nil), w.Begin(stun.ClassRequest, stun.MethodChannelBind, [12]byte{2}).U32(stun.AttrChannelNumber, 0x4000<<16).Address(stun.AttrXORPeerAddress, peer, true).End(true)...))
+		send(client, server, stun.AppendChannelData(nil, 0x4000, data, false))
+		send(server, client, stun.AppendChannelData(nil, 0x4000, data, true))
+		send(client, server, append([]byte(nil), w.Begin(stun.ClassIndication, stun.MethodSend, [12]byte{3}).Address(stun.AttrXORPeerAddress, peer, true).Attr(stun.AttrData, data).End(false)...))
+		send(client, server, data)
+		st := c.Status()
+		if st.STUN == nil || st.STUN.Relayed > st.STUN.ChannelData+st.STUN.Indications {
+			t.Fatalf("got STUN counts %+v", st.STUN)
+		}
+		_ = c.STUN().Report(at)
+		_ = c.Media().All()
+	})
+}
