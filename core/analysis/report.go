@@ -300,6 +300,9 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		f.EvidenceOmitted = f.Occurrences - int64(len(f.Evidence))
 	}
 	icmpUnmatched(get, all, cf)
+	if stunFindings(get, src, opts.CaptureEnd) {
+		shed = true
+	}
 	if st.RTCPMalformed > 0 {
 		f := get("rtcp_malformed", SeverityInfo, "packets", "RTCP datagrams that did not parse whole")
 		f.Occurrences += int64(st.RTCPMalformed)

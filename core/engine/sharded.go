@@ -342,8 +342,8 @@ func (s *sharder) takeFrame(k sourceKind, f *packet.Frame) bool {
 // decode on its own, carrying a payload the router classifies as media: no
 // IP options, not a fragment, the IP and UDP lengths exactly those of the
 // frame (no padding, no trailer, not snapped), not a UDP tunnel's port
-// (decode.TunnelPort: VXLAN, GTP-U, GENEVE), and a
-// non-empty payload that is neither HEP nor SIP. It returns the IPv4
+// (decode.TunnelPort: VXLAN, GTP-U, GENEVE), and a non-empty payload that
+// is neither HEP, SIP, STUN nor TURN ChannelData. It returns the IPv4
 // addresses.
 func mediaFrame(f *packet.Frame) (src, dst [4]byte, ok bool) {
 	d := f.Data
@@ -358,6 +358,9 @@ func mediaFrame(f *packet.Frame) (src, dst [4]byte, ok bool) {
 		return src, dst, false
 	}
 	payload := d[42:]
+	if payload[0] < 0x80 && maybeSTUN(payload) != actOther {
+		return src, dst, false // STUN and TURN ChannelData stay on the router (stun.go)
+	}
 	if hep.Looks(payload) || sip.Looks(payload) {
 		return src, dst, false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/stun"
 )
 
 // Status is what the capture has read so far and how it got there. Every
@@ -55,8 +56,9 @@ type Status struct {
 	// (the per-dialog message cap), streams_evicted (--max-streams),
 	// media_endpoints_evicted, rtp_candidates_evicted, hep_data_lost (a
 	// HEP listener refused or the kernel dropped what a sender meant to
-	// deliver: hep.listeners). The counts are in dialog_store,
-	// stream_store and hep. Absent when complete.
+	// deliver: hep.listeners), stun_evidence_evicted (a STUN/TURN/ICE
+	// table shed entries at its cap, docs/stun.md). The counts are in
+	// dialog_store, stream_store, hep and stun. Absent when complete.
 	IncompleteReasons []string `json:"incomplete_reasons,omitempty"`
 	// Files is the file load's account of each input.
 	Files []capture.FileResult `json:"inputs"`
@@ -120,6 +122,10 @@ type Status struct {
 	OtherPackets uint64 `json:"other_packets"`
 	// HEP counts HEP envelopes found in the capture or received.
 	HEP HEPCounts `json:"hep"`
+	// STUN counts STUN messages and TURN ChannelData messages and what
+	// their tracker kept and shed (core/stun); absent when the capture
+	// held none.
+	STUN *stun.Stats `json:"stun,omitempty"`
 
 	// Dialogs are the dialog store's counters.
 	Dialogs dialog.Stats `json:"dialog_store"`
@@ -230,6 +236,9 @@ func (c *Capture) Status() Status {
 		OtherTraffic: map[string]uint64{},
 		Dialogs:      c.dialogs.Stats(),
 		Identity:     c.Identity(),
+	}
+	if ss := c.stun.Stats(); ss.Any() {
+		st.STUN = &ss
 	}
 	if m := c.Media(); m != nil {
 		ms := m.Stats()
@@ -363,6 +372,9 @@ func incompleteReasons(st *Status) []string {
 		add(m.CandidatesEvicted, "rtp_candidates_evicted")
 	}
 	add(st.HEP.Lost(), "hep_data_lost")
+	if s := st.STUN; s != nil {
+		add(s.TransactionsEvicted+s.AllocationsEvicted+s.MappingsEvicted+s.ICEPairsEvicted, "stun_evidence_evicted")
+	}
 	return r
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/rtp"
 	"github.com/sipnab/sipnab/core/sdp"
+	"github.com/sipnab/sipnab/core/stun"
 )
 
 // Defaults (engine.md §8, §17).
@@ -205,6 +206,7 @@ type Stats struct {
 // Store holds the streams of one capture.
 type Store struct {
 	cfg        Config
+	nat        *stun.Tracker // STUN/TURN evidence for readers (nat.go)
 	intervalNs int64
 	ivCap      int
 
