@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -52,22 +53,26 @@ func checkBatch(cfg *Config) error {
 	if cfg.MCP.Enabled && (d > 0 || n > 0) {
 		return usagef("--duration and --count stop a batch run; they do not combine with --mcp")
 	}
-	return nil
+	return checkOutputs(cfg)
 }
 
 // runBatch is the batch CLI: -N with sources (-I FILE|DIR, -i IFACE,
-// -L ADDR) and --json-run|--report, or --call-report <Call-ID>. It reads until
-// the files are read and, with a live interface or a HEP listener, until a
-// stop is requested (SIGINT or SIGTERM, --duration, --count), then writes
-// the document. Exit 0 when the read was whole or stopped on request, 1 when
-// a source stopped early (a truncated file, a live source fault).
+// -L ADDR) and one output (--json-run, --report, --json, --json-dialogs,
+// --analyze, --json-analyze; the per-message text when none is given), or
+// --call-report <Call-ID>. It reads until the files are read and, with a
+// live interface or a HEP listener, until a stop is requested (SIGINT or
+// SIGTERM, --duration, --count), then writes the output. Exit 0 when the
+// read was whole or stopped on request, 1 when a source stopped early (a
+// truncated file, a live source fault), 3 when the read was whole and
+// --lint-fail-on found a finding at or above its severity (a partial read
+// exits 1 whatever the lint found: the gate judged part of the input).
 func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 	if cfg.CallReport != "" {
 		return runCallReport(ctx, cfg, sio, log)
 	}
-	wantJSON, wantReport := cfg.JSON, cfg.Report
-	if wantJSON == wantReport {
-		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json-run or --report (or --call-report <Call-ID>, or --mcp)")
+	out, err := outputOf(cfg)
+	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
 	if batchSourcesOf(cfg).none() {
@@ -79,16 +84,27 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure
 	}
-	if wantJSON {
-		err = report.WriteJSON(sio.Stdout, e.capture)
-	} else {
-		err = report.WriteTextWith(sio.Stdout, e.capture, report.Options{Thresholds: thresholdsOf(cfg)})
-	}
-	if err != nil {
+	if err := writeOutput(sio.Stdout, out, cfg, e.capture, isTerminal(sio.Stdout)); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+			return exitUsage
+		}
 		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
 		return exitFailure
 	}
-	return batchExit(e.capture.Status(), onRequest)
+	code := batchExit(e.capture.Status(), onRequest)
+	if cfg.LintFailOn != "" {
+		tripped, err := lintGate(sio.Stderr, e.capture, cfg.LintFailOn)
+		if err != nil {
+			fmt.Fprintf(sio.Stderr, "sipnab: lint gate: %v\n", err)
+			return exitFailure
+		}
+		if tripped && code == exitOK {
+			return exitLint
+		}
+	}
+	return code
 }
 
 // collect starts the run's sources and reads until they are done. Files
@@ -221,8 +237,8 @@ func batchExit(st engine.Status, onRequest bool) int {
 // the document. With a live interface or a HEP listener it reads until a
 // stop is requested, as runBatch does.
 func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
-	if cfg.JSON || cfg.Report {
-		fmt.Fprintln(sio.Stderr, "sipnab: --call-report does not combine with --json-run or --report")
+	if on := chosenOutputs(cfg); len(on) > 0 {
+		fmt.Fprintf(sio.Stderr, "sipnab: --call-report does not combine with %s\n", strings.Join(on, " or "))
 		return exitUsage
 	}
 	if batchSourcesOf(cfg).none() {

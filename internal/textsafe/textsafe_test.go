@@ -154,3 +154,49 @@ func TestID(t *testing.T) {
 		t.Errorf("a long identifier: got %d bytes, want 200 characters and …", len(got))
 	}
 }
+
+// TestJSONEscapesInvisibleCharactersInsideStringsLosslessly: the NDJSON
+// outputs' rule. Every character ID escapes becomes a \u escape inside a
+// JSON string, nothing else changes, and decoding the result gives the
+// value encoding/json was given.
+func TestJSONEscapesInvisibleCharactersInsideStringsLosslessly(t *testing.T) {
+	cases := []struct {
+		name, value, want string
+	}{
+		{"plain text is unchanged", "alice <sip:a@b>", `"alice <sip:a@b>"`},
+		{"bidi override is escaped", "a\u202eb", `"a\u202eb"`},
+		{"DEL and C1 are escaped", "a\x7fb\u0085c", `"a\u007fb\u0085c"`},
+		{"escape sequence keeps its escape", "\x1b[31mred", `"\u001b[31mred"`},
+		{"zero-width space and no-break space are escaped", "a\u200bb\u00a0c", `"a\u200bb\u00a0c"`},
+		{"fence code points are escaped", "\u27e6x\u27e7", `"\u27e6x\u27e7"`},
+		{"a quote and a backslash stay escaped", `a"b\c`, `"a\"b\\c"`},
+		{"non-ASCII letters stay literal", "José 東京", `"José 東京"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			e := json.NewEncoder(&b)
+			e.SetEscapeHTML(false)
+			if err := e.Encode(map[string]string{"k": tc.value}); err != nil {
+				t.Fatal(err)
+			}
+			enc := []byte(strings.TrimSuffix(b.String(), "\n"))
+			got := string(JSON(nil, enc))
+			if want := `{"k":` + tc.want + `}`; got != want {
+				t.Fatalf("JSON(%s) = %s, want %s", enc, got, want)
+			}
+			var back map[string]string
+			if err := json.Unmarshal([]byte(got), &back); err != nil {
+				t.Fatal(err)
+			}
+			if back["k"] != tc.value {
+				t.Fatalf("decoded %q, want %q", back["k"], tc.value)
+			}
+			for _, r := range got {
+				if IsInvisible(r) {
+					t.Fatalf("output holds invisible %U", r)
+				}
+			}
+		})
+	}
+}

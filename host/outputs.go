@@ -1,0 +1,317 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sipnab/sipnab/core/analysis"
+	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/lint"
+	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/report"
+	"github.com/sipnab/sipnab/internal/textsafe"
+)
+
+// exitLint is the exit code of a tripped lint gate (--lint-fail-on;
+// engine.md §19).
+const exitLint = 3
+
+// batchOutput is the one document a batch run writes (docs/cli-output.md).
+type batchOutput int
+
+const (
+	// outText is the per-message text: -N with sources and no other
+	// output.
+	outText batchOutput = iota
+	outJSONRun
+	outReport
+	outJSON
+	outJSONDialogs
+	outAnalyze
+	outJSONAnalyze
+)
+
+// outputFlags names each output's flag, in --help order.
+var outputFlags = []struct {
+	out  batchOutput
+	flag string
+	on   func(*Config) bool
+}{
+	{outJSONRun, "json-run", func(c *Config) bool { return c.JSON }},
+	{outReport, "report", func(c *Config) bool { return c.Report }},
+	{outJSON, "json", func(c *Config) bool { return c.JSONMessages }},
+	{outJSONDialogs, "json-dialogs", func(c *Config) bool { return c.JSONDialogs }},
+	{outAnalyze, "analyze", func(c *Config) bool { return c.Analyze }},
+	{outJSONAnalyze, "json-analyze", func(c *Config) bool { return c.JSONAnalyze }},
+}
+
+// chosenOutputs lists the output flags given.
+func chosenOutputs(cfg *Config) []string {
+	var on []string
+	for _, o := range outputFlags {
+		if o.on(cfg) {
+			on = append(on, "--"+o.flag)
+		}
+	}
+	return on
+}
+
+// outputOf is the run's output: the one output flag given, or the
+// per-message text when none is.
+func outputOf(cfg *Config) (batchOutput, error) {
+	var out batchOutput
+	n := 0
+	for _, o := range outputFlags {
+		if o.on(cfg) {
+			out = o.out
+			n++
+		}
+	}
+	if n > 1 {
+		return 0, usagef("give one output, not %s", strings.Join(chosenOutputs(cfg), " and "))
+	}
+	return out, nil
+}
+
+// checkOutputs validates the batch output flags at startup (exit 2): one
+// output at most, the per-message text's options only with it, the dialog
+// filter only with an output that selects dialogs, a known severity and
+// color mode.
+func checkOutputs(cfg *Config) error {
+	out, err := outputOf(cfg)
+	if err != nil {
+		return err
+	}
+	if cfg.CallReport != "" {
+		if on := chosenOutputs(cfg); len(on) > 0 {
+			return usagef("--call-report does not combine with %s", strings.Join(on, " or "))
+		}
+		out = -1
+	}
+	if out != outText {
+		for f, on := range map[string]bool{"raw": cfg.Raw, "hexdump": cfg.Hexdump, "delta-time": cfg.DeltaTime,
+			"proto-numbers": cfg.ProtoNumbers, "payload-limit": cfg.PayloadLimit != 0} {
+			if on {
+				return usagef("--%s goes with the per-message text (-N with sources and no --json-run, --report, --json, --json-dialogs, --analyze or --json-analyze)", f)
+			}
+		}
+	}
+	if out != outText && out != outJSON && out != outJSONDialogs {
+		for f, on := range map[string]bool{"filter": cfg.Filter != "", "calls-only": cfg.CallsOnly} {
+			if on {
+				return usagef("--%s selects dialogs for --json, --json-dialogs or the per-message text", f)
+			}
+		}
+	}
+	if cfg.PayloadLimit < 0 {
+		return usagef("--payload-limit %d: want bytes, 0 (all) or more", cfg.PayloadLimit)
+	}
+	switch cfg.Color {
+	case "auto", "always", "never":
+	default:
+		return usagef("--color %q: want auto, always or never", cfg.Color)
+	}
+	if s := cfg.LintFailOn; s != "" {
+		if _, ok := lint.ParseSeverity(s); !ok {
+			return usagef("--lint-fail-on %q: want one of %s", s, strings.Join(lint.SeverityNames(), ", "))
+		}
+	}
+	if cfg.Filter != "" {
+		if _, err := filter.Compile(cfg.Filter, thresholdsOf(cfg)); err != nil {
+			return usagef("--filter: %v", err)
+		}
+	}
+	return nil
+}
+
+// selectionOf is the dialogs --filter and --calls-only keep (nil: all),
+// judged on the stores after the run, with the run's thresholds.
+func selectionOf(cfg *Config, c *engine.Capture) (report.Selection, error) {
+	if cfg.Filter == "" && !cfg.CallsOnly {
+		return nil, nil
+	}
+	var src analysis.MediaSource = media.NewStore(media.Config{})
+	if m := c.Media(); m != nil {
+		src = m
+	}
+	q := query.New(c.Dialogs(), src, thresholdsOf(cfg))
+	f, err := q.Compile(cfg.Filter)
+	if err != nil {
+		return nil, usagef("--filter: %v", err)
+	}
+	rows := append([]dialog.Summary(nil), q.Rows(dialog.ByCreated)...)
+	q.MarkInProgress(rows)
+	keep := make(map[string]bool)
+	for i := range rows {
+		r := &rows[i]
+		if cfg.CallsOnly && r.Method != "INVITE" {
+			continue
+		}
+		if f != nil && !f.Match(q.Record(r)) {
+			continue
+		}
+		keep[r.CallID] = true
+	}
+	return func(id string) bool { return keep[id] }, nil
+}
+
+// writeOutput writes the run's output to w.
+func writeOutput(w io.Writer, out batchOutput, cfg *Config, c *engine.Capture, isTerminal bool) error {
+	switch out {
+	case outJSONRun:
+		return report.WriteJSON(w, c)
+	case outReport:
+		return report.WriteTextWith(w, c, report.Options{Thresholds: thresholdsOf(cfg)})
+	case outAnalyze, outJSONAnalyze:
+		return writeAnalysis(w, out, cfg, c)
+	}
+	sel, err := selectionOf(cfg, c)
+	if err != nil {
+		return err
+	}
+	switch out {
+	case outJSON:
+		_, err = report.WriteMessagesJSON(w, c, sel)
+	case outJSONDialogs:
+		_, err = report.WriteDialogsJSON(w, c, sel)
+	default:
+		color := cfg.Color == "always" || cfg.Color == "auto" && isTerminal
+		_, err = report.WriteMessagesText(w, c, sel, report.MessageTextOptions{
+			Raw: cfg.Raw, Hexdump: cfg.Hexdump, DeltaTime: cfg.DeltaTime, ProtoNumbers: cfg.ProtoNumbers,
+			PayloadLimit: cfg.PayloadLimit, Color: color,
+		})
+	}
+	return err
+}
+
+// AnalysisDocument is --json-analyze's document: the capture analysis
+// get_capture_report answers (analysis.Report, the same findings from the
+// same core/analysis call) with the run's status beside it, so complete
+// travels with the source flags that gate it.
+type AnalysisDocument struct {
+	analysis.Report
+	Run engine.Status `json:"run"`
+}
+
+// writeAnalysis writes --analyze (the rendered findings, the text
+// get_capture_report's format text answers) or --json-analyze.
+func writeAnalysis(w io.Writer, out batchOutput, cfg *Config, c *engine.Capture) error {
+	rep, st := report.Analyze(c, report.Options{Thresholds: thresholdsOf(cfg)}.Analysis())
+	if out == outAnalyze {
+		_, err := io.WriteString(w, report.RenderFindings(rep, st.Name, report.FindingsText))
+		return err
+	}
+	if rep.Findings == nil {
+		rep.Findings = []analysis.Finding{}
+	}
+	b, err := json.MarshalIndent(AnalysisDocument{Report: rep, Run: st}, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(textsafe.JSON(nil, b), '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// isTerminal reports whether w is a terminal (--color auto).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// lintGate runs --lint-fail-on: every dialog of the capture linted with
+// every rule (core/lint, as lint_dialog does, with the .sipnablint found
+// beside the first input file), and tripped when any finding reported is
+// at or above the severity. It writes what it found to w (stderr) and
+// returns whether the gate tripped.
+func lintGate(w io.Writer, c *engine.Capture, severity string) (bool, error) {
+	sev, _ := lint.ParseSeverity(severity)
+	var supp *lint.Suppression
+	if files := c.Status().Files; len(files) > 0 {
+		path, err := lint.DiscoverSuppression(files[0].Path)
+		if err != nil {
+			return false, fmt.Errorf("discovering the suppression list: %w", err)
+		}
+		if path != "" {
+			if supp, err = lint.ReadSuppression(path); err != nil {
+				return false, err
+			}
+		}
+	}
+	var qi = media.DefaultQualityInterval
+	if m := c.Media(); m != nil {
+		qi = m.Config().QualityInterval
+	}
+	byRule := map[string]int{}
+	var counts lint.Counts
+	dialogs, suppressed := 0, 0
+	var first []string
+	for _, id := range c.Dialogs().CallIDs() {
+		det, ok := c.Dialogs().Get(id)
+		if !ok {
+			continue
+		}
+		var streams []media.StreamInfo
+		if m := c.Media(); m != nil {
+			streams = m.StreamsFor(id)
+		}
+		res := lint.Lint(lint.Input{Messages: det.Messages, Streams: streams, QualityInterval: qi},
+			lint.Options{SeverityMin: sev, Suppression: supp})
+		suppressed += res.Withheld.Suppressed
+		if len(res.Findings) == 0 {
+			continue
+		}
+		dialogs++
+		counts.Error += res.Counts.Error
+		counts.Warning += res.Counts.Warning
+		counts.Notice += res.Counts.Notice
+		counts.Info += res.Counts.Info
+		for _, f := range res.Findings {
+			byRule[f.RuleID]++
+			if len(first) < 5 {
+				first = append(first, fmt.Sprintf("%s %s in %s message %d", f.Severity, f.RuleID, textsafe.ID(id, 60), f.MessageIndex))
+			}
+		}
+	}
+	where := "no suppression list"
+	if supp != nil {
+		where = fmt.Sprintf("%d suppressed by %s", suppressed, textsafe.Line(supp.File, 200))
+	}
+	n := counts.Error + counts.Warning + counts.Notice + counts.Info
+	if n == 0 {
+		fmt.Fprintf(w, "sipnab: lint gate passed: no finding at or above %s (%d dialogs; %s)\n", sev, c.Dialogs().Len(), where)
+		return false, nil
+	}
+	fmt.Fprintf(w, "sipnab: lint gate tripped (--lint-fail-on %s): %d findings in %d dialogs (error %d, warning %d, notice %d, info %d; %s)\n",
+		sev, n, dialogs, counts.Error, counts.Warning, counts.Notice, counts.Info, where)
+	ids := make([]string, 0, len(byRule))
+	for id := range byRule {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if byRule[ids[i]] != byRule[ids[j]] {
+			return byRule[ids[i]] > byRule[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+	for _, id := range ids {
+		fmt.Fprintf(w, "  %6d %s\n", byRule[id], id)
+	}
+	for _, f := range first {
+		fmt.Fprintf(w, "  e.g. %s\n", f)
+	}
+	return true, nil
+}
