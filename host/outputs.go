@@ -1,7 +1,6 @@
 package host
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -193,33 +192,16 @@ func writeOutput(w io.Writer, out batchOutput, cfg *Config, c *engine.Capture, i
 	return err
 }
 
-// AnalysisDocument is --json-analyze's document: the capture analysis
-// get_capture_report answers (analysis.Report, the same findings from the
-// same core/analysis call) with the run's status beside it, so complete
-// travels with the source flags that gate it.
-type AnalysisDocument struct {
-	analysis.Report
-	Run engine.Status `json:"run"`
-}
-
 // writeAnalysis writes --analyze (the rendered findings, the text
 // get_capture_report's format text answers) or --json-analyze.
 func writeAnalysis(w io.Writer, out batchOutput, cfg *Config, c *engine.Capture) error {
-	rep, st := report.Analyze(c, report.Options{Thresholds: thresholdsOf(cfg)}.Analysis())
+	opts := report.Options{Thresholds: thresholdsOf(cfg)}
 	if out == outAnalyze {
+		rep, st := report.Analyze(c, opts.Analysis())
 		_, err := io.WriteString(w, report.RenderFindings(rep, st.Name, report.FindingsText))
 		return err
 	}
-	if rep.Findings == nil {
-		rep.Findings = []analysis.Finding{}
-	}
-	b, err := json.MarshalIndent(AnalysisDocument{Report: rep, Run: st}, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(textsafe.JSON(nil, b), '\n')
-	_, err = w.Write(b)
-	return err
+	return report.WriteAnalysisJSON(w, c, opts)
 }
 
 // isTerminal reports whether w is a terminal (--color auto).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/textsafe"
@@ -224,4 +225,34 @@ func (n *ndjson) flush() error {
 		return n.err
 	}
 	return n.w.Flush()
+}
+
+// AnalysisDocument is `--json-analyze`'s document: the capture analysis
+// get_capture_report answers (analysis.Report from the same Analyze call)
+// with the run's status beside it, so complete travels with the source
+// flags that gate it.
+type AnalysisDocument struct {
+	analysis.Report
+	Run engine.Status `json:"run"`
+}
+
+// WriteAnalysisJSON writes `--json-analyze`: one indented JSON document
+// (AnalysisDocument), sender-written text escaped as the NDJSON lines
+// escape it.
+func WriteAnalysisJSON(w io.Writer, c *engine.Capture, opts Options) error {
+	rep, st := Analyze(c, opts.Analysis())
+	if rep.Findings == nil {
+		rep.Findings = []analysis.Finding{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(AnalysisDocument{Report: rep, Run: st}); err != nil {
+		return fmt.Errorf("writing analysis: %w", err)
+	}
+	if _, err := w.Write(textsafe.JSON(nil, buf.Bytes())); err != nil {
+		return fmt.Errorf("writing analysis: %w", err)
+	}
+	return nil
 }
