@@ -58,7 +58,7 @@ const (
 
 var groupTitles = [...]string{
 	gSources:  "Sources (at least one; -I, -i and -L combine)",
-	gBatch:    "Batch output (without --mcp: read the sources, write one document to stdout)",
+	gBatch:    "Batch output (without --mcp: read the sources, write one output to stdout)",
 	gAnalysis: "Analysis thresholds and leg correlation (batch and MCP alike)",
 	gMCP:      "MCP server",
 	gSecurity: "MCP security (HTTP transport)",
@@ -170,7 +170,7 @@ var options = []option{
 	{flag: "hexdump", group: gBatch, key: "hexdump", def: false, usage: "per-message text: print each message's bytes as a hex dump", noConfig: true},
 	{flag: "delta-time", group: gBatch, key: "delta_time", def: false, usage: "per-message text: seconds since the previous message instead of the capture time", noConfig: true},
 	{flag: "proto-numbers", group: gBatch, key: "proto_numbers", def: false, usage: "per-message text: the transport as its IP protocol number (UDP 17, TCP 6, SCTP 132)", noConfig: true},
-	{flag: "payload-limit", group: gBatch, arg: "BYTES", key: "payload_limit", def: 0, usage: "per-message text: show at most this many bytes of each message with --raw or --hexdump (0 = all)", noConfig: true},
+	{flag: "payload-limit", group: gBatch, arg: "BYTES", key: "payload_limit", def: 0, usage: "per-message text: bytes of each message the raw text and the hex dump show (0 = all)", noConfig: true},
 	{flag: "color", group: gBatch, arg: "WHEN", key: "color", def: "auto", usage: "per-message text colors: auto (only on a terminal), always, never", noConfig: true},
 	{flag: "lint-fail-on", group: gBatch, arg: "SEVERITY", key: "lint_fail_on", def: "", usage: "lint every dialog after the output; exit 3 if any finding is at or above error, warning, notice or info", noConfig: true},
 }
