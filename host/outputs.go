@@ -94,6 +94,9 @@ func checkOutputs(cfg *Config) error {
 		if on := chosenOutputs(cfg); len(on) > 0 {
 			return usagef("--call-report does not combine with %s", strings.Join(on, " or "))
 		}
+		if cfg.LintFailOn != "" {
+			return usagef("--lint-fail-on gates a whole capture; it does not combine with --call-report")
+		}
 		out = -1
 	}
 	if out != outText {

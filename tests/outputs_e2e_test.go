@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,6 +56,10 @@ func TestBatchOutputsExitCodes(t *testing.T) {
 			"[medium] final_failure: 16 dialogs", ""},
 		{"json-analyze is one document", []string{"-N", "-I", clean, "--json-analyze"}, 0,
 			`"clean": true`, ""},
+		{"color always colors the method", []string{"-N", "-I", clean, "--color", "always"}, 0,
+			"UDP \x1b[36mINVITE\x1b[0m test-call-1@10.0.0.1", ""},
+		{"lint gate does not combine with one call's report", []string{"-N", "-I", clean, "--call-report", "x", "--lint-fail-on", "error"}, 2,
+			"", "--lint-fail-on gates a whole capture"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,6 +75,9 @@ func TestBatchOutputsExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(errb.String(), tc.stderr) {
 				t.Errorf("stderr lacks %q: %s", tc.stderr, errb.String())
+			}
+			if !slices.Contains(tc.args, "always") && strings.Contains(out.String(), "\x1b") {
+				t.Errorf("stdout is a pipe, yet holds an escape: %q", out.String())
 			}
 		})
 	}
