@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,4 +276,100 @@ func agree(v dialog.MessageView, truth map[int]*tsharkFrame) error {
 		check("cseq method", v.CSeq.Method, f.cseqMethods...)
 	}
 	return errors.Join(errs...)
+}
+
+// dialogTruth is the per-Call-ID part of testdata/captures/truth/*.json
+// (tshark 4.0.17; the commands are in each file).
+type dialogTruth struct {
+	SIP struct {
+		Dialogs []struct {
+			CallID            string `json:"call_id"`
+			Messages          int    `json:"messages"`
+			FirstFrame        int    `json:"first_frame"`
+			FromUser          string `json:"from_user"`
+			ToUser            string `json:"to_user"`
+			InviteFinalStatus *int   `json:"invite_final_status"`
+		} `json:"dialogs"`
+	} `json:"sip"`
+}
+
+// TestDialogsJSONAgreesWithTshark: on every public capture, the
+// --json-dialogs lines are tshark's Call-IDs, one line each, and each
+// agrees with tshark's account of that Call-ID: its messages (msg_count
+// plus the capture duplicates folded out of it), its first frame (the
+// line's frame pointer) and that frame's time (created_at), From and To
+// users, and the final status of its INVITE.
+func TestDialogsJSONAgreesWithTshark(t *testing.T) {
+	for _, name := range readable(t) {
+		t.Run(name, func(t *testing.T) {
+			truth := testcap.LoadTruth[dialogTruth](t, name)
+			frames := map[int]*tsharkFrame{}
+			if p := filepath.Join(testcap.Dir(), "messages", name+".tsv"); len(truth.SIP.Dialogs) > 0 {
+				frames = readTshark(t, p)
+			}
+			c := testengine.Public(t, engine.Config{}, name)
+			var b bytes.Buffer
+			if _, err := WriteDialogsJSON(&b, c, nil); err != nil {
+				t.Fatal(err)
+			}
+			type line struct {
+				dialog.Summary
+				Run any `json:"sipnab_run"`
+			}
+			got := map[string]line{}
+			for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+				if l == "" {
+					continue
+				}
+				var v line
+				if err := json.Unmarshal([]byte(l), &v); err != nil {
+					t.Fatal(err)
+				}
+				if v.Run != nil {
+					continue
+				}
+				if _, dup := got[v.CallID]; dup {
+					t.Errorf("Call-ID %q on two lines", v.CallID)
+				}
+				got[v.CallID] = v
+			}
+			if len(got) != len(truth.SIP.Dialogs) {
+				t.Errorf("%d dialog lines, tshark %d Call-IDs", len(got), len(truth.SIP.Dialogs))
+			}
+			for _, d := range truth.SIP.Dialogs {
+				v, ok := got[d.CallID]
+				if !ok {
+					t.Errorf("tshark's Call-ID %q has no line", d.CallID)
+					continue
+				}
+				if n := v.MsgCount + v.Timing.Duplicates; n != d.Messages {
+					t.Errorf("%s: msg_count %d + duplicates %d, tshark %d messages", d.CallID, v.MsgCount, v.Timing.Duplicates, d.Messages)
+				}
+				if want := fmt.Sprintf("%s#%d@", name, d.FirstFrame); !strings.HasPrefix(v.Frame, want) {
+					t.Errorf("%s: frame %q, tshark's first frame %d", d.CallID, v.Frame, d.FirstFrame)
+				}
+				f := frames[d.FirstFrame]
+				if f == nil {
+					t.Errorf("%s: tshark frame %d not in the per-message truth", d.CallID, d.FirstFrame)
+				} else if ts := fmt.Sprintf("%d.%09d", v.CreatedAt.Unix(), v.CreatedAt.Nanosecond()); ts != f.epoch {
+					t.Errorf("%s: created_at %s, tshark's first frame at %s", d.CallID, ts, f.epoch)
+				}
+				// tshark's users are the first message's; the row's are its
+				// primary leg's (the INVITE of a Call-ID that first
+				// REGISTERed: sipp-branch-scenario.pcapng). tshark reads no
+				// user from a bare addr-spec with parameters (To:
+				// sip:s@host;line=x, RFC 3261 §20: the user is "s";
+				// sip-488-codec-reject.pcapng): compared where it read one.
+				first := f != nil && (slices.Contains(f.methods, v.Method) || len(f.methods) == 0)
+				if first && d.FromUser != "" && v.FromUser != d.FromUser || first && d.ToUser != "" && v.ToUser != d.ToUser {
+					t.Errorf("%s: from/to user %q/%q, tshark %q/%q", d.CallID, v.FromUser, v.ToUser, d.FromUser, d.ToUser)
+				}
+				// tshark's INVITE final is the first INVITE's; a challenged
+				// call's row reports the final after the challenge.
+				if d.InviteFinalStatus != nil && v.Method == "INVITE" && v.Challenges == 0 && v.FinalStatusCode != *d.InviteFinalStatus {
+					t.Errorf("%s: final_status_code %d, tshark's INVITE final %d", d.CallID, v.FinalStatusCode, *d.InviteFinalStatus)
+				}
+			}
+		})
+	}
 }
