@@ -21,6 +21,10 @@ import (
 // against --count.
 const countPoll = 20 * time.Millisecond
 
+// tickEvery is how often a live or HEP run writes the per-message output
+// (-N with no output flag, --json) of what it read since.
+const tickEvery = 250 * time.Millisecond
+
 // batchSources are the sources a batch run reads.
 type batchSources struct {
 	files, interfaces, listeners []string
@@ -79,12 +83,21 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 		fmt.Fprintln(sio.Stderr, noInput)
 		return exitUsage
 	}
-	e, onRequest, err := collect(ctx, cfg, log)
+	var live *liveMessages
+	if batchSourcesOf(cfg).streaming() && (out == outText || out == outJSON) {
+		live = &liveMessages{sink: messageSink(sio.Stdout, out, cfg, isTerminal(sio.Stdout))}
+	}
+	e, onRequest, err := collect(ctx, cfg, log, live.tick(cfg))
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure
 	}
-	if err := writeOutput(sio.Stdout, out, cfg, e.capture, isTerminal(sio.Stdout)); err != nil {
+	if live != nil {
+		err = live.end(cfg, e.capture)
+	} else {
+		err = writeOutput(sio.Stdout, out, cfg, e.capture, isTerminal(sio.Stdout))
+	}
+	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
@@ -115,7 +128,11 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 // (frames still queued in the kernel at the stop are not read), so the
 // stores are whole for what was read. onRequest reports a run that was
 // stopped on request.
-func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandle, onRequest bool, err error) {
+//
+// write, when not nil, runs every tickEvery while a live or HEP run reads
+// (the per-message outputs write what arrived); its error stops the run,
+// which is then not a stop on request.
+func collect(ctx context.Context, cfg *Config, log hclog.Logger, write func(*engineHandle) error) (e *engineHandle, onRequest bool, err error) {
 	src := batchSourcesOf(cfg)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -152,9 +169,9 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 		limits = append(limits, fmt.Sprintf("up to %d frames", count))
 	}
 	if len(limits) > 0 {
-		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the document", "limits", strings.Join(limits, ", "))
+		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the output", "limits", strings.Join(limits, ", "))
 	} else {
-		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the document")
+		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the output")
 	}
 
 	var tick <-chan time.Time
@@ -163,10 +180,21 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 		defer t.Stop()
 		tick = t.C
 	}
+	var ticks <-chan time.Time
+	if write != nil {
+		t := time.NewTicker(tickEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
 	ended := liveEnded(e)
 	why := ""
+	failed := false
 	for why == "" {
 		select {
+		case <-ticks:
+			if err := write(e); err != nil {
+				why, failed = "writing the output failed: "+err.Error(), true
+			}
 		case <-runCtx.Done():
 			why = "interrupted (SIGINT or SIGTERM)"
 		case <-timedOut:
@@ -184,7 +212,7 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 			}
 		}
 	}
-	onRequest = !strings.HasPrefix(why, "live capture")
+	onRequest = !strings.HasPrefix(why, "live capture") && !failed
 	log.Info("stopping", "reason", why)
 	cancel()
 	if err := e.capture.Close(); err != nil {
@@ -245,7 +273,7 @@ func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) i
 		fmt.Fprintln(sio.Stderr, noInput)
 		return exitUsage
 	}
-	e, onRequest, err := collect(ctx, cfg, log)
+	e, onRequest, err := collect(ctx, cfg, log, nil)
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure

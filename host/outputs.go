@@ -180,19 +180,82 @@ func writeOutput(w io.Writer, out batchOutput, cfg *Config, c *engine.Capture, i
 	if err != nil {
 		return err
 	}
-	switch out {
-	case outJSON:
-		_, err = report.WriteMessagesJSON(w, c, sel)
-	case outJSONDialogs:
+	if out == outJSONDialogs {
 		_, err = report.WriteDialogsJSON(w, c, sel)
-	default:
-		color := cfg.Color == "always" || cfg.Color == "auto" && isTerminal
-		_, err = report.WriteMessagesText(w, c, sel, report.MessageTextOptions{
-			Raw: cfg.Raw, Hexdump: cfg.Hexdump, DeltaTime: cfg.DeltaTime, ProtoNumbers: cfg.ProtoNumbers,
-			PayloadLimit: cfg.PayloadLimit, Color: color,
-		})
+		return err
 	}
-	return err
+	sink := messageSink(w, out, cfg, isTerminal)
+	if err := report.EachMessage(c, sel, sink.Message); err != nil {
+		return err
+	}
+	return sink.End(c.Status())
+}
+
+// messageSink is the per-message output's writer: --json or the text.
+func messageSink(w io.Writer, out batchOutput, cfg *Config, isTerminal bool) report.MessageSink {
+	if out == outJSON {
+		return report.NewMessagesJSON(w)
+	}
+	return report.NewMessagesText(w, report.MessageTextOptions{
+		Raw: cfg.Raw, Hexdump: cfg.Hexdump, DeltaTime: cfg.DeltaTime, ProtoNumbers: cfg.ProtoNumbers,
+		PayloadLimit: cfg.PayloadLimit, Color: cfg.Color == "always" || cfg.Color == "auto" && isTerminal,
+	})
+}
+
+// liveMessages writes the per-message output of a live or HEP run as it
+// reads (report.Tail, every tickEvery), then the rest and the closing
+// lines when it stops.
+type liveMessages struct {
+	sink report.MessageSink
+	tail *report.Tail
+}
+
+// tick returns collect's tick (nil without a live per-message output).
+func (l *liveMessages) tick(cfg *Config) func(*engineHandle) error {
+	if l == nil {
+		return nil
+	}
+	return func(e *engineHandle) error {
+		if l.tail == nil {
+			l.tail = report.NewTail(e.capture.Dialogs(), keepOf(cfg, e.capture))
+		}
+		if err := l.tail.Next(false, l.sink.Message); err != nil {
+			return err
+		}
+		return l.sink.Flush()
+	}
+}
+
+// end writes what arrived since the last tick and closes the output.
+func (l *liveMessages) end(cfg *Config, c *engine.Capture) error {
+	if l.tail == nil {
+		l.tail = report.NewTail(c.Dialogs(), keepOf(cfg, c))
+	}
+	if err := l.tail.Next(true, l.sink.Message); err != nil {
+		return err
+	}
+	return l.sink.End(c.Status())
+}
+
+// keepOf is --filter and --calls-only for a live run, asked of one
+// Call-ID at a time (report.Tail); nil when neither is given.
+func keepOf(cfg *Config, c *engine.Capture) func(callID string) bool {
+	if cfg.Filter == "" && !cfg.CallsOnly {
+		return nil
+	}
+	var src analysis.MediaSource = media.NewStore(media.Config{})
+	if m := c.Media(); m != nil {
+		src = m
+	}
+	q := query.New(c.Dialogs(), src, thresholdsOf(cfg))
+	f, _ := q.Compile(cfg.Filter) // checked at startup (checkOutputs)
+	return func(id string) bool {
+		row, ok := c.Dialogs().Lookup(id)
+		if !ok || cfg.CallsOnly && row.Method != "INVITE" {
+			return false
+		}
+		return f == nil || f.Match(q.Record(&row))
+	}
 }
 
 // writeAnalysis writes --analyze (the rendered findings, the text

@@ -1,12 +1,15 @@
 package tests
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sipnab/sipnab/internal/testcap"
 )
@@ -107,5 +110,64 @@ func TestLintGateHonoursSuppressionBesideTheCapture(t *testing.T) {
 	}
 	if want := "2 suppressed by " + filepath.Join(dir, ".sipnablint"); !strings.Contains(errb.String(), want) {
 		t.Fatalf("stderr lacks %q: %s", want, errb.String())
+	}
+}
+
+// TestLiveMessagesAreWrittenAsTheRunReads: with a HEP listener (a source
+// with no end of its own), --json and the per-message text write a
+// message while the run is still reading, within a poll (250 ms) of its
+// arrival, not when it stops; the stop then adds the run line (a HEP run
+// is never complete) and exits 0 (stopped on request).
+func TestLiveMessagesAreWrittenAsTheRunReads(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, output, line, end string
+	}{
+		{"json", "--json", `"call_id":"doc-hep-1@example.net"`, `{"sipnab_run":`},
+		{"text", "", "192.0.2.1:5060 -> 192.0.2.2:5060 UDP INVITE doc-hep-1@example.net", "INCOMPLETE RUN: stopped_on_request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
+			pc.Close()
+			args := []string{"-N", "-L", "127.0.0.1:" + port}
+			if tc.output != "" {
+				args = append(args, tc.output)
+			}
+			cmd := exec.Command(bin, args...)
+			stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = stdout, stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill() }()
+			waitFor := func(what string, b *lockedBuffer, s string) {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if strings.Contains(b.String(), s) {
+						return
+					}
+				}
+				t.Fatalf("%s lacks %q after 10 s: %q; stderr %s", what, s, b.String(), stderr.String())
+			}
+			waitFor("stderr", stderr, "receiving HEP")
+			sendHEP(t, port)
+			waitFor("stdout while the run reads", stdout, tc.line)
+			if strings.Contains(stdout.String(), tc.end) {
+				t.Fatalf("the closing line came before the stop: %q", stdout.String())
+			}
+			_ = cmd.Process.Signal(os.Interrupt)
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("exit: %v; stderr %s", err, stderr.String())
+			}
+			out := stdout.String()
+			if strings.Count(out, "doc-hep-1@example.net") != 1 || !strings.Contains(out, tc.end) {
+				t.Fatalf("after the stop: %q, want the message once and %q", out, tc.end)
+			}
+		})
 	}
 }

@@ -36,3 +36,23 @@ func (s *Store) MessageAt(callID string, pos int) (Message, bool) {
 	}
 	return d.message(pos), true
 }
+
+// RetainedCount is how many messages one Call-ID retains.
+type RetainedCount struct {
+	CallID   string
+	Retained int
+}
+
+// RetainedCounts appends every Call-ID held and its retained message
+// count to dst, most recently updated first, read in one hold of the read
+// lock (a list walk: about a millisecond per 100,000 dialogs). A live
+// per-message output (sipnab -N -i IFACE --json) compares the counts with
+// what it has written to find the new messages.
+func (s *Store) RetainedCounts(dst []RetainedCount) []RetainedCount {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for d := s.head; d != nil; d = d.next {
+		dst = append(dst, RetainedCount{CallID: d.callID, Retained: len(d.msgs)})
+	}
+	return dst
+}

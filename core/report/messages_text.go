@@ -45,54 +45,74 @@ const (
 	ansiFailure = "\x1b[31m" // red: 4xx, 5xx, 6xx
 )
 
-// WriteMessagesText writes one line per retained SIP message of the
-// selected dialogs in capture time order (EachMessage):
+// WriteMessagesText writes the per-message text for a capture read to its
+// end: every retained SIP message of the selected dialogs in capture time
+// order (EachMessage) through NewMessagesText. It returns the number of
+// messages written.
+func WriteMessagesText(w io.Writer, c *engine.Capture, sel Selection, o MessageTextOptions) (int, error) {
+	s := NewMessagesText(w, o)
+	if err := EachMessage(c, sel, s.Message); err != nil {
+		return s.Count(), fmt.Errorf("writing messages: %w", err)
+	}
+	if err := s.End(c.Status()); err != nil {
+		return s.Count(), fmt.Errorf("writing messages: %w", err)
+	}
+	return s.Count(), nil
+}
+
+// NewMessagesText returns the per-message text sink, one line per
+// message:
 //
 //	2009-03-23T17:33:17.123456Z 10.0.0.1:5060 -> 10.0.0.2:5060 UDP INVITE call-id
 //
 // the capture time (or, with DeltaTime, "+seconds" since the previous
 // line), source and destination, transport, the method or the status code
 // and reason, and the Call-ID (textsafe.ID: escaped, never dropped). With
-// Raw or Hexdump the message's bytes follow, indented. A run that was not
-// read whole ends with a line saying so and why, as --report's INCOMPLETE
-// RUN does. It returns the number of messages written.
-func WriteMessagesText(w io.Writer, c *engine.Capture, sel Selection, o MessageTextOptions) (int, error) {
+// Raw or Hexdump the message's bytes follow, indented. End adds, for a run
+// not read whole, a line saying so and why, as --report's INCOMPLETE RUN
+// does, and a line counting the SIP messages read but not printed.
+func NewMessagesText(w io.Writer, o MessageTextOptions) MessageSink {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	ew := &errWriter{w: bw}
-	var prev time.Time
-	n := 0
-	var line []byte
-	err := EachMessage(c, sel, func(mo MessageOrder) error {
-		m := &mo.Msg
-		line = appendMessageLine(line[:0], m, prev, n == 0, o)
-		prev = m.TS
-		n++
-		_, err := ew.Write(line)
-		if err != nil {
-			return err
-		}
-		if m.Msg != nil && (o.Raw || o.Hexdump) {
-			writeBody(ew, m.Msg.Raw, o)
-		}
-		return ew.err
-	})
-	if err == nil {
-		err = ew.err
+	return &textMessages{bw: bw, ew: &errWriter{w: bw}, o: o}
+}
+
+type textMessages struct {
+	bw   *bufio.Writer
+	ew   *errWriter
+	o    MessageTextOptions
+	prev time.Time
+	n    int
+	line []byte
+}
+
+func (t *textMessages) Message(mo MessageOrder) error {
+	m := &mo.Msg
+	t.line = appendMessageLine(t.line[:0], m, t.prev, t.n == 0, t.o)
+	t.prev = m.TS
+	t.n++
+	if _, err := t.ew.Write(t.line); err != nil {
+		return err
 	}
-	if err != nil {
-		return n, fmt.Errorf("writing messages: %w", err)
+	if m.Msg != nil && (t.o.Raw || t.o.Hexdump) {
+		writeBody(t.ew, m.Msg.Raw, t.o)
 	}
-	st := c.Status()
+	return t.ew.err
+}
+
+func (t *textMessages) Count() int { return t.n }
+
+func (t *textMessages) Flush() error {
+	if t.ew.err != nil {
+		return t.ew.err
+	}
+	return t.bw.Flush()
+}
+
+func (t *textMessages) End(st engine.Status) error {
 	if !st.Complete || MessagesUnwritten(st) > 0 {
-		writeRunNote(ew, st)
+		writeRunNote(t.ew, st)
 	}
-	if ew.err != nil {
-		return n, fmt.Errorf("writing messages: %w", ew.err)
-	}
-	if err := bw.Flush(); err != nil {
-		return n, fmt.Errorf("writing messages: %w", err)
-	}
-	return n, nil
+	return t.Flush()
 }
 
 func appendMessageLine(b []byte, m *dialog.Message, prev time.Time, first bool, o MessageTextOptions) []byte {

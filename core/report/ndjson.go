@@ -126,29 +126,63 @@ func (h *openDialogs) Pop() any {
 	return x
 }
 
-// WriteMessagesJSON writes `--json`: one line per retained SIP message of
-// the selected dialogs, in capture time order (EachMessage), each a
-// dialog.MessageView; then, when the run was not read whole or some SIP
-// messages read are in no line (MessagesUnwritten), the RunLine. It
-// returns the number of message lines written.
-func WriteMessagesJSON(w io.Writer, c *engine.Capture, sel Selection) (int, error) {
-	nw := newNDJSON(w)
-	n := 0
-	err := EachMessage(c, sel, func(m MessageOrder) error {
-		v := m.Msg.View()
-		n++
-		return nw.line(&v)
-	})
-	if err != nil {
-		return n, fmt.Errorf("writing messages: %w", err)
-	}
-	st := c.Status()
+// MessageSink writes a per-message output one message at a time: the
+// --json lines (NewMessagesJSON) or the per-message text
+// (NewMessagesText). A file run feeds it EachMessage; a live run feeds it
+// a Tail as it reads.
+type MessageSink interface {
+	// Message writes one message.
+	Message(MessageOrder) error
+	// Flush writes what is buffered (a live run flushes after each poll).
+	Flush() error
+	// End writes what closes the output for the run's status (the run
+	// line, the INCOMPLETE RUN note) and flushes.
+	End(st engine.Status) error
+	// Count is the number of messages written.
+	Count() int
+}
+
+// NewMessagesJSON returns the `--json` sink: one line per message, a
+// dialog.MessageView; End adds the RunLine when the run was not read
+// whole or some SIP messages read are in no line (MessagesUnwritten).
+func NewMessagesJSON(w io.Writer) MessageSink { return &jsonMessages{nw: newNDJSON(w)} }
+
+type jsonMessages struct {
+	nw *ndjson
+	n  int
+}
+
+func (j *jsonMessages) Message(m MessageOrder) error {
+	v := m.Msg.View()
+	j.n++
+	return j.nw.line(&v)
+}
+
+func (j *jsonMessages) Flush() error { return j.nw.flush() }
+func (j *jsonMessages) Count() int   { return j.n }
+
+func (j *jsonMessages) End(st engine.Status) error {
 	if !st.Complete || MessagesUnwritten(st) > 0 {
-		if err := nw.line(&RunLine{Run: st}); err != nil {
-			return n, fmt.Errorf("writing messages: %w", err)
+		if err := j.nw.line(&RunLine{Run: st}); err != nil {
+			return err
 		}
 	}
-	return n, nw.flush()
+	return j.nw.flush()
+}
+
+// WriteMessagesJSON writes `--json` for a capture read to its end: every
+// retained SIP message of the selected dialogs in capture time order
+// (EachMessage) through NewMessagesJSON. It returns the number of message
+// lines written.
+func WriteMessagesJSON(w io.Writer, c *engine.Capture, sel Selection) (int, error) {
+	s := NewMessagesJSON(w)
+	if err := EachMessage(c, sel, s.Message); err != nil {
+		return s.Count(), fmt.Errorf("writing messages: %w", err)
+	}
+	if err := s.End(c.Status()); err != nil {
+		return s.Count(), fmt.Errorf("writing messages: %w", err)
+	}
+	return s.Count(), nil
 }
 
 // MessagesUnwritten counts the SIP messages a run read that no message
