@@ -305,7 +305,7 @@ func lintGate(w io.Writer, c *engine.Capture, severity string) (bool, error) {
 	}
 	byRule := map[string]int{}
 	var counts lint.Counts
-	dialogs, suppressed := 0, 0
+	dialogs, suppressed, capped := 0, 0, 0
 	var first []string
 	for _, id := range c.Dialogs().CallIDs() {
 		det, ok := c.Dialogs().Get(id)
@@ -319,6 +319,7 @@ func lintGate(w io.Writer, c *engine.Capture, severity string) (bool, error) {
 		res := lint.Lint(lint.Input{Messages: det.Messages, Streams: streams, QualityInterval: qi},
 			lint.Options{SeverityMin: sev, Suppression: supp})
 		suppressed += res.Withheld.Suppressed
+		capped += res.Withheld.Capped
 		if len(res.Findings) == 0 {
 			continue
 		}
@@ -337,6 +338,9 @@ func lintGate(w io.Writer, c *engine.Capture, severity string) (bool, error) {
 	where := "no suppression list"
 	if supp != nil {
 		where = fmt.Sprintf("%d suppressed by %s", suppressed, textsafe.Line(supp.File, 200))
+	}
+	if capped > 0 {
+		where += fmt.Sprintf("; at least %d more past the per-rule cap of %d per dialog", capped, lint.DefaultCap)
 	}
 	n := counts.Error + counts.Warning + counts.Notice + counts.Info
 	if n == 0 {

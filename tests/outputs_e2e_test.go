@@ -1,10 +1,12 @@
 package tests
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -167,6 +169,67 @@ func TestLiveMessagesAreWrittenAsTheRunReads(t *testing.T) {
 			out := stdout.String()
 			if strings.Count(out, "doc-hep-1@example.net") != 1 || !strings.Contains(out, tc.end) {
 				t.Fatalf("after the stop: %q, want the message once and %q", out, tc.end)
+			}
+		})
+	}
+}
+
+// TestJSONAnalyzeIsTheCaptureReportTheMCPToolAnswers: --json-analyze and
+// get_capture_report (format json) run the same analysis: on captures
+// with findings of several kinds, both list the same findings in the same
+// order with the same rule, severity, occurrences, evidence Call-IDs and
+// omitted count, and the same frames_read and complete. (The tool fences
+// sender-written notes; the batch document escapes them instead: notes
+// are not compared.)
+func TestJSONAnalyzeIsTheCaptureReportTheMCPToolAnswers(t *testing.T) {
+	t.Parallel()
+	type finding struct {
+		Kind, Rule, Severity string
+		Occurrences          float64
+		Omitted              float64
+		CallIDs              []string
+	}
+	project := func(doc map[string]any) (out []finding) {
+		fs, _ := doc["findings"].([]any)
+		for _, x := range fs {
+			f := x.(map[string]any)
+			p := finding{Kind: f["kind"].(string), Rule: f["rule"].(string), Severity: f["severity"].(string),
+				Occurrences: f["occurrences"].(float64), Omitted: f["evidence_omitted"].(float64)}
+			ev, _ := f["evidence"].([]any)
+			for _, e := range ev {
+				id, _ := e.(map[string]any)["call_id"].(string)
+				p.CallIDs = append(p.CallIDs, id)
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	for _, name := range []string{"sip-routing-error.pcapng", "b2bua-asterisk.pcapng", "Asterisk_ZFONE_XLITE.pcap", "SIP_DTMF2.cap"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := testcap.Public(name)
+			out, err := exec.Command(bin, "-N", "-I", path, "--json-analyze").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var batch map[string]any
+			if err := json.Unmarshal(out, &batch); err != nil {
+				t.Fatal(err)
+			}
+			s := startRaw(t, "-N", "--mcp", "-I", path)
+			s.waitLoaded()
+			tool, _ := s.ok("get_capture_report", nil)
+			a, b := project(batch), project(tool)
+			if len(a) == 0 {
+				t.Fatalf("--json-analyze found nothing in %s: compare a capture with findings", name)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("--json-analyze findings\n%+v\nget_capture_report\n%+v", a, b)
+			}
+			for _, k := range []string{"frames_read", "complete", "dialogs_examined", "streams_examined", "clean"} {
+				if batch[k] != tool[k] {
+					t.Errorf("%s: --json-analyze %v, get_capture_report %v", k, batch[k], tool[k])
+				}
 			}
 		})
 	}

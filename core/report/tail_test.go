@@ -84,3 +84,48 @@ func TestTailWritesEveryMessageOfACallIDOnceKept(t *testing.T) {
 		t.Fatalf("final poll: %v, b asked %d times, want 2", got, asked["b"])
 	}
 }
+
+// TestTailWhileTheRunWritesWritesEachMessageOnce: polls racing the
+// single writer (run under -race in CI) write every message exactly once:
+// 50 Call-IDs of 4 messages each, polled while they arrive and once more
+// at the end.
+func TestTailWhileTheRunWritesWritesEachMessageOnce(t *testing.T) {
+	c := engine.New(engine.Config{}, nil)
+	t0 := time.Unix(1700000000, 0)
+	tl := NewTail(c.Dialogs(), nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 50 {
+			id := fmt.Sprintf("c%d", i)
+			at := t0.Add(time.Duration(i) * time.Second)
+			sendSIP(c, at, id, "OPTIONS sip:b@x SIP/2.0", 1, "OPTIONS")
+			sendSIP(c, at.Add(time.Millisecond), id, "SIP/2.0 200 OK", 1, "OPTIONS")
+			sendSIP(c, at.Add(2*time.Millisecond), id, "OPTIONS sip:b@x SIP/2.0", 2, "OPTIONS")
+			sendSIP(c, at.Add(3*time.Millisecond), id, "SIP/2.0 200 OK", 2, "OPTIONS")
+		}
+	}()
+	seen := map[string]int{}
+	poll := func(final bool) {
+		for _, id := range nextIDs(t, tl, final) {
+			seen[id]++
+		}
+	}
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+			poll(false)
+		}
+	}
+	poll(true)
+	if len(seen) != 200 {
+		t.Fatalf("%d distinct messages written, want 200", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s written %d times", id, n)
+		}
+	}
+}
