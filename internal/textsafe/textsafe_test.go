@@ -200,3 +200,40 @@ func TestJSONEscapesInvisibleCharactersInsideStringsLosslessly(t *testing.T) {
 		})
 	}
 }
+
+// FuzzJSON: for any value, textsafe.JSON over encoding/json's encoding
+// decodes to what encoding/json's own encoding decodes to (nothing lost),
+// and the text holds no invisible character and is valid JSON.
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\u202eb", "\x1b[31m", "\x7f\u0085\u00a0", "\u27e6x\u27e7", `"\`, "\xff\xfe", "😀\u200d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		if err := e.Encode([]string{s}); err != nil {
+			t.Fatal(err)
+		}
+		enc := []byte(b.String())
+		out := JSON(nil, enc)
+		var want, got []string
+		if err := json.Unmarshal(enc, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("JSON(%q) = %q is not JSON: %v", enc, out, err)
+		}
+		if len(got) != 1 || got[0] != want[0] {
+			t.Fatalf("decoded %q, want %q", got, want)
+		}
+		if !utf8.Valid(out) {
+			t.Fatalf("output is not UTF-8: %q", out)
+		}
+		for _, r := range string(out[:len(out)-1]) {
+			if IsInvisible(r) {
+				t.Fatalf("output holds invisible %U: %q", r, out)
+			}
+		}
+	})
+}
