@@ -172,7 +172,7 @@ var options = []option{
 	{flag: "proto-numbers", group: gBatch, key: "proto_numbers", def: false, usage: "per-message text: the transport as its IP protocol number (UDP 17, TCP 6, SCTP 132)", noConfig: true},
 	{flag: "payload-limit", group: gBatch, arg: "BYTES", key: "payload_limit", def: 0, usage: "per-message text: bytes of each message the raw text and the hex dump show (0 = all)", noConfig: true},
 	{flag: "color", group: gBatch, arg: "WHEN", key: "color", def: "auto", usage: "per-message text colors: auto (only on a terminal), always, never", noConfig: true},
-	{flag: "lint-fail-on", group: gBatch, arg: "SEVERITY", key: "lint_fail_on", def: "", usage: "lint every dialog after the output; exit 3 if any finding is at or above error, warning, notice or info", noConfig: true},
+	{flag: "lint-fail-on", group: gBatch, arg: "SEVERITY", key: "lint_fail_on", def: "", usage: "after the output, lint every dialog and exit 3 when a finding is at or above SEVERITY: error, warning, notice or info", noConfig: true},
 }
 
 func init() {
