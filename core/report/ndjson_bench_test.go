@@ -1,8 +1,10 @@
 package report
 
 import (
+	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testengine"
@@ -39,4 +41,27 @@ func BenchmarkWriteMessagesText(b *testing.B) {
 		n += k
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/message")
+}
+
+// BenchmarkTailIdlePoll: one walk of a live poll (report.Tail.Next, final
+// so it walks whatever the revision and the clock say) over 100,000
+// Call-IDs none of which gained a message: what a live per-message output
+// pays per walk on a store at the default dialog cap.
+func BenchmarkTailIdlePoll(b *testing.B) {
+	c := engine.New(engine.Config{}, nil)
+	t0 := time.Unix(1700000000, 0)
+	for i := range 100_000 {
+		sendSIP(c, t0.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("idle-%d", i), "OPTIONS sip:b@x SIP/2.0", 1, "OPTIONS")
+	}
+	tl := NewTail(c.Dialogs(), nil)
+	if err := tl.Next(false, func(MessageOrder) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := tl.Next(true, func(MessageOrder) error { b.Fatal("nothing is new"); return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

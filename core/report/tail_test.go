@@ -18,6 +18,12 @@ func sendSIP(c *engine.Capture, at time.Time, callID, startLine string, cseq int
 	c.HandlePacket(&packet.Packet{TS: at, Src: a, Dst: b, Transport: packet.TransportUDP, Payload: []byte(msg)})
 }
 
+// stillClock makes every walk due at once (a walk that took no time).
+func stillClock(tl *Tail) *Tail {
+	tl.now = func() time.Time { return time.Time{} }
+	return tl
+}
+
 func nextIDs(t *testing.T, tl *Tail, final bool) []string {
 	t.Helper()
 	var got []string
@@ -36,7 +42,7 @@ func nextIDs(t *testing.T, tl *Tail, final bool) []string {
 func TestTailWritesEachMessageOnceInTimeOrder(t *testing.T) {
 	c := engine.New(engine.Config{}, nil)
 	t0 := time.Unix(1700000000, 0)
-	tl := NewTail(c.Dialogs(), nil)
+	tl := stillClock(NewTail(c.Dialogs(), nil))
 	if got := nextIDs(t, tl, false); len(got) != 0 {
 		t.Fatalf("empty store: %v", got)
 	}
@@ -63,10 +69,10 @@ func TestTailWritesEveryMessageOfACallIDOnceKept(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	asked := map[string]int{}
 	keepA := false
-	tl := NewTail(c.Dialogs(), func(id string) bool {
+	tl := stillClock(NewTail(c.Dialogs(), func(id string) bool {
 		asked[id]++
 		return id == "a" && keepA
-	})
+	}))
 	sendSIP(c, t0, "a", "INVITE sip:b@x SIP/2.0", 1, "INVITE")
 	sendSIP(c, t0.Add(time.Second), "b", "OPTIONS sip:b@x SIP/2.0", 1, "OPTIONS")
 	if got := nextIDs(t, tl, false); len(got) != 0 {
@@ -92,7 +98,7 @@ func TestTailWritesEveryMessageOfACallIDOnceKept(t *testing.T) {
 func TestTailWhileTheRunWritesWritesEachMessageOnce(t *testing.T) {
 	c := engine.New(engine.Config{}, nil)
 	t0 := time.Unix(1700000000, 0)
-	tl := NewTail(c.Dialogs(), nil)
+	tl := stillClock(NewTail(c.Dialogs(), nil))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -127,5 +133,42 @@ func TestTailWhileTheRunWritesWritesEachMessageOnce(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%s written %d times", id, n)
 		}
+	}
+}
+
+// TestTailWalksOnlyWhenTheStoreMovedAndTheWalkIsDue: an unchanged store
+// revision skips the walk; a walk that took d defers the next by 9d; the
+// final call walks regardless.
+func TestTailWalksOnlyWhenTheStoreMovedAndTheWalkIsDue(t *testing.T) {
+	c := engine.New(engine.Config{}, nil)
+	t0 := time.Unix(1700000000, 0)
+	clock := t0
+	tl := NewTail(c.Dialogs(), nil)
+	tl.now = func() time.Time {
+		now := clock
+		clock = clock.Add(10 * time.Millisecond) // every walk takes 10 ms
+		return now
+	}
+	sendSIP(c, t0, "a", "INVITE sip:b@x SIP/2.0", 1, "INVITE")
+	if got := fmt.Sprint(nextIDs(t, tl, false)); got != "[a/0]" {
+		t.Fatalf("first walk %s", got)
+	}
+	// The walk ran from t0 to t0+10ms: the next is due at t0+90ms.
+	sendSIP(c, t0.Add(time.Second), "a", "SIP/2.0 180 Ringing", 1, "INVITE")
+	if got := nextIDs(t, tl, false); len(got) != 0 {
+		t.Fatalf("walk before it was due wrote %v", got)
+	}
+	clock = t0.Add(100 * time.Millisecond)
+	if got := fmt.Sprint(nextIDs(t, tl, false)); got != "[a/1]" {
+		t.Fatalf("due walk %s, want [a/1]", got)
+	}
+	clock = clock.Add(time.Hour)
+	rev := c.Dialogs().Revision()
+	if got := nextIDs(t, tl, false); len(got) != 0 || tl.rev != rev {
+		t.Fatalf("unchanged store: %v", got)
+	}
+	sendSIP(c, t0.Add(2*time.Second), "a", "SIP/2.0 200 OK", 1, "INVITE")
+	if got := fmt.Sprint(nextIDs(t, tl, true)); got != "[a/2]" {
+		t.Fatalf("final walk %s, want [a/2]", got)
 	}
 }
