@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,10 @@ import (
 // countPoll is how often a live or HEP batch run reads the frame counter
 // against --count.
 const countPoll = 20 * time.Millisecond
+
+// tickEvery is how often a live or HEP run writes the per-message output
+// (-N with no output flag, --json) of what it read since.
+const tickEvery = 250 * time.Millisecond
 
 // batchSources are the sources a batch run reads.
 type batchSources struct {
@@ -52,43 +57,67 @@ func checkBatch(cfg *Config) error {
 	if cfg.MCP.Enabled && (d > 0 || n > 0) {
 		return usagef("--duration and --count stop a batch run; they do not combine with --mcp")
 	}
-	return nil
+	return checkOutputs(cfg)
 }
 
 // runBatch is the batch CLI: -N with sources (-I FILE|DIR, -i IFACE,
-// -L ADDR) and --json-run|--report, or --call-report <Call-ID>. It reads until
-// the files are read and, with a live interface or a HEP listener, until a
-// stop is requested (SIGINT or SIGTERM, --duration, --count), then writes
-// the document. Exit 0 when the read was whole or stopped on request, 1 when
-// a source stopped early (a truncated file, a live source fault).
+// -L ADDR) and one output (--json-run, --report, --json, --json-dialogs,
+// --analyze, --json-analyze; the per-message text when none is given), or
+// --call-report <Call-ID>. It reads until the files are read and, with a
+// live interface or a HEP listener, until a stop is requested (SIGINT or
+// SIGTERM, --duration, --count), then writes the output. Exit 0 when the
+// read was whole or stopped on request, 1 when a source stopped early (a
+// truncated file, a live source fault), 3 when the read was whole and
+// --lint-fail-on found a finding at or above its severity (a partial read
+// exits 1 whatever the lint found: the gate judged part of the input).
 func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 	if cfg.CallReport != "" {
 		return runCallReport(ctx, cfg, sio, log)
 	}
-	wantJSON, wantReport := cfg.JSON, cfg.Report
-	if wantJSON == wantReport {
-		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json-run or --report (or --call-report <Call-ID>, or --mcp)")
+	out, err := outputOf(cfg)
+	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
 	if batchSourcesOf(cfg).none() {
 		fmt.Fprintln(sio.Stderr, noInput)
 		return exitUsage
 	}
-	e, onRequest, err := collect(ctx, cfg, log)
+	var live *liveMessages
+	if batchSourcesOf(cfg).streaming() && (out == outText || out == outJSON) {
+		live = &liveMessages{sink: messageSink(sio.Stdout, out, cfg, isTerminal(sio.Stdout))}
+	}
+	e, onRequest, err := collect(ctx, cfg, log, live.tick(cfg))
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure
 	}
-	if wantJSON {
-		err = report.WriteJSON(sio.Stdout, e.capture)
+	if live != nil {
+		err = live.end(cfg, e.capture)
 	} else {
-		err = report.WriteTextWith(sio.Stdout, e.capture, report.Options{Thresholds: thresholdsOf(cfg)})
+		err = writeOutput(sio.Stdout, out, cfg, e.capture, isTerminal(sio.Stdout))
 	}
 	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+			return exitUsage
+		}
 		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
 		return exitFailure
 	}
-	return batchExit(e.capture.Status(), onRequest)
+	code := batchExit(e.capture.Status(), onRequest)
+	if cfg.LintFailOn != "" {
+		tripped, err := lintGate(sio.Stderr, e.capture, cfg.LintFailOn)
+		if err != nil {
+			fmt.Fprintf(sio.Stderr, "sipnab: lint gate: %v\n", err)
+			return exitFailure
+		}
+		if tripped && code == exitOK {
+			return exitLint
+		}
+	}
+	return code
 }
 
 // collect starts the run's sources and reads until they are done. Files
@@ -99,7 +128,11 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 // (frames still queued in the kernel at the stop are not read), so the
 // stores are whole for what was read. onRequest reports a run that was
 // stopped on request.
-func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandle, onRequest bool, err error) {
+//
+// write, when not nil, runs every tickEvery while a live or HEP run reads
+// (the per-message outputs write what arrived); its error stops the run,
+// which is then not a stop on request.
+func collect(ctx context.Context, cfg *Config, log hclog.Logger, write func(*engineHandle) error) (e *engineHandle, onRequest bool, err error) {
 	src := batchSourcesOf(cfg)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -136,9 +169,9 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 		limits = append(limits, fmt.Sprintf("up to %d frames", count))
 	}
 	if len(limits) > 0 {
-		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the document", "limits", strings.Join(limits, ", "))
+		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the output", "limits", strings.Join(limits, ", "))
 	} else {
-		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the document")
+		log.Info("reading until interrupted (SIGINT or SIGTERM), then writing the output")
 	}
 
 	var tick <-chan time.Time
@@ -147,10 +180,21 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 		defer t.Stop()
 		tick = t.C
 	}
+	var ticks <-chan time.Time
+	if write != nil {
+		t := time.NewTicker(tickEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
 	ended := liveEnded(e)
 	why := ""
+	failed := false
 	for why == "" {
 		select {
+		case <-ticks:
+			if err := write(e); err != nil {
+				why, failed = "writing the output failed: "+err.Error(), true
+			}
 		case <-runCtx.Done():
 			why = "interrupted (SIGINT or SIGTERM)"
 		case <-timedOut:
@@ -168,7 +212,7 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger) (e *engineHandl
 			}
 		}
 	}
-	onRequest = !strings.HasPrefix(why, "live capture")
+	onRequest = !strings.HasPrefix(why, "live capture") && !failed
 	log.Info("stopping", "reason", why)
 	cancel()
 	if err := e.capture.Close(); err != nil {
@@ -221,15 +265,15 @@ func batchExit(st engine.Status, onRequest bool) int {
 // the document. With a live interface or a HEP listener it reads until a
 // stop is requested, as runBatch does.
 func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
-	if cfg.JSON || cfg.Report {
-		fmt.Fprintln(sio.Stderr, "sipnab: --call-report does not combine with --json-run or --report")
+	if on := chosenOutputs(cfg); len(on) > 0 {
+		fmt.Fprintf(sio.Stderr, "sipnab: --call-report does not combine with %s\n", strings.Join(on, " or "))
 		return exitUsage
 	}
 	if batchSourcesOf(cfg).none() {
 		fmt.Fprintln(sio.Stderr, noInput)
 		return exitUsage
 	}
-	e, onRequest, err := collect(ctx, cfg, log)
+	e, onRequest, err := collect(ctx, cfg, log, nil)
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure

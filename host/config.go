@@ -58,7 +58,7 @@ const (
 
 var groupTitles = [...]string{
 	gSources:  "Sources (at least one; -I, -i and -L combine)",
-	gBatch:    "Batch output (without --mcp: read the sources, write one document to stdout)",
+	gBatch:    "Batch output (without --mcp: read the sources, write one output to stdout)",
 	gAnalysis: "Analysis thresholds and leg correlation (batch and MCP alike)",
 	gMCP:      "MCP server",
 	gSecurity: "MCP security (HTTP transport)",
@@ -157,6 +157,24 @@ var options = []option{
 	{flag: "count", group: gBatch, arg: "FRAMES", key: "count", def: 0, usage: "batch: stop reading after this many frames, then write the document (0 = no limit; a live or HEP run may read a few more while it stops)", noConfig: true},
 	{flag: "markdown", group: gBatch, key: "markdown", def: false, usage: "with --call-report: Markdown instead of text", noConfig: true},
 	{flag: "no-cli-print", group: gBatch, key: "no_cli_print", def: false, usage: "with --call-report: print only the document (no stderr summary)", noConfig: true},
+
+	// Batch outputs beside --json-run and --report (docs/cli-output.md):
+	// per-message NDJSON, per-dialog NDJSON, the capture analysis, the
+	// per-message text -N writes when no output is chosen and its options,
+	// the dialog filter they share and the lint gate.
+	{flag: "json", group: gBatch, key: "json", def: false, usage: "write one JSON object per SIP message to stdout (NDJSON, capture time order; docs/schemas/message.schema.json)", noConfig: true},
+	{flag: "json-dialogs", group: gBatch, key: "json_dialogs", def: false, usage: "write one JSON object per dialog to stdout (NDJSON; docs/schemas/dialog.schema.json)", noConfig: true},
+	{flag: "analyze", group: gBatch, key: "analyze", def: false, usage: "write the capture analysis (findings worst first, what was not read) as text to stdout", noConfig: true},
+	{flag: "json-analyze", group: gBatch, key: "json_analyze", def: false, usage: "write the capture analysis as one JSON document to stdout (docs/schemas/analysis.schema.json)", noConfig: true},
+	{flag: "filter", group: gBatch, arg: "EXPR", key: "filter", def: "", usage: "with --json, --json-dialogs or the per-message text: only dialogs matching this filter (DSL or alias), every message of each", noConfig: true},
+	{flag: "calls-only", group: gBatch, key: "calls_only", def: false, usage: "with --json, --json-dialogs or the per-message text: only INVITE dialogs (calls)", noConfig: true},
+	{flag: "raw", group: gBatch, short: "T", key: "raw", def: false, usage: "per-message text: print each message after its line", noConfig: true},
+	{flag: "hexdump", group: gBatch, key: "hexdump", def: false, usage: "per-message text: print each message's bytes as a hex dump", noConfig: true},
+	{flag: "delta-time", group: gBatch, key: "delta_time", def: false, usage: "per-message text: seconds since the previous message instead of the capture time", noConfig: true},
+	{flag: "proto-numbers", group: gBatch, key: "proto_numbers", def: false, usage: "per-message text: the transport as its IP protocol number (UDP 17, TCP 6, SCTP 132)", noConfig: true},
+	{flag: "payload-limit", group: gBatch, arg: "BYTES", key: "payload_limit", def: 0, usage: "per-message text: bytes of each message the raw text and the hex dump show (0 = all)", noConfig: true},
+	{flag: "color", group: gBatch, arg: "WHEN", key: "color", def: "auto", usage: "per-message text colors: auto (only on a terminal), always, never", noConfig: true},
+	{flag: "lint-fail-on", group: gBatch, arg: "SEVERITY", key: "lint_fail_on", def: "", usage: "after the output, lint every dialog and exit 3 when a finding is at or above SEVERITY: error, warning, notice or info", noConfig: true},
 }
 
 func init() {

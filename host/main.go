@@ -139,7 +139,7 @@ func checkStartup(cfg *Config) error {
 		if mcpOn {
 			return usagef("--mcp needs -N/--no-tui")
 		}
-		return usagef("the terminal UI is not built; run with -N (batch: -N -I FILE|-i IFACE|-L ADDR --json-run|--report; MCP: -N --mcp)")
+		return usagef("the terminal UI is not built; run with -N (batch: -N -I FILE|-i IFACE|-L ADDR [--json|--json-dialogs|--json-run|--report|--analyze|--json-analyze]; MCP: -N --mcp)")
 	}
 	if err := checkAnalysis(cfg); err != nil {
 		return err
@@ -159,18 +159,19 @@ func checkStartup(cfg *Config) error {
 	} else if mcpOn {
 		return usagef("--call-report is a batch output; it does not combine with --mcp (render_ladder answers the same document)")
 	}
+	if mcpOn && cfg.LintFailOn != "" {
+		return usagef("--lint-fail-on gates a batch run; it does not combine with --mcp (lint_dialog answers per dialog)")
+	}
 	if mcpOn {
 		transport := cfg.MCP.Transport
 		switch transport {
 		case "stdio":
-			for f, on := range map[string]bool{"json-run": cfg.JSON, "report": cfg.Report} {
-				if on {
-					return usagef("--%s writes to stdout, which carries JSON-RPC with stdio MCP; use --mcp-transport http or drop --%s", f, f)
-				}
+			if on := chosenOutputs(cfg); len(on) > 0 {
+				return usagef("%s writes to stdout, which carries JSON-RPC with stdio MCP; use --mcp-transport http or drop %s", on[0], on[0])
 			}
 		case "http":
-			if cfg.JSON || cfg.Report {
-				return usagef("--json-run and --report are batch outputs; they do not combine with --mcp")
+			if on := chosenOutputs(cfg); len(on) > 0 {
+				return usagef("%s is a batch output; it does not combine with --mcp", strings.Join(on, " and "))
 			}
 		default:
 			return usagef("--mcp-transport %q: want stdio or http", transport)

@@ -65,6 +65,21 @@ type Settings struct {
 	Markdown   bool    `koanf:"markdown"`
 	NoCLIPrint bool    `koanf:"no_cli_print"`
 
+	// Batch outputs beside --json-run and --report (host/outputs.go).
+	JSONMessages bool   `koanf:"json"`
+	JSONDialogs  bool   `koanf:"json_dialogs"`
+	Analyze      bool   `koanf:"analyze"`
+	JSONAnalyze  bool   `koanf:"json_analyze"`
+	Filter       string `koanf:"filter"`
+	CallsOnly    bool   `koanf:"calls_only"`
+	Raw          bool   `koanf:"raw"`
+	Hexdump      bool   `koanf:"hexdump"`
+	DeltaTime    bool   `koanf:"delta_time"`
+	ProtoNumbers bool   `koanf:"proto_numbers"`
+	PayloadLimit int    `koanf:"payload_limit"`
+	Color        string `koanf:"color"`
+	LintFailOn   string `koanf:"lint_fail_on"`
+
 	// Bundles are the [bundles.<id>] sections, each decoded by its bundle
 	// (Config.BundleDecoder), strictly.
 	Bundles map[string]any `koanf:"bundles"`

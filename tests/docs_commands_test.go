@@ -405,8 +405,38 @@ func docBatch(t *testing.T, f docFiles, c docCommand, args []string) {
 		if !strings.Contains(out, "sipnab") || (!live && !strings.Contains(out, "1-1966@10.0.2.20")) {
 			t.Errorf("--report printed %q", out)
 		}
+	case strings.Contains(joined, " --json ") || strings.Contains(joined, " --json-dialogs "):
+		// NDJSON (docs/cli-output.md): one object a line, each naming a
+		// Call-ID, or the trailing run line.
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		for i, l := range lines {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				t.Fatalf("line %d is not a JSON object: %v\n%s", i+1, err, l)
+			}
+			if v["call_id"] == nil && v["sipnab_run"] == nil {
+				t.Errorf("line %d names no call_id: %s", i+1, l)
+			}
+		}
+		if !live && len(lines) < 2 {
+			t.Errorf("%d NDJSON lines:\n%s", len(lines), out)
+		}
+	case strings.Contains(joined, " --json-analyze "):
+		var doc struct {
+			Findings []any `json:"findings"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Findings == nil {
+			t.Fatalf("--json-analyze printed no analysis document (%v):\n%s", err, out)
+		}
+	case strings.Contains(joined, " --analyze "):
+		if !strings.HasPrefix(out, "sipnab capture report: ") {
+			t.Errorf("--analyze printed %q", out)
+		}
 	default:
-		t.Errorf("%v: neither --json-run nor --report", args)
+		// The per-message text: -N with sources and no output flag.
+		if !live && !strings.Contains(out, " -> ") {
+			t.Errorf("%v: per-message text printed %q", args, out)
+		}
 	}
 }
 

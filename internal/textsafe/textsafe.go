@@ -257,3 +257,56 @@ func ID(s string, n int) string {
 	}
 	return b.String()
 }
+
+// JSON appends to dst the encoded JSON text src (encoding/json's output)
+// with every character ID escapes written as a \uXXXX escape inside its
+// string: a control character encoding/json leaves literal (DEL, C1), a
+// bidi control or other format character, a blank other than the space
+// and the fence code points. The escape is the same JSON string, so a JSON
+// reader gets the value back byte for byte; a terminal showing the text
+// shows no invisible character. Bytes outside strings are copied.
+func JSON(dst, src []byte) []byte {
+	in := false
+	for i := 0; i < len(src); {
+		c := src[i]
+		if !in {
+			dst = append(dst, c)
+			in = c == '"'
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			dst = append(dst, c)
+			in = false
+			i++
+			continue
+		case c == '\\' && i+1 < len(src):
+			dst = append(dst, c, src[i+1])
+			i += 2
+			continue
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			if c < 0x20 || c == 0x7f {
+				dst = fmt.Appendf(dst[:len(dst)-1], `\u%04x`, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size <= 1 {
+			dst = append(dst, `\ufffd`...)
+		} else if invisibleInID(r) {
+			if r > 0xFFFF {
+				r1, r2 := utf16.EncodeRune(r)
+				dst = fmt.Appendf(dst, `\u%04x\u%04x`, r1, r2)
+			} else {
+				dst = fmt.Appendf(dst, `\u%04x`, r)
+			}
+		} else {
+			dst = append(dst, src[i:i+size]...)
+		}
+		i += size
+	}
+	return dst
+}

@@ -154,3 +154,86 @@ func TestID(t *testing.T) {
 		t.Errorf("a long identifier: got %d bytes, want 200 characters and …", len(got))
 	}
 }
+
+// TestJSONEscapesInvisibleCharactersInsideStringsLosslessly: the NDJSON
+// outputs' rule. Every character ID escapes becomes a \u escape inside a
+// JSON string, nothing else changes, and decoding the result gives the
+// value encoding/json was given.
+func TestJSONEscapesInvisibleCharactersInsideStringsLosslessly(t *testing.T) {
+	cases := []struct {
+		name, value, want string
+	}{
+		{"plain text is unchanged", "alice <sip:a@b>", `"alice <sip:a@b>"`},
+		{"bidi override is escaped", "a\u202eb", `"a\u202eb"`},
+		{"DEL and C1 are escaped", "a\x7fb\u0085c", `"a\u007fb\u0085c"`},
+		{"escape sequence keeps its escape", "\x1b[31mred", `"\u001b[31mred"`},
+		{"zero-width space and no-break space are escaped", "a\u200bb\u00a0c", `"a\u200bb\u00a0c"`},
+		{"fence code points are escaped", "\u27e6x\u27e7", `"\u27e6x\u27e7"`},
+		{"a quote and a backslash stay escaped", `a"b\c`, `"a\"b\\c"`},
+		{"non-ASCII letters stay literal", "José 東京", `"José 東京"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			e := json.NewEncoder(&b)
+			e.SetEscapeHTML(false)
+			if err := e.Encode(map[string]string{"k": tc.value}); err != nil {
+				t.Fatal(err)
+			}
+			enc := []byte(strings.TrimSuffix(b.String(), "\n"))
+			got := string(JSON(nil, enc))
+			if want := `{"k":` + tc.want + `}`; got != want {
+				t.Fatalf("JSON(%s) = %s, want %s", enc, got, want)
+			}
+			var back map[string]string
+			if err := json.Unmarshal([]byte(got), &back); err != nil {
+				t.Fatal(err)
+			}
+			if back["k"] != tc.value {
+				t.Fatalf("decoded %q, want %q", back["k"], tc.value)
+			}
+			for _, r := range got {
+				if IsInvisible(r) {
+					t.Fatalf("output holds invisible %U", r)
+				}
+			}
+		})
+	}
+}
+
+// FuzzJSON: for any value, textsafe.JSON over encoding/json's encoding
+// decodes to what encoding/json's own encoding decodes to (nothing lost),
+// and the text holds no invisible character and is valid JSON.
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\u202eb", "\x1b[31m", "\x7f\u0085\u00a0", "\u27e6x\u27e7", `"\`, "\xff\xfe", "😀\u200d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		if err := e.Encode([]string{s}); err != nil {
+			t.Fatal(err)
+		}
+		enc := []byte(b.String())
+		out := JSON(nil, enc)
+		var want, got []string
+		if err := json.Unmarshal(enc, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("JSON(%q) = %q is not JSON: %v", enc, out, err)
+		}
+		if len(got) != 1 || got[0] != want[0] {
+			t.Fatalf("decoded %q, want %q", got, want)
+		}
+		if !utf8.Valid(out) {
+			t.Fatalf("output is not UTF-8: %q", out)
+		}
+		for _, r := range string(out[:len(out)-1]) {
+			if IsInvisible(r) {
+				t.Fatalf("output holds invisible %U: %q", r, out)
+			}
+		}
+	})
+}
