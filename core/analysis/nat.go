@@ -75,6 +75,11 @@ func stunPrivate(ev *stun.DialogEvidence, priv []string, reached map[netip.AddrP
 		if reached[mapped] {
 			return "STUN showed the NAT maps " + mp.Local + " to " + mp.Mapped + " (server " + mp.Server + ", frame " + mp.Frame + ") and media towards it arrived there", nil
 		}
+		// captured behind the NAT: media reached the private address
+		// itself, through the binding STUN reported for that very port
+		if mp.Local == p && mp.Translated && reached[local] {
+			return "STUN showed the NAT maps " + mp.Local + " to " + mp.Mapped + " (server " + mp.Server + ", frame " + mp.Frame + ") and media towards " + p + " came back through that binding", nil
+		}
 		against = append(against, "STUN showed the NAT maps "+mp.Local+" to "+mp.Mapped+" (frame "+mp.Frame+"), yet the SDP announced "+p+": the endpoint did not use its mapped address")
 	}
 	for _, a := range ev.Allocations {

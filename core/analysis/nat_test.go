@@ -88,6 +88,44 @@ func TestPrivateSDPAddressIsJudgedWithTheSTUNEvidence(t *testing.T) {
 	}
 }
 
+// Captured behind the NAT: the private address is the one the media
+// reached, and the STUN mapping of that very port explains how.
+func TestPrivateSDPAddressCapturedBehindTheNATIsExplainedByItsMapping(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	private := netip.MustParseAddrPort("10.0.0.2:40000")
+	peer := netip.MustParseAddrPort("198.51.100.2:4000")
+	srv := netip.MustParseAddrPort("198.51.100.1:3478")
+	tr := stun.NewTracker(stun.Config{})
+	var w stun.Builder
+	var m stun.Message
+	for _, x := range []struct {
+		src, dst netip.AddrPort
+		b        []byte
+	}{
+		{private, srv, append([]byte(nil), w.Begin(stun.ClassRequest, stun.MethodBinding, [12]byte{1}).End(true)...)},
+		{srv, private, append([]byte(nil), w.Begin(stun.ClassSuccess, stun.MethodBinding, [12]byte{1}).Address(stun.AttrXORMappedAddress, netip.MustParseAddrPort("198.51.100.254:40000"), true).End(true)...)},
+	} {
+		if err := stun.Parse(x.b, &m); err != nil {
+			t.Fatal(err)
+		}
+		tr.Observe(stun.Obs{TS: t0, Src: x.src, Dst: x.dst}, &m)
+	}
+	st := media.NewStore(media.Config{})
+	st.SetNATEvidence(tr)
+	st.OnSDP("c", t0, &sdp.Session{Conn: "10.0.0.2", Media: []sdp.Media{{Type: "audio", Port: 40000, Formats: []sdp.Format{{PayloadType: 0}}}}}, true, private)
+	st.OnSDP("c", t0, &sdp.Session{Conn: "198.51.100.2", Media: []sdp.Media{{Type: "audio", Port: 4000, Formats: []sdp.Format{{PayloadType: 0}}}}}, false, peer)
+	for i := 0; i < 100; i++ {
+		for j, d := range [][2]netip.AddrPort{{private, peer}, {peer, private}} {
+			pkt := []byte{0x80, 0, 0, byte(i), 0, 0, byte(i >> 8), byte(i), 0, 0, 0, byte(j + 1)}
+			st.Observe(&packet.Packet{TS: t0.Add(time.Duration(i) * 20 * time.Millisecond), Src: d[0], Dst: d[1], Transport: packet.TransportUDP, Payload: pkt})
+		}
+	}
+	md := analysis.Diagnose(analysis.DialogFacts{CallID: "c", Answered: true, AnsweredAt: t0, CreatedAt: t0}, st, analysis.Options{}).Media
+	if md.PrivateMediaAddress || !has(md.Observations, "and media towards 10.0.0.2:40000 came back through that binding") {
+		t.Fatalf("got private %v observations %q", md.PrivateMediaAddress, md.Observations)
+	}
+}
+
 // STUN evidence more than 120 s from the call is caveated.
 func TestSTUNEvidenceFarFromTheCallIsCaveated(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
