@@ -384,6 +384,11 @@ func eachElem(value string, fn func(string) bool) {
 // and inside angle brackets do not separate) and the offset to continue
 // from; "" when there is none. It does not allocate.
 func nextElem(value string, i int) (string, int) {
+	if i == 0 && strings.IndexByte(value, ',') < 0 {
+		// No comma: the whole value is the one element (the usual Via,
+		// Contact), whatever quotes or brackets it holds.
+		return trimSpaceFast(value), len(value) + 1
+	}
 	for i < len(value) {
 		inQ, depth, start := false, 0, i
 	scan:
