@@ -86,7 +86,7 @@ func ParseCSeq(s string) (CSeq, error) {
 
 // parseCSeq is ParseCSeq also reporting whether the method was cut.
 func parseCSeq(s string) (cs CSeq, capped bool, err error) {
-	s = strings.TrimSpace(s)
+	s = trimSpaceFast(s)
 	i := 0
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
@@ -95,7 +95,7 @@ func parseCSeq(s string) (cs CSeq, capped bool, err error) {
 	if !ok || i == len(s) || !isWS(s[i]) {
 		return CSeq{}, false, errBadCSeq
 	}
-	m := strings.TrimSpace(s[i:])
+	m := trimSpaceFast(s[i:])
 	if m == "" {
 		return CSeq{}, false, errBadCSeq
 	}
