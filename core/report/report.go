@@ -166,13 +166,14 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 type jsonWriter struct {
 	w   *bufio.Writer
 	buf bytes.Buffer
-	enc map[string]*json.Encoder // by prefix
-	n   int                      // elements in the open array
+	enc *json.Encoder // compact, into buf; indented by appendIndented
+	ind []byte        // the indented value
+	n   int           // elements in the open array
 	err error
 }
 
 func newJSONWriter(w io.Writer) *jsonWriter {
-	return &jsonWriter{w: bufio.NewWriterSize(w, 64<<10), enc: map[string]*json.Encoder{}}
+	return &jsonWriter{w: bufio.NewWriterSize(w, 64<<10)}
 }
 
 func (j *jsonWriter) raw(s string) {
@@ -186,19 +187,18 @@ func (j *jsonWriter) value(v any, prefix string) {
 	if j.err != nil {
 		return
 	}
-	e := j.enc[prefix]
-	if e == nil {
-		e = json.NewEncoder(&j.buf)
-		e.SetEscapeHTML(false)
-		e.SetIndent(prefix, "  ")
-		j.enc[prefix] = e
+	if j.enc == nil {
+		j.enc = json.NewEncoder(&j.buf)
+		j.enc.SetEscapeHTML(false)
 	}
 	j.buf.Reset()
-	if j.err = e.Encode(v); j.err != nil {
+	if j.err = j.enc.Encode(v); j.err != nil {
 		return
 	}
-	b := j.buf.Bytes()
-	_, j.err = j.w.Write(b[:len(b)-1]) // Encode ends with a newline
+	// Indented here rather than by SetIndent, whose validating scanner
+	// cost as much as the encoding; the bytes are the same.
+	j.ind = appendIndented(j.ind[:0], j.buf.Bytes(), prefix, "  ")
+	_, j.err = j.w.Write(j.ind)
 }
 
 // open starts an array (written "[]" when no element follows).

@@ -17,7 +17,19 @@ const MaxErrors = 32
 // ErrNotSDP is returned by Parse when the body has no v= and no m= line.
 var ErrNotSDP = errors.New("not an sdp body")
 
+// sessionBlock is a Session with room for the usual body (one media
+// section, up to eight a= lines, up to four formats), so that parsing such a
+// body costs one allocation instead of four. A bigger body takes what does
+// not fit from the heap as before.
+type sessionBlock struct {
+	s       Session
+	media   [1]Media
+	attrs   [8]Attr
+	formats [4]Format
+}
+
 type parser struct {
+	blk *sessionBlock
 	s   *Session
 	cur *Media // current media section; nil at session level
 	// attrs holds every a= line of the body in order, in one allocation:
@@ -67,15 +79,21 @@ func ParseText(text string) (*Session, error) {
 }
 
 func parseText(text string) (*Session, error) {
-	s := &Session{}
-	p := parser{s: s}
-	// One allocation each for the attributes and the media sections, sized
-	// by the lines that can hold them (bounded by the body's length).
-	if n := strings.Count(text, "a="); n > 0 {
+	blk := &sessionBlock{}
+	s := &blk.s
+	p := parser{blk: blk, s: s}
+	// Room for the attributes and the media sections, sized by the lines
+	// that can hold them (bounded by the body's length): in the block when
+	// they fit, else one allocation each.
+	if n := strings.Count(text, "a="); n > len(blk.attrs) {
 		p.attrs = make([]Attr, 0, n)
+	} else if n > 0 {
+		p.attrs = blk.attrs[:0:n]
 	}
-	if n := strings.Count(text, "m="); n > 0 {
+	if n := strings.Count(text, "m="); n > len(blk.media) {
 		s.Media = make([]Media, 0, n)
+	} else if n > 0 {
+		s.Media = blk.media[:0:n]
 	}
 	for len(text) > 0 {
 		var line string
@@ -381,8 +399,12 @@ func (p *parser) media(v string) {
 	if len(f) == 3 {
 		p.errorf("m= line has no formats")
 	}
-	if len(f) > 3 {
-		m.Formats = make([]Format, 0, len(f)-3)
+	if n := len(f) - 3; n > 0 {
+		if b := p.blk; b != nil && n <= len(b.formats) && len(p.s.Media) == 1 {
+			m.Formats = b.formats[:0:n] // the first section's, in the block
+		} else {
+			m.Formats = make([]Format, 0, n)
+		}
 	}
 	for _, t := range f[min(3, len(f)):] {
 		pt := -1

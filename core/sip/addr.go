@@ -35,7 +35,7 @@ var (
 // with Scheme and Raw only. The error says what is wrong; the fields read
 // so far are still returned.
 func ParseURI(s string) (URI, error) {
-	s = strings.TrimSpace(s)
+	s = trimSpaceFast(s)
 	u := URI{Raw: s}
 	if s == "" {
 		return u, errEmptyURI
@@ -68,7 +68,7 @@ func ParseURI(s string) (URI, error) {
 	}
 	// hostport ends at ';' or '?'.
 	hp := rest
-	if i := strings.IndexAny(rest, ";?"); i >= 0 {
+	if i := indexParamsOrHeaders(rest); i >= 0 {
 		hp, rest = rest[:i], rest[i:]
 	} else {
 		rest = ""
@@ -89,6 +89,17 @@ func ParseURI(s string) (URI, error) {
 	return u, nil
 }
 
+// indexParamsOrHeaders returns the index of the first ';' or '?' in s, -1
+// when there is none.
+func indexParamsOrHeaders(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ';' || s[i] == '?' {
+			return i
+		}
+	}
+	return -1
+}
+
 func isScheme(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -104,7 +115,7 @@ func isScheme(s string) bool {
 
 // splitHostPort splits "host[:port]" / "[v6]:port". Port 0 when absent.
 func splitHostPort(hp string) (string, int, error) {
-	hp = strings.TrimSpace(hp)
+	hp = trimSpaceFast(hp)
 	if strings.HasPrefix(hp, "[") {
 		end := strings.IndexByte(hp, ']')
 		if end < 0 {
@@ -131,8 +142,8 @@ func splitHostPort(hp string) (string, int, error) {
 		// Bare IPv6 address without brackets: tolerate, no port.
 		return hp, 0, nil
 	}
-	host := strings.TrimSpace(hp[:c])
-	p, ok := parsePort(strings.TrimSpace(hp[c+1:]))
+	host := trimSpaceFast(hp[:c])
+	p, ok := parsePort(trimSpaceFast(hp[c+1:]))
 	if !ok {
 		return host, 0, errBadPort
 	}
@@ -173,7 +184,7 @@ func atoiBounded(s string, max int) (int, bool) {
 // not to the URI. The error says what is wrong; fields read so far are
 // still filled.
 func ParseNameAddr(value string) (NameAddr, error) {
-	v := strings.TrimSpace(value)
+	v := trimSpaceFast(value)
 	var na NameAddr
 	if v == "" {
 		return na, errNoURI
@@ -191,8 +202,8 @@ func ParseNameAddr(value string) (NameAddr, error) {
 			fillFromURI(&na)
 			return na, errUnclosed
 		}
-		na.URI = strings.TrimSpace(v[lt+1 : lt+1+gt])
-		na.Params = strings.TrimSpace(v[lt+1+gt+1:])
+		na.URI = trimSpaceFast(v[lt+1 : lt+1+gt])
+		na.Params = trimSpaceFast(v[lt+1+gt+1:])
 	} else {
 		if i := strings.IndexByte(v, ';'); i >= 0 {
 			na.URI, na.Params = strings.TrimSpace(v[:i]), v[i:]
@@ -266,57 +277,82 @@ func unquote(s string) string {
 // ";tag=1;lr" or "tag=1;lr") by case-insensitive name. A quoted value is
 // unquoted. A flag parameter is present with value "".
 func ParamValue(params, name string) (string, bool) {
-	found, val := false, ""
-	eachParam(params, func(k, v string) bool {
-		if strings.EqualFold(k, name) {
-			found, val = true, unquote(v)
-			return false
+	for i := 0; i < len(params); {
+		var k, v string
+		k, v, i = nextParam(params, i)
+		if i < 0 {
+			break
 		}
-		return true
-	})
-	return val, found
+		if strings.EqualFold(k, name) {
+			return unquote(v), true
+		}
+	}
+	return "", false
 }
 
 // eachParam calls fn for each name=value parameter of a ';'-separated list,
 // stopping when fn returns false. Semicolons inside quotes do not split.
 func eachParam(params string, fn func(k, v string) bool) {
-	i := 0
-	for i < len(params) {
-		// skip separators
-		for i < len(params) && (params[i] == ';' || isWS(params[i])) {
-			i++
-		}
-		if i >= len(params) {
+	for i := 0; i < len(params); {
+		var k, v string
+		k, v, i = nextParam(params, i)
+		if i < 0 {
 			return
 		}
-		j := i
-		inQ := false
-		for j < len(params) {
-			c := params[j]
-			if inQ && c == '\\' {
-				j += 2
-				continue
-			}
-			if c == '"' {
-				inQ = !inQ
-			} else if c == ';' && !inQ {
-				break
-			}
-			j++
-		}
-		if j > len(params) {
-			j = len(params)
-		}
-		p := params[i:j]
-		k, v := p, ""
-		if eq := strings.IndexByte(p, '='); eq >= 0 {
-			k, v = p[:eq], p[eq+1:]
-		}
-		if !fn(strings.TrimSpace(k), strings.TrimSpace(v)) {
+		if !fn(k, v) {
 			return
 		}
-		i = j
 	}
+}
+
+// nextParam reads the parameter of the ';'-separated list params that
+// starts at or after offset i: its name and value (each trimmed; value ""
+// for a flag) and the offset to continue from (len(params) at the end). A
+// semicolon inside quotes does not split. When only separators remain it
+// returns next = -1 and no parameter. It does not allocate.
+func nextParam(params string, i int) (k, v string, next int) {
+	// skip separators
+	for i < len(params) && (params[i] == ';' || isWS(params[i])) {
+		i++
+	}
+	if i >= len(params) {
+		return "", "", -1
+	}
+	j := i
+	inQ := false
+	for j < len(params) {
+		c := params[j]
+		if inQ && c == '\\' {
+			j += 2
+			continue
+		}
+		if c == '"' {
+			inQ = !inQ
+		} else if c == ';' && !inQ {
+			break
+		}
+		j++
+	}
+	if j > len(params) {
+		j = len(params)
+	}
+	// The first '=' of the parameter, quoted or not, splits it.
+	if eq := strings.IndexByte(params[i:j], '='); eq >= 0 {
+		eq += i
+		k, v = params[i:eq], params[eq+1:j]
+	} else {
+		k = params[i:j]
+	}
+	return trimSpaceFast(k), trimSpaceFast(v), j
+}
+
+// trimSpaceFast is strings.TrimSpace with a shortcut for the usual case of
+// nothing to trim.
+func trimSpaceFast(s string) string {
+	if s == "" || (s[0] > ' ' && s[0] < 0x80 && s[len(s)-1] > ' ' && s[len(s)-1] < 0x80) {
+		return s
+	}
+	return strings.TrimSpace(s)
 }
 
 // SplitList splits a comma-separated header value into its elements,
@@ -348,6 +384,11 @@ func eachElem(value string, fn func(string) bool) {
 // and inside angle brackets do not separate) and the offset to continue
 // from; "" when there is none. It does not allocate.
 func nextElem(value string, i int) (string, int) {
+	if i == 0 && strings.IndexByte(value, ',') < 0 {
+		// No comma: the whole value is the one element (the usual Via,
+		// Contact), whatever quotes or brackets it holds.
+		return trimSpaceFast(value), len(value) + 1
+	}
 	for i < len(value) {
 		inQ, depth, start := false, 0, i
 	scan:
@@ -371,7 +412,7 @@ func nextElem(value string, i int) (string, int) {
 		}
 		end := min(i, len(value))
 		i = end + 1
-		if e := strings.TrimSpace(value[start:end]); e != "" {
+		if e := trimSpaceFast(value[start:end]); e != "" {
 			return e, i
 		}
 	}

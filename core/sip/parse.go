@@ -402,7 +402,7 @@ func (p *parser) body(i int) {
 	}
 	avail := len(p.raw) - i
 	if v, ok := m.Header(HdrContentLength); ok {
-		n, ok := atoiBounded(strings.TrimSpace(v), 1<<31-1)
+		n, ok := atoiBounded(trimSpaceFast(v), 1<<31-1)
 		if !ok {
 			p.flag(MalBadContentLength)
 		} else {
@@ -478,7 +478,7 @@ func (p *parser) interpret() {
 				}
 				m.Vias = append(m.Vias, v)
 			}
-			if strings.TrimSpace(h.Value) == "" {
+			if trimSpaceFast(h.Value) == "" {
 				p.flag(MalBadVia)
 			}
 		case HdrContact:
@@ -502,7 +502,7 @@ func (p *parser) interpret() {
 			}
 		case HdrMaxForwards:
 			if m.MaxForwards < 0 {
-				n, ok := atoiBounded(strings.TrimSpace(h.Value), 1<<31-1)
+				n, ok := atoiBounded(trimSpaceFast(h.Value), 1<<31-1)
 				if ok {
 					m.MaxForwards = n
 				} else {
@@ -549,7 +549,7 @@ func MediaType(contentType string) string {
 	if i := strings.IndexByte(v, ';'); i >= 0 {
 		v = v[:i]
 	}
-	v = strings.TrimSpace(v)
+	v = trimSpaceFast(v)
 	for i := 0; i < len(v); i++ {
 		if 'A' <= v[i] && v[i] <= 'Z' {
 			return strings.ToLower(v)

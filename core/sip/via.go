@@ -16,17 +16,17 @@ var (
 // fields read so far are still returned.
 func ParseVia(s string) (Via, error) {
 	var v Via
-	s = strings.TrimSpace(s)
+	s = trimSpaceFast(s)
 	// sent-protocol: name / version / transport, LWS allowed around '/'.
 	parts := [3]string{}
 	rest := s
 	for k := 0; k < 3; k++ {
-		rest = strings.TrimLeft(rest, " \t")
+		rest = trimLeftWS(rest)
 		if k > 0 {
 			if !strings.HasPrefix(rest, "/") {
 				return v, errBadVia
 			}
-			rest = strings.TrimLeft(rest[1:], " \t")
+			rest = trimLeftWS(rest[1:])
 		}
 		j := 0
 		for j < len(rest) && isTokenChar[rest[j]] {
@@ -46,14 +46,18 @@ func ParseVia(s string) (Via, error) {
 		v.Protocol = parts[0] + "/" + parts[1] + "/" + parts[2]
 	}
 	v.Transport = strings.ToUpper(parts[2])
-	rest = strings.TrimSpace(rest)
+	rest = trimSpaceFast(rest)
 	hp, params := rest, ""
 	if i := strings.IndexByte(rest, ';'); i >= 0 {
 		hp, params = rest[:i], rest[i:]
 	}
 	host, port, err := splitHostPort(hp)
 	v.Host, v.Port = host, port
-	eachParam(params, func(k, val string) bool {
+	for i := 0; i < len(params); {
+		var k, val string
+		if k, val, i = nextParam(params, i); i < 0 {
+			break
+		}
 		switch {
 		case strings.EqualFold(k, "branch"):
 			v.Branch = unquote(val)
@@ -62,8 +66,7 @@ func ParseVia(s string) (Via, error) {
 		case strings.EqualFold(k, "rport"):
 			v.RPort, v.HasRPort = val, true
 		}
-		return true
-	})
+	}
 	if err != nil {
 		return v, err
 	}
@@ -83,7 +86,7 @@ func ParseCSeq(s string) (CSeq, error) {
 
 // parseCSeq is ParseCSeq also reporting whether the method was cut.
 func parseCSeq(s string) (cs CSeq, capped bool, err error) {
-	s = strings.TrimSpace(s)
+	s = trimSpaceFast(s)
 	i := 0
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
@@ -92,7 +95,7 @@ func parseCSeq(s string) (cs CSeq, capped bool, err error) {
 	if !ok || i == len(s) || !isWS(s[i]) {
 		return CSeq{}, false, errBadCSeq
 	}
-	m := strings.TrimSpace(s[i:])
+	m := trimSpaceFast(s[i:])
 	if m == "" {
 		return CSeq{}, false, errBadCSeq
 	}
@@ -105,6 +108,15 @@ func parseCSeq(s string) (cs CSeq, capped bool, err error) {
 		m, capped = m[:MaxMethodBytes], true
 	}
 	return CSeq{Number: uint32(n), Method: internMethod(upperASCII(m)), Valid: true}, capped, nil
+}
+
+// trimLeftWS drops leading spaces and tabs.
+func trimLeftWS(s string) string {
+	i := 0
+	for i < len(s) && isWS(s[i]) {
+		i++
+	}
+	return s[i:]
 }
 
 // upperASCII upper-cases ASCII letters, allocating only when needed.

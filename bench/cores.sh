@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# bench/cores.sh: does `sipnab --cores N` help, and does it give the same
+# answers? For each workload it checks that the --json-run document is the
+# same on every core count (elapsed time and instance id aside), then times
+# the core counts interleaved (1 2 4 1 2 4 ...) and prints medians of CPU
+# time (user+sys) and wall time, peak RSS and the load average of every run.
+# Run it on a machine with idle cores: on a box whose cores are busy a second
+# thread finds no core to run on. See bench/README.md ("Cores").
+#
+# usage: bench/cores.sh [-p PRESETS] [-s SEED] [-n ROUNDS] [-c CORES]
+#                       [-f CAPTURE] [-o RESULTS.md] [-k] [-d]
+#   -p PRESETS  comma-separated generator presets, one table each:
+#               carrier, signaling (default both), small, memory
+#   -s SEED     generator seed (default 1)
+#   -n ROUNDS   interleaved rounds; every core count runs once per round
+#               (default 5)
+#   -c CORES    comma-separated core counts (default 1,2, plus 4 and 8 when
+#               the machine has that many)
+#   -f CAPTURE  time this existing capture instead of generating
+#   -o FILE     also write the results tables (Markdown) to FILE
+#   -k          keep the temporary directory (binaries, captures, outputs)
+#   -d          dry run: print the interleaved schedule and exit
+# environment:
+#   SIPNAB=PATH time this sipnab binary instead of building ./cmd/sipnab
+set -euo pipefail
+
+presets=carrier,signaling seed=1 rounds=5 cores="" capture="" out="" keep=0 dry=0
+while getopts "p:s:n:c:f:o:kdh" opt; do
+  case $opt in
+    p) presets=$OPTARG ;;
+    s) seed=$OPTARG ;;
+    n) rounds=$OPTARG ;;
+    c) cores=$OPTARG ;;
+    f) capture=$OPTARG ;;
+    o) out=$OPTARG ;;
+    k) keep=1 ;;
+    d) dry=1 ;;
+    h) sed -n '2,24p' "$0"; exit 0 ;;
+    *) sed -n '2,24p' "$0" >&2; exit 2 ;;
+  esac
+done
+log() { echo "cores.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { log "-n wants a positive integer"; exit 2; }
+ncpu=$(nproc)
+if [ -z "$cores" ]; then
+  cores=1,2
+  for c in 4 8; do [ "$ncpu" -ge "$c" ] && cores+=",$c"; done
+fi
+IFS=, read -r -a counts <<<"$cores"
+for c in "${counts[@]}"; do
+  [[ $c =~ ^[1-9][0-9]*$ ]] || { log "-c: $c is not a positive core count"; exit 2; }
+done
+if [ -n "$capture" ]; then workloads=(file); else IFS=, read -r -a workloads <<<"$presets"; fi
+for w in "${workloads[@]}"; do
+  case $w in file|small|carrier|memory|signaling) ;; *) log "-p: unknown preset $w"; exit 2 ;; esac
+done
+
+if [ "$dry" = 1 ]; then
+  for w in "${workloads[@]}"; do
+    for r in $(seq "$rounds"); do
+      for c in "${counts[@]}"; do echo "$w round $r: sipnab --cores $c"; done
+    done
+  done
+  exit 0
+fi
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sipnab-cores.XXXXXX")
+cleanup() { if [ "$keep" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi; }
+trap cleanup EXIT
+q() { printf '%q' "$1"; }
+[ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install -y time); refusing to time"
+for c in jq awk sort cmp; do command -v "$c" >/dev/null || die "$c is missing; refusing to run"; done
+
+if [ -n "${SIPNAB:-}" ]; then
+  [ -x "$SIPNAB" ] || die "SIPNAB=$SIPNAB is not an executable"
+  cp "$SIPNAB" "$tmp/sipnab"
+  version="sipnab: $SIPNAB"
+else
+  log "building cmd/sipnab"
+  (cd "$root" && go build -o "$tmp/sipnab" ./cmd/sipnab) || die "cmd/sipnab does not build"
+  version="sipnab: built from $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$root" && git diff --quiet HEAD 2>/dev/null || echo ' + local changes')"
+fi
+bin=$tmp/sipnab
+# Written to a file, never piped into grep -q (SIGPIPE under pipefail).
+"$bin" --help >"$tmp/sipnab.help" 2>&1 || true
+grep -qE -- '^ +--cores\b' "$tmp/sipnab.help" || die "$bin --help lists no --cores"
+
+median_of() { sort -g | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
+# The document without what differs between any two runs: the elapsed time
+# and the instance id.
+normalize() { jq -S 'walk(if type == "object" then del(.elapsed_sec, .instance) else . end)' "$1"; }
+
+: >"$tmp/results.md"
+for w in "${workloads[@]}"; do
+  if [ "$w" = file ]; then
+    cap=$capture
+    [ -r "$cap" ] || die "cannot read $cap"
+    desc=$(basename "$cap")
+  else
+    [ -x "$tmp/gencapture" ] || { log "building bench/cmd/gencapture"; (cd "$root" && go build -o "$tmp/gencapture" ./bench/cmd/gencapture); }
+    cap=$tmp/$w.pcap
+    log "generating preset $w, seed $seed"
+    "$tmp/gencapture" -preset "$w" -seed "$seed" -o "$cap" -answers "$tmp/$w.json" >&2
+    desc="preset $w, seed $seed: $(jq -e '.capture.frames' "$tmp/$w.json") frames, $(jq -e '.capture.sip_messages' "$tmp/$w.json") SIP messages, $(jq -e '.counts.call_ids' "$tmp/$w.json") dialogs, $(jq -e '.counts.streams' "$tmp/$w.json") RTP streams"
+  fi
+
+  # --- one untimed run per core count: the same document on every one -------
+  for c in "${counts[@]}"; do
+    log "$w: checking --cores $c"
+    rc=0; "$bin" -N -I "$cap" --json-run --cores "$c" </dev/null >"$tmp/doc.$c.json" 2>"$tmp/doc.$c.err" || rc=$?
+    [ "$rc" = 0 ] || { tail -5 "$tmp/doc.$c.err" >&2; die "$w: --cores $c exited $rc; refusing to time it"; }
+    normalize "$tmp/doc.$c.json" >"$tmp/norm.$c.json" || die "$w: --cores $c: --json-run output does not parse"
+    if [ "$c" != "${counts[0]}" ]; then
+      cmp -s "$tmp/norm.${counts[0]}.json" "$tmp/norm.$c.json" ||
+        die "$w: the --json-run document on --cores $c differs from --cores ${counts[0]} (kept with -k: $tmp/norm.*.json)"
+    fi
+    rm -f "$tmp/doc.$c.json"
+  done
+  rm -f "$tmp"/norm.*.json
+
+  # --- timed runs, interleaved ---------------------------------------------------
+  for c in "${counts[@]}"; do : >"$tmp/t.$w.$c"; done
+  : >"$tmp/load.$w"
+  for r in $(seq "$rounds"); do
+    for c in "${counts[@]}"; do
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      rc=0
+      /usr/bin/time -f "%e %U %S %M %x" -o "$tmp/one" "$bin" -N -I "$cap" --json-run --cores "$c" </dev/null >/dev/null 2>&1 || rc=$?
+      last=$(tail -1 "$tmp/one")
+      [ "$rc" = 0 ] && [ "${last##* }" = 0 ] || die "$w round $r: --cores $c failed (exit $rc): $(cat "$tmp/one")"
+      read -r wall user sys kib _ <<<"$last"
+      echo "$wall $user $sys $kib $load" >>"$tmp/t.$w.$c"
+      echo "$load" >>"$tmp/load.$w"
+      log "$w round $r/$rounds: --cores $c: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u+s}')s rss $((kib / 1024))MiB load $load"
+    done
+  done
+
+  declare -A wallm cpum rssm
+  for c in "${counts[@]}"; do
+    wallm[$c]=$(awk '{print $1}' "$tmp/t.$w.$c" | median_of)
+    cpum[$c]=$(awk '{print $2+$3}' "$tmp/t.$w.$c" | median_of)
+    rssm[$c]=$(awk '{print $4}' "$tmp/t.$w.$c" | median_of)
+  done
+  b=${counts[0]}
+  loadsum=$(sort -g "$tmp/load.$w" | awk '{a[NR]=$1} END{ m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "min %.2f, median %.2f, max %.2f", a[1], m, a[NR] }')
+  {
+    echo "#### $w: $desc"
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $ncpu cores, $(uname -sr); medians of $rounds interleaved rounds; 1-minute load average over the runs: $loadsum. The --json-run document is the same on every core count."
+    echo
+    echo "| --cores | command | CPU s | wall s | peak RSS MiB | CPU ÷ --cores $b | wall speedup over --cores $b |"
+    echo "|---:|---|---:|---:|---:|---:|---:|"
+    for c in "${counts[@]}"; do
+      note=""
+      [ "$c" -gt "$ncpu" ] && note=" (more than the $ncpu cores here)"
+      printf '| %s%s | `sipnab -N -I %s --json-run --cores %s` | %.3f | %.3f | %.1f | %s | %s |\n' "$c" "$note" "$(basename "$cap")" "$c" \
+        "${cpum[$c]}" "${wallm[$c]}" "$(awk -v k="${rssm[$c]}" 'BEGIN{print k/1024}')" \
+        "$(awk -v t="${cpum[$c]}" -v b="${cpum[$b]}" 'BEGIN{ if (b>0) printf "%.2fx", t/b; else print "n/a" }')" \
+        "$(awk -v t="${wallm[$c]}" -v b="${wallm[$b]}" 'BEGIN{ if (t>0) printf "%.2fx", b/t; else print "n/a" }')"
+    done
+    echo
+    echo "Runs (round: wall/CPU s (load) per core count):"
+    echo
+    for r in $(seq "$rounds"); do
+      line="- $r:"
+      for c in "${counts[@]}"; do
+        line+=" $(awk -v r="$r" 'NR==r{printf "%.2f/%.2f (%.1f)", $1, $2+$3, $5}' "$tmp/t.$w.$c") --cores $c;"
+      done
+      echo "${line%;}"
+    done
+    echo
+  } | tee -a "$tmp/results.md"
+  unset wallm cpum rssm
+  if [ "$w" != file ]; then rm -f "$cap"; fi
+done
+echo "Binary: $version" | tee -a "$tmp/results.md"
+if [ -n "$out" ]; then cp "$tmp/results.md" "$out"; fi

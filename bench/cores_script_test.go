@@ -1,0 +1,53 @@
+package bench_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestCoresScriptParses runs bash's syntax check over cores.sh.
+func TestCoresScriptParses(t *testing.T) {
+	if out, err := exec.Command("bash", "-n", "cores.sh").CombinedOutput(); err != nil {
+		t.Fatalf("bash -n cores.sh: %v\n%s", err, out)
+	}
+}
+
+// TestCoresScriptInterleavesCoreCounts checks cores.sh's schedule (-d prints
+// it without running anything): every round runs every core count once, 1 2
+// 1 2, never one count's runs back to back.
+func TestCoresScriptInterleavesCoreCounts(t *testing.T) {
+	out, err := exec.Command("bash", "cores.sh", "-d", "-p", "signaling", "-n", "2", "-c", "1,2,4").CombinedOutput()
+	if err != nil {
+		t.Fatalf("cores.sh -d: %v\n%s", err, out)
+	}
+	want := []string{
+		"signaling round 1: sipnab --cores 1", "signaling round 1: sipnab --cores 2", "signaling round 1: sipnab --cores 4",
+		"signaling round 2: sipnab --cores 1", "signaling round 2: sipnab --cores 2", "signaling round 2: sipnab --cores 4",
+	}
+	if got := strings.Split(strings.TrimSpace(string(out)), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("schedule:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCoresScriptRefusesBadArguments checks that a core count or preset
+// the script cannot time is an error, not a silently shorter table.
+func TestCoresScriptRefusesBadArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-d", "-c", "1,0"}, "0 is not a positive core count"},
+		{[]string{"-d", "-c", "1,two"}, "two is not a positive core count"},
+		{[]string{"-d", "-p", "carier"}, "unknown preset carier"},
+	} {
+		out, err := exec.Command("bash", append([]string{"cores.sh"}, tc.args...)...).CombinedOutput()
+		if err == nil {
+			t.Errorf("cores.sh %s succeeded:\n%s", strings.Join(tc.args, " "), out)
+			continue
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("cores.sh %s: output %q does not say %q", strings.Join(tc.args, " "), out, tc.want)
+		}
+	}
+}
