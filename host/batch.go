@@ -66,8 +66,10 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 		return runCallReport(ctx, cfg, sio, log)
 	}
 	wantJSON, wantReport := cfg.JSON, cfg.Report
-	if wantJSON == wantReport {
-		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json-run or --report (or --call-report <Call-ID>, or --mcp)")
+	// -O and -H are outputs of their own: a run may write only them.
+	egressOnly := !wantJSON && !wantReport && (cfg.Output.File != "" || cfg.HEP.Send != "")
+	if wantJSON == wantReport && !egressOnly {
+		fmt.Fprintln(sio.Stderr, "sipnab: give one of --json-run or --report (or --call-report <Call-ID>, -O FILE, -H HOST:PORT, or --mcp)")
 		return exitUsage
 	}
 	if batchSourcesOf(cfg).none() {
@@ -77,15 +79,24 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 	e, onRequest, err := collect(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		if isUsage(err) {
+			return exitUsage
+		}
 		return exitFailure
 	}
-	if wantJSON {
+	egErr := e.stopEgress(sio.Stderr)
+	switch {
+	case wantJSON:
 		err = report.WriteJSON(sio.Stdout, e.capture)
-	} else {
+	case wantReport:
 		err = report.WriteTextWith(sio.Stdout, e.capture, report.Options{Thresholds: thresholdsOf(cfg)})
 	}
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
+		return exitFailure
+	}
+	if egErr != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", egErr)
 		return exitFailure
 	}
 	return batchExit(e.capture.Status(), onRequest)
@@ -231,6 +242,13 @@ func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) i
 	}
 	e, onRequest, err := collect(ctx, cfg, log)
 	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		if isUsage(err) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	if err := e.stopEgress(sio.Stderr); err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure
 	}

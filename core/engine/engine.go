@@ -118,6 +118,7 @@ type Capture struct {
 	batchOn bool       // batch's writer lock is held
 	shard   *sharder
 	self    []selfAddr // where this capture's HEP listeners receive (self.go)
+	tap     Tap        // -O / -H re-emission (tap.go); nil when off
 
 	ctr counters
 	ami ami.Tracker // cleartext AMI sightings (core/ami; read by AMISightings)
@@ -493,7 +494,10 @@ func (c *Capture) frameLocked(k sourceKind, f *packet.Frame) {
 	if f.InvalidTS {
 		c.pend.invalidTS++
 	}
-	if c.shard != nil && c.shard.takeFrame(k, f) {
+	if c.tap != nil {
+		c.tap.Frame(f)
+	}
+	if c.shard != nil && c.tap == nil && c.shard.takeFrame(k, f) {
 		return
 	}
 	c.decoders[k].Decode(f, c.sinks[k])
@@ -561,6 +565,9 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 	case actSIP:
 		c.routeSIP(p, p.Payload)
 	case actMedia:
+		if c.tap != nil {
+			c.tapMedia(p)
+		}
 		c.routeMedia(p)
 	default:
 		c.pend.other++
@@ -624,6 +631,9 @@ func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
 
 func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	c.pend.sipMessages++
+	if c.tap != nil {
+		c.tap.SIP(p, m.Raw)
+	}
 	if len(m.Malformed) > 0 {
 		c.pend.sipMalformed++
 		c.noteMalformed(p, m)
