@@ -19,8 +19,9 @@ type Tap interface {
 	// and duplicates included, as an agent on the wire sees them): raw is
 	// the message's bytes, p its transport addressing.
 	SIP(p *packet.Packet, raw []byte)
-	// RTCP receives every UDP payload offered to the stream store that
-	// looks like RTCP (core/rtp.LooksLikeRTCP).
+	// RTCP receives every UDP payload offered to the stream store that is
+	// a whole plain RTCP compound packet (wholeRTCP): SRTCP, whose
+	// encrypted part and trailer do not parse as RTCP, does not pass.
 	RTCP(p *packet.Packet)
 }
 
@@ -36,7 +37,26 @@ func (c *Capture) SetTap(t Tap) {
 
 // tapMedia offers a media payload to the tap (wmu held, c.tap non-nil).
 func (c *Capture) tapMedia(p *packet.Packet) {
-	if rtp.LooksLikeRTCP(p.Payload) {
+	if rtp.LooksLikeRTCP(p.Payload) && wholeRTCP(p.Payload) {
 		c.tap.RTCP(p)
 	}
+}
+
+// wholeRTCP reports whether b is exactly a compound of RTCP packets (RFC
+// 3550 §6.1): each starts with version 2 and a packet type of 192-223 (RFC
+// 5761 §4), and their lengths add up to len(b). An SRTCP packet (RFC 3711
+// §3.4) fails: after its first packet's header come encrypted bytes, then
+// the E flag, index and authentication tag, which are no RTCP packet.
+func wholeRTCP(b []byte) bool {
+	for n := 0; len(b) > 0; n++ {
+		if n == 64 || len(b) < 4 || b[0]>>6 != 2 || b[1] < 192 || b[1] > 223 {
+			return false
+		}
+		l := (int(b[2])<<8 | int(b[3]) + 1) * 4
+		if l > len(b) {
+			return false
+		}
+		b = b[l:]
+	}
+	return true
 }
