@@ -22,3 +22,25 @@ func TestWholeRTCPAcceptsPlainCompoundsOnly(t *testing.T) {
 		}
 	}
 }
+
+// FuzzWholeRTCP: any bytes get an answer, never a panic, and a yes means
+// the packet lengths tile the input exactly.
+func FuzzWholeRTCP(f *testing.F) {
+	f.Add([]byte{0x81, 201, 0, 1, 1, 2, 3, 4})
+	f.Add([]byte{0x80, 200, 0, 0, 0x80, 202, 0, 0})
+	f.Add([]byte{0x80, 200, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !wholeRTCP(b) {
+			return
+		}
+		for off := 0; off < len(b); {
+			if b[off]>>6 != 2 {
+				t.Fatalf("accepted a packet of version %d at %d", b[off]>>6, off)
+			}
+			off += (int(b[off+2])<<8 | int(b[off+3]) + 1) * 4
+			if off > len(b) {
+				t.Fatalf("accepted a length past the input")
+			}
+		}
+	})
+}
