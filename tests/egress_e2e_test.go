@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipnab/sipnab/core/capture"
+	"github.com/sipnab/sipnab/core/pcapout"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -171,6 +174,67 @@ func TestOutputRotationNeverTouchesAFileItDidNotWrite(t *testing.T) {
 			t.Fatal("the input changed")
 		}
 	})
+}
+
+// The host names a pcapng input gives in its Name Resolution Block reach
+// the -O copy: tshark resolves the address with them in the copy, and in
+// every file of a split set.
+func TestOutputCarriesTheInputsHostNames(t *testing.T) {
+	t.Parallel()
+	needTool(t, "tshark")
+	dir := t.TempDir()
+	in := filepath.Join(dir, "named.pcapng")
+	r, err := capture.Open(testcap.Public("sip-rtp-g711.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pcapout.Create(pcapout.Options{Path: in, Names: []pcapout.Name{{Addr: netip.MustParseAddr("10.0.2.20"), Name: "pbx.example"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := r.Next()
+		if err != nil {
+			break
+		}
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resolves := func(path string) bool {
+		out, err := exec.Command("tshark", "-r", path, "-N", "n", "-T", "fields", "-e", "ip.src_host", "-e", "ip.dst_host").Output()
+		if err != nil {
+			t.Fatalf("tshark -r %s: %v", path, err)
+		}
+		return strings.Contains(string(out), "pbx.example")
+	}
+	if !resolves(in) {
+		t.Fatal("the input does not resolve 10.0.2.20 (test setup)")
+	}
+	out := filepath.Join(dir, "copy.pcapng")
+	if code, _, stderr := runSipnab(t, "-N", "-I", in, "-O", out); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !resolves(out) {
+		t.Error("the copy does not resolve 10.0.2.20 to pbx.example")
+	}
+	set := filepath.Join(dir, "set.pcapng")
+	if code, _, stderr := runSipnab(t, "-N", "-I", in, "-O", set, "--output-split-size", "64k"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "set-*.pcapng"))
+	if len(files) < 3 {
+		t.Fatalf("split set %v, want at least 3 files", files)
+	}
+	for _, f := range files {
+		if !resolves(f) {
+			t.Errorf("%s does not resolve 10.0.2.20", filepath.Base(f))
+		}
+	}
 }
 
 // dropNumber keeps tshark's time, lengths and MD5 (drops the frame number

@@ -296,6 +296,11 @@ func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, op
 			return false
 		}
 		n++
+		if ns := r.TakeNames(); ns != nil {
+			if nsink, ok := sink.(NameSink); ok {
+				nsink.HandleNames(f.Source, ns)
+			}
+		}
 		sink.HandleFrame(f)
 		total++
 		if bs != nil {

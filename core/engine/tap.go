@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/rtp"
 )
@@ -23,6 +24,25 @@ type Tap interface {
 	// a whole plain RTCP compound packet (wholeRTCP): SRTCP, whose
 	// encrypted part and trailer do not parse as RTCP, does not pass.
 	RTCP(p *packet.Packet)
+}
+
+// NameTap is a Tap that also takes the host names a file gives (pcapng
+// Name Resolution Blocks, core/capture.Name), before the frames they
+// apply to: -O writes them back.
+type NameTap interface {
+	Tap
+	Names(source string, names []capture.Name)
+}
+
+// HandleNames hands a file's names to the tap (capture.NameSink).
+func (s *fileSink) HandleNames(source string, names []capture.Name) {
+	if !s.held {
+		s.c.wmu.Lock()
+		s.held = true
+	}
+	if nt, ok := s.c.tap.(NameTap); ok {
+		nt.Names(source, names)
+	}
 }
 
 // SetTap installs the tap (nil removes it). Call it before the sources

@@ -125,6 +125,7 @@ type Writer struct {
 	err      error
 
 	own   []ownFile // files created, oldest first (the ring's candidates)
+	known map[Name]bool
 	stats Stats
 }
 
@@ -370,6 +371,38 @@ func (w *Writer) recordLen(f *packet.Frame) int64 {
 		return 32 + pad4(n)
 	}
 	return 16 + n
+}
+
+// AddNames adds host names learned while writing (a pcapng input's Name
+// Resolution Blocks): a pcapng file gets a Name Resolution Block with the
+// new ones at once, before the frames that follow, and every later file
+// of a set starts with all of them. Names already known, and names past
+// the bound of one block (4096), are ignored. Classic pcap has no such
+// block.
+func (w *Writer) AddNames(names []Name) {
+	if w.known == nil {
+		w.known = map[Name]bool{}
+		for _, n := range w.o.Names {
+			w.known[n] = true
+		}
+	}
+	var fresh []Name
+	for _, n := range names {
+		if w.known[n] || len(w.known) >= maxNRB {
+			continue
+		}
+		w.known[n] = true
+		fresh = append(fresh, n)
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	w.o.Names = append(w.o.Names, fresh...)
+	if w.format == FormatPcapNG && w.f != nil {
+		if b := nrb(fresh); b != nil {
+			w.put(b)
+		}
+	}
 }
 
 // Close flushes and closes the current file.

@@ -82,7 +82,7 @@ func copyCapture(t *testing.T, in string, o Options) *Writer {
 // as one run: mergecap -a concatenates them (the reference), and one
 // Writer re-emits them in the same order, as pcapng (every capture, an
 // interface each) and as classic pcap (one file per link type, since a
-// classic pcap holds one).
+// classic pcap holds one, of up to six captures).
 func TestReemittedCapturesReadBackInTsharkWithIdenticalFrames(t *testing.T) {
 	needTshark(t)
 	names, err := testcap.PublicNames()
@@ -127,9 +127,11 @@ func TestReemittedCapturesReadBackInTsharkWithIdenticalFrames(t *testing.T) {
 		t.Logf("%d captures, %d frames identical in tshark", len(ins), st.Frames)
 	}
 	t.Run("pcapng of every capture", func(t *testing.T) { check(t, all, filepath.Join(dir, "all.pcapng")) })
+	// Classic pcap: up to six captures per link type (the pcapng run
+	// above already covers every frame; this checks the pcap records).
 	for lt, ins := range byLink {
 		t.Run(fmt.Sprintf("pcap of link type %d", lt), func(t *testing.T) {
-			check(t, ins, filepath.Join(dir, fmt.Sprintf("lt%d.pcap", lt)))
+			check(t, ins[:min(6, len(ins))], filepath.Join(dir, fmt.Sprintf("lt%d.pcap", lt)))
 		})
 	}
 }
