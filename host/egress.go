@@ -45,6 +45,19 @@ func (e *egress) Frame(f *packet.Frame) {
 	}
 }
 
+// Names writes the host names a pcapng input gives (its Name Resolution
+// Blocks) into the -O file.
+func (e *egress) Names(source string, names []capture.Name) {
+	if e.pcap == nil || e.pcapErr != nil {
+		return
+	}
+	out := make([]pcapout.Name, len(names))
+	for i, n := range names {
+		out[i] = pcapout.Name{Addr: n.Addr, Name: n.Name}
+	}
+	e.pcap.AddNames(out)
+}
+
 func (e *egress) SIP(p *packet.Packet, raw []byte) {
 	if e.hep != nil {
 		e.hep.Forward(p, raw, hep.ProtoSIP)

@@ -14,6 +14,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/live"
+	"github.com/sipnab/sipnab/core/packet"
 )
 
 // engineHandle is the running capture engine as the host holds it. Its
@@ -93,6 +94,15 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 	}
 	if eg != nil {
 		c.SetTap(eg)
+		if eg.hep != nil {
+			// A live capture sees the envelopes -H sends: skipped.
+			network, to := eg.hep.Remote()
+			tr := packet.TransportUDP
+			if network == "tcp" {
+				tr = packet.TransportTCP
+			}
+			c.SkipLiveTo(tr, to)
+		}
 	}
 	fail := func(err error) (*engineHandle, error) {
 		_ = c.Close()

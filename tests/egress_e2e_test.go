@@ -511,3 +511,68 @@ func TestHEPAgentOverTCPFeedsASipnabListener(t *testing.T) {
 		t.Fatalf("dialogs differ\nfile: %+v\nHEP:  %+v", a.Dialogs, b.Dialogs)
 	}
 }
+
+// A live sipnab feeding a HEP receiver on the interface it captures (here
+// loopback): each SIP message is forwarded once, and the envelopes it sends,
+// which the live capture sees too, are skipped and counted instead of being
+// unwrapped and forwarded again without end.
+func TestLiveHEPAgentDoesNotForwardItsOwnEnvelopes(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root (core/engine's TestLivePacketsToTheHEPReceiverAreSkippedNotForwardedAgain covers the rule)")
+	}
+	rx, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	cmd := exec.Command(bin, "-N", "-i", "lo", "-H", rx.LocalAddr().String(), "--json-run", "--duration", "5")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(errb.String(), "capturing live"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no live capture: %s", errb.String())
+		}
+	}
+	time.Sleep(time.Second)
+	sip, err := net.Dial("udp", "127.0.0.1:5060")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	for i := range n {
+		fmt.Fprintf(sip, "OPTIONS sip:a@example.com SIP/2.0\r\nCall-ID: live-egress-%d@example.com\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n", i)
+		time.Sleep(20 * time.Millisecond)
+	}
+	sip.Close()
+	got := 0
+	buf := make([]byte, 65536)
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		_ = rx.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, _, err := rx.ReadFrom(buf); err == nil {
+			got++
+		}
+	}
+	_ = cmd.Wait()
+	var doc struct {
+		Run struct {
+			SIPMessages int `json:"sip_messages"`
+			HEP         struct {
+				OwnSenderSkipped int `json:"own_sender_skipped"`
+			} `json:"hep"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	// The live capture may miss some of the n messages on a loaded
+	// machine; whatever it read, each message is forwarded exactly once
+	// and each envelope it sent is skipped once.
+	if got == 0 || got != doc.Run.SIPMessages || doc.Run.HEP.OwnSenderSkipped != got {
+		t.Fatalf("receiver got %d envelopes; sipnab read %d SIP messages and skipped %d of its own envelopes; want equal and at least 1 (%d sent)", got, doc.Run.SIPMessages, doc.Run.HEP.OwnSenderSkipped, n)
+	}
+	t.Logf("%d of %d messages read live, forwarded once each, %d own envelopes skipped", got, n, doc.Run.HEP.OwnSenderSkipped)
+}

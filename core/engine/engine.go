@@ -119,6 +119,7 @@ type Capture struct {
 	shard   *sharder
 	self    []selfAddr // where this capture's HEP listeners receive (self.go)
 	tap     Tap        // -O / -H re-emission (tap.go); nil when off
+	sendTo  sendAddr   // the -H receiver: live packets to it are skipped (tap.go)
 
 	ctr counters
 	ami ami.Tracker // cleartext AMI sightings (core/ami; read by AMISightings)
@@ -176,7 +177,7 @@ type tally struct {
 	sipRefused, sdpBodies, sdpBad, media, other         uint64
 	hepEnvelopes, hepMalformed, hepSIP, hepRTP, hepRTCP uint64
 	hepOther, hepNested, hepNotSIP, hepKeepalives       uint64
-	ownListener                                         uint64
+	ownListener, ownSender                              uint64
 }
 
 // publish adds the pending tallies to the counters readers see. Called with
@@ -213,6 +214,7 @@ func (c *Capture) publish() {
 	add(&c.ctr.hepNotSIP, &t.hepNotSIP)
 	add(&c.ctr.hepKeepalives, &t.hepKeepalives)
 	add(&c.ctr.ownListener, &t.ownListener)
+	add(&c.ctr.ownSender, &t.ownSender)
 }
 
 // endRun ends a run of routed packets (wmu held): the stream store's writer
@@ -261,6 +263,7 @@ type counters struct {
 	hepNotSIP     atomic.Uint64
 	hepKeepalives atomic.Uint64
 	ownListener   atomic.Uint64 // live packets to our own HEP listener, skipped
+	ownSender     atomic.Uint64 // live packets to our own -H receiver, skipped (tap.go)
 }
 
 // New returns an empty capture. log may be nil.

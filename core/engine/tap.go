@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"net/netip"
+
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/rtp"
@@ -52,6 +54,28 @@ func (s *fileSink) HandleNames(source string, names []capture.Name) {
 func (c *Capture) SetTap(t Tap) {
 	c.wmu.Lock()
 	c.tap = t
+	c.wmu.Unlock()
+}
+
+// sendAddr is where -H sends: the transport and the receiver's address.
+type sendAddr struct {
+	transport packet.Transport
+	addr      netip.AddrPort
+}
+
+// matches reports whether a live packet is addressed to the receiver.
+func (s sendAddr) matches(p *packet.Packet) bool {
+	return p.Transport == s.transport && p.Dst.Port() == s.addr.Port() && p.Dst.Addr().Unmap() == s.addr.Addr()
+}
+
+// SkipLiveTo makes live sources skip (and count, Status.HEP.OwnSenderSkipped)
+// the packets addressed to addr over tr: the HEP receiver -H sends to. A
+// live capture on the interface the envelopes leave by sees them; routing
+// them would unwrap each message a second time and, through the tap,
+// forward it again, without end. Call it before the sources start.
+func (c *Capture) SkipLiveTo(tr packet.Transport, addr netip.AddrPort) {
+	c.wmu.Lock()
+	c.sendTo = sendAddr{transport: tr, addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())}
 	c.wmu.Unlock()
 }
 

@@ -1,6 +1,46 @@
 package engine
 
-import "testing"
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/sipnab/sipnab/core/capture"
+	"github.com/sipnab/sipnab/core/hep"
+	"github.com/sipnab/sipnab/core/packet"
+)
+
+// recordTap counts what the router hands a tap.
+type recordTap struct{ frames, sip, rtcp, names int }
+
+func (r *recordTap) Frame(*packet.Frame)          { r.frames++ }
+func (r *recordTap) SIP(*packet.Packet, []byte)   { r.sip++ }
+func (r *recordTap) RTCP(*packet.Packet)          { r.rtcp++ }
+func (r *recordTap) Names(string, []capture.Name) { r.names++ }
+
+// A live capture sees the envelopes -H sends: packets to the -H receiver
+// are skipped and counted, never unwrapped and forwarded again; HEP to
+// another collector, plain SIP and RTCP reach the tap; every frame does.
+func TestLivePacketsToTheHEPReceiverAreSkippedNotForwardedAgain(t *testing.T) {
+	c := New(Config{}, nil)
+	rx := netip.MustParseAddrPort("192.0.2.99:9060")
+	c.SkipLiveTo(packet.TransportUDP, rx)
+	var tap recordTap
+	c.SetTap(&tap)
+	src := netip.MustParseAddrPort("192.0.2.1:40000")
+	env := hepEnvelope(t, hep.Message{Version: 3, Protocol: 17, Src: netip.MustParseAddrPort("10.0.0.1:5060"),
+		Dst: netip.MustParseAddrPort("10.0.0.2:5060"), ProtoType: hep.ProtoSIP, HasProtoType: true, Payload: []byte(invite("looped@x"))})
+	c.HandleFrame(liveFrame(src, rx, env))
+	if st := c.Status(); st.HEP.OwnSenderSkipped != 1 || tap.sip != 0 || c.Dialogs().Len() != 0 {
+		t.Fatalf("own envelope: skipped %d, tapped %d SIP, %d dialogs; want 1, 0, 0", st.HEP.OwnSenderSkipped, tap.sip, c.Dialogs().Len())
+	}
+	c.HandleFrame(liveFrame(src, netip.MustParseAddrPort("192.0.2.50:9060"), env))
+	c.HandleFrame(liveFrame(netip.MustParseAddrPort("10.0.0.1:5060"), netip.MustParseAddrPort("10.0.0.2:5060"), []byte(invite("plain@x"))))
+	rr := []byte{0x80, 201, 0, 1, 1, 2, 3, 4}
+	c.HandleFrame(liveFrame(netip.MustParseAddrPort("10.0.0.1:4001"), netip.MustParseAddrPort("10.0.0.2:4001"), rr))
+	if st := c.Status(); st.HEP.OwnSenderSkipped != 1 || tap.sip != 2 || tap.rtcp != 1 || tap.frames != 4 {
+		t.Fatalf("skipped %d, tapped %d SIP, %d RTCP, %d frames; want 1, 2, 1, 4", st.HEP.OwnSenderSkipped, tap.sip, tap.rtcp, tap.frames)
+	}
+}
 
 func TestWholeRTCPAcceptsPlainCompoundsOnly(t *testing.T) {
 	rr := []byte{0x81, 201, 0, 7, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} // RR, one report block (32 bytes)

@@ -123,7 +123,12 @@ type Sender struct {
 
 	conn     net.Conn
 	lastDial time.Time
+	remote   netip.AddrPort
 }
+
+// Remote is the receiver's address as resolved at Start, and its
+// transport ("udp" or "tcp").
+func (s *Sender) Remote() (network string, addr netip.AddrPort) { return s.network, s.remote }
 
 // Start checks the configuration, resolves the receiver and starts the
 // sending goroutine. With TCP it connects once; a receiver that is not
@@ -154,6 +159,19 @@ func Start(cfg Config) (*Sender, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Sender{cfg: cfg, network: network, q: make(chan *item, cfg.QueueLen), done: make(chan struct{}), stop: make(chan struct{})}
+	if network == "udp" {
+		ua, err := net.ResolveUDPAddr("udp", cfg.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("starting HEP sender: %w", err)
+		}
+		s.remote = ua.AddrPort()
+	} else {
+		ta, err := net.ResolveTCPAddr("tcp", cfg.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("starting HEP sender: %w", err)
+		}
+		s.remote = ta.AddrPort()
+	}
 	if network == "udp" {
 		c, err := net.Dial("udp", cfg.Addr)
 		if err != nil {
