@@ -90,8 +90,12 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 	e, onRequest, err := collect(ctx, cfg, log, live.tick(cfg))
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		if isUsage(err) {
+			return exitUsage
+		}
 		return exitFailure
 	}
+	egErr := e.stopEgress(sio.Stderr)
 	if live != nil {
 		err = live.end(cfg, e.capture)
 	} else {
@@ -104,6 +108,10 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 			return exitUsage
 		}
 		fmt.Fprintf(sio.Stderr, "sipnab: writing output: %v\n", err)
+		return exitFailure
+	}
+	if egErr != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", egErr)
 		return exitFailure
 	}
 	code := batchExit(e.capture.Status(), onRequest)
@@ -275,6 +283,13 @@ func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) i
 	}
 	e, onRequest, err := collect(ctx, cfg, log, nil)
 	if err != nil {
+		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
+		if isUsage(err) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	if err := e.stopEgress(sio.Stderr); err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitFailure
 	}

@@ -54,6 +54,7 @@ const (
 	gLimits
 	gMint
 	gGeneral
+	gEgress
 )
 
 var groupTitles = [...]string{
@@ -65,6 +66,7 @@ var groupTitles = [...]string{
 	gLimits:   "MCP limits",
 	gMint:     "Signed tokens (--mint-token prints one and exits)",
 	gGeneral:  "General and capacity",
+	gEgress:   "Egress: re-emit what was read (-O capture file, -H HEP agent)",
 }
 
 // option is one setting: its flag, its config key, its default, and what
@@ -175,6 +177,17 @@ var options = []option{
 	{flag: "payload-limit", group: gBatch, arg: "BYTES", key: "payload_limit", def: 0, usage: "per-message text: bytes of each message the raw text and the hex dump show (0 = all)", noConfig: true},
 	{flag: "color", group: gBatch, arg: "WHEN", key: "color", def: "auto", usage: "per-message text colors: auto (only on a terminal), always, never", noConfig: true},
 	{flag: "lint-fail-on", group: gBatch, arg: "SEVERITY", key: "lint_fail_on", def: "", usage: "after the output, lint every dialog and exit 3 when a finding is at or above SEVERITY: error, warning, notice or info", noConfig: true},
+
+	// Egress (docs/egress.md): -O re-emits the frames read to a capture
+	// file; -H forwards SIP and RTCP to a HEP receiver as a capture agent.
+	{flag: "output", short: "O", group: gEgress, arg: "FILE", key: "output.file", def: "", usage: "write every frame read (-I, -i) to FILE: pcapng if it ends in .pcapng, else pcap; nanosecond timestamps; never an input"},
+	{flag: "output-split-size", group: gEgress, arg: "BYTES", key: "output.split_size", def: "", usage: "with -O: start a new numbered file (FILE-00001.pcap, ...) before one would pass this size (e.g. 100M; suffixes k, M, G)"},
+	{flag: "output-split-seconds", group: gEgress, arg: "SECONDS", key: "output.split_seconds", def: 0, usage: "with -O: start a new numbered file when capture time passes this many seconds since the file's first frame"},
+	{flag: "output-ring", group: gEgress, arg: "N", key: "output.ring", def: 0, usage: "with a split: keep the newest N files, deleting only files this run wrote (0 = keep all)"},
+	{flag: "hep-send", short: "H", group: gEgress, arg: "HOST:PORT", key: "hep.send", def: "", usage: "forward SIP (HEP type 1) and RTCP (type 5), never RTP, to a HEP receiver as HEPv3"},
+	{flag: "hep-send-transport", group: gEgress, arg: "udp|tcp", key: "hep.send_transport", def: "udp", usage: "with -H: udp (one envelope per datagram) or tcp"},
+	{flag: "hep-capture-id", group: gEgress, arg: "ID", key: "hep.capture_id", def: 0, usage: "with -H: capture agent id sent in every envelope (chunk 0x000c)"},
+	{flag: "hep-auth-key", group: gEgress, arg: "KEY", key: "hep.auth_key", def: "", usage: "with -H: shared secret sent in every envelope (chunk 0x000e); prefer SIPNAB_HEP_AUTH_KEY or the config file to the command line"},
 }
 
 func init() {
@@ -389,6 +402,9 @@ func loadConfig(args []string, environ []string, stderr io.Writer) (*Config, err
 		case kString:
 			p := new(string)
 			fs.StringVar(p, o.flag, o.def.(string), o.usage)
+			if o.short != "" {
+				fs.StringVar(p, o.short, o.def.(string), o.usage)
+			}
 			vals[o.flag] = p
 		case kFloat:
 			p := new(float64)

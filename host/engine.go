@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/hashicorp/go-hclog"
@@ -14,6 +15,7 @@ import (
 	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/core/mos"
+	"github.com/sipnab/sipnab/core/packet"
 )
 
 // engineHandle is the running capture engine as the host holds it. Its
@@ -23,6 +25,20 @@ import (
 type engineHandle struct {
 	capture *engine.Capture
 	live    []*live.Capture
+	egress  *egress // -O and -H (egress.go); nil when neither is set
+}
+
+// stopEgress removes the -O/-H tap from the router, closes the file and
+// the sender and writes their summaries to w: call it once the sources
+// have stopped. An error means the -O output failed (exit 1).
+func (e *engineHandle) stopEgress(w io.Writer) error {
+	if e == nil || e.egress == nil {
+		return nil
+	}
+	e.capture.SetTap(nil)
+	eg := e.egress
+	e.egress = nil
+	return eg.finish(w)
 }
 
 func (e *engineHandle) services() serviceList {
@@ -75,12 +91,33 @@ func engineConfig(cfg *Config) engine.Config {
 // named source that cannot be opened is an error.
 func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles func() error) (*engineHandle, error) {
 	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
+	eg, err := startEgress(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if eg != nil {
+		c.SetTap(eg)
+		if eg.hep != nil {
+			// A live capture sees the envelopes -H sends: skipped.
+			network, to := eg.hep.Remote()
+			tr := packet.TransportUDP
+			if network == "tcp" {
+				tr = packet.TransportTCP
+			}
+			c.SkipLiveTo(tr, to)
+		}
+	}
+	fail := func(err error) (*engineHandle, error) {
+		_ = c.Close()
+		c.SetTap(nil)
+		_ = eg.finish(io.Discard)
+		return nil, err
+	}
 	var lives []*live.Capture
 	for i, dev := range nonEmpty(cfg.Interface) {
 		lc, err := live.Start(ctx, live.Options{Device: dev, Name: dev, SourceID: uint16(100 + i)}, c)
 		if err != nil {
-			_ = c.Close()
-			return nil, fmt.Errorf("starting live capture on %s: %w", dev, err)
+			return fail(fmt.Errorf("starting live capture on %s: %w", dev, err))
 		}
 		c.AttachLive(dev, lc.Stop, lc.Done(), lc.Err)
 		lives = append(lives, lc)
@@ -88,14 +125,12 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 	}
 	if beforeFiles != nil {
 		if err := beforeFiles(); err != nil {
-			_ = c.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	if inputs := inputsOf(cfg); len(inputs) > 0 {
 		if err := c.LoadFiles(ctx, inputs); err != nil {
-			_ = c.Close()
-			return nil, withFormats(err)
+			return fail(withFormats(err))
 		}
 	}
 	for i, addr := range nonEmpty(cfg.HEP.Listen) {
@@ -104,12 +139,11 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 			Logger: toSlog(log.Named("hep"))}
 		l, err := c.StartHEP(ctx, hc)
 		if err != nil {
-			_ = c.Close()
-			return nil, err
+			return fail(err)
 		}
 		log.Info("receiving HEP", "listener", l.Name())
 	}
-	return &engineHandle{capture: c, live: lives}, nil
+	return &engineHandle{capture: c, live: lives, egress: eg}, nil
 }
 
 // readFormats names what -I reads (core/capture/format.go: pcap and

@@ -147,6 +147,9 @@ func checkStartup(cfg *Config) error {
 	if err := checkBatch(cfg); err != nil {
 		return err
 	}
+	if err := checkEgress(cfg); err != nil {
+		return err
+	}
 	if n := cfg.Cores; n < 1 || n > 256 {
 		return usagef("--cores %d: want 1 to 256", n)
 	}
@@ -338,6 +341,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	if err != nil {
 		return 0, afterDrop(err, ranAs)
 	}
+	defer func() { _ = eng.stopEgress(sio.Stderr) }() // -O and -H end with the server
 	files, err := fileRootOf(cfg, eng)
 	if err != nil {
 		_ = eng.capture.Close()

@@ -31,6 +31,9 @@ const (
 	outJSONDialogs
 	outAnalyze
 	outJSONAnalyze
+	// outNone writes nothing to stdout: a run with -O or -H and no output
+	// flag (docs/egress.md), as a capture agent or a recorder runs.
+	outNone
 )
 
 // outputFlags names each output's flag, in --help order.
@@ -71,6 +74,9 @@ func outputOf(cfg *Config) (batchOutput, error) {
 	}
 	if n > 1 {
 		return 0, usagef("give one output, not %s", strings.Join(chosenOutputs(cfg), " and "))
+	}
+	if n == 0 && (cfg.Output.File != "" || cfg.HEP.Send != "") {
+		return outNone, nil
 	}
 	return out, nil
 }
@@ -163,6 +169,8 @@ func selectionOf(cfg *Config, c *engine.Capture) (report.Selection, error) {
 // writeOutput writes the run's output to w.
 func writeOutput(w io.Writer, out batchOutput, cfg *Config, c *engine.Capture, isTerminal bool) error {
 	switch out {
+	case outNone:
+		return nil
 	case outJSONRun:
 		return report.WriteJSON(w, c)
 	case outReport:

@@ -22,7 +22,19 @@ type Settings struct {
 		Listen           []string `koanf:"listen"`
 		Allow            []string `koanf:"allow"`
 		RateLimitPerPeer int      `koanf:"rate_limit_per_peer"`
+		// HEP agent (-H, docs/egress.md).
+		Send          string `koanf:"send"`
+		SendTransport string `koanf:"send_transport"`
+		CaptureID     int    `koanf:"capture_id"`
+		AuthKey       string `koanf:"auth_key"`
 	} `koanf:"hep"`
+	// Output is -O: the frames read, re-emitted (docs/egress.md).
+	Output struct {
+		File         string `koanf:"file"`
+		SplitSize    string `koanf:"split_size"`
+		SplitSeconds int    `koanf:"split_seconds"`
+		Ring         int    `koanf:"ring"`
+	} `koanf:"output"`
 	JSON       bool   `koanf:"json_run"` // --json-run; command line only
 	Report     bool   `koanf:"report"`   // command line only
 	Limit      int    `koanf:"limit"`

@@ -91,7 +91,7 @@ func newDocFiles(t *testing.T) docFiles {
 // command's working directory.
 var pathFlags = map[string]bool{"-I": true, "--input": true, "--config": true, "--mcp-token-file": true,
 	"--mcp-signing-key-file": true, "--mcp-audit-file": true, "--mcp-file-root": true, "--mcp-revoked-file": true,
-	"--mcp-tls-cert": true, "--mcp-tls-key": true}
+	"--mcp-tls-cert": true, "--mcp-tls-key": true, "-O": true, "--output": true}
 
 // argsOf turns a documented command line into the arguments the test runs,
 // as the command would run in f.dir: a relative path after a path flag is
@@ -431,6 +431,18 @@ func docBatch(t *testing.T, f docFiles, c docCommand, args []string) {
 	case strings.Contains(joined, " --analyze "):
 		if !strings.HasPrefix(out, "sipnab capture report: ") {
 			t.Errorf("--analyze printed %q", out)
+		}
+	case strings.Contains(joined, " -O "):
+		// docs/egress.md: the frames read, re-emitted; the summary on
+		// stderr counts them and names the files, which exist.
+		m := regexp.MustCompile(`-O: (\d+) frames, \d+ bytes in \d+ file\(s\) \(([^)]*)\)`).FindStringSubmatch(stderr.String())
+		if m == nil || m[1] == "0" {
+			t.Fatalf("-O wrote no summary or no frames; stderr:\n%s", stderr.String())
+		}
+		for _, p := range strings.Split(m[2], ", ") {
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("-O names %s: %v", p, err)
+			}
 		}
 	default:
 		// The per-message text: -N with sources and no output flag.

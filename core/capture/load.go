@@ -70,6 +70,9 @@ type FileResult struct {
 	// InvalidTimestamps counts frames whose timestamp was unusable and
 	// replaced by the wall clock.
 	InvalidTimestamps uint64 `json:"invalid_timestamps,omitempty"`
+	// NamesDropped counts host names of its Name Resolution Blocks that
+	// were not kept (past MaxNames, or malformed; names.go).
+	NamesDropped uint64 `json:"names_dropped,omitempty"`
 	// Err is why the file stopped early (nil otherwise).
 	Err error `json:"-"`
 	// Error is Err's text, for JSON.
@@ -296,6 +299,11 @@ func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, op
 			return false
 		}
 		n++
+		if ns := r.TakeNames(); ns != nil {
+			if nsink, ok := sink.(NameSink); ok {
+				nsink.HandleNames(f.Source, ns)
+			}
+		}
 		sink.HandleFrame(f)
 		total++
 		if bs != nil {
@@ -331,6 +339,10 @@ func (l *Load) finish(i int, r *Reader, st FileState, err error, log *slog.Logge
 		f.Frames = r.Frames()
 		f.Bytes = r.Bytes()
 		f.InvalidTimestamps = r.InvalidTimestamps()
+		f.NamesDropped = r.NamesDropped()
+		if f.NamesDropped > 0 && log != nil {
+			log.Warn("host names of the capture's name resolution blocks not kept", "file", f.Name, "dropped", f.NamesDropped, "kept_at_most", MaxNames)
+		}
 	}
 	if st == FileStopped {
 		l.onRequest = true

@@ -25,6 +25,7 @@ const (
 	ngIDB    = 0x00000001
 	ngPB     = 0x00000002 // obsolete packet block
 	ngSPB    = 0x00000003
+	ngNRB    = 0x00000004
 	ngEPB    = 0x00000006
 	ngBOM    = 0x1a2b3c4d
 	ngMaxIfs = 65536 // interfaces per section; more means a hostile file
@@ -46,6 +47,7 @@ type ngReader struct {
 	ifaces  []ngIface
 	pending int  // bytes of the current block still to discard
 	inSect  bool // a section header has been read
+	names   nameTable
 }
 
 func newNgReader(br *bufio.Reader) (*ngReader, error) {
@@ -147,9 +149,23 @@ func (r *ngReader) next(f *packet.Frame) error {
 			}
 		case ngEPB, ngPB, ngSPB:
 			return r.readPacket(typ, int(total), f)
+		case ngNRB:
+			// name resolution: its names are read (names.go), then the
+			// block is skipped like the others
+			if int(total) <= ngMaxMeta {
+				blk, err := r.peekBlock(int(total), "name resolution block")
+				if err != nil {
+					return err
+				}
+				r.names.parseNRB(r.order, blk[8:total-4])
+			}
+			r.pending = int(total)
+			if err := r.discardPending(); err != nil {
+				return err
+			}
 		default:
-			// statistics, name resolution, decryption secrets, custom
-			// and unknown blocks: skipped without being held
+			// statistics, decryption secrets, custom and unknown blocks:
+			// skipped without being held
 			r.pending = int(total)
 			if err := r.discardPending(); err != nil {
 				return err

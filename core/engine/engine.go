@@ -127,6 +127,8 @@ type Capture struct {
 	batchOn bool       // batch's writer lock is held
 	shard   *sharder
 	self    []selfAddr // where this capture's HEP listeners receive (self.go)
+	tap     Tap        // -O / -H re-emission (tap.go); nil when off
+	sendTo  sendAddr   // the -H receiver: live packets to it are skipped (tap.go)
 
 	ctr counters
 	ami ami.Tracker // cleartext AMI sightings (core/ami; read by AMISightings)
@@ -184,7 +186,7 @@ type tally struct {
 	sipRefused, sdpBodies, sdpBad, media, other         uint64
 	hepEnvelopes, hepMalformed, hepSIP, hepRTP, hepRTCP uint64
 	hepOther, hepNested, hepNotSIP, hepKeepalives       uint64
-	ownListener                                         uint64
+	ownListener, ownSender                              uint64
 	stun                                                uint64
 }
 
@@ -223,6 +225,7 @@ func (c *Capture) publish() {
 	add(&c.ctr.hepKeepalives, &t.hepKeepalives)
 	add(&c.ctr.ownListener, &t.ownListener)
 	add(&c.ctr.stun, &t.stun)
+	add(&c.ctr.ownSender, &t.ownSender)
 }
 
 // endRun ends a run of routed packets (wmu held): the stream store's writer
@@ -272,6 +275,7 @@ type counters struct {
 	hepKeepalives atomic.Uint64
 	ownListener   atomic.Uint64 // live packets to our own HEP listener, skipped
 	stun          atomic.Uint64 // STUN and TURN ChannelData messages (stun.go)
+	ownSender     atomic.Uint64 // live packets to our own -H receiver, skipped (tap.go)
 }
 
 // New returns an empty capture. log may be nil.
@@ -509,7 +513,10 @@ func (c *Capture) frameLocked(k sourceKind, f *packet.Frame) {
 	if f.InvalidTS {
 		c.pend.invalidTS++
 	}
-	if c.shard != nil && c.shard.takeFrame(k, f) {
+	if c.tap != nil {
+		c.tap.Frame(f)
+	}
+	if c.shard != nil && c.tap == nil && c.shard.takeFrame(k, f) {
 		return
 	}
 	c.decoders[k].Decode(f, c.sinks[k])
@@ -588,6 +595,9 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 	case actSIP:
 		c.routeSIP(p, p.Payload)
 	case actMedia:
+		if c.tap != nil {
+			c.tapMedia(p)
+		}
 		c.routeMedia(p)
 	case actSTUN:
 		c.routeSTUN(p)
@@ -655,6 +665,9 @@ func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
 
 func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	c.pend.sipMessages++
+	if c.tap != nil {
+		c.tap.SIP(p, m.Raw)
+	}
 	if len(m.Malformed) > 0 {
 		c.pend.sipMalformed++
 		c.noteMalformed(p, m)

@@ -93,5 +93,9 @@ func (c *Capture) routeLive(p *packet.Packet) {
 		c.pend.ownListener++
 		return
 	}
+	if c.sendTo.addr.IsValid() && c.sendTo.matches(p) {
+		c.pend.ownSender++
+		return
+	}
 	c.routeLocked(p)
 }

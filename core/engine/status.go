@@ -175,6 +175,11 @@ type HEPCounts struct {
 	// copies would count every HEP message twice (the second as a capture
 	// duplicate) on a host that captures live and receives HEP.
 	OwnListenerSkipped uint64 `json:"own_listener_skipped"`
+	// OwnSenderSkipped counts live-capture packets addressed to this
+	// capture's HEP receiver (-H; SkipLiveTo), skipped: they carry the
+	// envelopes sipnab itself sends, and routing them would analyse every
+	// message twice and forward it again, without end. Absent without -H.
+	OwnSenderSkipped uint64 `json:"own_sender_skipped,omitempty"`
 	// Listeners are the running HEP listeners' admission counters, one
 	// each (absent without a listener): datagrams received, admitted and
 	// refused by reason, the kernel's receive-buffer drops, TCP messages
@@ -231,6 +236,7 @@ func (c *Capture) Status() Status {
 			SIP: c.ctr.hepSIP.Load(), RTP: c.ctr.hepRTP.Load(), RTCP: c.ctr.hepRTCP.Load(),
 			Other: c.ctr.hepOther.Load(), NotSIP: c.ctr.hepNotSIP.Load(), Nested: c.ctr.hepNested.Load(),
 			OwnListenerSkipped: c.ctr.ownListener.Load(),
+			OwnSenderSkipped:   c.ctr.ownSender.Load(),
 		},
 		Undecodable:  map[string]uint64{},
 		OtherTraffic: map[string]uint64{},
