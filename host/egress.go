@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sipnab/sipnab/core/capture"
+	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/hep"
 	"github.com/sipnab/sipnab/core/hepsend"
 	"github.com/sipnab/sipnab/core/packet"
@@ -189,11 +190,13 @@ func startEgress(cfg *Config, log hclog.Logger) (*egress, error) {
 // finish closes the file and the sender (the tap must already be removed)
 // and writes one summary line each to w. It returns an error when the -O
 // output failed (the run exits 1).
-func (e *egress) finish(w io.Writer) error {
+func (e *egress) finish(w io.Writer, c *engine.Capture) error {
 	if e == nil {
 		return nil
 	}
 	var errs []error
+	var account engine.EgressStatus
+	defer func() { c.SetEgress(&account) }()
 	if e.pcap != nil {
 		err := e.pcap.Close()
 		if e.pcapErr != nil {
@@ -211,13 +214,17 @@ func (e *egress) finish(w io.Writer) error {
 			line += fmt.Sprintf("; %d frames of another link type not written (a classic pcap holds one; write .pcapng to keep them)", st.SkippedLinkType)
 		}
 		fmt.Fprintln(w, line)
+		account.Output = &engine.OutputStatus{Frames: st.Frames, Bytes: st.Bytes, Files: e.pcap.Files(), Deleted: st.Deleted,
+			RingKept: st.RingKept, SkippedLinkType: st.SkippedLinkType}
 		if err != nil {
+			account.Output.Error = err.Error()
 			errs = append(errs, err)
 		}
 	}
 	if e.hep != nil {
 		_ = e.hep.Close()
 		st := e.hep.Stats()
+		account.HEPSend = &st
 		line := fmt.Sprintf("sipnab: -H %s (%s): sent %d (SIP %d, RTCP %d), dropped %d (queue full %d, too large %d, send errors %d, unsent at stop %d)",
 			st.Receiver, st.Network, st.Sent, st.SentSIP, st.SentRTCP, st.Dropped(), st.DroppedQueueFull, st.DroppedTooLarge, st.DroppedSendError, st.DroppedAtStop)
 		if st.LastError != "" {

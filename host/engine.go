@@ -38,7 +38,7 @@ func (e *engineHandle) stopEgress(w io.Writer) error {
 	e.capture.SetTap(nil)
 	eg := e.egress
 	e.egress = nil
-	return eg.finish(w)
+	return eg.finish(w, e.capture)
 }
 
 func (e *engineHandle) services() serviceList {
@@ -110,7 +110,7 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 	fail := func(err error) (*engineHandle, error) {
 		_ = c.Close()
 		c.SetTap(nil)
-		_ = eg.finish(io.Discard)
+		_ = eg.finish(io.Discard, c)
 		return nil, err
 	}
 	var lives []*live.Capture

@@ -475,9 +475,35 @@ func TestHEPAgentOverTCPFeedsASipnabListener(t *testing.T) {
 			t.Fatalf("listener did not start: %s", rxErr.String())
 		}
 	}
-	code, _, stderr = runSipnab(t, "-N", "-I", in, "-H", addr, "--hep-send-transport", "tcp", "--hep-capture-id", "9")
+	code, agentDoc, stderr := runSipnab(t, "-N", "-I", in, "-H", addr, "--hep-send-transport", "tcp", "--hep-capture-id", "9", "--json-run")
 	if code != 0 || !strings.Contains(stderr, "dropped 0 ") {
 		t.Fatalf("agent: exit %d\n%s", code, stderr)
+	}
+	// The agent's own document accounts for what -H did (run.egress).
+	var agent struct {
+		Run struct {
+			SIPMessages uint64 `json:"sip_messages"`
+			Egress      struct {
+				HEPSend *struct {
+					Sent             uint64 `json:"sent"`
+					SentSIP          uint64 `json:"sent_sip"`
+					SentRTCP         uint64 `json:"sent_rtcp"`
+					DroppedQueueFull uint64 `json:"dropped_queue_full"`
+					DroppedTooLarge  uint64 `json:"dropped_too_large"`
+					DroppedSendError uint64 `json:"dropped_send_error"`
+					DroppedAtStop    uint64 `json:"dropped_at_stop"`
+					Network          string `json:"network"`
+				} `json:"hep_send"`
+			} `json:"egress"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(agentDoc), &agent); err != nil {
+		t.Fatal(err)
+	}
+	hs := agent.Run.Egress.HEPSend
+	if hs == nil || hs.Network != "tcp" || hs.SentSIP != agent.Run.SIPMessages || hs.SentRTCP != 2 || hs.Sent != hs.SentSIP+hs.SentRTCP ||
+		hs.DroppedQueueFull+hs.DroppedTooLarge+hs.DroppedSendError+hs.DroppedAtStop != 0 {
+		t.Fatalf("agent's run.egress.hep_send %+v: want every one of its %d SIP messages and 2 RTCP sent over tcp, none dropped", hs, agent.Run.SIPMessages)
 	}
 	time.Sleep(500 * time.Millisecond)
 	_ = rx.Process.Signal(os.Interrupt)

@@ -140,7 +140,8 @@ type Capture struct {
 	warnings []capture.Warning
 	hepL     []*heplisten.Listener
 	live     []liveSource
-	closed   bool // Close stopped the live sources and HEP listeners
+	closed   bool          // Close stopped the live sources and HEP listeners
+	egress   *EgressStatus // what -O and -H did, once they ended (SetEgress)
 }
 
 // MediaSink is what the router needs from the stream store. core/media's

@@ -9,6 +9,7 @@ import (
 	"github.com/sipnab/sipnab/core/decode"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/heplisten"
+	"github.com/sipnab/sipnab/core/hepsend"
 	"github.com/sipnab/sipnab/core/media"
 	"github.com/sipnab/sipnab/core/stun"
 )
@@ -137,8 +138,43 @@ type Status struct {
 	Media *media.Stats `json:"stream_store,omitempty"`
 	// Identity is the capture's identity.
 	Identity Identity `json:"capture_identity"`
+	// Egress is what -O wrote and -H forwarded (docs/egress.md), with
+	// every message -H did not deliver counted by reason; set when they
+	// end (SetEgress), absent without them or while they run.
+	Egress *EgressStatus `json:"egress,omitempty"`
 
 	icmpErrors uint64 // the decoders' ICMP errors, for ICMP
+}
+
+// EgressStatus is what the run's re-emission did (docs/egress.md).
+type EgressStatus struct {
+	// Output is -O's account: records and bytes written, the files it
+	// created (and the ring deleted), frames a classic pcap could not
+	// hold.
+	Output *OutputStatus `json:"output,omitempty"`
+	// HEPSend is -H's account: envelopes sent by type, and every message
+	// not delivered, by reason (queue full, too large, send error, unsent
+	// at the stop).
+	HEPSend *hepsend.Stats `json:"hep_send,omitempty"`
+}
+
+// OutputStatus is -O's account of one run (core/pcapout.Stats).
+type OutputStatus struct {
+	Frames          uint64   `json:"frames"`
+	Bytes           uint64   `json:"bytes"`
+	Files           []string `json:"files"`
+	Deleted         int      `json:"deleted_by_ring"`
+	RingKept        []string `json:"ring_kept,omitempty"`
+	SkippedLinkType uint64   `json:"skipped_link_type"`
+	Error           string   `json:"error,omitempty"`
+}
+
+// SetEgress records what -O and -H did, once they have ended; Status
+// carries it from then on.
+func (c *Capture) SetEgress(e *EgressStatus) {
+	c.smu.Lock()
+	c.egress = e
+	c.smu.Unlock()
 }
 
 // ICMPCounts are the ICMP errors read and how they were matched.
@@ -313,6 +349,9 @@ func (c *Capture) Status() Status {
 		}
 		exhausted = false
 	}
+	c.smu.Lock()
+	st.Egress = c.egress
+	c.smu.Unlock()
 	if nHEP > 0 {
 		kinds = append(kinds, "hep")
 		c.smu.Lock()
