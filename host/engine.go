@@ -59,6 +59,7 @@ func engineConfig(cfg *Config) engine.Config {
 	if d := cfg.Media.OneWayDelay; d >= 0 {
 		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
 	}
+	ec.Gate = portGateOf(cfg)
 	if n := cfg.Count; n > 0 {
 		ec.Load.MaxFrames = uint64(n) // batch --count: a file load stops itself, on request
 	}

@@ -147,6 +147,9 @@ func checkStartup(cfg *Config) error {
 	if err := checkBatch(cfg); err != nil {
 		return err
 	}
+	if err := checkCapture(cfg); err != nil {
+		return err
+	}
 	if n := cfg.Cores; n < 1 || n > 256 {
 		return usagef("--cores %d: want 1 to 256", n)
 	}

@@ -35,6 +35,11 @@ type Settings struct {
 		MaxStreams  int     `koanf:"max_streams"`
 		OneWayDelay float64 `koanf:"one_way_delay"`
 	} `koanf:"media"`
+	// Capture is the [capture] section (host/capture.go).
+	Capture struct {
+		PortRange   string `koanf:"portrange"`
+		WSPortRange string `koanf:"ws_portrange"`
+	} `koanf:"capture"`
 	MCP    MCPSettings `koanf:"mcp"`
 	Limits struct {
 		MCPMaxRows int `koanf:"mcp_max_rows"`

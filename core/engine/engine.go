@@ -80,6 +80,9 @@ type Config struct {
 	// such a load the capture's stream store stays empty. Ignored with a
 	// custom media sink.
 	Cores int
+	// Gate is the port gate (gate.go): nil analyses SIP on every port.
+	// sipnab's command line sets it from --portrange and --ws-portrange.
+	Gate *PortGate
 }
 
 // Capture is one capture: its stores, its sources and its counters.
@@ -118,6 +121,8 @@ type Capture struct {
 	batchOn bool       // batch's writer lock is held
 	shard   *sharder
 	self    []selfAddr // where this capture's HEP listeners receive (self.go)
+
+	gated gateTally // the port gate's count (under wmu; gate.go)
 
 	ctr counters
 	ami ami.Tracker // cleartext AMI sightings (core/ami; read by AMISightings)
@@ -526,6 +531,7 @@ const (
 	actHEPNested               // HEP inside HEP: counted, not unwrapped twice
 	actSIP                     // parse, apply to the dialog store, SDP to media
 	actMedia                   // offer to the stream store (RTP, RTCP, UDPTL)
+	actGated                   // SIP outside the port gate: counted, not analysed
 )
 
 // classify is the router's one decision, the same for every source and
@@ -541,6 +547,9 @@ func (c *Capture) classify(p *packet.Packet) action {
 		}
 		return actHEP
 	case sip.Looks(b):
+		if g := c.cfg.Gate; g != nil && !g.admits(p) {
+			return actGated
+		}
 		return actSIP
 	case c.media != nil && p.Transport == packet.TransportUDP:
 		return actMedia
@@ -562,6 +571,8 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 		c.routeSIP(p, p.Payload)
 	case actMedia:
 		c.routeMedia(p)
+	case actGated:
+		c.gated.note(p)
 	default:
 		c.pend.other++
 		c.ami.Observe(p) // two prefix tests on TCP payloads that are not SIP

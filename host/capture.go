@@ -1,0 +1,29 @@
+package host
+
+import (
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/portrange"
+)
+
+// checkCapture validates the capture plumbing settings at startup
+// (docs/capture-sources.md): --portrange and --ws-portrange must be port
+// lists; a bad one is a usage error (exit 2) naming the flag.
+func checkCapture(cfg *Config) error {
+	for _, c := range []struct{ flag, v string }{
+		{"portrange", cfg.Capture.PortRange}, {"ws-portrange", cfg.Capture.WSPortRange},
+	} {
+		if _, err := portrange.Parse(c.v); err != nil {
+			return usagef("--%s %q: %v", c.flag, c.v, err)
+		}
+	}
+	return nil
+}
+
+// portGateOf is the engine's port gate from --portrange and --ws-portrange
+// (checked by checkCapture; a list that does not parse leaves that side
+// empty).
+func portGateOf(cfg *Config) *engine.PortGate {
+	sip, _ := portrange.Parse(cfg.Capture.PortRange)
+	ws, _ := portrange.Parse(cfg.Capture.WSPortRange)
+	return &engine.PortGate{SIP: sip, WS: ws}
+}
