@@ -196,6 +196,8 @@ type Config struct {
 	Settings
 	set  map[string]bool // flags given on the command line
 	file *configFile     // nil without --config
+	// stdin is what -I - reads (host/capture.go); Run sets it.
+	stdin io.Reader
 }
 
 // FlagSet reports whether a flag was given on the command line.

@@ -60,6 +60,7 @@ func engineConfig(cfg *Config) engine.Config {
 		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
 	}
 	ec.Gate = portGateOf(cfg)
+	ec.Expand.Stdin = cfg.stdin // -I - reads it (core/capture/stdin.go)
 	if n := cfg.Count; n > 0 {
 		ec.Load.MaxFrames = uint64(n) // batch --count: a file load stops itself, on request
 	}

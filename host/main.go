@@ -60,6 +60,7 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
+	cfg.stdin = sio.Stdin // -I - (host/capture.go)
 	if cfg.Version {
 		fmt.Fprintln(sio.Stdout, versionLine())
 		return exitOK
