@@ -152,6 +152,7 @@ var options = []option{
 	// analysed; a live capture's automatic kernel filter is built from them.
 	{flag: "portrange", group: gSources, arg: "PORTS", key: "capture.portrange", def: "5060-5061", usage: "SIP ports: SIP with neither port in this list is counted as not analysed (ports and ranges, comma-separated; 1-65535 analyses every port)"},
 	{flag: "ws-portrange", group: gSources, arg: "PORTS", key: "capture.ws_portrange", def: "80,443,8080,8443", usage: "WebSocket ports: SIP over WebSocket on them is analysed too"},
+	{flag: "bpf-file", group: gSources, arg: "FILE", key: "capture.bpf_file", def: "", usage: "live capture (-i): your classic BPF program (tcpdump -ddd output) instead of the automatic kernel filter, which keeps only the SIP and WebSocket ports (no RTP)"},
 
 	// Batch: one call's report and ladder.
 	{flag: "call-report", group: gBatch, arg: "CALL-ID", key: "call_report", def: "", usage: "print one call's report and ladder (text) and exit", noConfig: true},

@@ -75,8 +75,15 @@ func engineConfig(cfg *Config) engine.Config {
 func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles func() error) (*engineHandle, error) {
 	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
 	var lives []*live.Capture
+	lo, err := liveFilterOf(cfg, log)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
 	for i, dev := range nonEmpty(cfg.Interface) {
-		lc, err := live.Start(ctx, live.Options{Device: dev, Name: dev, SourceID: uint16(100 + i)}, c)
+		o := lo
+		o.Device, o.Name, o.SourceID = dev, dev, uint16(100+i)
+		lc, err := live.Start(ctx, o, c)
 		if err != nil {
 			_ = c.Close()
 			return nil, fmt.Errorf("starting live capture on %s: %w", dev, err)

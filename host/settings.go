@@ -39,6 +39,7 @@ type Settings struct {
 	Capture struct {
 		PortRange   string `koanf:"portrange"`
 		WSPortRange string `koanf:"ws_portrange"`
+		BPFFile     string `koanf:"bpf_file"`
 	} `koanf:"capture"`
 	MCP    MCPSettings `koanf:"mcp"`
 	Limits struct {
