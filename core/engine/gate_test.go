@@ -221,3 +221,31 @@ func TestPortGateNamesAtMostMaxGatedPortsAndCountsTheRest(t *testing.T) {
 		t.Fatalf("messages %d, ports %d, dropped %d; want %d, %d, 100", na.SIPMessages, len(na.Ports), na.PortsDropped, n, MaxGatedPorts)
 	}
 }
+
+// benchRouteGated is BenchmarkRouteSIP (sipp-branch-scenario.pcapng, SIP on
+// 5060) with a port gate of the given SIP ports.
+func benchRouteGated(b *testing.B, ports string) {
+	frames := framesOf(b, "sipp-branch-scenario.pcapng")
+	gate := &PortGate{SIP: portrange.MustParse(ports), WS: portrange.MustParse(portrange.DefaultWS)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for n < b.N {
+		c := New(Config{Gate: gate}, nil)
+		for _, f := range frames {
+			c.handleFrame(kindFile, f)
+			n++
+			if n == b.N {
+				break
+			}
+		}
+	}
+}
+
+// BenchmarkRouteSIPGateAdmits: the default gate, which admits this
+// capture's SIP: the gate's cost on analysed SIP (two bitmap lookups).
+func BenchmarkRouteSIPGateAdmits(b *testing.B) { benchRouteGated(b, portrange.DefaultSIP) }
+
+// BenchmarkRouteSIPGateSetsAside: a gate admitting none of it: every SIP
+// message is counted by port instead of parsed.
+func BenchmarkRouteSIPGateSetsAside(b *testing.B) { benchRouteGated(b, "6000") }
