@@ -8,6 +8,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/mos"
 )
 
 // thresholdsOf reads the run's analysis thresholds ([analysis] and the
@@ -48,6 +49,12 @@ func checkAnalysis(cfg *Config) error {
 	// Unset is -1; a declared delay is 0 to 10 s (mos caps d anyway).
 	if d := cfg.Media.OneWayDelay; math.IsNaN(d) || math.IsInf(d, 0) || d > 10000 || d < 0 && d != -1 {
 		return usagef("--one-way-delay %v: want milliseconds from 0 to 10000", d)
+	}
+	if l := cfg.Media.AMRWBListening; l != string(mos.Monotic) && l != string(mos.Diotic) {
+		return usagef("--amr-wb-listening %q: want monotic or diotic", l)
+	}
+	if _, err := codecIe(cfg.Media.CodecIe); err != nil {
+		return usagef("%v", err) // a file's keys were checked with their lines (checkCodecIeKeys)
 	}
 	hdrs := cfg.Correlation.XCallIDHeaders
 	if len(nonEmpty(hdrs)) == 0 {

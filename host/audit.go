@@ -95,6 +95,10 @@ func openAuditor(log hclog.Logger, path string) (*auditor, error) {
 	return a, nil
 }
 
+// toFile says records go to an --mcp-audit-file (and so may be reserved and
+// then fail to complete).
+func (a *auditor) toFile() bool { return a != nil && a.f != nil }
+
 func (a *auditor) close() {
 	if a.f != nil {
 		_ = a.f.Close()

@@ -98,6 +98,8 @@ var options = []option{
 	{flag: "max-store-mb", group: gGeneral, arg: "MIB", key: "max_store_mb", def: 0, usage: "dialog store budget in MiB (retained messages and their structures); past it the oldest dialogs are evicted, counted as evicted_for_bytes (0: a sixteenth of memory, 64 MiB to 1 GiB)"},
 	{flag: "max-streams", group: gGeneral, key: "media.max_streams", def: media.DefaultMaxStreams, usage: "RTP stream cap (evicts oldest past it, counted as streams_evicted)"},
 	{flag: "one-way-delay", group: gAnalysis, arg: "MS", key: "media.one_way_delay", def: -1.0, usage: "one-way path delay in ms for MOS, delay source declared (-1: half an RTCP round trip, else 100 ms assumed)"},
+	// Media quality (docs/media-quality.md): AMR-WB's wideband score.
+	{flag: "amr-wb-listening", group: gAnalysis, arg: "monotic|diotic", key: "media.amr_wb_listening", def: "monotic", usage: "listening context of AMR-WB's G.107.1 score: monotic (handset, G.113 Table IV.1) or diotic (two ears, Table IV.3)"},
 	{flag: "cores", group: gGeneral, key: "cores", def: 1, usage: "cores a file load uses: 1 routes every packet on one goroutine; N >= 2 hands RTP/RTCP/UDPTL to N-1 workers (same answers)"},
 	{flag: "node-name", group: gGeneral, arg: "NAME", key: "node_name", def: "", usage: "node name in capture_identity (default: host name)"},
 	{flag: "quiet", group: gGeneral, key: "quiet", def: false, usage: "log warnings and errors only"},
@@ -638,9 +640,13 @@ func checkFileKeys(fk *koanf.Koanf, file *configFile) error {
 	add := func(key, format string, a ...any) {
 		errs = append(errs, lineError{line: file.line(key), msg: fmt.Sprintf(format, a...), key: key})
 	}
+	var codecKeys []string
 	for _, key := range fk.Keys() {
 		v := fk.Get(key)
 		switch {
+		case key == codecIeSection || strings.HasPrefix(key, codecIeSection+"."):
+			codecKeys = append(codecKeys, key) // host/codecie.go
+			continue
 		case key == "bundles" || key == "mcp.bundles":
 			add(key, "key %q: want a table, got %s", key, describe(v))
 			continue
@@ -673,6 +679,7 @@ func checkFileKeys(fk *koanf.Koanf, file *configFile) error {
 			}
 		}
 	}
+	checkCodecIeKeys(codecKeys, fk.Get, add)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -234,7 +234,7 @@ func TestSettingsHoldEveryOption(t *testing.T) {
 		byKey[o.key] = true
 	}
 	for key := range settingsFields {
-		if key == "bundles" || key == "mcp.bundles" {
+		if key == "bundles" || key == "mcp.bundles" || key == codecIeSection {
 			continue
 		}
 		if !byKey[key] {

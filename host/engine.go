@@ -13,6 +13,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/live"
+	"github.com/sipnab/sipnab/core/mos"
 )
 
 // engineHandle is the running capture engine as the host holds it. Its
@@ -60,7 +61,9 @@ func engineConfig(cfg *Config) engine.Config {
 		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
 	}
 	ec.Gate = portGateOf(cfg)
-	ec.Expand.Stdin = cfg.stdin // -I - reads it (core/capture/stdin.go)
+	ec.Expand.Stdin = cfg.stdin                      // -I - reads it (core/capture/stdin.go)
+	ec.Media.CodecIe, _ = codecIe(cfg.Media.CodecIe) // checked at startup (checkAnalysis)
+	ec.Media.WidebandListening = mos.Listening(cfg.Media.AMRWBListening)
 	if n := cfg.Count; n > 0 {
 		ec.Load.MaxFrames = uint64(n) // batch --count: a file load stops itself, on request
 	}

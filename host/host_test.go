@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -682,5 +683,26 @@ func TestAuditCompletionFailureSaysTheCallRan(t *testing.T) {
 	}
 	if recs := readAudit(t, path); len(recs) != 1 || recs[0].Outcome != outcomeRunning {
 		t.Errorf("records %+v, want the one reserved, outcome running", recs)
+	}
+}
+
+// TestAuditNoteFitsItsReserve: the note an answer gains when its audit
+// record cannot be completed, for the longest outcome and sequence number,
+// encoded as the text content block it is sent as (with the comma that
+// joins it to the blocks before), fits the room kept for it below
+// --mcp-max-response-bytes, so the note never carries an answer past the cap.
+func TestAuditNoteFitsItsReserve(t *testing.T) {
+	longest := ""
+	for _, o := range []string{outcomeOK, outcomeToolError, outcomeRefused, outcomeTimedOut, outcomeRunning} {
+		if len(o) > len(longest) {
+			longest = o
+		}
+	}
+	b, err := json.Marshal(mcp.NewTextContent(auditNote(longest, math.MaxUint64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b) + 1; n > auditNoteReserve {
+		t.Errorf("the longest audit note takes %d bytes on the wire, more than the %d kept for it", n, auditNoteReserve)
 	}
 }

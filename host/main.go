@@ -312,6 +312,12 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	defer audit.close()
 
 	limits := limitsFrom(cfg)
+	if audit.toFile() {
+		// An answer whose audit record cannot be completed gains one
+		// note (server.go, auditNote): tools fit below the cap less room
+		// for it, so the note never carries an answer past the cap.
+		limits.MaxResponseBytes -= auditNoteReserve
+	}
 	var drop func() error
 	// ranAs is the user sipnab dropped root to; "" while it keeps the
 	// starting user's rights.

@@ -310,7 +310,7 @@ func (h *mcpHost) handler(t sdk.Tool, advertised bool) server.ToolHandlerFunc {
 				if err := h.audit.complete(slot, outcome, time.Since(start), msg); err != nil {
 					// The call ran: say so, never that it was refused.
 					h.log.Error("audit record of a call that ran not completed; the file says running", "tool", t.Name, "seq", slot.rec.Seq, "error", err)
-					note := fmt.Sprintf("This call ran (outcome %s), but its audit record (seq %d) could not be completed: the audit file says running.", outcome, slot.rec.Seq)
+					note := auditNote(outcome, slot.rec.Seq)
 					if callErr != nil {
 						return nil, sdk.Internal("%s %s", sdk.AsError(callErr).Message, note)
 					}
@@ -393,6 +393,18 @@ func (h *mcpHost) handler(t sdk.Tool, advertised bool) server.ToolHandlerFunc {
 	}
 }
 
+// auditNoteReserve is the room kept below --mcp-max-response-bytes, when
+// an audit file is open, for the note an answer gains when its audit record
+// cannot be completed (auditNote): the longest note as a text content block
+// with its separator, with room to spare (TestAuditNoteFitsItsReserve).
+const auditNoteReserve = 256
+
+// auditNote is what an answer gains when the call ran but its audit record
+// could not be completed.
+func auditNote(outcome string, seq uint64) string {
+	return fmt.Sprintf("This call ran (outcome %s), but its audit record (seq %d) could not be completed: the audit file says running.", outcome, seq)
+}
+
 // errorMetaKey names the structured body of a tool execution error in the
 // result's _meta when the tool advertises an outputSchema.
 const errorMetaKey = "sipnab.dev/error"
@@ -426,6 +438,9 @@ func refusalResult(e *sdk.Error, advertised bool) *mcp.CallToolResult {
 // guard.
 func (h *mcpHost) checkWireSize(reply sdk.Reply) error {
 	if n := reply.WireBytes(); n > h.limits.MaxResponseBytes {
+		if h.audit.toFile() {
+			return sdk.Refuse(sdk.KindTooLarge, "", "answer of %d bytes on the wire exceeds --mcp-max-response-bytes (%d, less %d kept for the audit note); lower limit, use fields or page with cursor", n, h.limits.MaxResponseBytes+auditNoteReserve, auditNoteReserve)
+		}
 		return sdk.Refuse(sdk.KindTooLarge, "", "answer of %d bytes on the wire exceeds --mcp-max-response-bytes (%d); lower limit, use fields or page with cursor", n, h.limits.MaxResponseBytes)
 	}
 	return nil

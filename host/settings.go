@@ -34,6 +34,9 @@ type Settings struct {
 	Media      struct {
 		MaxStreams  int     `koanf:"max_streams"`
 		OneWayDelay float64 `koanf:"one_way_delay"`
+		// CodecIe is [media.codec_ie], a free section (host/codecie.go).
+		CodecIe        map[string]any `koanf:"codec_ie"`
+		AMRWBListening string         `koanf:"amr_wb_listening"`
 	} `koanf:"media"`
 	// Capture is the [capture] section (host/capture.go).
 	Capture struct {

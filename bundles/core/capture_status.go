@@ -10,6 +10,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/live"
+	"github.com/sipnab/sipnab/core/stun"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -55,6 +56,10 @@ type CaptureStatus struct {
 	// port). Always present: [] means looked and found none. Never carries
 	// a username or a secret.
 	AMICleartext []AMISighting `json:"ami_cleartext" nonnull:"true" desc:"cleartext AMI sightings (banner, login); [] means looked, none"`
+	// STUN counts the STUN and TURN traffic read and what its evidence
+	// tables shed (core/stun, docs/stun.md); absent when the capture held
+	// none.
+	STUN *stun.Stats `json:"stun,omitempty" desc:"STUN/TURN/ICE counts (docs/stun.md); absent when none was seen"`
 	// SchemaVersion of this answer.
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
 }
@@ -170,6 +175,7 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 		UptimeSec:       now.Sub(d.started).Seconds(),
 		SourceFlags:     src.Flags(),
 		CaptureIdentity: src.Identity,
+		STUN:            st.STUN,
 		SchemaVersion:   captureStatusSchemaVersion,
 	}
 	if out.Source == "none" || out.Source == "" {

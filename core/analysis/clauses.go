@@ -10,7 +10,7 @@ import (
 // rule, the values it measured, its threshold and its proof. Diagnose
 // derives the verdict from them alone (VerdictOf).
 
-func num[T ~int | ~int64 | ~uint32 | ~uint64](v T) float64 { return float64(v) }
+func num[T ~int | ~int64 | ~uint8 | ~uint32 | ~uint64](v T) float64 { return float64(v) }
 
 // round3 keeps three decimals: a measured value is shown as measured, not
 // with float noise.
@@ -39,6 +39,16 @@ func signalingClauses(d *DialogFacts, s *SignalingDiagnosis, opts Options, e *ev
 		r := &s.Retransmissions[i]
 		c, err := NewClause("retransmissions", map[string]float64{"copies": num(r.Count), "span_ms": num(r.SpanMs), "cseq": num(r.CSeq)})
 		e.add(c.WithObserved("method", hintMethod(r.Method)).WithMessages(fr, r.Evidence...), err)
+	}
+	for i := range s.ICMPUnreachable {
+		u := &s.ICMPUnreachable[i]
+		v := map[string]float64{"errors": num(u.Errors + u.ErrorsNotKept), "type": num(u.Type), "code": num(u.Code)}
+		if u.MTU > 0 {
+			v["mtu"] = num(u.MTU)
+		}
+		c, err := NewClause("icmp_unreachable", v)
+		c = c.WithObserved("kind", u.Kind).WithObserved("endpoint", u.Endpoint).WithObserved("reporter", u.Reporter)
+		e.add(c.WithMessages(fr, u.Messages...).WithFrames(u.Frames...), err)
 	}
 	if a := s.AckMissing; a != nil {
 		c, err := NewClause("ack_missing", map[string]float64{"waited_ms": num(a.WaitedMs), "answer_copies": num(a.AnswerCopies), "cseq": num(a.CSeq)})

@@ -18,6 +18,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/media"
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/stun"
 )
 
 // Thresholds (engine.md §10, §11).
@@ -80,6 +81,10 @@ type DialogFacts struct {
 	// Frames are the evidence pointers of the retained messages, by
 	// message index (zero when unknown): a clause's frames.
 	Frames []packet.FrameRef
+	// ICMP are the ICMP/ICMPv6 errors quoting the dialog's messages (kept
+	// up to dialog.MaxICMPPerDialog); ICMPCount counts them all.
+	ICMP      []dialog.ICMPError
+	ICMPCount int
 }
 
 // MediaSource is the read side of the stream store diagnosis needs.
@@ -91,6 +96,21 @@ type MediaSource interface {
 }
 
 var _ MediaSource = (*media.Store)(nil)
+
+// NATSource is what a MediaSource offers when it carries the capture's
+// STUN/TURN/ICE evidence (a *media.Store an engine filled does).
+type NATSource interface {
+	NATEvidence() *stun.Tracker
+}
+
+var _ NATSource = (*media.Store)(nil)
+
+func natOf(src MediaSource) *stun.Tracker {
+	if n, ok := src.(NATSource); ok {
+		return n.NATEvidence()
+	}
+	return nil
+}
 
 // Options tune the diagnosis.
 type Options struct {
@@ -219,6 +239,11 @@ type MediaDiagnosis struct {
 	HighJitter           []QualityIssue     `json:"high_jitter,omitempty"`
 	Fax                  bool               `json:"fax,omitempty"`
 	UngroundedMOSStreams int                `json:"ungrounded_mos_streams,omitempty"`
+	// STUN is the STUN/TURN/ICE evidence touching the dialog's media
+	// addresses (NAT mappings, TURN allocations with their lapse, ICE
+	// pairs, unanswered Bindings), absent when the capture holds none
+	// (engine.md §10).
+	STUN *stun.DialogEvidence `json:"stun,omitempty"`
 }
 
 // FinalFailure is a dialog that ended on a 4xx/5xx/6xx: the INVITE's final
@@ -269,6 +294,11 @@ type SignalingDiagnosis struct {
 	// RegistrationFailure: a REGISTER rejected, challenged in a loop, or
 	// granted a shorter expiry than asked.
 	RegistrationFailure *RegistrationFailure `json:"registration_failure"`
+	// ICMPUnreachable are the ICMP/ICMPv6 errors quoting the dialog's
+	// messages, one per kind of error, far end and reporter; absent when
+	// none quoted it (a capture filtered to SIP's ports holds no ICMP:
+	// absence proves nothing).
+	ICMPUnreachable []ICMPUnreachable `json:"icmp_unreachable,omitempty"`
 	// MessagesNotRead counts messages past the per-dialog retention cap:
 	// the detections judged the retained ones.
 	MessagesNotRead int      `json:"messages_not_read,omitempty"`
@@ -306,7 +336,7 @@ func Diagnose(d DialogFacts, src MediaSource, opts Options) DialogDiagnosis {
 	out := DialogDiagnosis{CallID: d.CallID}
 	streams := src.StreamsFor(d.CallID)
 	captureRTP := captureRTPPackets(src, streams)
-	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), len(streams) > 0 || CaptureHasMedia(src), opts)
+	out.Media = diagnoseMedia(d, streams, src.EndpointsFor(d.CallID), len(streams) > 0 || CaptureHasMedia(src), opts, natOf(src))
 	seen := make([]time.Time, 0, len(streams))
 	for i := range streams {
 		seen = append(seen, streams[i].LastSeen)
@@ -385,9 +415,10 @@ func CaptureHasMedia(src MediaSource) bool {
 
 // diagnoseMedia judges the dialog's media; mediaCaptured is false when the
 // capture holds no media at all (CaptureHasMedia).
-func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, mediaCaptured bool, opts Options) MediaDiagnosis {
+func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoint, mediaCaptured bool, opts Options, nat *stun.Tracker) MediaDiagnosis {
 	lossLimit, jitterLimit := opts.LossLimit(), opts.JitterLimit()
 	m := MediaDiagnosis{Hints: []string{}, SDPMedia: []string{}, ActualMedia: []string{}, StreamCount: len(streams)}
+	m.STUN = natEvidence(nat, d, streams, eps, opts)
 	sd := sides{offer: map[netip.AddrPort]bool{}, answer: map[netip.AddrPort]bool{}, all: map[netip.AddrPort]bool{}}
 	oneWayIntended := false
 	for _, e := range eps {
@@ -429,7 +460,7 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 		m.Applicable = true
 		m.NoMedia = true
 		m.Hints = append(m.Hints, "SDP was negotiated and the call answered, but no RTP reached the capture point: check firewalls and the media path, or whether the capture point sees media at all")
-		privateCheck(&m, eps, streams, failure{noMedia: true}, sd)
+		privateCheck(&m, eps, streams, failure{noMedia: true}, sd, m.STUN)
 		return m
 	}
 	m.Applicable = true
@@ -523,7 +554,9 @@ func diagnoseMedia(d DialogFacts, streams []media.StreamInfo, eps []media.Endpoi
 			}
 		}
 	}
-	privateCheck(&m, eps, streams, failure{noMedia: false, oneWay: m.OneWayAudio, loud: loudOf(loud)}, sd)
+	natMismatchSTUN(&m)
+	relayContext(&m, streams)
+	privateCheck(&m, eps, streams, failure{noMedia: false, oneWay: m.OneWayAudio, loud: loudOf(loud)}, sd, m.STUN)
 
 	// Asymmetries between directions (a silent direction's stray packets
 	// have no codec, packetization or duration worth comparing).
@@ -636,7 +669,7 @@ func (f failure) towards(offer bool, sd sides) bool {
 // anchoring the media (the same side's SDP in the dialog announcing a
 // public address that the RTP used, an SBC's rewrite) explains how media
 // reaches it. Otherwise the addresses are listed with an observation.
-func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.StreamInfo, fail failure, sd sides) {
+func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.StreamInfo, fail failure, sd sides, ev *stun.DialogEvidence) {
 	public := false
 	var priv []string
 	privSide := map[bool]bool{} // offer → a private address on that side
@@ -655,7 +688,11 @@ func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.Strea
 		}
 	}
 	used := map[netip.AddrPort]bool{}
+	reached := map[netip.AddrPort]bool{} // where streams were sent
 	for i := range streams {
+		if ap, err := netip.ParseAddrPort(streams[i].Dst); err == nil {
+			reached[ap] = true
+		}
 		for _, x := range []string{streams[i].Src, streams[i].Dst} {
 			if ap, err := netip.ParseAddrPort(x); err == nil {
 				used[ap] = true
@@ -681,7 +718,10 @@ func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.Strea
 		}
 	}
 	failed := (privSide[true] && fail.towards(true, sd)) || (privSide[false] && fail.towards(false, sd))
+	stunWhy, stunAgainst := stunPrivate(ev, priv, reached)
 	switch {
+	case stunWhy != "":
+		m.Observations = append(m.Observations, "an SDP announces a private address, but "+stunWhy+": not a problem")
 	case ice:
 		m.Observations = append(m.Observations, "an SDP announces a private address, with ICE srflx/relay candidates: the c= address is only the default candidate, not a problem")
 	case relay != "":
@@ -691,6 +731,10 @@ func privateCheck(m *MediaDiagnosis, eps []media.Endpoint, streams []media.Strea
 	default:
 		m.PrivateMediaAddress = true
 		m.Hints = append(m.Hints, "an SDP announces a private address to a public peer and media towards it failed: the far end cannot reach it without NAT traversal (STUN/ICE), symmetric RTP or an SBC")
+		m.Hints = append(m.Hints, stunAgainst...)
+	}
+	if ev != nil && ev.Caveat != "" && (stunWhy != "" || m.PrivateMediaAddress && len(stunAgainst) > 0) {
+		m.Hints = append(m.Hints, ev.Caveat)
 	}
 }
 

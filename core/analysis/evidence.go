@@ -63,6 +63,7 @@ func init() {
 		{"abandoned_no_final_response", FamilySignaling, true, []string{"waited_ms"}, "no final response to the INVITE within Timer C (180 s)", nil},
 		{"post_dial_delay", FamilySignaling, true, []string{"pdd_ms"}, "INVITE to the first 18x over the PDD threshold", nil},
 		{"registration_failure", FamilySignaling, true, []string{"code"}, "a REGISTER refused, only challenged, or challenged in a loop", nil},
+		{"icmp_unreachable", FamilySignaling, true, []string{"errors"}, "ICMP/ICMPv6 errors (port or host unreachable, prohibited, too big, time exceeded) quote the dialog's messages", nil},
 		{"registration_shortened_expiry", FamilySignaling, true, []string{"requested_expiry_sec", "granted_expiry_sec"}, "a REGISTER granted a shorter expiry than asked", nil},
 		// media (engine.md §10)
 		{"one_way_audio", FamilyMedia, true, []string{"loud_packets", "quiet_packets"}, "an answered call's media flowed one way only", nil},
@@ -85,6 +86,8 @@ func init() {
 		{"rtp_candidates_evicted", FamilyCapture, true, []string{"evicted"}, "unsignaled flows dropped before they proved to be RTP", nil},
 		{"undecodable", FamilyCapture, true, []string{"frames"}, "frames that could not be decoded", nil},
 		{"port_gated_sip", FamilyCapture, true, []string{"messages"}, "SIP seen on ports not analysed", nil},
+		{"icmp_quoting_media", FamilyCapture, true, []string{"errors"}, "ICMP errors quote an RTP stream's datagrams (media sent to a closed port or an unreachable host)", nil},
+		{"icmp_unmatched", FamilyCapture, false, []string{"errors"}, "ICMP errors quoting SIP that no dialog could be tied to (an observation)", nil},
 		{"rtcp_malformed", FamilyCapture, false, []string{"packets"}, "RTCP datagrams that did not parse whole", nil},
 		{"malformed_sip", FamilyCapture, true, []string{"messages"}, "SIP the parser flagged as malformed (RFC 3261 §7.5 junk before the start line, §20.14 Content-Length, missing mandatory headers)", nil},
 		{"media_not_captured", FamilyCapture, false, []string{"answered_calls_with_sdp", "rtp_streams"}, "no RTP anywhere in the capture: calls' media not judged (an observation)", nil},

@@ -24,6 +24,8 @@ func FactsFrom(d dialog.Detail) DialogFacts {
 		InfoDTMF:    len(d.InfoDTMF),
 		Signaling:   dialog.SignalingFactsOf(&d),
 		Unanswered:  d.RetransmittedNoResponse,
+		ICMP:        d.ICMPErrors,
+		ICMPCount:   d.ICMPErrorCount,
 	}
 	if t := d.TimingDetail.AnsweredAt; t != nil {
 		f.Answered, f.AnsweredAt = true, *t

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/sip"
 )
 
@@ -89,6 +90,11 @@ type CaptureFacts struct {
 	// header...); MalformedExamples names the first ones by frame.
 	SIPMalformed      uint64
 	MalformedExamples []MalformedExample
+	// ICMPUnmatched counts the ICMP errors the dialog store tied to no
+	// dialog; ICMPUnmatchedExamples are the first ones it kept
+	// (core/dialog/icmp.go).
+	ICMPUnmatched         uint64
+	ICMPUnmatchedExamples []dialog.ICMPUnmatched
 }
 
 // MalformedExample is one malformed SIP message: its frame reference, its
@@ -306,6 +312,10 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		}
 		f.EvidenceOmitted = f.Occurrences - int64(len(f.Evidence))
 	}
+	icmpUnmatched(get, all, cf)
+	if stunFindings(get, src, opts.CaptureEnd) {
+		shed = true
+	}
 	if st.RTCPMalformed > 0 {
 		f := get("rtcp_malformed", SeverityInfo, "packets", "RTCP datagrams that did not parse whole")
 		f.Occurrences += int64(st.RTCPMalformed)
@@ -475,6 +485,15 @@ func addSignaling(get finder, d *DialogFacts, s *SignalingDiagnosis, at *time.Ti
 		r := &s.Retransmissions[i]
 		get("retransmissions", SeverityMedium, "requests", "requests retransmitted without any response").
 			add(ev(map[string]int64{"cseq": int64(r.CSeq), "copies": int64(r.Count), "span_ms": r.SpanMs}, r.Method, r.Evidence))
+	}
+	for i := range s.ICMPUnreachable {
+		u := &s.ICMPUnreachable[i]
+		sev := SeverityHigh
+		if u.Kind == "time_exceeded" || u.Kind == "other" {
+			sev = SeverityMedium
+		}
+		get("icmp_unreachable", sev, "dialogs", "dialogs whose messages were answered by ICMP errors (port or host unreachable, prohibited, too big)").
+			add(ev(map[string]int64{"errors": int64(u.Errors + u.ErrorsNotKept), "type": int64(u.Type), "code": int64(u.Code)}, u.Kind+" "+u.Endpoint+" from "+u.Reporter, u.Messages))
 	}
 	if a := s.AckMissing; a != nil {
 		get("ack_missing", SeverityMedium, "dialogs", "2xx to an INVITE never acknowledged within Timer H (32 s)").

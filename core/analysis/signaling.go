@@ -84,6 +84,9 @@ type UnansweredRequest struct {
 	SpanMs int64 `json:"span_ms"`
 	// Evidence are the message indexes of the copies (up to 16).
 	Evidence []int `json:"evidence"`
+	// ICMPCause is the ICMP error that answered the copies instead of a
+	// response (icmp_unreachable); absent when none did.
+	ICMPCause *ICMPCause `json:"icmp_cause,omitempty"`
 }
 
 // AckMissing is a 2xx to an INVITE no ACK followed within Timer H.
@@ -158,7 +161,8 @@ type NotJudged struct {
 // Problem reports whether any signaling detection fired.
 func (s *SignalingDiagnosis) Problem() bool {
 	return s != nil && (s.FinalFailure != nil || s.SlowSetup != nil || s.PostDialDelay != nil || s.AuthLoop != nil ||
-		len(s.Retransmissions) > 0 || s.AckMissing != nil || s.Abandoned != nil || s.RegistrationFailure != nil)
+		len(s.Retransmissions) > 0 || s.AckMissing != nil || s.Abandoned != nil || s.RegistrationFailure != nil ||
+		len(s.ICMPUnreachable) > 0)
 }
 
 // LegFacts is one leg of a dialog as diagnosis reads it.
@@ -426,11 +430,16 @@ func (c *sigCtx) retransmissions() {
 				break
 			}
 		}
+		r.ICMPCause = c.icmpCause(r.Evidence)
 		c.s.Retransmissions = append(c.s.Retransmissions, r)
 	}
 	if n := len(c.s.Retransmissions); n > 0 {
 		r := c.s.Retransmissions[0]
-		c.hint("%s (CSeq %d) was sent %d times over %.1f s with no response at all: the far end is unreachable or its answers do not come back (firewall, NAT, wrong Via)", hintMethod(r.Method), r.CSeq, r.Count, float64(r.SpanMs)/1000)
+		if x := r.ICMPCause; x != nil {
+			c.hint("%s (CSeq %d) was sent %d times over %.1f s with no response: %d copies were answered by ICMP %s from %s instead (icmp_unreachable)", hintMethod(r.Method), r.CSeq, r.Count, float64(r.SpanMs)/1000, x.Errors, strings.ReplaceAll(x.Kind, "_", " "), x.Reporter)
+		} else {
+			c.hint("%s (CSeq %d) was sent %d times over %.1f s with no response at all: the far end is unreachable or its answers do not come back (firewall, NAT, wrong Via)", hintMethod(r.Method), r.CSeq, r.Count, float64(r.SpanMs)/1000)
+		}
 		if n > 1 {
 			c.hint("%d requests in all were retransmitted without a response", n)
 		}
@@ -655,6 +664,7 @@ func diagnoseSignalingFull(d *DialogFacts, src []time.Time, opts Options) (*Sign
 	}
 	c.finalFailure()
 	c.retransmissions()
+	c.icmpUnreachable()
 	if d.Signaling.Read {
 		c.authLoops()
 		c.ackMissing()

@@ -1,7 +1,8 @@
 // Package decode turns captured frames into transport payloads.
 //
 // A Decoder walks each frame's link layer, VLAN/MPLS/PPPoE tags, IP headers
-// and tunnels (IP-in-IP, GRE, ERSPAN I/II/III, VXLAN) down to UDP, TCP or
+// and tunnels (IP-in-IP, GRE, ERSPAN I/II/III, VXLAN, GTP-U, GENEVE;
+// tunnels.go) down to UDP, TCP or
 // SCTP, reassembles IP fragments and TCP byte streams, frames SIP messages,
 // HEP3 envelopes and WebSocket messages out of TCP streams, and emits one
 // packet.Packet per UDP datagram, SCTP DATA chunk or framed stream message.
@@ -53,14 +54,13 @@ const (
 	DefaultMaxReassemblyBytes = 64 << 20
 	DefaultMaxDatagram        = 65535
 	DefaultMaxFragments       = 256
-	vxlanPort                 = 4789
 )
 
 // Config bounds the decoder. Zero values take the defaults.
 type Config struct {
 	// MaxNesting is the encapsulation budget per frame: each VLAN tag, MPLS
 	// label stack, PPPoE header, IP-in-IP header, GRE header (ERSPAN
-	// included) and VXLAN header spends one. A frame needing more is refused
+	// included) and VXLAN, GTP-U or GENEVE header spends one. A frame needing more is refused
 	// and counted as nesting_limit_exceeded. Default 5.
 	MaxNesting int
 	// MaxEntries caps IP fragment reassembly entries and TCP stream
@@ -795,22 +795,18 @@ func (d *Decoder) addrs() (netip.Addr, netip.Addr) {
 	return netip.AddrFrom4([4]byte(d.ip4.SrcIP)), netip.AddrFrom4([4]byte(d.ip4.DstIP))
 }
 
-// afterUDP emits a UDP payload, or unwraps VXLAN.
+// afterUDP emits a UDP payload, or unwraps a UDP tunnel (VXLAN, GTP-U,
+// GENEVE: tunnels.go) whose header validates.
 func (d *Decoder) afterUDP() reason {
 	u := &d.udp
 	payload := u.Payload
 	s, t := d.addrs()
 	src, dst := netip.AddrPortFrom(s, uint16(u.SrcPort)), netip.AddrPortFrom(t, uint16(u.DstPort))
-	if u.DstPort == vxlanPort && looksVXLAN(payload) {
-		ds, has := d.dscp()
-		id, hasID := d.ipID(packet.TransportUDP)
-		if r := d.vxlan(payload); r.isZero() || d.emitted > 0 || r == reasonNesting {
+	switch u.DstPort {
+	case vxlanPort, gtpuPort, genevePort:
+		if r, ok := d.udpTunnel(uint16(u.DstPort), src, dst, payload); ok {
 			return r
 		}
-		// The inner frame did not decode: keep the datagram as plain UDP.
-		d.st.VXLAN--
-		d.emitWith(src, dst, packet.TransportUDP, payload, false, ds, has, id, hasID)
-		return reasonNone
 	}
 	if len(payload) == 0 {
 		d.st.EmptyPayloads++
@@ -818,46 +814,6 @@ func (d *Decoder) afterUDP() reason {
 	}
 	d.emit(src, dst, packet.TransportUDP, payload, false)
 	return reasonNone
-}
-
-// looksVXLAN validates a VXLAN header (RFC 7348, and the group policy
-// extension): the I flag set, reserved bits clear, and room for an inner
-// Ethernet header whose EtherType is one that carries IP. RTP (version 2
-// sets the top bits of the first byte) never passes.
-func looksVXLAN(b []byte) bool {
-	if len(b) < 8+14 {
-		return false
-	}
-	switch b[0] {
-	case 0x08: // I
-		if b[1] != 0 || b[2] != 0 || b[3] != 0 {
-			return false
-		}
-	case 0x88: // G|I: group policy extension, policy id in bytes 2-3
-		if b[1]&0xB6 != 0 {
-			return false
-		}
-	default:
-		return false
-	}
-	if b[7] != 0 {
-		return false
-	}
-	switch binary.BigEndian.Uint16(b[8+12:]) {
-	case 0x0800, 0x86DD, 0x8100, 0x88A8, 0x0806:
-		return true
-	}
-	return false
-}
-
-// vxlan decodes the Ethernet frame inside a VXLAN datagram.
-func (d *Decoder) vxlan(payload []byte) reason {
-	if !d.charge(1) {
-		return reasonNesting
-	}
-	d.st.VXLAN++
-	d.ipSeen = false
-	return d.run(layers.LayerTypeEthernet, payload[8:])
 }
 
 // afterGRE continues after a GRE header whose protocol the parser did not

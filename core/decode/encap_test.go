@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -383,31 +384,54 @@ func TestICMPErrorCallback(t *testing.T) {
 	u6 := ip6UDP(t, 5060, 5080, []byte(sipOptions))
 	icmp4 := ser(t, eth(layers.EthernetTypeIPv4), v4(ipB, ipA, layers.IPProtocolICMPv4),
 		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(3, 3)}, gopacket.Payload(u4[:28]))
+	icmp4Whole := ser(t, eth(layers.EthernetTypeIPv4), v4(ipB, ipA, layers.IPProtocolICMPv4),
+		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(3, 3)}, gopacket.Payload(u4))
+	// fragmentation needed: the next-hop MTU in the second half of the
+	// header's last word (RFC 1191)
+	icmp4Frag := ser(t, eth(layers.EthernetTypeIPv4), v4(ipB, ipA, layers.IPProtocolICMPv4),
+		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(3, 4), Seq: 1400}, gopacket.Payload(u4[:40]))
 	ip := v6(ip6B, ip6A, layers.IPProtocolICMPv6)
 	ic6 := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(1, 4)}
 	ic6.SetNetworkLayerForChecksum(ip)
 	icmp6 := ser(t, eth(layers.EthernetTypeIPv6), ip, ic6, gopacket.Payload(append([]byte{0, 0, 0, 0}, u6[:48]...)))
+	ip = v6(ip6B, ip6A, layers.IPProtocolICMPv6)
+	ic6 = &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(2, 0)}
+	ic6.SetNetworkLayerForChecksum(ip)
+	icmp6Big := ser(t, eth(layers.EthernetTypeIPv6), ip, ic6, gopacket.Payload(append([]byte{0, 0, 0x05, 0x00}, u6...)))
 	tests := []struct {
-		name string
-		data []byte
-		want ICMPError
+		name    string
+		data    []byte
+		want    ICMPError
+		payload string
 	}{
-		{"ICMP port unreachable", icmp4, ICMPError{Reporter: ipB, Type: 3, Code: 3, Quoted: true, Protocol: 17,
-			Src: ap("192.0.2.10:5060"), Dst: ap("192.0.2.20:5080"), HasPorts: true}},
+		{"ICMP port unreachable quoting 8 bytes is truncated and quotes no SIP", icmp4, ICMPError{Reporter: ipB, Type: 3, Code: 3, Quoted: true, Protocol: 17,
+			Src: ap("192.0.2.10:5060"), Dst: ap("192.0.2.20:5080"), HasPorts: true, QuoteTruncated: true}, ""},
+		{"ICMP port unreachable quoting the whole datagram hands its SIP bytes", icmp4Whole, ICMPError{Reporter: ipB, Type: 3, Code: 3, Quoted: true, Protocol: 17,
+			Src: ap("192.0.2.10:5060"), Dst: ap("192.0.2.20:5080"), HasPorts: true}, sipOptions},
+		{"ICMP fragmentation needed names the next-hop MTU", icmp4Frag, ICMPError{Reporter: ipB, Type: 3, Code: 4, Quoted: true, Protocol: 17,
+			Src: ap("192.0.2.10:5060"), Dst: ap("192.0.2.20:5080"), HasPorts: true, QuoteTruncated: true, MTU: 1400}, sipOptions[:12]},
 		{"ICMPv6 port unreachable", icmp6, ICMPError{Reporter: ip6B, V6: true, Type: 1, Code: 4, Quoted: true, Protocol: 17,
-			Src: ap("[2001:db8::10]:5060"), Dst: ap("[2001:db8::20]:5080"), HasPorts: true}},
+			Src: ap("[2001:db8::10]:5060"), Dst: ap("[2001:db8::20]:5080"), HasPorts: true, QuoteTruncated: true}, ""},
+		{"ICMPv6 packet too big names the MTU and quotes the whole datagram", icmp6Big, ICMPError{Reporter: ip6B, V6: true, Type: 2, Code: 0, Quoted: true, Protocol: 17,
+			Src: ap("[2001:db8::10]:5060"), Dst: ap("[2001:db8::20]:5080"), HasPorts: true, MTU: 1280}, sipOptions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []ICMPError
+			var payload []string
 			d := New(Config{OnICMPError: func(e *ICMPError) {
 				c := *e
 				c.Frame, c.TS = nil, time.Time{}
+				payload = append(payload, string(c.Payload))
+				c.Payload = nil
 				got = append(got, c)
 			}})
 			d.Decode(frame(LinkEthernet, tc.data), &collect{})
-			if len(got) != 1 || got[0] != tc.want {
+			if len(got) != 1 || !reflect.DeepEqual(got[0], tc.want) {
 				t.Fatalf("got %+v, want [%+v]", got, tc.want)
+			}
+			if payload[0] != tc.payload {
+				t.Errorf("quoted payload %q, want %q", payload[0], tc.payload)
 			}
 			if st := d.Stats(); st.ICMPErrors != 1 || st.UndecodableFrames != 0 {
 				t.Fatalf("got icmp errors %d, undecodable %d, want 1 and 0", st.ICMPErrors, st.UndecodableFrames)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/websocket"
 )
@@ -82,8 +84,18 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(uint16(LinkEthernet), dot3(snap(0, 0x0800, u4), 0))
 	f.Add(uint16(LinkEthernet), withEth(f, 0x8100, append(vlanTag(3, uint16(len(u4)+8)), snap(0, 0x0800, u4)...)))
 	f.Add(uint16(LinkLinuxSLL), append(sllHeader(sllProtoLLC, []byte{0, 6}), stpBPDU()...))
+	f.Add(uint16(LinkEthernet), ser(f, eth(layers.EthernetTypeIPv4), v4(ipB, ipA, layers.IPProtocolICMPv4),
+		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(3, 3)}, gopacket.Payload(u4)))
+	f.Add(uint16(LinkEthernet), ethUDP(f, 2152, 2152, []byte{0x32, 0xFF, 0, byte(len(u4) + 4), 0, 0, 0, 1, 0, 1, 0, 0}))
+	f.Add(uint16(LinkEthernet), ethUDP(f, 1, 6081, append([]byte{0, 0, 0x08, 0, 0, 0, 1, 0}, u4...)))
 	f.Fuzz(func(t *testing.T, lt uint16, data []byte) {
-		d := New(fuzzConfig())
+		cfg := fuzzConfig()
+		cfg.OnICMPError = func(e *ICMPError) {
+			if len(e.Payload) > len(data) || (e.HasPorts && !e.Quoted) {
+				t.Fatalf("icmp error quoting %d payload bytes of a %d-byte frame (%+v)", len(e.Payload), len(data), e)
+			}
+		}
+		d := New(cfg)
 		s := &checkSink{t: t, maxWS: 4096, maxBuf: MinStreamBuffer}
 		for i := 0; i < 2; i++ {
 			fr := frame(lt, data)

@@ -260,6 +260,10 @@ type Stats struct {
 	GRE        uint64 `json:"gre"`
 	ERSPAN     uint64 `json:"erspan"`
 	VXLAN      uint64 `json:"vxlan"`
+	// GTPU and GENEVE count G-PDUs (3GPP TS 29.281) and GENEVE datagrams
+	// (RFC 8926) unwrapped (tunnels.go).
+	GTPU   uint64 `json:"gtpu"`
+	GENEVE uint64 `json:"geneve"`
 
 	// IP fragment reassembly.
 	Fragments            uint64 `json:"fragments"`

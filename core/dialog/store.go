@@ -141,6 +141,8 @@ type Store struct {
 
 	rev atomic.Uint64
 	gen atomic.Uint64
+
+	icmp icmpTable // ICMP errors matched to dialogs (icmp.go)
 }
 
 // New returns an empty store.
@@ -312,6 +314,7 @@ func (s *Store) evictForBytesLocked(keep *dialog) int {
 func (s *Store) dropLocked(d *dialog) {
 	s.unlink(d)
 	delete(s.byID, d.callID)
+	s.icmp.drop(d.callID)
 	d.gone = true
 	s.uncountMethod(d.method())
 	s.stats.MessagesNotRetained -= uint64(d.msgsDropped)

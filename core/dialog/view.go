@@ -205,6 +205,12 @@ type Detail struct {
 	RetransmittedNoResponse []Unanswered `json:"retransmitted_no_response" desc:"requests retransmitted without a response"`
 	// InfoDTMF lists digits sent as SIP INFO (empty: looked, none).
 	InfoDTMF []DTMF `json:"info_dtmf" desc:"DTMF digits sent as SIP INFO"`
+	// ICMPErrors are the ICMP/ICMPv6 errors that quote the dialog's
+	// messages (icmp.go), up to MaxICMPPerDialog; ICMPErrorCount counts
+	// them all. Absent when none was seen: a capture filtered to SIP's
+	// ports holds no ICMP, so absence proves nothing.
+	ICMPErrors     []ICMPError `json:"icmp_errors,omitempty" desc:"ICMP errors quoting this dialog's messages"`
+	ICMPErrorCount int         `json:"icmp_error_count,omitempty" desc:"ICMP errors quoting this dialog (all, kept or not)"`
 	// Malformed counts messages the parser flagged.
 	Malformed int `json:"malformed" desc:"messages flagged malformed"`
 	// Retained counts the messages kept (at most the per-dialog cap).
@@ -488,7 +494,9 @@ func (s *Store) GetWith(callID string, opt Options) (Detail, bool) {
 	if d == nil {
 		return Detail{}, false
 	}
-	return d.detail(opt), true
+	det := d.detail(opt)
+	s.icmp.into(&det)
+	return det, true
 }
 
 // Order is a listing order.

@@ -49,6 +49,7 @@ import (
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/sdp"
 	"github.com/sipnab/sipnab/core/sip"
+	"github.com/sipnab/sipnab/core/stun"
 )
 
 // Config sets up a Capture. The zero value is ready to use.
@@ -61,6 +62,8 @@ type Config struct {
 	Media media.Config
 	// Decode bounds the frame decoder.
 	Decode decode.Config
+	// STUN bounds the STUN/TURN/ICE evidence tables.
+	STUN stun.Config
 	// Expand controls how directory inputs are searched.
 	Expand capture.ExpandOptions
 	// Load tunes the background file load (frame limit, inflation
@@ -112,6 +115,12 @@ type Capture struct {
 	// dialog store keeps a message's bytes (its own copy) and strings into
 	// them, never the Message, its headers or its Vias.
 	sipParser sip.Parser
+	// stun is the STUN/TURN/ICE evidence (stun.go); stunMsg the message
+	// it parses into and relayed the packet a TURN relay's data is routed
+	// as.
+	stun    *stun.Tracker
+	stunMsg stun.Message
+	relayed packet.Packet
 
 	// Under wmu: the router's tallies not yet published to ctr, the stream
 	// store's writer lock when held across a run, and the sharded media
@@ -181,6 +190,7 @@ type tally struct {
 	hepEnvelopes, hepMalformed, hepSIP, hepRTP, hepRTCP uint64
 	hepOther, hepNested, hepNotSIP, hepKeepalives       uint64
 	ownListener                                         uint64
+	stun                                                uint64
 }
 
 // publish adds the pending tallies to the counters readers see. Called with
@@ -217,6 +227,7 @@ func (c *Capture) publish() {
 	add(&c.ctr.hepNotSIP, &t.hepNotSIP)
 	add(&c.ctr.hepKeepalives, &t.hepKeepalives)
 	add(&c.ctr.ownListener, &t.ownListener)
+	add(&c.ctr.stun, &t.stun)
 }
 
 // endRun ends a run of routed packets (wmu held): the stream store's writer
@@ -265,6 +276,7 @@ type counters struct {
 	hepNotSIP     atomic.Uint64
 	hepKeepalives atomic.Uint64
 	ownListener   atomic.Uint64 // live packets to our own HEP listener, skipped
+	stun          atomic.Uint64 // STUN and TURN ChannelData messages (stun.go)
 }
 
 // New returns an empty capture. log may be nil.
@@ -282,11 +294,15 @@ func New(cfg Config, log *slog.Logger) *Capture {
 		instance: mintInstance(),
 		started:  time.Now(),
 		dialogs:  dialog.New(cfg.Dialog),
+		stun:     stun.NewTracker(cfg.STUN),
 	}
-	c.SetMediaSink(media.NewStore(cfg.Media))
+	ms := media.NewStore(cfg.Media)
+	ms.SetNATEvidence(c.stun)
+	c.SetMediaSink(ms)
 	c.hepDec.MaxInflated = cfg.MaxHEPInflated
+	routerDecode := c.withICMP(cfg.Decode) // icmp.go
 	for k := range c.decoders {
-		c.decoders[k] = decode.New(cfg.Decode)
+		c.decoders[k] = decode.New(routerDecode)
 		c.sinks[k] = packet.SinkFunc(c.routeLocked)
 	}
 	c.sinks[kindLive] = packet.SinkFunc(c.routeLive)
@@ -526,12 +542,14 @@ func (c *Capture) flush(k sourceKind) {
 type action uint8
 
 const (
-	actOther     action = iota // counted as other
-	actHEP                     // unwrap the HEP envelope, route its payload
-	actHEPNested               // HEP inside HEP: counted, not unwrapped twice
-	actSIP                     // parse, apply to the dialog store, SDP to media
-	actMedia                   // offer to the stream store (RTP, RTCP, UDPTL)
-	actGated                   // SIP outside the port gate: counted, not analysed
+	actOther       action = iota // counted as other
+	actHEP                       // unwrap the HEP envelope, route its payload
+	actHEPNested                 // HEP inside HEP: counted, not unwrapped twice
+	actSIP                       // parse, apply to the dialog store, SDP to media
+	actMedia                     // offer to the stream store (RTP, RTCP, UDPTL)
+	actSTUN                      // STUN: record, unwrap a Send/Data indication (stun.go)
+	actChannelData               // TURN ChannelData: unwrap by its channel binding (stun.go)
+	actGated                     // SIP outside the port gate: counted, not analysed
 )
 
 // classify is the router's one decision, the same for every source and
@@ -551,7 +569,16 @@ func (c *Capture) classify(p *packet.Packet) action {
 			return actGated
 		}
 		return actSIP
-	case c.media != nil && p.Transport == packet.TransportUDP:
+	case p.Transport != packet.TransportUDP:
+		return actOther
+	case b[0] < 0x80:
+		// STUN (0-3) or TURN ChannelData (64-127), RFC 7983 §7; RTP's
+		// first byte is 128-191 and never comes here
+		if a := maybeSTUN(b); a != actOther {
+			return a
+		}
+	}
+	if c.media != nil && p.Transport == packet.TransportUDP {
 		return actMedia
 	}
 	return actOther
@@ -573,6 +600,10 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 		c.routeMedia(p)
 	case actGated:
 		c.gated.note(p)
+	case actSTUN:
+		c.routeSTUN(p)
+	case actChannelData:
+		c.routeChannelData(p)
 	default:
 		c.pend.other++
 		c.ami.Observe(p) // two prefix tests on TCP payloads that are not SIP

@@ -19,8 +19,9 @@ package engine
 //
 // What crosses to a worker:
 //   - A plain frame, undecoded: Ethernet/IPv4 without options, unfragmented,
-//     not snapped, UDP whose lengths agree with the frame, not the VXLAN
-//     port, with a payload that is neither HEP nor SIP (mediaFrame). The
+//     not snapped, UDP whose lengths agree with the frame, not a UDP
+//     tunnel's port (VXLAN, GTP-U, GENEVE), with a payload that is neither
+//     HEP nor SIP (mediaFrame). The
 //     router reads its addresses and payload at fixed offsets, classifies the
 //     payload as classify would (media), advances its own decoder's clock
 //     (Decoder.Tick: reassembly entries expire at the same frames as on one
@@ -340,8 +341,9 @@ func (s *sharder) takeFrame(k sourceKind, f *packet.Frame) bool {
 // mediaFrame reports whether f is an Ethernet/IPv4/UDP frame a worker can
 // decode on its own, carrying a payload the router classifies as media: no
 // IP options, not a fragment, the IP and UDP lengths exactly those of the
-// frame (no padding, no trailer, not snapped), not the VXLAN port, and a
-// non-empty payload that is neither HEP nor SIP. It returns the IPv4
+// frame (no padding, no trailer, not snapped), not a UDP tunnel's port
+// (decode.TunnelPort: VXLAN, GTP-U, GENEVE), and a non-empty payload that
+// is neither HEP, SIP, STUN nor TURN ChannelData. It returns the IPv4
 // addresses.
 func mediaFrame(f *packet.Frame) (src, dst [4]byte, ok bool) {
 	d := f.Data
@@ -352,10 +354,13 @@ func mediaFrame(f *packet.Frame) (src, dst [4]byte, ok bool) {
 		return src, dst, false
 	}
 	if int(binary.BigEndian.Uint16(d[16:18])) != len(d)-14 || int(binary.BigEndian.Uint16(d[38:40])) != len(d)-34 ||
-		binary.BigEndian.Uint16(d[36:38]) == 4789 {
+		decode.TunnelPort(binary.BigEndian.Uint16(d[36:38])) {
 		return src, dst, false
 	}
 	payload := d[42:]
+	if payload[0] < 0x80 && maybeSTUN(payload) != actOther {
+		return src, dst, false // STUN and TURN ChannelData stay on the router (stun.go)
+	}
 	if hep.Looks(payload) || sip.Looks(payload) {
 		return src, dst, false
 	}

@@ -177,6 +177,8 @@ func TestMediaFrame(t *testing.T) {
 		{"UDP length short", mod(func(b []byte) []byte { b[39]--; return b }), 1, 0, false},
 		{"snapped", plain, 1, len(plain) + 100, false},
 		{"VXLAN port", mod(func(b []byte) []byte { b[36], b[37] = 0x12, 0xb5; return b }), 1, 0, false},
+		{"GTP-U port", mod(func(b []byte) []byte { b[36], b[37] = 0x08, 0x68; return b }), 1, 0, false},
+		{"GENEVE port", mod(func(b []byte) []byte { b[36], b[37] = 0x17, 0xc1; return b }), 1, 0, false},
 		{"SIP", ethIPv4UDP([]byte("OPTIONS sip:a@b SIP/2.0\r\nCall-ID: x\r\n\r\n")), 1, 0, false},
 		{"HEP", ethIPv4UDP([]byte("HEP3\x00\x06")), 1, 0, false},
 		{"empty payload", ethIPv4UDP(nil), 1, 0, false},

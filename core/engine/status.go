@@ -10,6 +10,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/stun"
 )
 
 // Status is what the capture has read so far and how it got there. Every
@@ -58,9 +59,11 @@ type Status struct {
 	// (the per-dialog message cap), streams_evicted (--max-streams),
 	// media_endpoints_evicted, rtp_candidates_evicted, hep_data_lost (a
 	// HEP listener refused or the kernel dropped what a sender meant to
-	// deliver: hep.listeners), sip_not_analyzed (SIP outside the port
-	// gate's ports: not_analyzed). The counts are in dialog_store,
-	// stream_store, hep and not_analyzed. Absent when complete.
+	// deliver: hep.listeners), stun_evidence_evicted (a STUN/TURN/ICE
+	// table shed entries at its cap, docs/stun.md), sip_not_analyzed (SIP
+	// outside the port gate's ports: not_analyzed). The counts are in
+	// dialog_store, stream_store, hep, stun and not_analyzed. Absent when
+	// complete.
 	IncompleteReasons []string `json:"incomplete_reasons,omitempty"`
 	// Files is the file load's account of each input.
 	Files []capture.FileResult `json:"inputs"`
@@ -127,13 +130,31 @@ type Status struct {
 	// NotAnalyzed is the port gate's account of the SIP it did not analyse
 	// (gate.go); absent without a gate (Config.Gate).
 	NotAnalyzed *NotAnalyzed `json:"not_analyzed,omitempty"`
+	// STUN counts STUN messages and TURN ChannelData messages and what
+	// their tracker kept and shed (core/stun); absent when the capture
+	// held none.
+	STUN *stun.Stats `json:"stun,omitempty"`
 
 	// Dialogs are the dialog store's counters.
 	Dialogs dialog.Stats `json:"dialog_store"`
+	// ICMP counts the ICMP/ICMPv6 errors the decoders read (errors) and
+	// how the dialog store matched them to dialogs (core/dialog/icmp.go);
+	// absent when no ICMP error was read.
+	ICMP *ICMPCounts `json:"icmp,omitempty"`
 	// Media are the stream store's counters (absent with a custom sink).
 	Media *media.Stats `json:"stream_store,omitempty"`
 	// Identity is the capture's identity.
 	Identity Identity `json:"capture_identity"`
+
+	icmpErrors uint64 // the decoders' ICMP errors, for ICMP
+}
+
+// ICMPCounts are the ICMP errors read and how they were matched.
+type ICMPCounts struct {
+	// Errors counts the ICMP and ICMPv6 errors the decoders read; the
+	// store's counters say how many it was offered and matched.
+	Errors uint64 `json:"errors"`
+	dialog.ICMPStats
 }
 
 // HEPCounts counts HEP envelopes by what they carried.
@@ -224,11 +245,17 @@ func (c *Capture) Status() Status {
 		Dialogs:      c.dialogs.Stats(),
 		Identity:     c.Identity(),
 	}
+	if ss := c.stun.Stats(); ss.Any() {
+		st.STUN = &ss
+	}
 	if m := c.Media(); m != nil {
 		ms := m.Stats()
 		st.Media = &ms
 	}
 	c.decodeStats(&st)
+	if st.icmpErrors > 0 {
+		st.ICMP = &ICMPCounts{Errors: st.icmpErrors, ICMPStats: c.dialogs.ICMPStats()}
+	}
 	c.malMu.Lock()
 	if len(c.malByReason) > 0 {
 		st.SIPMalformedReasons = make(map[string]uint64, len(c.malByReason))
@@ -356,6 +383,9 @@ func incompleteReasons(st *Status) []string {
 	if na := st.NotAnalyzed; na != nil {
 		add(na.SIPMessages, "sip_not_analyzed")
 	}
+	if s := st.STUN; s != nil {
+		add(s.TransactionsEvicted+s.AllocationsEvicted+s.MappingsEvicted+s.ICEPairsEvicted, "stun_evidence_evicted")
+	}
 	return r
 }
 
@@ -392,6 +422,7 @@ func (c *Capture) decodeStats(st *Status) {
 		if s.UndecodableReasonsDropped > 0 {
 			st.Undecodable["other_reasons"] += s.UndecodableReasonsDropped
 		}
+		st.icmpErrors += s.ICMPErrors
 		st.OtherTrafficFrames += s.OtherTrafficFrames
 		for _, r := range s.OtherTraffic {
 			st.OtherTraffic[r.Name] += r.Count

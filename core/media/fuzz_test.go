@@ -15,13 +15,15 @@ import (
 // byte) to a store with a signaled endpoint, then renders everything.
 func FuzzObserve(f *testing.F) {
 	f.Add(rtpPkt(0, false, 1, 160, 7, make([]byte, 20)))
+	f.Add(append([]byte{40}, rtpPkt(96, false, 9, 320, 8, append([]byte{0xf0, 2<<3 | 4}, make([]byte, 32)...))...))
 	f.Add(append([]byte{12}, rtpPkt(101, true, 2, 320, 7, []byte{5, 0x8a, 0, 160})...))
 	f.Add(mustHexT(f, "81c8000cd2bd4e3ec59286d4e6e978d5000001400000000200000140d2bd4e3e00000000000200020000000086d4e6e90000000181c90007d2bd4e3e0000000000000000000000000000000086d4e6e900000001"))
 	f.Add(mustHexT(f, "80cf000a1111111107000008222222221a0000000000000000b400147f7f7f7f5d5d29290000000000000000"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st := NewStore(Config{MaxStreams: 8, MaxCandidates: 8, MaxEndpoints: 8, QualityInterval: time.Second})
 		st.OnSDP("f", t0, &sdp.Session{Conn: "10.0.0.2", Media: []sdp.Media{
-			{Type: "audio", Port: 5000, Formats: []sdp.Format{{PayloadType: 0}, {PayloadType: 101, Encoding: "telephone-event", ClockRate: 8000}}},
+			{Type: "audio", Port: 5000, Formats: []sdp.Format{{PayloadType: 0}, {PayloadType: 101, Encoding: "telephone-event", ClockRate: 8000},
+				{PayloadType: 96, Encoding: "AMR-WB", ClockRate: 16000, Fmtp: "octet-align=1"}, {PayloadType: 97, Encoding: "AMR", ClockRate: 8000}}},
 			{Type: "image", Port: 5002, Proto: "udptl"},
 		}}, true, epA)
 		fax := netip.AddrPortFrom(epB.Addr(), 5002)
@@ -44,6 +46,14 @@ func FuzzObserve(f *testing.F) {
 		for _, s := range st.All() {
 			if s.LossPct > 100 || s.Packets == 0 {
 				t.Fatalf("stream %+v", s)
+			}
+			// The loss pattern covers each position once (burst.go).
+			if g := s.BurstGap; g != nil && (g.BurstPackets+g.GapPackets != uint64(s.Expected) || g.BurstLost > g.BurstPackets ||
+				g.GapLost > g.GapPackets || int64(g.BurstLost+g.GapLost) < s.Lost) {
+				t.Fatalf("burst_gap %+v with expected %d lost %d", *g, s.Expected, s.Lost)
+			}
+			if a := s.AMR; a != nil && a.PacketsRead+a.PacketsMalformed > s.Packets {
+				t.Fatalf("amr %+v over %d packets", *a, s.Packets)
 			}
 		}
 		if n := st.Stats().Streams; n > 8 {

@@ -85,7 +85,11 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			} else {
 				continue
 			}
-			ep.formats = append(ep.formats, format{pt: pt, codec: c, rtpmap: fromMap})
+			ff := format{pt: pt, codec: c, rtpmap: fromMap}
+			if _, ok := rtp.AMRFlavorOf(c.Name); ok {
+				ff.amr = rtp.ParseAMRFmtp(f.Fmtp)
+			}
+			ep.formats = append(ep.formats, ff)
 		}
 		changed = true
 		for _, o := range append([]*stream(nil), st.orphanEP[ap]...) {

@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sipnab/sipnab/core/mos"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/rtp"
 	"github.com/sipnab/sipnab/core/sdp"
+	"github.com/sipnab/sipnab/core/stun"
 )
 
 // Defaults (engine.md §8, §17).
@@ -77,9 +79,12 @@ type Config struct {
 	// (--one-way-delay); used when HasOneWayDelay.
 	OneWayDelayMs  float64
 	HasOneWayDelay bool
-	// CodecIe holds operator-declared equipment impairments by lowercase
-	// codec name ([media.codec_ie]).
-	CodecIe map[string]float64
+	// CodecIe holds operator-declared equipment impairments (Ie, Bpl) by
+	// lowercase codec name ([media.codec_ie]).
+	CodecIe map[string]mos.Declared
+	// WidebandListening is the G.113 Appendix IV listening context of
+	// AMR-WB's wideband score (--amr-wb-listening); "" is monotic.
+	WidebandListening mos.Listening
 	// Logger receives rare notices; nil discards them.
 	Logger *slog.Logger
 }
@@ -113,7 +118,8 @@ func (c Config) withDefaults() Config {
 type format struct {
 	pt     uint8
 	codec  rtp.Codec
-	rtpmap bool // named by an rtpmap line (else the static table)
+	rtpmap bool          // named by an rtpmap line (else the static table)
+	amr    rtp.AMRParams // RFC 4867 fmtp of an AMR or AMR-WB format (amr.go)
 }
 
 // endpoint is one SDP-announced media address:port.
@@ -200,6 +206,7 @@ type Stats struct {
 // Store holds the streams of one capture.
 type Store struct {
 	cfg        Config
+	nat        *stun.Tracker // STUN/TURN evidence for readers (nat.go)
 	intervalNs int64
 	ivCap      int
 
@@ -650,6 +657,11 @@ func (st *Store) update(s *stream, ns int64, h *rtp.Header, payload []byte, dscp
 	}
 	if codec.Name == "G723" {
 		s.g723Rate(h, payload)
+	}
+	if codec.Kind == rtp.KindAudio {
+		if fl, ok := rtp.AMRFlavorOf(codec.Name); ok {
+			s.amrFrames(fl, h, payload)
+		}
 	}
 	st.timing(s, ns, h, codec, basis, first, cn)
 	s.ivPackets++

@@ -345,6 +345,9 @@ func TestFax(t *testing.T) {
 	if got.MOSApplicable || got.MOSNote != "T.38 fax: the E-model scores voice only" {
 		t.Errorf("got mos_applicable %v note %q, want false with the reason", got.MOSApplicable, got.MOSNote)
 	}
+	if got.BurstGap != nil {
+		t.Errorf("got burst_gap %+v on a fax flow, want absent (no sequence numbers)", *got.BurstGap)
+	}
 }
 
 func TestIntervals(t *testing.T) {

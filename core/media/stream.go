@@ -164,11 +164,13 @@ type stream struct {
 	ordinal uint64 // creation order; eviction and tie-break order
 	frame   packet.FrameRef
 	origin  packet.Origin
+	// orphanIdx sits beside origin to fill its padding: with the allocation
+	// header, a stream over 760 bytes takes the next size class (896).
+	orphanIdx bool // listed in the store's orphan index
 
-	ep        *endpoint // SDP endpoint the stream was bound to; nil when orphaned
-	callID    string
-	shared    []string // other dialogs whose SDP named both ends (listed under them too)
-	orphanIdx bool     // listed in the store's orphan index
+	ep     *endpoint // SDP endpoint the stream was bound to; nil when orphaned
+	callID string
+	shared []string // other dialogs whose SDP named both ends (listed under them too)
 
 	firstNs, lastNs int64
 	packets, octets uint64
@@ -183,6 +185,10 @@ type stream struct {
 	dups, ooo       uint64
 	jumps           uint64
 	lost            *lossRing
+	// ext holds what only some streams need: the RFC 3611 loss pattern
+	// (from the first settled loss) and AMR payload counts (burst.go,
+	// amr.go); nil until then, so a plain stream stays in its size class.
+	ext *streamExt
 
 	// timing (tshark-compatible RFC 3550 §6.4.1 jitter in arrival order)
 	extTS      int64 // extended RTP timestamp of the previous packet
@@ -326,6 +332,7 @@ func (s *stream) seq(seq uint16, lostCap int) {
 				s.lost.add(maxSeq+uint16(i), lostCap)
 			}
 		}
+		s.settle(s.maxExt + int64(d))
 		s.maxExt += int64(d)
 		shiftWindow(&s.window, uint(d))
 		s.window[0] |= 1
@@ -339,6 +346,8 @@ func (s *stream) seq(seq uint16, lostCap int) {
 				return
 			}
 			s.window[w] |= 1 << bit
+		} else if s.ext != nil && s.ext.burst != nil {
+			s.ext.burst.late++ // its position settled as lost (burst.go)
 		}
 		s.ooo++
 		if s.lost != nil {

@@ -184,6 +184,9 @@ type StreamInfo struct {
 	// 1000); LostSequencesTruncated says older ones were dropped.
 	LostSequences          []uint16 `json:"lost_sequences,omitempty"`
 	LostSequencesTruncated bool     `json:"lost_sequences_truncated,omitempty"`
+	// BurstGap is the loss pattern in RFC 3611 §4.7.2 terms (bursts and
+	// gaps with Gmin 16; core/media/burst.go); absent for fax.
+	BurstGap *BurstGap `json:"burst_gap,omitempty"`
 
 	// Jitter per RFC 3550 §6.4.1 in ms at the codec clock; absent when the
 	// clock rate is unknown. JitterMs is the running value at the last
@@ -214,12 +217,18 @@ type StreamInfo struct {
 	// is not a known voice codec, an unknown clock): MOS is then absent and
 	// MOSNote says why. Never a media problem.
 	MOSApplicable bool `json:"mos_applicable"`
-	// MOSSource names where the codec's Ie and Bpl come from (the ITU-T
-	// G.113 Appendix I row, and for G.723.1 the bit rate the payload
-	// showed); absent for placeholder and operator-declared values.
-	MOSSource     string     `json:"mos_source,omitempty"`
-	Delay         *mos.Delay `json:"delay,omitempty"`
-	RoundTripNote string     `json:"round_trip_note,omitempty"`
+	// MOSSource names where the codec's Ie and Bpl come from: the ITU-T
+	// G.113 Appendix I row (for G.723.1 with the bit rate the payload
+	// showed), or the operator's [media.codec_ie] entry with its values;
+	// absent for the placeholder.
+	MOSSource string `json:"mos_source,omitempty"`
+	// AMR is what an AMR or AMR-WB stream's payloads showed (RFC 4867:
+	// packing, frames by mode); WidebandMOS is AMR-WB's ITU-T G.107.1
+	// score (MOS_CQEW), on its own scale (core/media/amr.go).
+	AMR           *AMRInfo     `json:"amr,omitempty"`
+	WidebandMOS   *WidebandMOS `json:"wideband_mos,omitempty"`
+	Delay         *mos.Delay   `json:"delay,omitempty"`
+	RoundTripNote string       `json:"round_trip_note,omitempty"`
 
 	QoS         *QoS      `json:"qos,omitempty"`
 	InputOrigin string    `json:"input_origin,omitempty"`
@@ -319,6 +328,11 @@ func (st *Store) view(s *stream) StreamInfo {
 		v.PtimeMs = f64(round3(float64(step) * 1000 / float64(codec.ClockRate)))
 		v.PtimeSteps = &PtimeSteps{Modal: uint64(n), Counted: s.steps.counted(main), Evicted: s.steps.evicted}
 	}
+	ptime := 0.0
+	if v.PtimeMs != nil {
+		ptime = *v.PtimeMs
+	}
+	v.BurstGap = s.burstGap(ptime)
 	if s.deltaN > 0 {
 		v.DeltaMinMs = f64(round3(s.deltaMin))
 		v.DeltaMaxMs = f64(round3(s.deltaMax))
@@ -376,8 +390,11 @@ func (st *Store) view(s *stream) StreamInfo {
 		v.MOSApplicable = true
 		v.MOSGrounded = sc.Grounded()
 		v.MOSGrounding = string(sc.Grounding)
-		if imp.Grounding == mos.Published {
+		switch imp.Grounding {
+		case mos.Published:
 			v.MOSSource = imp.Source + rateNote
+		case mos.OperatorDeclared:
+			v.MOSSource = imp.Source
 		}
 		switch sc.Grounding {
 		case mos.Unpublished:
@@ -395,6 +412,8 @@ func (st *Store) view(s *stream) StreamInfo {
 			v.MOSNote = "clock rate unknown: jitter and MOS not measured"
 		}
 	}
+
+	st.amrView(s, &v, codec, scorable, d.OneWayMs)
 
 	// Intervals: closed ones from the ring, then the open one.
 	add := func(iv interval) {
@@ -419,7 +438,7 @@ func (st *Store) view(s *stream) StreamInfo {
 // showed (more 5.3 kbit/s frames than 6.3 kbit/s ones: 5.3), with a note
 // on how the rate was known; 6.3 kbit/s is assumed when no packet showed
 // either.
-func (s *stream) impairment(codec string, declared map[string]float64) (mos.Impairment, string) {
+func (s *stream) impairment(codec string, declared map[string]mos.Declared) (mos.Impairment, string) {
 	imp := mos.ImpairmentFor(codec, declared)
 	if codec != "G723" || imp.Grounding != mos.Published {
 		return imp, ""

@@ -13,6 +13,7 @@ package mos
 
 import (
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -120,27 +121,49 @@ func G7231(low bool) Impairment {
 	return published["g723"]
 }
 
+// Declared is an operator's equipment impairment for one codec, from the
+// config section [media.codec_ie] (docs/media-quality.md): Ie in [0, 95)
+// and, optionally, Bpl (0 when not declared).
+type Declared struct {
+	Ie  float64
+	Bpl float64
+}
+
 // ImpairmentFor returns the impairment of a codec by its encoding name
 // (case-insensitive: "PCMU", "G729", "opus" ...). declared holds operator
-// values by lowercase name (0 ≤ Ie < 95); they win over published ones.
-// Names G.113 does not cover return the placeholder, ungrounded.
-func ImpairmentFor(codec string, declared map[string]float64) Impairment {
+// values by lowercase name (0 ≤ Ie < 95); they win over published ones. A
+// declaration without Bpl takes the codec's published Bpl, else the G.107
+// default PlaceholderBpl (BurstR = 1), and says so in Source. Names G.113
+// does not cover return the placeholder, ungrounded.
+func ImpairmentFor(codec string, declared map[string]Declared) Impairment {
 	name := strings.ToLower(codec)
-	if a, ok := aliases[name]; ok {
+	d, ok := declared[name]
+	if a, alias := aliases[name]; alias {
 		name = a
-	}
-	if ie, ok := declared[name]; ok && ie >= 0 && ie < 95 {
-		bpl := PlaceholderBpl
-		if p, ok := published[name]; ok && !p.BplPlaceholder {
-			bpl = p.Bpl
+		if !ok {
+			d, ok = declared[name]
 		}
-		return Impairment{Ie: ie, Bpl: bpl, Grounding: OperatorDeclared}
+	}
+	if ok && d.Ie >= 0 && d.Ie < 95 {
+		imp := Impairment{Ie: d.Ie, Bpl: d.Bpl, Grounding: OperatorDeclared}
+		bplFrom := "declared"
+		if d.Bpl <= 0 || math.IsNaN(d.Bpl) || math.IsInf(d.Bpl, 0) {
+			imp.Bpl, bplFrom = PlaceholderBpl, "not declared: G.107 default"
+			if p, ok := published[name]; ok && !p.BplPlaceholder {
+				imp.Bpl, bplFrom = p.Bpl, "not declared: "+p.Source
+			}
+		}
+		imp.Source = "operator [media.codec_ie] " + strings.ToLower(codec) + ": Ie " + num(imp.Ie) + ", Bpl " + num(imp.Bpl) + " (" + bplFrom + ")"
+		return imp
 	}
 	if p, ok := published[name]; ok {
 		return p
 	}
 	return Impairment{Ie: PlaceholderIe, Bpl: PlaceholderBpl, Grounding: Unpublished}
 }
+
+// num formats a factor without trailing zeros (5, 25.1).
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // UngroundedNote is the note carried by an ungrounded score.
 const UngroundedNote = "no published G.113 impairment for this codec: the score uses a placeholder Ie of 5 and is not a measurement"

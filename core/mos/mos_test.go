@@ -71,7 +71,7 @@ func TestEstimate(t *testing.T) {
 func TestImpairmentFor(t *testing.T) {
 	tests := []struct {
 		codec          string
-		declared       map[string]float64
+		declared       map[string]Declared
 		ie, bpl        float64
 		grounding      Grounding
 		bplPlaceholder bool
@@ -82,9 +82,9 @@ func TestImpairmentFor(t *testing.T) {
 		{"G722", nil, 5, 10, Unpublished, false},
 		{"EVS", nil, 5, 10, Unpublished, false},
 		{"", nil, 5, 10, Unpublished, false},
-		{"G722", map[string]float64{"g722": 13}, 13, 10, OperatorDeclared, false},
-		{"PCMU", map[string]float64{"pcmu": 2}, 2, 25.1, OperatorDeclared, false},
-		{"G722", map[string]float64{"g722": 95}, 5, 10, Unpublished, false},
+		{"G722", map[string]Declared{"g722": {Ie: 13}}, 13, 10, OperatorDeclared, false},
+		{"PCMU", map[string]Declared{"pcmu": {Ie: 2}}, 2, 25.1, OperatorDeclared, false},
+		{"G722", map[string]Declared{"g722": {Ie: 95}}, 5, 10, Unpublished, false},
 		// ITU-T G.113 Appendix I rows (mos.go's g113 table).
 		{"G726-40", nil, 2, 10, Published, true},
 		{"G726-32", nil, 7, 10, Published, true},
@@ -100,12 +100,29 @@ func TestImpairmentFor(t *testing.T) {
 		{"GSM-HR-08", nil, 23, 10, Published, true},
 		// A declared Ie on a codec without a published Bpl keeps the
 		// placeholder Bpl and is the operator's (grounded with loss).
-		{"G726-32", map[string]float64{"g726-32": 9}, 9, 10, OperatorDeclared, false},
+		{"G726-32", map[string]Declared{"g726-32": {Ie: 9}}, 9, 10, OperatorDeclared, false},
+		// A declared Bpl is used as given; an alias finds its codec's entry.
+		{"G722", map[string]Declared{"g722": {Ie: 13, Bpl: 4.3}}, 13, 4.3, OperatorDeclared, false},
+		{"G729A", map[string]Declared{"g729": {Ie: 11}}, 11, 19, OperatorDeclared, false},
+		{"AMR", map[string]Declared{"amr": {Ie: -1}}, 5, 10, Unpublished, false},
 	}
 	for _, tc := range tests {
 		got := ImpairmentFor(tc.codec, tc.declared)
 		if got.Ie != tc.ie || got.Bpl != tc.bpl || got.Grounding != tc.grounding || got.BplPlaceholder != tc.bplPlaceholder {
 			t.Errorf("ImpairmentFor(%q, %v): got %+v, want Ie %v Bpl %v %s placeholder Bpl %v", tc.codec, tc.declared, got, tc.ie, tc.bpl, tc.grounding, tc.bplPlaceholder)
+		}
+	}
+	for _, tc := range []struct {
+		codec    string
+		declared map[string]Declared
+		want     string
+	}{
+		{"G722", map[string]Declared{"g722": {Ie: 13, Bpl: 4.3}}, "operator [media.codec_ie] g722: Ie 13, Bpl 4.3 (declared)"},
+		{"AMR", map[string]Declared{"amr": {Ie: 6}}, "operator [media.codec_ie] amr: Ie 6, Bpl 10 (not declared: G.107 default)"},
+		{"PCMU", map[string]Declared{"pcmu": {Ie: 2}}, "operator [media.codec_ie] pcmu: Ie 2, Bpl 25.1 (not declared: ITU-T G.113 Appendix I: G.711 with PLC)"},
+	} {
+		if got := ImpairmentFor(tc.codec, tc.declared).Source; got != tc.want {
+			t.Errorf("ImpairmentFor(%q, %v).Source: got %q, want %q", tc.codec, tc.declared, got, tc.want)
 		}
 	}
 	if lo, hi := G7231(true), G7231(false); lo.Ie != 19 || !lo.BplPlaceholder || hi.Ie != 15 || hi.Bpl != 16.1 {

@@ -61,9 +61,12 @@ const (
 	OriginWire          // read off a capture file or a live interface
 	OriginHEP           // carried inside a HEP envelope
 	OriginUprobe        // read from a TLS library through a uprobe
+	// OriginRelayed: the data of a TURN ChannelData message or Send/Data
+	// indication, addressed as the relayed packet (core/stun, RFC 8656).
+	OriginRelayed
 )
 
-var originNames = [...]string{"", "wire", "hep", "uprobe"}
+var originNames = [...]string{"", "wire", "hep", "uprobe", "turn"}
 
 func (o Origin) String() string {
 	if int(o) < len(originNames) {

@@ -23,6 +23,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/stun"
 	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
@@ -39,6 +40,22 @@ type Document struct {
 	Dialogs []DialogRow `json:"dialogs"`
 	// Streams are the RTP streams, in first_seen order.
 	Streams []media.StreamInfo `json:"streams"`
+	// STUN is the STUN/TURN/ICE evidence (core/stun): transactions by
+	// method, unanswered requests, NAT mappings, TURN allocations with
+	// their channels and lapse, ICE pairs, nominations and role conflicts.
+	// Absent when the capture held no STUN or TURN.
+	STUN *stun.Report `json:"stun,omitempty"`
+}
+
+// stunReport is the capture's STUN evidence as of its end, nil when it
+// holds none.
+func stunReport(c *engine.Capture, end time.Time) *stun.Report {
+	t := c.STUN()
+	if t == nil || !t.Stats().Any() {
+		return nil
+	}
+	r := t.Report(end)
+	return &r
 }
 
 // DialogRow is one dialog of the batch document: the dialog store's row,
@@ -93,6 +110,7 @@ func Build(c *engine.Capture) Document {
 	if doc.Streams == nil {
 		doc.Streams = []media.StreamInfo{}
 	}
+	doc.STUN = stunReport(c, rs.end)
 	return doc
 }
 
@@ -131,6 +149,10 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 		}
 	}
 	jw.close()
+	if r := stunReport(c, rs.end); r != nil {
+		jw.raw(",\n  \"stun\": ")
+		jw.value(r, "  ")
+	}
 	jw.raw("\n}\n")
 	if err := jw.flush(); err != nil {
 		return fmt.Errorf("writing report: %w", err)

@@ -70,7 +70,7 @@ func Analyze(c *engine.Capture, opts analysis.Options) (analysis.Report, engine.
 // undecodable frames by reason, and what the dialog store shed (dialogs
 // evicted or refused at its cap, messages past the per-dialog cap).
 func CaptureFacts(st engine.Status) analysis.CaptureFacts {
-	return analysis.CaptureFacts{
+	cf := analysis.CaptureFacts{
 		FramesRead:         st.FramesRead,
 		SourceExhausted:    st.SourceExhausted,
 		SourceStoppedEarly: st.SourceStoppedEarly,
@@ -81,6 +81,10 @@ func CaptureFacts(st engine.Status) analysis.CaptureFacts {
 		MalformedExamples:  malformedExamples(st.SIPMalformedExamples),
 		PortGatedSIP:       portGated(st.NotAnalyzed),
 	}
+	if st.ICMP != nil {
+		cf.ICMPUnmatched, cf.ICMPUnmatchedExamples = st.ICMP.Unmatched, st.ICMP.UnmatchedExamples
+	}
+	return cf
 }
 
 // portGated is the port gate's count by port, as the capture analysis

@@ -53,6 +53,7 @@ func TestWriteJSONStreamsTheWholeDocument(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.pcap")
 	writeEmptyPcap(t, empty)
 	cases["empty"] = []string{empty}
+	cases["coturn relay (stun section)"] = []string{filepath.Join(testcap.Root(), "testdata", "stun", "turn-relayed-call.pcapng")}
 	for name, paths := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := engine.New(engine.Config{Node: "test-node"}, nil)
