@@ -151,6 +151,13 @@ var options = []option{
 	{flag: "leg-correlation-window", group: gAnalysis, arg: "SECONDS", key: "correlation.window", def: 2.0, usage: "seconds between two legs' starts for the timing heuristic"},
 	{flag: "x-call-id-header", group: gAnalysis, arg: "HEADER", key: "correlation.x_call_id_headers", def: []string{"X-Call-ID"}, usage: "header naming another leg's Call-ID (repeatable; default X-Call-ID)"},
 
+	// Capture plumbing (docs/capture-sources.md): the port gate. SIP whose
+	// two ports are outside these ranges is counted and named, not
+	// analysed; a live capture's automatic kernel filter is built from them.
+	{flag: "portrange", group: gSources, arg: "PORTS", key: "capture.portrange", def: "5060-5061", usage: "SIP ports: SIP with neither port in this list is counted as not analysed (ports and ranges, comma-separated; 1-65535 analyses every port)"},
+	{flag: "ws-portrange", group: gSources, arg: "PORTS", key: "capture.ws_portrange", def: "80,443,8080,8443", usage: "WebSocket ports: SIP over WebSocket on them is analysed too"},
+	{flag: "bpf-file", group: gSources, arg: "FILE", key: "capture.bpf_file", def: "", usage: "live capture (-i): your classic BPF program (tcpdump -ddd output) instead of the automatic kernel filter, which keeps only the SIP and WebSocket ports (no RTP)"},
+
 	// Batch: one call's report and ladder.
 	{flag: "call-report", group: gBatch, arg: "CALL-ID", key: "call_report", def: "", usage: "print one call's report and ladder (text) and exit", noConfig: true},
 	// Batch: when a live or HEP run stops (a signal stops it too). Each is
@@ -223,6 +230,8 @@ type Config struct {
 	Settings
 	set  map[string]bool // flags given on the command line
 	file *configFile     // nil without --config
+	// stdin is what -I - reads (host/capture.go); Run sets it.
+	stdin io.Reader
 }
 
 // FlagSet reports whether a flag was given on the command line.

@@ -76,6 +76,8 @@ func engineConfig(cfg *Config) engine.Config {
 	if d := cfg.Media.OneWayDelay; d >= 0 {
 		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
 	}
+	ec.Gate = portGateOf(cfg)
+	ec.Expand.Stdin = cfg.stdin                      // -I - reads it (core/capture/stdin.go)
 	ec.Media.CodecIe, _ = codecIe(cfg.Media.CodecIe) // checked at startup (checkAnalysis)
 	ec.Media.WidebandListening = mos.Listening(cfg.Media.AMRWBListening)
 	if n := cfg.Count; n > 0 {
@@ -114,8 +116,15 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 		return nil, err
 	}
 	var lives []*live.Capture
+	lo, err := liveFilterOf(cfg, log)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
 	for i, dev := range nonEmpty(cfg.Interface) {
-		lc, err := live.Start(ctx, live.Options{Device: dev, Name: dev, SourceID: uint16(100 + i)}, c)
+		o := lo
+		o.Device, o.Name, o.SourceID = dev, dev, uint16(100+i)
+		lc, err := live.Start(ctx, o, c)
 		if err != nil {
 			return fail(fmt.Errorf("starting live capture on %s: %w", dev, err))
 		}

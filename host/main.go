@@ -60,6 +60,7 @@ func Run(ctx context.Context, args []string, bundles []sdk.Bundle, sio IO) int {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		return exitUsage
 	}
+	cfg.stdin = sio.Stdin // -I - (host/capture.go)
 	if cfg.Version {
 		fmt.Fprintln(sio.Stdout, versionLine())
 		return exitOK
@@ -148,6 +149,9 @@ func checkStartup(cfg *Config) error {
 		return err
 	}
 	if err := checkEgress(cfg); err != nil {
+		return err
+	}
+	if err := checkCapture(cfg); err != nil {
 		return err
 	}
 	if n := cfg.Cores; n < 1 || n > 256 {

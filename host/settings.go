@@ -50,6 +50,12 @@ type Settings struct {
 		CodecIe        map[string]any `koanf:"codec_ie"`
 		AMRWBListening string         `koanf:"amr_wb_listening"`
 	} `koanf:"media"`
+	// Capture is the [capture] section (host/capture.go).
+	Capture struct {
+		PortRange   string `koanf:"portrange"`
+		WSPortRange string `koanf:"ws_portrange"`
+		BPFFile     string `koanf:"bpf_file"`
+	} `koanf:"capture"`
 	MCP    MCPSettings `koanf:"mcp"`
 	Limits struct {
 		MCPMaxRows int `koanf:"mcp_max_rows"`

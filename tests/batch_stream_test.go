@@ -503,12 +503,13 @@ func TestBatchLiveLoopbackE2E(t *testing.T) {
 	if _, err := exec.LookPath("sipp"); err != nil {
 		t.Skip("needs sipp (Debian package sip-tester); skipped")
 	}
-	r := bsStart(t, "-N", "-i", "lo", "--json-run")
 	dir := t.TempDir()
 	uasPort, uacPort := bsFreeUDPPort(t), bsFreeUDPPort(t)
 	for uacPort == uasPort {
 		uacPort = bsFreeUDPPort(t)
 	}
+	// SIPp runs on free ports, not 5060: the port gate is told them.
+	r := bsStart(t, "-N", "-i", "lo", "--json-run", "--portrange", fmt.Sprintf("%d,%d", uasPort, uacPort))
 	common := []string{"-i", "127.0.0.1", "-m", "1", "-nostdin", "-timeout", "30s", "-timeout_error", "-mp", strconv.Itoa(bsFreeUDPRange(t, 4))}
 	uas := exec.Command("sipp", append([]string{"-sn", "uas", "-p", strconv.Itoa(uasPort)}, common...)...)
 	uas.Dir = dir

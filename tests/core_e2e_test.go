@@ -469,7 +469,7 @@ func TestCoreToolsAgreeWithTsharkE2E(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tr := testcap.LoadTruth[e2eTruth](t, name)
-			s := startRaw(t, "-N", "--mcp", "-I", testcap.Public(name))
+			s := startRaw(t, "-N", "--mcp", "--portrange", "1-65535", "-I", testcap.Public(name)) // tshark reads SIP on every port
 			have := s.tools()
 			s.waitLoaded()
 

@@ -36,7 +36,7 @@ func TestRTPSweepIsTsharksStreamSetE2E(t *testing.T) {
 					}
 				} `json:"rtp"`
 			}](t, name)
-			s := startRaw(t, "-N", "--mcp", "-I", testcap.Public(name))
+			s := startRaw(t, "-N", "--mcp", "--portrange", "1-65535", "-I", testcap.Public(name)) // tshark reads SIP on every port
 			needTools(t, s.tools(), "rtp_stats")
 			s.waitLoaded()
 			rows := sweepE2E(t, s, map[string]any{"limit": 2})

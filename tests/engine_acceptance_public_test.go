@@ -154,7 +154,8 @@ func accRun(t *testing.T, args ...string) (string, string, int) {
 // decodes the document.
 func accJSON(t *testing.T, wantCode int, inputs ...string) accDoc {
 	t.Helper()
-	args := []string{"-N"}
+	// --portrange 1-65535: tshark, the truth, reads SIP on every port
+	args := []string{"-N", "--portrange", "1-65535"}
 	for _, in := range inputs {
 		args = append(args, "-I", in)
 	}

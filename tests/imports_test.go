@@ -58,10 +58,13 @@ func TestImportDirection(t *testing.T) {
 	const (
 		gopacket = "github.com/gopacket/gopacket"
 		xsys     = "golang.org/x/sys"
-		mcpWire  = "github.com/mark3labs/mcp-go/mcp"
-		mcpgo    = "github.com/mark3labs/mcp-go"
-		koanf    = "github.com/knadh/koanf"
-		hclog    = "github.com/hashicorp/go-hclog"
+		// the classic BPF assembler and machine of core/live's filters
+		// (engine.md §1 auto BPF: no libpcap, no cgo); standard library only
+		xbpf    = "golang.org/x/net/bpf"
+		mcpWire = "github.com/mark3labs/mcp-go/mcp"
+		mcpgo   = "github.com/mark3labs/mcp-go"
+		koanf   = "github.com/knadh/koanf"
+		hclog   = "github.com/hashicorp/go-hclog"
 	)
 	// textsafe is the one sanitizer of sender-written text, shared by
 	// core's renderers and sdk's fences: a leaf importing the standard
@@ -79,7 +82,7 @@ func TestImportDirection(t *testing.T) {
 		case under(rel, "core"):
 			group = "core"
 			allowed = func(d string) bool {
-				return isStd(d) || under(d, module+"/core") || d == textsafe || under(d, gopacket) || under(d, xsys)
+				return isStd(d) || under(d, module+"/core") || d == textsafe || under(d, gopacket) || under(d, xsys) || d == xbpf
 			}
 		case under(rel, "sdk"):
 			group = "sdk"

@@ -102,7 +102,9 @@ func TestOutputSchemasHoldOnTheLiveWire(t *testing.T) {
 	registered := map[string]bool{}
 	for _, name := range outputSchemaCaptures {
 		t.Run(name, func(t *testing.T) {
-			s := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "--mcp-max-response-bytes", "4194304", "-I", testcap.Public(name))
+			// --portrange 1-65535: every capture's SIP is analysed, whatever
+			// its ports (several run on 5080-5082 or 10270).
+			s := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "--mcp-max-response-bytes", "4194304", "--portrange", "1-65535", "-I", testcap.Public(name))
 			s.waitLoaded()
 			checks := outputSchemas(t, s)
 			for tool, c := range checks {

@@ -365,7 +365,8 @@ func TestVerdictB2BUARewriteE2E(t *testing.T) {
 // TestVerdictSIPOnTCP6060E2E: the generated command carries the decode-as
 // and, run as given, selects exactly the call's 6 SIP and 40 RTP frames.
 func TestVerdictSIPOnTCP6060E2E(t *testing.T) {
-	s := startRaw(t, "-N", "--mcp", "-I", verdictPath("sip-tcp-6060.pcap"))
+	// the operator names the call's port to the port gate, as to tshark
+	s := startRaw(t, "-N", "--mcp", "--portrange", "5060-5061,6060", "-I", verdictPath("sip-tcp-6060.pcap"))
 	s.waitLoaded()
 	var wf struct {
 		Tshark   string   `json:"tshark"`

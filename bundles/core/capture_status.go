@@ -99,6 +99,10 @@ type CaptureQuality struct {
 	// auth_failed...), plus kernel_dropped for datagrams the kernel dropped
 	// at a full receive buffer. Absent without a listener or a refusal.
 	HEPRefused map[string]uint64 `json:"hep_refused,omitempty" desc:"HEP refusals by reason, kernel_dropped included"`
+	// NotAnalyzedSIP counts SIP the port gate set aside (neither port in
+	// --portrange): counted, not analysed; the --json-run document and
+	// --report name the ports. Absent without a gate.
+	NotAnalyzedSIP *uint64 `json:"not_analyzed_sip,omitempty" desc:"SIP with neither port in --portrange: not analysed"`
 	// Degraded: over 1% of frames undecodable, any invalid timestamp, a kernel drop, a source stopped early, or HEP data lost.
 	Degraded bool `json:"degraded" desc:"over 1% undecodable, invalid timestamps, kernel drops, a source stopped early, or HEP data lost"`
 }
@@ -202,6 +206,10 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 		OtherTrafficFrames: st.OtherTrafficFrames,
 		Degraded: st.InvalidTimestamps > 0 || st.SourceStoppedEarly ||
 			(st.FramesRead > 0 && st.UndecodableFrames*100 > st.FramesRead),
+	}
+	if na := st.NotAnalyzed; na != nil {
+		n := na.SIPMessages
+		out.CaptureQuality.NotAnalyzedSIP = &n
 	}
 	for _, l := range st.HEP.Listeners {
 		add := func(k string, n uint64) {

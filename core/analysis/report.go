@@ -273,14 +273,27 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		f.Occurrences += int64(n)
 		f.Evidence = append(f.Evidence, Evidence{Note: reason, Counts: map[string]int64{"frames": int64(n)}})
 	}
+	// busiest port first, then by name: the same capture gives the same
+	// evidence rows
+	gated := make([]string, 0, len(cf.PortGatedSIP))
 	for port, n := range cf.PortGatedSIP {
-		if n == 0 {
-			continue
+		if n > 0 {
+			gated = append(gated, port)
 		}
+	}
+	sort.Slice(gated, func(i, j int) bool {
+		a, b := cf.PortGatedSIP[gated[i]], cf.PortGatedSIP[gated[j]]
+		if a != b {
+			return a > b
+		}
+		return gated[i] < gated[j]
+	})
+	for _, port := range gated {
+		n := cf.PortGatedSIP[port]
 		shed = true
 		f := get("port_gated_sip", SeverityMedium, "messages", "SIP seen on ports not analysed")
-		f.Occurrences += int64(n)
-		f.Evidence = append(f.Evidence, Evidence{Note: "port " + port, Counts: map[string]int64{"messages": int64(n)}})
+		f.add(Evidence{Note: "port " + port, Counts: map[string]int64{"messages": int64(n)}})
+		f.Occurrences += int64(n) - 1 // add counted one occurrence
 	}
 	if cf.SIPMalformed > 0 {
 		// A report holding SIP the parser flagged is never clean: each row

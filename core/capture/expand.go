@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -54,6 +55,9 @@ type ExpandOptions struct {
 	// Glob keeps only files found in directories whose base name matches
 	// this pattern (path.Match syntax, e.g. "*.pcap*"). Empty keeps all.
 	Glob string
+	// Stdin is what the input StdinPath ("-") reads (stdin.go); nil
+	// refuses "-".
+	Stdin io.Reader
 }
 
 // Input is one capture file to read.
@@ -78,6 +82,8 @@ type Input struct {
 	// Discovered is true for a file found by searching a directory or
 	// expanding a glob, false for a file named by the user.
 	Discovered bool `json:"discovered,omitempty"`
+	// Stream is what a StdinPath input reads (nil for a file).
+	Stream io.Reader `json:"-"`
 }
 
 // Warning is a discovered file that was skipped.
@@ -122,6 +128,17 @@ func Expand(inputs []string, opts ExpandOptions) ([]Input, []Warning, error) {
 		in.Discovered = discovered
 		out = append(out, in)
 		return nil
+	}
+	if slices.Contains(inputs, StdinPath) {
+		// A stream is read once: it cannot be probed for its first
+		// timestamp and ordered among files, nor read twice.
+		if len(inputs) > 1 {
+			return nil, nil, fmt.Errorf("expanding inputs: -I %s (standard input) is read alone: it cannot be ordered by first packet among other inputs without reading it twice", StdinPath)
+		}
+		if opts.Stdin == nil {
+			return nil, nil, fmt.Errorf("expanding inputs: -I %s: no standard input to read", StdinPath)
+		}
+		return []Input{{Path: StdinPath, Name: StdinName, Stream: opts.Stdin}}, nil, nil
 	}
 	for _, arg := range inputs {
 		st, err := os.Stat(arg)

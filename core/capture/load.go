@@ -77,6 +77,8 @@ type FileResult struct {
 	Err error `json:"-"`
 	// Error is Err's text, for JSON.
 	Error string `json:"error,omitempty"`
+
+	stream io.Reader // a StdinPath input's stream
 }
 
 // Snapshot is the loader's state at one instant.
@@ -174,7 +176,7 @@ func StartWith(ctx context.Context, inputs []Input, sink packet.FrameSink, opts 
 		if name == "" {
 			name = filepath.Base(in.Path)
 		}
-		l.files[i] = FileResult{Path: in.Path, Name: name, SourceID: opts.FirstSourceID + uint16(i), State: FilePending}
+		l.files[i] = FileResult{Path: in.Path, Name: name, SourceID: opts.FirstSourceID + uint16(i), State: FilePending, stream: in.Stream}
 		l.total += in.Size
 	}
 	go l.run(ctx, sink, opts)
@@ -216,7 +218,21 @@ func (l *Load) stopRemaining(i int) {
 // stopped on request.
 func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, opts LoadOptions) (stop bool) {
 	fr := l.files[i]
-	r, err := OpenWith(fr.Path, Options{Name: fr.Name, SourceID: fr.SourceID, MaxInflate: opts.MaxInflate, Now: opts.Now, Mmap: opts.Mmap})
+	var r *Reader
+	var err error
+	var stream *streamReader
+	if fr.stream != nil {
+		// stdin (stdin.go): read as a stream, never mapped
+		stream = &streamReader{r: fr.stream, cancel: cancel}
+		r, err = NewReader(stream, Options{Name: fr.Name, SourceID: fr.SourceID, MaxInflate: opts.MaxInflate, Now: opts.Now})
+		if err != nil && stopRequested(cancel) {
+			// stopped while waiting for the stream's header
+			l.finish(i, nil, FileStopped, nil, opts.Logger)
+			return true
+		}
+	} else {
+		r, err = OpenWith(fr.Path, Options{Name: fr.Name, SourceID: fr.SourceID, MaxInflate: opts.MaxInflate, Now: opts.Now, Mmap: opts.Mmap})
+	}
 	if err != nil {
 		l.finish(i, nil, FileStoppedEarly, err, opts.Logger)
 		return false
@@ -273,6 +289,11 @@ func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, op
 		}
 	}
 	defer endRun()
+	if stream != nil {
+		// A read of the stream may wait for its writer: the run ends
+		// first, so nothing waits on the load meanwhile.
+		stream.before = endRun
+	}
 	total := l.frames.Load()
 	var n uint64
 	for {
@@ -294,6 +315,10 @@ func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, op
 			if err == io.EOF {
 				l.finish(i, r, FileDone, nil, opts.Logger)
 				return false
+			}
+			if errors.Is(err, errReadStopped) {
+				l.finish(i, r, FileStopped, nil, opts.Logger)
+				return true
 			}
 			l.finish(i, r, FileStoppedEarly, err, opts.Logger)
 			return false
@@ -327,6 +352,16 @@ func (l *Load) readFile(i int, cancel <-chan struct{}, sink packet.FrameSink, op
 			l.finish(i, r, FileStopped, nil, opts.Logger)
 			return true
 		}
+	}
+}
+
+// stopRequested reports whether the load was asked to stop.
+func stopRequested(cancel <-chan struct{}) bool {
+	select {
+	case <-cancel:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -93,7 +93,7 @@ func OpenWith(path string, o Options) (*Reader, error) {
 	if err != nil {
 		var nr *regfile.NotRegularError
 		if errors.As(err, &nr) {
-			return nil, fmt.Errorf("opening capture %s: %w: sipnab reads capture files, not streams; save the stream to a file first", filepath.Base(path), nr)
+			return nil, fmt.Errorf("opening capture %s: %w: sipnab reads capture files, not streams; save the stream to a file first, or give it on standard input (-I -)", filepath.Base(path), nr)
 		}
 		return nil, fmt.Errorf("opening capture %s: %w", filepath.Base(path), err)
 	}

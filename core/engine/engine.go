@@ -83,6 +83,9 @@ type Config struct {
 	// such a load the capture's stream store stays empty. Ignored with a
 	// custom media sink.
 	Cores int
+	// Gate is the port gate (gate.go): nil analyses SIP on every port.
+	// sipnab's command line sets it from --portrange and --ws-portrange.
+	Gate *PortGate
 }
 
 // Capture is one capture: its stores, its sources and its counters.
@@ -129,6 +132,8 @@ type Capture struct {
 	self    []selfAddr // where this capture's HEP listeners receive (self.go)
 	tap     Tap        // -O / -H re-emission (tap.go); nil when off
 	sendTo  sendAddr   // the -H receiver: live packets to it are skipped (tap.go)
+
+	gated gateTally // the port gate's count (under wmu; gate.go)
 
 	ctr counters
 	ami ami.Tracker // cleartext AMI sightings (core/ami; read by AMISightings)
@@ -552,6 +557,7 @@ const (
 	actMedia                     // offer to the stream store (RTP, RTCP, UDPTL)
 	actSTUN                      // STUN: record, unwrap a Send/Data indication (stun.go)
 	actChannelData               // TURN ChannelData: unwrap by its channel binding (stun.go)
+	actGated                     // SIP outside the port gate: counted, not analysed
 )
 
 // classify is the router's one decision, the same for every source and
@@ -567,6 +573,9 @@ func (c *Capture) classify(p *packet.Packet) action {
 		}
 		return actHEP
 	case sip.Looks(b):
+		if g := c.cfg.Gate; g != nil && !g.admits(p) {
+			return actGated
+		}
 		return actSIP
 	case p.Transport != packet.TransportUDP:
 		return actOther
@@ -600,6 +609,8 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 			c.tapMedia(p)
 		}
 		c.routeMedia(p)
+	case actGated:
+		c.gated.note(p)
 	case actSTUN:
 		c.routeSTUN(p)
 	case actChannelData:

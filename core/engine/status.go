@@ -48,7 +48,10 @@ type Status struct {
 	// not SourceStoppedEarly) and the stores shed nothing: no dialog
 	// evicted or refused at the dialog cap, no message past the per-dialog
 	// retention cap, no stream, SDP endpoint or RTP candidate evicted at
-	// its cap. IncompleteReasons names why it is false.
+	// its cap, and no SIP set aside by the port gate (the answers lack
+	// those calls; docs/capture-sources.md). IncompleteReasons names why
+	// it is false. An incomplete run that read its sources whole still
+	// exits 0 (engine.md §19): nothing failed.
 	Complete bool `json:"complete"`
 	// IncompleteReasons names why Complete is false, one code each:
 	// source_stopped_early, stopped_on_request, source_not_exhausted (a
@@ -58,8 +61,10 @@ type Status struct {
 	// media_endpoints_evicted, rtp_candidates_evicted, hep_data_lost (a
 	// HEP listener refused or the kernel dropped what a sender meant to
 	// deliver: hep.listeners), stun_evidence_evicted (a STUN/TURN/ICE
-	// table shed entries at its cap, docs/stun.md). The counts are in
-	// dialog_store, stream_store, hep and stun. Absent when complete.
+	// table shed entries at its cap, docs/stun.md), sip_not_analyzed (SIP
+	// outside the port gate's ports: not_analyzed). The counts are in
+	// dialog_store, stream_store, hep, stun and not_analyzed. Absent when
+	// complete.
 	IncompleteReasons []string `json:"incomplete_reasons,omitempty"`
 	// Files is the file load's account of each input.
 	Files []capture.FileResult `json:"inputs"`
@@ -123,6 +128,9 @@ type Status struct {
 	OtherPackets uint64 `json:"other_packets"`
 	// HEP counts HEP envelopes found in the capture or received.
 	HEP HEPCounts `json:"hep"`
+	// NotAnalyzed is the port gate's account of the SIP it did not analyse
+	// (gate.go); absent without a gate (Config.Gate).
+	NotAnalyzed *NotAnalyzed `json:"not_analyzed,omitempty"`
 	// STUN counts STUN messages and TURN ChannelData messages and what
 	// their tracker kept and shed (core/stun); absent when the capture
 	// held none.
@@ -417,6 +425,9 @@ func incompleteReasons(st *Status) []string {
 		add(m.CandidatesEvicted, "rtp_candidates_evicted")
 	}
 	add(st.HEP.Lost(), "hep_data_lost")
+	if na := st.NotAnalyzed; na != nil {
+		add(na.SIPMessages, "sip_not_analyzed")
+	}
 	if s := st.STUN; s != nil {
 		add(s.TransactionsEvicted+s.AllocationsEvicted+s.MappingsEvicted+s.ICEPairsEvicted, "stun_evidence_evicted")
 	}
@@ -445,6 +456,7 @@ func (c *Capture) decodeStats(st *Status) {
 	for _, d := range c.decoders {
 		all = append(all, d.Stats())
 	}
+	st.NotAnalyzed = c.notAnalyzed()
 	c.wmu.Unlock()
 	for _, s := range all {
 		st.SnappedFrames += s.SnappedFrames

@@ -28,9 +28,11 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/portrange"
 )
 
 // Snap length profiles.
@@ -78,8 +80,18 @@ type Options struct {
 	// BufferSize is the kernel receive buffer; 0 means DefaultBuffer. A
 	// refused size is halved down to 2 MiB.
 	BufferSize int
-	// Filter is a classic BPF program run in the kernel (nil: everything).
+	// Filter is a classic BPF program run in the kernel (nil: everything,
+	// or the automatic filter when Ports is set).
 	Filter []unix.SockFilter
+	// Ports, without Filter and UserFilter, build the automatic kernel
+	// filter (AutoFilter: the SIP and WebSocket ports, RTP dropped).
+	Ports []*portrange.Set
+	// UserFilter is the user's classic BPF program (--bpf-file), run as
+	// given, never rewritten, on every frame as it is delivered (SLL2 or
+	// Ethernet, VLAN tags put back) before the frame leaves Next; frames
+	// it rejects are counted (Stats.UserFilterRejected). It replaces the
+	// automatic filter: nothing is filtered in the kernel.
+	UserFilter []bpf.Instruction
 	// Name is the source name frames carry; empty means the device name.
 	Name string
 	// SourceID is the SourceID frames carry.
@@ -106,6 +118,12 @@ type Stats struct {
 	VLANTagsRestored uint64 `json:"vlan_tags_restored,omitempty"`
 	// BufferSize is the kernel receive buffer obtained.
 	BufferSize int `json:"buffer_size"`
+	// Filter says which filter runs: "auto" (the kernel keeps the SIP and
+	// WebSocket ports only), "kernel" (a program given in Options.Filter),
+	// "user" (--bpf-file, in user space) or "none".
+	Filter string `json:"filter"`
+	// UserFilterRejected counts frames the user's filter rejected.
+	UserFilterRejected uint64 `json:"user_filter_rejected,omitempty"`
 }
 
 // Handle is an open live capture.
@@ -133,6 +151,9 @@ type Handle struct {
 	kdrops    uint64
 	kstatsErr bool
 	closed    atomic.Bool
+	filter    string
+	userVM    *bpf.VM
+	userRej   atomic.Uint64
 }
 
 // Open opens a live capture. Not being allowed to is reported as
@@ -198,7 +219,24 @@ func Open(o Options) (*Handle, error) {
 			unix.Close(fd)
 		}
 	}()
-	if o.Filter != nil {
+	h.filter = "none"
+	switch {
+	case o.UserFilter != nil:
+		vm, err := bpf.NewVM(o.UserFilter)
+		if err != nil {
+			return fail("loading the user's filter", err)
+		}
+		h.userVM, h.filter = vm, "user"
+	case o.Filter != nil:
+		h.filter = "kernel"
+	case len(o.Ports) > 0:
+		prog, err := AutoFilter(h.cooked, o.Ports...)
+		if err != nil {
+			return fail("", err)
+		}
+		o.Filter, h.filter = prog, "auto"
+	}
+	if o.Filter != nil && h.userVM == nil {
 		prog := unix.SockFprog{Len: uint16(len(o.Filter)), Filter: &o.Filter[0]}
 		if len(o.Filter) == 0 {
 			return fail("attaching filter", errors.New("empty filter program"))
@@ -288,6 +326,12 @@ func (h *Handle) Next() (*packet.Frame, error) {
 		}
 		if skip {
 			continue
+		}
+		if h.userVM != nil {
+			if n, err := h.userVM.Run(f.Data); err != nil || n == 0 {
+				h.userRej.Add(1)
+				continue
+			}
 		}
 		h.received.Add(1)
 		h.bytes.Add(uint64(len(f.Data)))
@@ -430,7 +474,8 @@ func parseCmsgs(b []byte, fn func(level, typ int32, data []byte)) error {
 
 // Stats returns the counters, reading the kernel's.
 func (h *Handle) Stats() Stats {
-	s := Stats{Received: h.received.Load(), Bytes: h.bytes.Load(), SkippedOutgoingLoopback: h.skipped.Load(), VLANTagsRestored: h.vlans.Load(), BufferSize: h.bufSize}
+	s := Stats{Received: h.received.Load(), Bytes: h.bytes.Load(), SkippedOutgoingLoopback: h.skipped.Load(), VLANTagsRestored: h.vlans.Load(), BufferSize: h.bufSize,
+		Filter: h.filter, UserFilterRejected: h.userRej.Load()}
 	h.kmu.Lock()
 	defer h.kmu.Unlock()
 	if !h.closed.Load() {

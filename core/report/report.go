@@ -405,6 +405,10 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 		tw.Flush()
 	}
 
+	if na := r.NotAnalyzed; na != nil && na.SIPMessages > 0 {
+		writeNotAnalyzed(w, na)
+	}
+
 	if !r.Complete {
 		fmt.Fprintf(w, "\nINCOMPLETE RUN\n")
 		var ms media.Stats
@@ -438,6 +442,8 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 				fmt.Fprintf(w, "  %s forgotten at the cap: later RTP to them reads as orphaned.\n", plural(ms.EndpointsEvicted, "SDP media endpoint"))
 			case "rtp_candidates_evicted":
 				fmt.Fprintf(w, "  %s dropped before they proved to be RTP.\n", plural(ms.CandidatesEvicted, "unsignaled flow"))
+			case "sip_not_analyzed":
+				fmt.Fprintf(w, "  %s outside the SIP ports not analysed (NOT ANALYZED above): their calls are not above.\n", plural(r.NotAnalyzed.SIPMessages, "SIP message"))
 			default:
 				fmt.Fprintf(w, "  %s.\n", why)
 			}
@@ -501,5 +507,33 @@ func writeHEPListeners(w io.Writer, ls []engine.HEPListener) {
 		}
 		fmt.Fprintf(w, "HEP listener %s: %d received, %d admitted; %s; %d lost.\n",
 			textsafe.Line(l.Name, 120), l.Received, l.Admitted, strings.Join(parts, "; "), l.Lost)
+	}
+}
+
+// maxNotAnalyzedPorts is how many of the busiest ports the NOT ANALYZED
+// block names; the JSON document's run.not_analyzed has them all.
+const maxNotAnalyzedPorts = 10
+
+// writeNotAnalyzed writes the port gate's account (engine.md §1): how many
+// SIP messages were set aside, the busiest ports, and the flag that would
+// analyse them.
+func writeNotAnalyzed(w io.Writer, na *engine.NotAnalyzed) {
+	fmt.Fprintf(w, "\nNOT ANALYZED\n")
+	fmt.Fprintf(w, "  %s on neither a SIP port (--portrange %s) nor, over WebSocket, a WebSocket port (--ws-portrange %s): counted, not analysed.\n",
+		plural(na.SIPMessages, "SIP message"), na.SIPPortRange, na.WSPortRange)
+	var ports []string
+	for i, pc := range na.Ports {
+		if i == maxNotAnalyzedPorts {
+			ports = append(ports, fmt.Sprintf("%d more ports", len(na.Ports)-i))
+			break
+		}
+		ports = append(ports, fmt.Sprintf("%d (%d)", pc.Port, pc.SIPMessages))
+	}
+	if na.PortsDropped > 0 {
+		ports = append(ports, fmt.Sprintf("%d on ports past the table", na.PortsDropped))
+	}
+	fmt.Fprintf(w, "  Busiest ports (the lower of the two): %s.\n", strings.Join(ports, ", "))
+	if len(na.Ports) > 0 {
+		fmt.Fprintf(w, "  To analyse them: --portrange %s,%d\n", na.SIPPortRange, na.Ports[0].Port)
 	}
 }

@@ -79,11 +79,28 @@ func CaptureFacts(st engine.Status) analysis.CaptureFacts {
 		MessagesDropped:    st.Dialogs.MessagesNotRetained,
 		SIPMalformed:       st.SIPMalformed,
 		MalformedExamples:  malformedExamples(st.SIPMalformedExamples),
+		PortGatedSIP:       portGated(st.NotAnalyzed),
 	}
 	if st.ICMP != nil {
 		cf.ICMPUnmatched, cf.ICMPUnmatchedExamples = st.ICMP.Unmatched, st.ICMP.UnmatchedExamples
 	}
 	return cf
+}
+
+// portGated is the port gate's count by port, as the capture analysis
+// takes it (nil without a gate or with nothing set aside).
+func portGated(na *engine.NotAnalyzed) map[string]uint64 {
+	if na == nil || na.SIPMessages == 0 {
+		return nil
+	}
+	out := make(map[string]uint64, len(na.Ports)+1)
+	for _, pc := range na.Ports {
+		out[strconv.Itoa(int(pc.Port))] = pc.SIPMessages
+	}
+	if na.PortsDropped > 0 {
+		out["other ports"] = na.PortsDropped
+	}
+	return out
 }
 
 func malformedExamples(in []engine.MalformedSIP) []analysis.MalformedExample {
