@@ -169,6 +169,7 @@ type stream struct {
 	callID    string
 	shared    []string // other dialogs whose SDP named both ends (listed under them too)
 	orphanIdx bool     // listed in the store's orphan index
+	mark      uint64   // change-log epoch it was last listed in (changes.go)
 
 	firstNs, lastNs int64
 	packets, octets uint64

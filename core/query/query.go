@@ -36,6 +36,10 @@ type Querier struct {
 	media   analysis.MediaSource
 	th      filter.Thresholds
 	cache   *snapCache
+	// recompute: answer by reading every row again, never from the
+	// maintained state (maintained.go); the maintained state's own
+	// Querier, and tests comparing the two.
+	recompute bool
 }
 
 // snapCache keeps the sorted rows of one store between calls. It holds no
@@ -214,6 +218,11 @@ func (q *Querier) List(ctx context.Context, o ListOptions) (Page, error) {
 }
 
 func (q *Querier) list(ctx context.Context, o ListOptions) (Page, error) {
+	if o.Order != dialog.ByUpdated {
+		if m := q.maintained(); m != nil {
+			return m.listPage(ctx, o)
+		}
+	}
 	if o.Filter == nil && o.Order != dialog.ByUpdated && o.Limit > 0 && o.Limit <= maxSlice && q.current(dialog.ByCreated) == nil {
 		// The store changed since the rows were last sorted: a page of
 		// every row needs only the page, read from the store's own
