@@ -231,6 +231,12 @@ func (m *mstate) put(row *dialog.Summary, e dialog.Extra) {
 	nr := mrec{row: *row, extra: e, live: true}
 	nr.mf = m.factsOf(&nr)
 	slot, had := m.byID[row.CallID]
+	if had && !m.recs[slot].row.CreatedAt.Equal(row.CreatedAt) {
+		// the Call-ID left the store and opened anew: another place in
+		// the order
+		m.remove(slot)
+		had = false
+	}
 	if had {
 		old := m.recs[slot]
 		m.recs[slot] = nr
