@@ -520,16 +520,17 @@ func (g *groupMemo) move(slot int32, rec *Record, d Dimension, delta int) {
 	}
 }
 
-// listPage answers List from the maintained state.
-func (m *mstate) listPage(ctx context.Context, o ListOptions) (Page, error) {
+// listPage answers List from the maintained state, with the capture's end
+// (analysis.CaptureEnd: the latest message or packet) at that state.
+func (m *mstate) listPage(ctx context.Context, o ListOptions) (Page, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.sync(ctx); err != nil {
-		return Page{}, err
+		return Page{}, time.Time{}, err
 	}
 	mm, err := m.memoFor(ctx, o.Filter)
 	if err != nil {
-		return Page{}, err
+		return Page{}, time.Time{}, err
 	}
 	start := 0
 	if c := o.After; c != nil {
@@ -549,7 +550,13 @@ func (m *mstate) listPage(ctx context.Context, o ListOptions) (Page, error) {
 		}
 		p.Rows = append(p.Rows, m.recs[slot].row)
 	}
-	return p, nil
+	end := m.captureEnd()
+	if m.ms != nil {
+		if at := m.ms.LastPacketAt(); at.After(end) {
+			end = at
+		}
+	}
+	return p, end, nil
 }
 
 // aggregate answers Aggregate's tally from the maintained state (a copy
