@@ -76,6 +76,13 @@ const (
 	maxSubMemos = 8
 )
 
+// maxKeptBuckets bounds the buckets (or groups) of a tally (grouping) that
+// is kept: one with more distinct values (by from.user over a million
+// callers) is counted from the memo's matching set for the call and
+// dropped, so the kept state stays bounded whatever the values. A variable
+// so that a test can lower it.
+var maxKeptBuckets = 1 << 16
+
 // memo is one filter's matching set, kept up to date.
 type memo struct {
 	f       *filter.Filter // nil: every dialog
@@ -466,6 +473,9 @@ func (m *mstate) aggFor(mm *memo, d Dimension) *aggMemo {
 	a := &aggMemo{t: newTallies(), used: m.tick}
 	var r Record
 	mm.each(func(slot int32) { tallyRec(&a.t, m.view(&r, &m.recs[slot]), d, 1) })
+	if len(a.t.Text)+len(a.t.Codes)+len(a.t.Addrs) > maxKeptBuckets {
+		return a
+	}
 	if len(mm.aggs) >= maxSubMemos {
 		var lru Dimension
 		for k, x := range mm.aggs {
@@ -489,6 +499,9 @@ func (m *mstate) groupFor(mm *memo, d Dimension) *groupMemo {
 	g := &groupMemo{accs: map[bucketKey]*groupAcc{}, used: m.tick}
 	var r Record
 	mm.each(func(slot int32) { g.move(slot, m.view(&r, &m.recs[slot]), d, 1) })
+	if len(g.accs) > maxKeptBuckets {
+		return g
+	}
 	if len(mm.groups) >= maxSubMemos {
 		var lru Dimension
 		for k, x := range mm.groups {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/sipnab/sipnab/bench/gen"
@@ -192,4 +193,46 @@ func emptyNil(p Page) Page {
 		p.ByMethod = nil
 	}
 	return p
+}
+
+// TestMaintainedStateStaysBounded: past maxMemos filters the least recently
+// used memo goes, and a tally or grouping with more buckets than
+// maxKeptBuckets is answered and not kept; the answers stay equal to the
+// recomputed ones.
+func TestMaintainedStateStaysBounded(t *testing.T) {
+	p, _ := testgen.Capture(t, gen.Small(5))
+	c := engine.New(engine.Config{}, nil)
+	defer c.Close()
+	if err := c.LoadFiles(context.Background(), []string{p}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	saved := maxKeptBuckets
+	maxKeptBuckets = 3
+	defer func() { maxKeptBuckets = saved }()
+	maint, recomp := queriers(c)
+	var filters []string
+	for i := 0; i < maxMemos+4; i++ {
+		filters = append(filters, "msg_count > "+strconv.Itoa(i))
+	}
+	compareAnswers(t, maint, recomp, filters, true)
+	m := maint.maintained()
+	if len(m.memos) != maxMemos {
+		t.Errorf("memos kept: got %d, want %d", len(m.memos), maxMemos)
+	}
+	for k, mm := range m.memos {
+		for d, a := range mm.aggs {
+			if n := len(a.t.Text) + len(a.t.Codes) + len(a.t.Addrs); n > maxKeptBuckets {
+				t.Errorf("%s: tally by %s kept with %d buckets", k, d, n)
+			}
+		}
+		if _, ok := mm.aggs[DimFromUser]; ok && mm.total > maxKeptBuckets {
+			t.Errorf("%s: the tally by from.user (one bucket per caller, %d dialogs) was kept", k, mm.total)
+		}
+		for d, g := range mm.groups {
+			if len(g.accs) > maxKeptBuckets {
+				t.Errorf("%s: grouping by %s kept with %d groups", k, d, len(g.accs))
+			}
+		}
+	}
 }
