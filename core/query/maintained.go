@@ -626,3 +626,17 @@ func (m *mstate) group(ctx context.Context, o GroupOptions) (map[bucketKey]*grou
 	}
 	return out, mm.total, nil
 }
+
+// factsFor returns the kept Extra and media facts of a row's dialog, as of
+// the last sync; false when the state does not hold that dialog (not
+// built yet, or the Call-ID left or opened anew since).
+func (m *mstate) factsFor(row *dialog.Summary) (dialog.Extra, mediaFacts, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	slot, ok := m.byID[row.CallID]
+	if !ok || !m.built || !m.recs[slot].row.CreatedAt.Equal(row.CreatedAt) {
+		return dialog.Extra{}, mediaFacts{}, false
+	}
+	rec := &m.recs[slot]
+	return rec.extra, rec.mf, true
+}

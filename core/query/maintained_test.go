@@ -58,6 +58,10 @@ func compareAnswers(t *testing.T, maint, recomp *Querier, filters []string, dims
 	// page reads every dialog)
 	n := maint.dialogs.Len()
 	limit := max(7, n/5)
+	clauses, err := filter.AliasClauses(nil, maint.Thresholds())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, expr := range filters {
 		f, err := maint.Compile(expr)
 		if err != nil {
@@ -73,6 +77,11 @@ func compareAnswers(t *testing.T, maint, recomp *Querier, filters []string, dims
 			}
 			if !reflect.DeepEqual(emptyNil(a), emptyNil(b)) {
 				t.Fatalf("list %q page %d: maintained\n%+v\nrecomputed\n%+v", expr, page, a, b)
+			}
+			for i := range a.Rows { // find_problems' matched clauses
+				if x, y := maint.Explain(&a.Rows[i], clauses), recomp.Explain(&a.Rows[i], clauses); !reflect.DeepEqual(x, y) {
+					t.Fatalf("explain %s: maintained %+v, recomputed %+v", a.Rows[i].CallID, x, y)
+				}
 			}
 			if !a.More {
 				break
