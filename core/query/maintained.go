@@ -53,7 +53,7 @@ type mstate struct {
 	// gone marks the limbo slots, one bit each: settle tests this compact
 	// set rather than each record (a cache miss per dialog at a million).
 	gone []uint64
-	live  int
+	live int
 	// end is the latest updated_at of the live rows (group_dialogs'
 	// capture end); stale after the row holding it left.
 	end      time.Time
