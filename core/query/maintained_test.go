@@ -245,3 +245,50 @@ func TestMaintainedStateStaysBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestMaintainedAnswersWhileTheLoaderWrites queries from two goroutines
+// while the engine's loader writes a generated capture in the background
+// (run with -race: the change logs are drained while the writer fills
+// them), then compares every answer once the load ended.
+func TestMaintainedAnswersWhileTheLoaderWrites(t *testing.T) {
+	p, _ := testgen.Capture(t, gen.Small(7))
+	c := engine.New(engine.Config{}, nil)
+	defer c.Close()
+	maint, recomp := queriers(c)
+	if err := c.LoadFiles(context.Background(), []string{p}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := maint.CompileKinds(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	errs := make(chan error, 2)
+	for g := 0; g < 2; g++ {
+		go func() {
+			for n := 0; ; n++ {
+				select {
+				case <-c.Done():
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := maint.List(ctx, ListOptions{Filter: f, Limit: 5}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := maint.Group(ctx, GroupOptions{By: DimNextHop, Metrics: []Metric{MetricCount, MetricASR}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for g := 0; g < 2; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Wait()
+	compareAnswers(t, maint, recomp, equivFilters, true)
+}
