@@ -352,8 +352,13 @@ func (m *mstate) settle() {
 	if n := len(m.order); n == 0 || len(fresh) == 0 || less(m.order[n-1], fresh[0]) < 0 {
 		m.order = append(m.order, fresh...)
 	} else {
-		merged := make([]int32, 0, len(m.order)+len(fresh))
-		a, b := m.order, fresh
+		// Merge from where the first fresh dialog goes: dialogs open
+		// mostly in time order, so that is near the end, and the cost is
+		// the tail, not the store (each comparison reads two records).
+		pos, _ := slices.BinarySearchFunc(m.order, fresh[0], less)
+		a := append([]int32(nil), m.order[pos:]...)
+		b := fresh
+		merged := m.order[:pos]
 		for len(a) > 0 && len(b) > 0 {
 			if less(a[0], b[0]) <= 0 {
 				merged, a = append(merged, a[0]), a[1:]
@@ -361,8 +366,7 @@ func (m *mstate) settle() {
 				merged, b = append(merged, b[0]), b[1:]
 			}
 		}
-		merged = append(append(merged, a...), b...)
-		m.order = merged
+		m.order = append(append(merged, a...), b...)
 	}
 	m.fresh = m.fresh[:0]
 }

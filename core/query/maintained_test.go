@@ -292,3 +292,24 @@ func TestMaintainedAnswersWhileTheLoaderWrites(t *testing.T) {
 	c.Wait()
 	compareAnswers(t, maint, recomp, equivFilters, true)
 }
+
+// TestMaintainedOrderWhenDialogsOpenOutOfOrder feeds synthetic dialogs
+// whose Call-IDs run backwards within each millisecond (so a batch's first
+// dialog sorts before the last one kept), comparing every page after each
+// batch of 100: the maintained order merges them into place.
+func TestMaintainedOrderWhenDialogsOpenOutOfOrder(t *testing.T) {
+	s := dialog.New(dialog.Config{MaxDialogs: 5000})
+	th := filter.DefaultThresholds()
+	maint, recomp := New(s, nil, th), New(s, nil, th)
+	recomp.recompute = true
+	for i := 0; i < 1200; i++ {
+		synthDialog(t, s, i, 8)
+		if i%100 == 99 {
+			compareAnswers(t, maint, recomp, []string{"", "state == Failed"}, false)
+		}
+	}
+	for i := 0; i < 8; i++ {
+		synthDialog(t, s, 1200+i, 8)
+	}
+	compareAnswers(t, maint, recomp, []string{"", "state == Failed"}, true)
+}
