@@ -283,6 +283,7 @@ type dialog struct {
 	// gone: evicted from the store (set under the write lock).
 	gone       bool
 	finalDirty bool
+	logged     bool // listed in the store's change log (changes.go)
 	firstFrame packet.FrameRef
 	final      *tx
 	seq        uint64

@@ -308,6 +308,9 @@ func (s *Store) MatchICMP(q *ICMPQuote) ICMPMatch {
 	} else {
 		t.st.MatchedByTuple++
 	}
+	// The error is evidence of d's diagnosis (icmp_unreachable): answers
+	// kept per change (core/query's maintained state) recompute d.
+	s.noteChange(d)
 	if t.byID == nil {
 		t.byID = map[string]*icmpRecord{}
 	}

@@ -138,6 +138,7 @@ type Store struct {
 	stats      Stats
 	dup        dupTable
 	bytes      int64 // sum of the held dialogs' bytes
+	chg        changeLog
 
 	rev atomic.Uint64
 	gen atomic.Uint64
@@ -202,6 +203,7 @@ func (s *Store) Apply(o Observation) Result {
 		key = dupKey(&o, d.seq)
 		if e := s.dup.find(key, &o, o.TS.UnixNano(), int64(s.cfg.DuplicateWindow)); e != nil {
 			d.duplicate(e.pos)
+			s.noteChange(d)
 			s.stats.Messages++
 			s.stats.Duplicates++
 			s.rev.Add(1)
@@ -237,6 +239,7 @@ func (s *Store) Apply(o Observation) Result {
 		was = d.method()
 	}
 	r := d.apply(&o, &s.cfg)
+	s.noteChange(d)
 	if s.cfg.DuplicateWindow > 0 {
 		if key == 0 {
 			key = dupKey(&o, d.seq)
@@ -316,6 +319,7 @@ func (s *Store) dropLocked(d *dialog) {
 	delete(s.byID, d.callID)
 	s.icmp.drop(d.callID)
 	d.gone = true
+	s.noteChange(d)
 	s.uncountMethod(d.method())
 	s.stats.MessagesNotRetained -= uint64(d.msgsDropped)
 	s.bytes -= d.bytes

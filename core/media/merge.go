@@ -107,6 +107,7 @@ func (st *Store) Merge(others ...*Store) {
 		st.stats.Rejected += os.Rejected
 		o.mu.Unlock()
 	}
+	st.chg.all = st.chg.epoch != 0 // every dialog's streams may have moved
 	st.mu.Unlock()
 	st.rev.Add(1)
 }

@@ -125,6 +125,7 @@ func (st *Store) observeRTCP(p *packet.Packet) bool {
 func (st *Store) findSender(ssrc uint32, from, to netip.Addr) *stream {
 	for _, s := range st.bySSRC[ssrc] {
 		if s.key.Src.Addr() == from && s.key.Dst.Addr() == to {
+			st.markStream(s) // the caller folds the report into it
 			return s
 		}
 	}
@@ -136,6 +137,7 @@ func (st *Store) findSender(ssrc uint32, from, to netip.Addr) *stream {
 func (st *Store) findReceived(ssrc uint32, reporter, to netip.Addr) *stream {
 	for _, s := range st.bySSRC[ssrc] {
 		if s.key.Dst.Addr() == reporter && s.key.Src.Addr() == to {
+			st.markStream(s) // the caller folds the report into it
 			return s
 		}
 	}
@@ -151,6 +153,7 @@ func (st *Store) observeFax(p *packet.Packet, ep *endpoint) {
 	if s == nil {
 		s = st.newStream(k, ns, ep, packet.RefOf(p.Frame), p.Origin)
 	}
+	st.markStream(s)
 	s.packets++
 	s.octets += uint64(len(p.Payload))
 	if ns > s.lastNs {

@@ -24,6 +24,7 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 	}
 	st.mu.Lock()
 	changed := false
+	st.markCall(callID)
 	for i := range s.Media {
 		m := &s.Media[i]
 		if m.Port <= 0 || m.Port > 65535 {
@@ -48,6 +49,12 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 				st.epQ = append(st.epQ, ap)
 			}
 			took = ep
+			if took != nil {
+				st.markCall(took.callID)
+				for _, x := range took.sharers {
+					st.markCall(x.callID)
+				}
+			}
 			st.epOrd++
 			ep = &endpoint{addr: ap, callID: callID, ordinal: st.epOrd}
 			if took != nil {
@@ -200,6 +207,7 @@ func (st *Store) EndpointsFor(callID string) []Endpoint {
 }
 
 func (st *Store) unindexEndpoint(ep *endpoint) {
+	st.markCall(ep.callID)
 	l := st.epByCall[ep.callID]
 	for i, x := range l {
 		if x == ep {

@@ -234,6 +234,7 @@ type Store struct {
 	lastNs   int64 // arrival of the latest packet taken (LastPacketAt)
 	orphans  int
 	faxes    int
+	chg      changeLog // changes.go
 }
 
 // NewStore returns an empty store.
@@ -500,6 +501,7 @@ func (st *Store) newStream(k Key, ns int64, ep *endpoint, ref packet.FrameRef, o
 }
 
 func (st *Store) bind(s *stream, ep *endpoint) {
+	st.markStream(s)
 	s.ep = ep
 	s.callID = ep.callID
 	st.byCall[ep.callID] = append(st.byCall[ep.callID], s)
@@ -531,12 +533,14 @@ func (st *Store) share(s *stream, callID string) {
 	if src == nil || dst == nil || !src.named(callID) || !dst.named(callID) {
 		return
 	}
+	st.markCall(callID)
 	s.shared = append(s.shared, callID)
 	st.byCall[callID] = append(st.byCall[callID], s)
 }
 
 // unindexCalls takes a leaving stream out of the per-dialog lists.
 func (st *Store) unindexCalls(s *stream) {
+	st.markStream(s) // its dialogs lose it (callID and shared stay set)
 	for i := -1; i < len(s.shared); i++ {
 		c := s.callID
 		if i >= 0 {
@@ -616,6 +620,7 @@ func (st *Store) evictStream() {
 // stream exists, apart from amortized growth of the interval ring and the
 // first lost-sequence ring.
 func (st *Store) update(s *stream, ns int64, h *rtp.Header, payload []byte, dscp uint8, hasDSCP bool) {
+	st.markStream(s)
 	st.intervalTick(s, ns)
 	s.seq(h.Seq, st.cfg.LostSeqRing)
 	first := s.packets == 0

@@ -171,6 +171,7 @@ type stream struct {
 	ep     *endpoint // SDP endpoint the stream was bound to; nil when orphaned
 	callID string
 	shared []string // other dialogs whose SDP named both ends (listed under them too)
+	mark   uint64   // change-log epoch it was last listed in (changes.go)
 
 	firstNs, lastNs int64
 	packets, octets uint64
@@ -235,8 +236,8 @@ type stream struct {
 	ivIdx      int64 // current interval number (arrival / interval)
 	ivStartNs  int64
 	ivPackets  uint32
+	ivJN       uint32 // timed packets in the interval (beside ivPackets: no padding)
 	ivStartExt int64  // maxExt at the start of the interval
-	ivJN       uint32 // timed packets in the interval
 	ivs        []interval
 	ivHead     int // ring start once full
 	ivDropped  uint64

@@ -144,7 +144,12 @@ type Aggregate struct {
 func (q *Querier) Aggregate(ctx context.Context, f *filter.Filter, d Dimension, topN int) (Aggregate, error) {
 	out := Aggregate{Dimension: d}
 	var t dialog.Tallies
-	if tf, ok := tallyField(d); ok && f == nil && q.current(dialog.ByCreated) == nil {
+	if m := q.maintained(); m != nil {
+		var err error
+		if t, err = m.aggregate(ctx, f, d); err != nil {
+			return Aggregate{}, err
+		}
+	} else if tf, ok := tallyField(d); ok && f == nil && q.current(dialog.ByCreated) == nil {
 		// Every dialog, and the store changed since its rows were last
 		// read: count the one field straight from the store rather than
 		// building every row first.
@@ -232,7 +237,7 @@ func tallyField(d Dimension) (dialog.TallyField, bool) {
 func (q *Querier) tally(ctx context.Context, f *filter.Filter, d Dimension) (dialog.Tallies, error) {
 	snap := q.snapshot(dialog.ByCreated)
 	rows := snap.rows
-	t := dialog.Tallies{Text: map[string]int{}, Codes: map[int]int{}, Addrs: map[netip.Addr]int{}}
+	t := newTallies()
 	rec := &Record{q: q}
 	for i := range rows {
 		if i%checkEvery == 0 && ctx.Err() != nil {
@@ -242,31 +247,42 @@ func (q *Querier) tally(ctx context.Context, f *filter.Filter, d Dimension) (dia
 		if f != nil && !f.Match(rec) {
 			continue
 		}
-		t.Total++
-		switch d {
-		case DimResponseCode:
-			if c := rec.Row.FinalStatusCode; c != 0 {
-				t.Codes[c]++
-				continue
-			}
-		case DimSrcIP, DimDstIP:
-			if src, dst, ok := rec.firstAddrs(); ok {
-				a := src.Addr()
-				if d == DimDstIP {
-					a = dst.Addr()
-				}
-				if a.IsValid() {
-					t.Addrs[a.Unmap()]++
-					continue
-				}
-			}
-		default:
-			if v, ok := rec.Value(d); ok {
-				t.Text[v]++
-				continue
-			}
-		}
-		t.Absent++
+		tallyRec(&t, rec, d, 1)
 	}
 	return t, nil
+}
+
+func newTallies() dialog.Tallies {
+	return dialog.Tallies{Text: map[string]int{}, Codes: map[int]int{}, Addrs: map[netip.Addr]int{}}
+}
+
+// tallyRec counts (delta 1) or uncounts (delta -1) one record's value in
+// d: a status code by its number, an address by its address, the rest by
+// text, an absent value in Absent.
+func tallyRec(t *dialog.Tallies, rec *Record, d Dimension, delta int) {
+	t.Total += delta
+	switch d {
+	case DimResponseCode:
+		if c := rec.Row.FinalStatusCode; c != 0 {
+			hist(t.Codes, c, delta)
+			return
+		}
+	case DimSrcIP, DimDstIP:
+		if src, dst, ok := rec.firstAddrs(); ok {
+			a := src.Addr()
+			if d == DimDstIP {
+				a = dst.Addr()
+			}
+			if a.IsValid() {
+				hist(t.Addrs, a.Unmap(), delta)
+				return
+			}
+		}
+	default:
+		if v, ok := rec.Value(d); ok {
+			hist(t.Text, v, delta)
+			return
+		}
+	}
+	t.Absent += delta
 }

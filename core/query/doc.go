@@ -45,16 +45,30 @@
 // row exactly once even when many rows share a timestamp. Every page also
 // counts every match (TotalMatched) and the matches per method (ByMethod).
 //
-// The rows of the dialog store, in order, are kept between calls as long
-// as the store's revision does not move. The store keeps its own created_at
-// index as dialogs open and leave, so no listing sorts it; after a change,
-// a page without a filter is read from that index alone (the page's rows,
-// the count and the per-method counts the store keeps), and only a filter
-// reads every row again.
+// # Maintained state
 //
-// [Querier.Aggregate] without a filter, when the store moved since its
-// rows were last read, counts the one field it needs straight from the
-// store (dialog.Store.Tally) instead of reading every row.
+// List in created_at order, Aggregate and Group answer from state kept per
+// dialog store (maintained.go) rather than from a reading of every dialog:
+// each dialog's row, its Extra, its folded RTP values and its media
+// diagnosis, recomputed when that dialog or its media changes (the stores
+// list what changed: dialog.Store.DrainChanges, media.Store.DrainChanges;
+// tracking starts with the first query, so a batch run never pays for it),
+// and per filter asked for (at most 16, least recently used dropped) the
+// set of matching dialogs with their count and per-method counts, the
+// tallies by dimension and the group accumulators asked for over it. A
+// call first applies what changed since the previous one, then reads the
+// page (a binary search to the cursor and a walk of the matching set), the
+// buckets or the groups. The first call builds the state from the whole
+// store, and the first call with a new filter evaluates it once on every
+// dialog. group_dialogs' INVITEs still ringing are judged against the
+// capture's end when the answer is made (Classify's timers move with it).
+// The answers equal a recomputation (TestMaintainedEqualsRecomputed...);
+// tail_dialogs (updated_at order), timeline, window, await and search read
+// the rows as below.
+//
+// The rows of the dialog store, in order, are kept between calls
+// as long as the store's revision does not move. The store keeps its own
+// created_at index as dialogs open and leave, so no listing sorts it.
 //
 // # Aggregation and search
 //

@@ -25,6 +25,15 @@ type Matched struct {
 // values; nil when none matches.
 func (q *Querier) Explain(row *dialog.Summary, clauses []filter.AliasClause) []Matched {
 	r := q.Record(row)
+	if m := q.maintained(); m != nil {
+		// the facts that selected the row (find_problems' page), not a
+		// second reading of its streams and diagnosis
+		if e, mf, ok := m.factsFor(row); ok {
+			r.extraVal, r.mfVal = e, mf
+			r.extra, r.mf = &r.extraVal, &r.mfVal
+			r.loaded |= loadedExtra
+		}
+	}
 	var out []Matched
 	for i := range clauses {
 		c := &clauses[i]

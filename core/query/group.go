@@ -298,13 +298,31 @@ type Grouping struct {
 	TotalMatched int
 }
 
-// groupAcc accumulates one group.
+// groupAcc accumulates one group. Dialogs are added and (by the
+// maintained state) taken away again, so every value is a count or a
+// histogram.
 type groupAcc struct {
 	pop     Population
-	conv    []int64 // conversation ms of completed calls
-	pdd     []int64
-	mos     []float64
+	convSum int64           // conversation ms of completed calls, summed
+	pdd     map[int64]int   // measured PDDs, ms: how many of each
+	mos     map[float64]int // dialogs' worst grounded MOS: how many of each
+	mosN    int
 	invites int // dialogs opened by an INVITE
+	// pending are the slots of the INVITEs whose seizure depends on the
+	// capture's end (Classify's TimedOut), judged when the answer is made
+	// (maintained state only).
+	pending map[int32]struct{}
+}
+
+func newGroupAcc() *groupAcc {
+	return &groupAcc{pdd: map[int64]int{}, mos: map[float64]int{}}
+}
+
+// clone copies the counts (not pending).
+func (a *groupAcc) clone() *groupAcc {
+	c := *a
+	c.pending = nil
+	return &c
 }
 
 // Group computes carrier metrics per value of one dimension over the
@@ -316,6 +334,14 @@ func (q *Querier) Group(ctx context.Context, o GroupOptions) (Grouping, error) {
 	}
 	wantMOS := slices.Contains(metrics, MetricMOSP10)
 	out := Grouping{By: o.By, Metrics: metrics}
+	if m := q.maintained(); m != nil {
+		accs, total, err := m.group(ctx, o)
+		if err != nil {
+			return Grouping{}, err
+		}
+		out.TotalMatched = total
+		return groupAnswer(out, accs, o, metrics, wantMOS), nil
+	}
 	accs := map[bucketKey]*groupAcc{}
 	snap := q.snapshot(dialog.ByCreated)
 	rows := snap.rows
@@ -345,11 +371,17 @@ func (q *Querier) Group(ctx context.Context, o GroupOptions) (Grouping, error) {
 		k := bucketKey{v, !ok}
 		a := accs[k]
 		if a == nil {
-			a = &groupAcc{}
+			a = newGroupAcc()
 			accs[k] = a
 		}
-		a.add(row, rec, end, wantMOS)
+		a.count(row, rec, Classify(row, end), 1, wantMOS)
 	}
+	return groupAnswer(out, accs, o, metrics, wantMOS), nil
+}
+
+// groupAnswer ranks the accumulated groups, cuts them at TopN and
+// computes the metrics of the groups kept.
+func groupAnswer(out Grouping, accs map[bucketKey]*groupAcc, o GroupOptions, metrics []Metric, wantMOS bool) Grouping {
 	all := make([]Group, 0, len(accs))
 	for k, a := range accs {
 		all = append(all, Group{Value: k.v, Absent: k.absent, Count: a.pop.Dialogs, Population: a.pop})
@@ -379,45 +411,107 @@ func (q *Querier) Group(ctx context.Context, o GroupOptions) (Grouping, error) {
 	// Metrics only for the groups kept: the rest carry none.
 	for i := range all {
 		g := &all[i]
-		g.Metrics, g.NotGrounded = accs[bucketKey{g.Value, g.Absent}].metrics(metrics)
+		a := accs[bucketKey{g.Value, g.Absent}]
+		if wantMOS {
+			n := a.mosN
+			g.Population.MOSGroundedDialogs = &n
+		}
+		g.Metrics, g.NotGrounded = a.metrics(metrics)
 	}
 	out.Groups = all
-	return out, nil
+	return out
 }
 
-func (a *groupAcc) add(row *dialog.Summary, rec *Record, end time.Time, wantMOS bool) {
-	a.pop.Dialogs++
-	a.pop.Retransmits += row.Timing.Retransmits
-	oc := Classify(row, end)
+// count adds (delta 1) or takes away (delta -1) one dialog with its
+// outcome.
+func (a *groupAcc) count(row *dialog.Summary, rec *Record, oc Outcome, delta int, mos bool) {
+	a.pop.Dialogs += delta
+	a.pop.Retransmits += delta * row.Timing.Retransmits
 	if oc.Seizure {
-		a.pop.Seizures++
+		a.pop.Seizures += delta
 	}
 	if oc.Answered {
-		a.pop.Answered++
+		a.pop.Answered += delta
 		if row.Timing.DurationMs != nil && *row.Timing.DurationMs >= 0 {
-			a.pop.CompletedCalls++
-			a.conv = append(a.conv, *row.Timing.DurationMs)
+			a.pop.CompletedCalls += delta
+			a.convSum += int64(delta) * *row.Timing.DurationMs
 		}
 	}
 	if oc.Delivered {
-		a.pop.Delivered++
+		a.pop.Delivered += delta
 	}
 	if oc.Invite && row.Timing.PDDMs != nil && *row.Timing.PDDMs >= 0 {
-		a.pop.PDDMeasured++
-		a.pdd = append(a.pdd, *row.Timing.PDDMs)
+		a.pop.PDDMeasured += delta
+		hist(a.pdd, *row.Timing.PDDMs, delta)
 	}
-	if wantMOS {
-		if a.pop.MOSGroundedDialogs == nil {
-			a.pop.MOSGroundedDialogs = new(int)
-		}
-		if v, ok := rec.Num(filter.FieldRTPMOS); ok {
-			*a.pop.MOSGroundedDialogs++
-			a.mos = append(a.mos, v)
-		}
+	if !mos {
+		// not asked for: the streams are not read
+	} else if v, ok := rec.Num(filter.FieldRTPMOS); ok {
+		a.mosN += delta
+		hist(a.mos, v, delta)
 	}
 	if oc.Invite {
-		a.invites++
+		a.invites += delta
 	}
+}
+
+// move counts one dialog of the maintained state in or out: its outcome
+// without the capture's end, and a pending INVITE noted for the answer.
+func (a *groupAcc) move(slot int32, rec *Record, delta int) {
+	row := rec.Row
+	oc := Classify(row, time.Time{})
+	a.count(row, rec, oc, delta, true)
+	if pendingInvite(row) {
+		if delta > 0 {
+			if a.pending == nil {
+				a.pending = map[int32]struct{}{}
+			}
+			a.pending[slot] = struct{}{}
+		} else {
+			delete(a.pending, slot)
+		}
+	}
+}
+
+// pendingInvite: an INVITE whose Classify outcome depends on the capture's
+// end (no answer, no final response of 300 or more, not cancelled: it is a
+// seizure only once timed out).
+func pendingInvite(row *dialog.Summary) bool {
+	if row.Method != "INVITE" {
+		return false
+	}
+	code := row.FinalStatusCode
+	answered := (code >= 200 && code < 300) || (code == 0 && row.Timing.SetupMs != nil)
+	return !answered && code < 300 && row.State != dialog.Cancelled.String()
+}
+
+// hist adds delta to a histogram's count of v, deleting a count that
+// falls to zero.
+func hist[K comparable](h map[K]int, v K, delta int) {
+	if n := h[v] + delta; n > 0 {
+		h[v] = n
+	} else {
+		delete(h, v)
+	}
+}
+
+// histRank returns the value at 0-based index i of a histogram's n values
+// in ascending order.
+func histRank[K cmp.Ordered](h map[K]int, i int) K {
+	keys := make([]K, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	cum := 0
+	for _, k := range keys {
+		cum += h[k]
+		if i < cum {
+			return k
+		}
+	}
+	var zero K
+	return zero
 }
 
 // Reasons a metric is not computable.
@@ -461,35 +555,27 @@ func (a *groupAcc) metrics(ms []Metric) (map[Metric]*float64, map[Metric]string)
 			case p.CompletedCalls == 0:
 				null(m, reasonNoEnd)
 			default:
-				var sum float64
-				for _, c := range a.conv {
-					sum += float64(c)
-				}
-				set(m, sum/float64(len(a.conv))/1000)
+				set(m, float64(a.convSum)/float64(p.CompletedCalls)/1000)
 			}
 		case MetricPDDP50, MetricPDDP95:
 			switch {
 			case invites == 0:
 				null(m, fmt.Sprintf(reasonNoInvite, "PDD"))
-			case len(a.pdd) == 0:
+			case p.PDDMeasured == 0:
 				null(m, reasonNoPDD)
 			default:
 				pct := 50
 				if m == MetricPDDP95 {
 					pct = 95
 				}
-				sorted := slices.Clone(a.pdd)
-				slices.Sort(sorted)
-				set(m, float64(sorted[NearestRank(len(sorted), pct)]))
+				set(m, float64(histRank(a.pdd, NearestRank(p.PDDMeasured, pct))))
 			}
 		case MetricMOSP10:
-			if len(a.mos) == 0 {
+			if a.mosN == 0 {
 				null(m, reasonNoMOS)
 				continue
 			}
-			sorted := slices.Clone(a.mos)
-			slices.Sort(sorted)
-			set(m, sorted[NearestRank(len(sorted), 10)])
+			set(m, histRank(a.mos, NearestRank(a.mosN, 10)))
 		case MetricRetransmitRate:
 			set(m, float64(p.Retransmits)/float64(p.Dialogs))
 		}

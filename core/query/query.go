@@ -36,6 +36,10 @@ type Querier struct {
 	media   analysis.MediaSource
 	th      filter.Thresholds
 	cache   *snapCache
+	// recompute: answer by reading every row again, never from the
+	// maintained state (maintained.go); the maintained state's own
+	// Querier, and tests comparing the two.
+	recompute bool
 }
 
 // snapCache keeps the sorted rows of one store between calls. It holds no
@@ -197,9 +201,22 @@ func (q *Querier) CaptureEnd() time.Time { return analysis.CaptureEnd(q.dialogs,
 // call still in progress (InCall, no BYE) gets ended false and
 // duration_to_capture_end_ms (dialog.Store.MarkInProgress).
 func (q *Querier) MarkInProgress(rows []dialog.Summary) {
-	end := q.CaptureEnd()
+	q.markInProgress(rows, q.CaptureEnd)
+}
+
+// markInProgress is MarkInProgress with the capture's end asked of end,
+// only when a row is InCall (the others are never marked).
+func (q *Querier) markInProgress(rows []dialog.Summary, end func() time.Time) {
+	var at time.Time
+	asked := false
 	for i := range rows {
-		q.dialogs.MarkInProgress(&rows[i], end)
+		if rows[i].State != dialog.InCall.String() {
+			continue
+		}
+		if !asked {
+			at, asked = end(), true
+		}
+		q.dialogs.MarkInProgress(&rows[i], at)
 	}
 }
 
@@ -208,6 +225,13 @@ func (q *Querier) MarkInProgress(rows []dialog.Summary) {
 // if ctx ends first. A call still in progress at capture end carries ended
 // false and duration_to_capture_end_ms (MarkInProgress).
 func (q *Querier) List(ctx context.Context, o ListOptions) (Page, error) {
+	if o.Order != dialog.ByUpdated {
+		if m := q.maintained(); m != nil {
+			p, end, err := m.listPage(ctx, o)
+			q.markInProgress(p.Rows, func() time.Time { return end })
+			return p, err
+		}
+	}
 	p, err := q.list(ctx, o)
 	q.MarkInProgress(p.Rows)
 	return p, err

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"math"
 	"net/netip"
 	"unsafe"
 
@@ -30,6 +29,10 @@ type Record struct {
 	streams   []media.StreamInfo
 	endpoints []media.Endpoint
 	diag      *analysis.MediaDiagnosis
+	// mf is what the filter reads of the streams and the diagnosis:
+	// the maintained state's (maintained.go), or mfVal computed here.
+	mf    *mediaFacts
+	mfVal mediaFacts
 }
 
 const (
@@ -128,7 +131,7 @@ func (r *Record) Diagnosis() *analysis.MediaDiagnosis {
 		// holds RTP
 		src.stats = r.q.media.Stats()
 	}
-	m := analysis.Diagnose(facts, src, analysis.Options{SlowSetup: r.q.slowSetup()}).Media
+	m := analysis.DiagnoseMedia(facts, src, analysis.Options{SlowSetup: r.q.slowSetup()})
 	r.diag = &m
 	return r.diag
 }
@@ -166,26 +169,9 @@ func (r *Record) First() (*dialog.Message, bool) {
 }
 
 // Codecs returns the distinct codec names of the linked RTP streams, in
-// stream order.
+// stream order (a fresh slice).
 func (r *Record) Codecs() []string {
-	var out []string
-	for i := range r.Streams() {
-		s := &r.streams[i]
-		if !isRTP(s) || s.Codec == "" {
-			continue
-		}
-		dup := false
-		for _, c := range out {
-			if c == s.Codec {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			out = append(out, s.Codec)
-		}
-	}
-	return out
+	return append([]string(nil), r.facts().codecs...)
 }
 
 // isRTP: UDPTL fax flows share the stream store but are not RTP.
@@ -264,67 +250,34 @@ func (r *Record) Num(f filter.Field) (float64, bool) {
 	return 0, false
 }
 
-// mediaNum folds the linked streams: worst grounded MOS, worst jitter,
-// worst loss, packet sum.
+// mediaNum reads the linked streams' folded values (mediaFacts).
 func (r *Record) mediaNum(f filter.Field) (float64, bool) {
-	v, ok := 0.0, false
-	for i := range r.Streams() {
-		s := &r.streams[i]
-		if !isRTP(s) {
-			continue
-		}
-		switch f {
-		case filter.FieldRTPMOS:
-			if s.MOS != nil && s.MOSGrounded && !math.IsNaN(*s.MOS) && (!ok || *s.MOS < v) {
-				v, ok = *s.MOS, true
-			}
-		case filter.FieldRTPJitter:
-			if s.JitterMs != nil && !math.IsNaN(*s.JitterMs) && (!ok || *s.JitterMs > v) {
-				v, ok = *s.JitterMs, true
-			}
-		case filter.FieldRTPLoss:
-			if !math.IsNaN(s.LossPct) && (!ok || s.LossPct > v) {
-				v, ok = s.LossPct, true
-			}
-		case filter.FieldRTPPackets:
-			v, ok = v+float64(s.Packets), true
-		}
+	m := r.facts()
+	switch f {
+	case filter.FieldRTPMOS:
+		return m.mos, m.has&hasMOS != 0
+	case filter.FieldRTPJitter:
+		return m.jitter, m.has&hasJitter != 0
+	case filter.FieldRTPLoss:
+		return m.loss, m.has&hasLoss != 0
+	case filter.FieldRTPPackets:
+		return m.packets, m.has&hasRTP != 0
 	}
-	return v, ok
+	return 0, false
 }
 
 // Bool implements filter.Record.
 func (r *Record) Bool(f filter.Field) (bool, bool) {
 	if f == filter.FieldRTPOrphaned {
-		for i := range r.Streams() {
-			if isRTP(&r.streams[i]) {
-				// A stream linked to this dialog has an associated dialog.
-				return false, true
-			}
-		}
+		// A stream linked to this dialog has an associated dialog.
+		return false, r.facts().has&hasRTP != 0
+	}
+	d := r.diagFlags()
+	if d&diagApplicable == 0 {
 		return false, false
 	}
-	d := r.Diagnosis()
-	if !d.Applicable {
-		return false, false
-	}
-	switch f {
-	case filter.FieldOneWay:
-		return d.OneWayAudio, true
-	case filter.FieldNATMismatch:
-		return d.NATMismatch, true
-	case filter.FieldNoMedia:
-		return d.NoMedia, true
-	case filter.FieldCodecAsymmetry:
-		return d.CodecAsymmetry != nil, true
-	case filter.FieldPtimeAsymmetry:
-		return d.PtimeAsymmetry != nil, true
-	case filter.FieldPayloadAsymmetry:
-		return d.PayloadAsymmetry != nil, true
-	case filter.FieldDurationAsymmetry:
-		return d.DurationAsymmetry != nil, true
-	case filter.FieldLateMedia:
-		return d.LateMediaMs != nil, true
+	if bit, ok := diagBit[f]; ok {
+		return d&bit != 0, true
 	}
 	return false, false
 }
@@ -348,16 +301,14 @@ func (r *Record) Each(f filter.Field, fn func(string) bool) bool {
 			}
 		}
 	case filter.FieldRTPCodec:
-		for i := range r.Streams() {
-			s := &r.streams[i]
-			if isRTP(s) && s.Codec != "" && fn(s.Codec) {
+		for _, c := range r.facts().codecs {
+			if fn(c) {
 				return true
 			}
 		}
 	case filter.FieldRTPSSRC:
-		for i := range r.Streams() {
-			s := &r.streams[i]
-			if isRTP(s) && s.SSRC != "" && fn(s.SSRC) {
+		for _, c := range r.facts().ssrcs {
+			if fn(c) {
 				return true
 			}
 		}

@@ -85,6 +85,14 @@ func synthMsg(start, callID, method string, i int, fromTag, toTag, ua string) st
 func synthStore(tb testing.TB, n, tie int) *dialog.Store {
 	tb.Helper()
 	s := dialog.New(dialog.Config{MaxDialogs: n})
+	for i := 0; i < n; i++ {
+		synthDialog(tb, s, i, tie)
+	}
+	return s
+}
+
+// synthDialog applies the messages of synthetic dialog i.
+func synthDialog(tb testing.TB, s *dialog.Store, i, tie int) {
 	apply := func(ts time.Time, src, dst string, text string) {
 		m, err := sip.Parse([]byte(text))
 		if err != nil {
@@ -93,36 +101,33 @@ func synthStore(tb testing.TB, n, tie int) *dialog.Store {
 		s.Apply(dialog.Observation{Msg: m, TS: ts, Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
 			Transport: packet.TransportUDP, Origin: packet.OriginWire})
 	}
-	for i := 0; i < n; i++ {
-		// Call-IDs in reverse numeric order within a tie group.
-		id := fmt.Sprintf("c%07d@synth", (i/tie)*tie+tie-1-i%tie)
-		ts := synthT0.Add(time.Duration(i/tie) * time.Millisecond)
-		caller := fmt.Sprintf("192.0.2.%d:5060", 10+i%200)
-		gw := fmt.Sprintf("198.51.100.%d:5060", 20+i%8)
-		ft, tt := fmt.Sprintf("f%d", i), fmt.Sprintf("t%d", i)
-		switch k := kindOf(i); k {
-		case kCall, kBusy, kDenied:
-			uri := fmt.Sprintf("INVITE sip:d%d@example.net SIP/2.0", i%50)
-			apply(ts, caller, gw, synthMsg(uri, id, "INVITE", i, ft, "", "User-Agent: synth-ua/"+fmt.Sprint(i%3)))
-			if k == kDenied {
-				apply(ts.Add(2*time.Millisecond), gw, caller, synthMsg("SIP/2.0 403 Forbidden", id, "INVITE", i, ft, tt, "Server: gw"))
-				continue
-			}
-			apply(ts.Add(time.Duration(1+i%7)*time.Second), gw, caller, synthMsg("SIP/2.0 180 Ringing", id, "INVITE", i, ft, tt, ""))
-			final := "SIP/2.0 200 OK"
-			if k == kBusy {
-				final = "SIP/2.0 486 Busy Here"
-			}
-			apply(ts.Add(8*time.Second), gw, caller, synthMsg(final, id, "INVITE", i, ft, tt, ""))
-		case kRegister:
-			apply(ts, caller, "203.0.113.10:5060", synthMsg("REGISTER sip:example.com SIP/2.0", id, "REGISTER", i, ft, "", "User-Agent: phone"))
-			apply(ts.Add(time.Millisecond), "203.0.113.10:5060", caller, synthMsg("SIP/2.0 200 OK", id, "REGISTER", i, ft, tt, ""))
-		case kOptions:
-			apply(ts, caller, gw, synthMsg("OPTIONS sip:gw SIP/2.0", id, "OPTIONS", i, ft, "", ""))
-			apply(ts.Add(time.Millisecond), gw, caller, synthMsg("SIP/2.0 200 OK", id, "OPTIONS", i, ft, tt, ""))
+	// Call-IDs in reverse numeric order within a tie group.
+	id := fmt.Sprintf("c%07d@synth", (i/tie)*tie+tie-1-i%tie)
+	ts := synthT0.Add(time.Duration(i/tie) * time.Millisecond)
+	caller := fmt.Sprintf("192.0.2.%d:5060", 10+i%200)
+	gw := fmt.Sprintf("198.51.100.%d:5060", 20+i%8)
+	ft, tt := fmt.Sprintf("f%d", i), fmt.Sprintf("t%d", i)
+	switch k := kindOf(i); k {
+	case kCall, kBusy, kDenied:
+		uri := fmt.Sprintf("INVITE sip:d%d@example.net SIP/2.0", i%50)
+		apply(ts, caller, gw, synthMsg(uri, id, "INVITE", i, ft, "", "User-Agent: synth-ua/"+fmt.Sprint(i%3)))
+		if k == kDenied {
+			apply(ts.Add(2*time.Millisecond), gw, caller, synthMsg("SIP/2.0 403 Forbidden", id, "INVITE", i, ft, tt, "Server: gw"))
+			return
 		}
+		apply(ts.Add(time.Duration(1+i%7)*time.Second), gw, caller, synthMsg("SIP/2.0 180 Ringing", id, "INVITE", i, ft, tt, ""))
+		final := "SIP/2.0 200 OK"
+		if k == kBusy {
+			final = "SIP/2.0 486 Busy Here"
+		}
+		apply(ts.Add(8*time.Second), gw, caller, synthMsg(final, id, "INVITE", i, ft, tt, ""))
+	case kRegister:
+		apply(ts, caller, "203.0.113.10:5060", synthMsg("REGISTER sip:example.com SIP/2.0", id, "REGISTER", i, ft, "", "User-Agent: phone"))
+		apply(ts.Add(time.Millisecond), "203.0.113.10:5060", caller, synthMsg("SIP/2.0 200 OK", id, "REGISTER", i, ft, tt, ""))
+	case kOptions:
+		apply(ts, caller, gw, synthMsg("OPTIONS sip:gw SIP/2.0", id, "OPTIONS", i, ft, "", ""))
+		apply(ts.Add(time.Millisecond), gw, caller, synthMsg("SIP/2.0 200 OK", id, "OPTIONS", i, ft, tt, ""))
 	}
-	return s
 }
 
 func synthBodyMsg(t *testing.T, body string) *sip.Message {
