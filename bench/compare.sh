@@ -68,31 +68,16 @@ if [ "$dry" = 1 ]; then
   exit 0
 fi
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sipnab-bench.XXXXXX")
-cleanup() { if [ "$keep" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi; }
-trap cleanup EXIT
-q() { printf '%q' "$1"; }
-[ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install -y time); refusing to time"
-for c in jq awk sort; do command -v "$c" >/dev/null || die "$c is missing; refusing to run"; done
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup sipnab-bench
 
 # --- the binaries: each resolved once, refused when missing ------------------
 sipnab_bin="" tshark_bin="" sngrep_bin="" versions=()
 if want sipnab; then
-  if [ -n "${SIPNAB:-}" ]; then
-    [ -x "$SIPNAB" ] || die "SIPNAB=$SIPNAB is not an executable"
-    cp "$SIPNAB" "$tmp/sipnab"
-    versions+=("sipnab: $SIPNAB")
-  else
-    log "building cmd/sipnab"
-    (cd "$root" && go build -o "$tmp/sipnab" ./cmd/sipnab) || die "cmd/sipnab does not build"
-    versions+=("sipnab: built from $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$root" && git diff --quiet HEAD 2>/dev/null || echo ' + local changes')")
-  fi
+  bench_sipnab
+  versions+=("$sipnab_version")
   sipnab_bin=$tmp/sipnab
-  # No `--help | grep -q` here: under pipefail grep's early exit kills the
-  # writer with SIGPIPE and the test reads as false.
-  "$sipnab_bin" --help >"$tmp/sipnab.help" 2>&1 || true
-  grep -qE -- '^ +--cores\b' "$tmp/sipnab.help" || die "$sipnab_bin --help lists no --cores; this script times --cores 1 and 2"
 fi
 if want tshark; then
   tshark_bin=$(command -v "${TSHARK:-tshark}") || die "tshark not found (apt-get install -y tshark, or TSHARK=PATH); refusing to run without it (-t to leave it out)"
@@ -143,8 +128,6 @@ check() {
   esac
 }
 
-median_of() { sort -g | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
-
 : >"$tmp/results.md"
 for w in "${workloads[@]}"; do
   # --- the capture and what it should produce --------------------------------
@@ -156,10 +139,8 @@ for w in "${workloads[@]}"; do
     frames=$(capinfos -M -c -T "$cap" | awk -F'\t' 'NR==2{print $2}')
     desc="$(basename "$cap")"
   else
-    [ -x "$tmp/gencapture" ] || { log "building bench/cmd/gencapture"; (cd "$root" && go build -o "$tmp/gencapture" ./bench/cmd/gencapture); }
+    bench_generate "$w"
     cap=$tmp/$w.pcap
-    log "generating preset $w, seed $seed"
-    "$tmp/gencapture" -preset "$w" -seed "$seed" -o "$cap" -answers "$tmp/$w.json" >&2
     frames=$(jq -e '.capture.frames' "$tmp/$w.json")
     exp_sip=$(jq -e '.capture.sip_messages' "$tmp/$w.json")
     exp_dialogs=$(jq -e '.counts.call_ids' "$tmp/$w.json")

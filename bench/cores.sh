@@ -65,29 +65,13 @@ if [ "$dry" = 1 ]; then
   exit 0
 fi
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sipnab-cores.XXXXXX")
-cleanup() { if [ "$keep" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi; }
-trap cleanup EXIT
-q() { printf '%q' "$1"; }
-[ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install -y time); refusing to time"
-for c in jq awk sort cmp; do command -v "$c" >/dev/null || die "$c is missing; refusing to run"; done
-
-if [ -n "${SIPNAB:-}" ]; then
-  [ -x "$SIPNAB" ] || die "SIPNAB=$SIPNAB is not an executable"
-  cp "$SIPNAB" "$tmp/sipnab"
-  version="sipnab: $SIPNAB"
-else
-  log "building cmd/sipnab"
-  (cd "$root" && go build -o "$tmp/sipnab" ./cmd/sipnab) || die "cmd/sipnab does not build"
-  version="sipnab: built from $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$root" && git diff --quiet HEAD 2>/dev/null || echo ' + local changes')"
-fi
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup sipnab-cores cmp
+bench_sipnab
 bin=$tmp/sipnab
-# Written to a file, never piped into grep -q (SIGPIPE under pipefail).
-"$bin" --help >"$tmp/sipnab.help" 2>&1 || true
-grep -qE -- '^ +--cores\b' "$tmp/sipnab.help" || die "$bin --help lists no --cores"
+version=$sipnab_version
 
-median_of() { sort -g | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 # The document without what differs between any two runs: the elapsed time
 # and the instance id.
 normalize() { jq -S 'walk(if type == "object" then del(.elapsed_sec, .instance) else . end)' "$1"; }
@@ -99,10 +83,8 @@ for w in "${workloads[@]}"; do
     [ -r "$cap" ] || die "cannot read $cap"
     desc=$(basename "$cap")
   else
-    [ -x "$tmp/gencapture" ] || { log "building bench/cmd/gencapture"; (cd "$root" && go build -o "$tmp/gencapture" ./bench/cmd/gencapture); }
+    bench_generate "$w"
     cap=$tmp/$w.pcap
-    log "generating preset $w, seed $seed"
-    "$tmp/gencapture" -preset "$w" -seed "$seed" -o "$cap" -answers "$tmp/$w.json" >&2
     desc="preset $w, seed $seed: $(jq -e '.capture.frames' "$tmp/$w.json") frames, $(jq -e '.capture.sip_messages' "$tmp/$w.json") SIP messages, $(jq -e '.counts.call_ids' "$tmp/$w.json") dialogs, $(jq -e '.counts.streams' "$tmp/$w.json") RTP streams"
   fi
 

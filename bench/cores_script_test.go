@@ -51,3 +51,11 @@ func TestCoresScriptRefusesBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedScriptPartsParse runs bash's syntax check over lib.sh, which
+// compare.sh and cores.sh source.
+func TestSharedScriptPartsParse(t *testing.T) {
+	if out, err := exec.Command("bash", "-n", "lib.sh").CombinedOutput(); err != nil {
+		t.Fatalf("bash -n lib.sh: %v\n%s", err, out)
+	}
+}
