@@ -89,7 +89,7 @@ type option struct {
 var options = []option{
 	{flag: "config", group: gGeneral, arg: "FILE", key: "config", def: "", usage: "TOML or YAML config file", noConfig: true},
 	{flag: "no-tui", group: gGeneral, short: "N", key: "no_tui", def: false, usage: "run without the terminal UI (batch or MCP)"},
-	{flag: "input", group: gSources, arg: "FILE", short: "I", key: "input", def: []string{}, usage: "capture file or directory (repeatable)"},
+	{flag: "input", group: gSources, arg: "FILE", short: "I", key: "input", def: []string{}, usage: "capture file or directory (repeatable; - reads one pcap or pcapng stream from stdin)"},
 	{flag: "interface", group: gSources, arg: "IFACE", short: "i", key: "interface", def: []string{}, usage: "live capture on a network interface (repeatable; needs CAP_NET_RAW)"},
 	{flag: "hep-listen", group: gSources, arg: "ADDR", short: "L", key: "hep.listen", def: []string{}, usage: "receive HEP on this address, UDP and TCP (repeatable)"},
 	{flag: "hep-allow", group: gSources, arg: "CIDR", key: "hep.allow", def: []string{}, usage: "HEP sources admitted: CIDR, address or host (repeatable; required off loopback)"},

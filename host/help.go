@@ -15,7 +15,7 @@ func writeHelp(w io.Writer) {
 
 sipnab reads SIP and RTP from capture files, live interfaces or a HEP feed,
 reconstructs every call, grades its audio and finds what went wrong.
-  batch:  sipnab -N -I capture.pcap --report     (or --json-run, --call-report CALL-ID)
+  batch:  sipnab -N -I capture.pcap --report     (or one of the outputs below; none: a line per message)
   MCP:    sipnab -N --mcp -I capture.pcap        (stdio; --mcp-transport http to listen)
 `)
 	for g := range groupTitles {
@@ -60,7 +60,8 @@ configs/) or from the environment as SIPNAB_<FLAG> (SIPNAB_MCP_TOKEN is
 --mcp-token). Flags win over the environment, which wins over the file.
 SIPNAB_LOG sets the log level (trace, debug, info, warn, error) and
 mcp_audit=LEVEL the audit log's.
-Exit status: 0 done, 1 a source failed or stopped early, 2 usage error.
+Exit status: 0 done, 1 a source failed or stopped early, 2 usage error,
+3 --lint-fail-on found a finding at or above its severity.
 `)
 	_, _ = io.WriteString(w, b.String())
 }
