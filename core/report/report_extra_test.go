@@ -81,7 +81,8 @@ func TestReportSTUNBlockOnlyWhenTheCaptureHeldSTUN(t *testing.T) {
 
 // Values a STUN sender wrote (SOFTWARE) and a lapsed allocation's reason
 // reach the report as internal/textsafe.Line leaves them: terminal escapes
-// and bidi overrides dropped, a line break made a space; evictions are named, not dropped silently.
+// and bidi overrides dropped, a line break made a space; evictions are
+// named, not dropped silently; a list names five rows and counts the rest.
 func TestReportSTUNBlockEscapesSenderTextAndNamesEvictions(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	r := &stun.Report{
@@ -90,13 +91,22 @@ func TestReportSTUNBlockEscapesSenderTextAndNamesEvictions(t *testing.T) {
 		Allocations: []stun.Allocation{{Client: "10.0.0.1:1", Server: "192.0.2.1:3478", Relayed: "192.0.2.1:5000", State: "active",
 			Lapsed: true, LapseReason: "refresh_refused_437", LapseFrame: "x.pcap#9@00", Created: now}},
 		LapsedAllocations: 1,
+		Unanswered:        []stun.Unanswered{{Method: "Binding", Client: "10.0.0.1:1", Server: "198.51.100.9:3478", Sent: 7, Frame: "x.pcap#1@00", ServerPublic: true}},
+		UnansweredCount:   3,
 		ICE:               stun.ICEReport{RoleConflicts: []stun.RoleConflict{{A: "10.0.0.1:1", B: "10.0.0.2:2", At: now, Frame: "x.pcap#3@00", Why: "487_role_conflict"}}},
 	}
+	for i := 0; i < 7; i++ {
+		r.Mappings = append(r.Mappings, stun.Mapping{Local: "10.0.0.1:1", Server: "192.0.2.1:3478", Mapped: "192.0.2.200:1", Translated: true})
+	}
+	r.MappingsOmitted = 3
 	var b bytes.Buffer
 	writeSTUN(&b, r)
 	out := b.String()
 	for _, w := range []string{
 		"  Evicted at the tracker's caps (not below): 4 transactions.\n",
+		"  Unanswered: 3 requests.\n    Binding 10.0.0.1:1 -> 198.51.100.9:3478 (public): 7 sent, frame x.pcap#1@00\n    … 2 more (--json-run has them)\n",
+		"  NAT mappings (10):\n",
+		"    … 5 more (--json-run has them)\n",
 		"  TURN allocations (1, 1 lapsed):\n",
 		"active, LAPSED (refresh_refused_437, frame x.pcap#9@00)",
 		"    role conflict 10.0.0.1:1 / 10.0.0.2:2: 487_role_conflict, frame x.pcap#3@00\n",
