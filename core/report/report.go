@@ -394,6 +394,8 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 	if rep != nil {
 		writeMediaText(w, doc, *rep, opts.limits())
 	}
+	writeSTUN(w, doc.STUN)
+	writeEgress(w, r.Egress)
 
 	if r.UndecodableFrames > 0 {
 		fmt.Fprintf(w, "\nNOT DECODED\n")

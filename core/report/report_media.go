@@ -532,6 +532,7 @@ func writeMediaText(w io.Writer, doc *Document, r analysis.Report, lim limits) {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t%s\t%s\n", s.SSRC, s.Src, s.Dst, mosText, s.LossPct, jit, jmax, dash(probs), call)
 		}
 		tw.Flush()
+		writeBurstGap(w, worst)
 	}
 
 	fmt.Fprintf(w, "\nFINDINGS (%d), worst first\n", len(r.Findings))
