@@ -139,6 +139,7 @@ type Store struct {
 	dup        dupTable
 	bytes      int64 // sum of the held dialogs' bytes
 	chg        changeLog
+	victims    []*dialog // the dialogs evicted by the batch running (dropLocked)
 
 	rev atomic.Uint64
 	gen atomic.Uint64
@@ -286,7 +287,7 @@ func (s *Store) evictLocked() int {
 		s.dropLocked(s.tail)
 		evicted++
 	}
-	s.created.dropGone()
+	s.dropVictims()
 	s.stats.Evicted += uint64(evicted)
 	s.stats.EvictionBatches++
 	s.gen.Add(1)
@@ -305,7 +306,7 @@ func (s *Store) evictForBytesLocked(keep *dialog) int {
 	if evicted == 0 {
 		return 0
 	}
-	s.created.dropGone()
+	s.dropVictims()
 	s.stats.Evicted += uint64(evicted)
 	s.stats.EvictedForBytes += uint64(evicted)
 	s.stats.EvictionBatches++
@@ -313,8 +314,17 @@ func (s *Store) evictForBytesLocked(keep *dialog) int {
 	return evicted
 }
 
-// dropLocked removes one dialog from the store.
+// dropVictims takes the batch's evicted dialogs off the created index.
+func (s *Store) dropVictims() {
+	s.created.drop(s.victims)
+	clear(s.victims)
+	s.victims = s.victims[:0]
+}
+
+// dropLocked removes one dialog from the store; the batch ends with
+// dropVictims, which takes it off the created index.
 func (s *Store) dropLocked(d *dialog) {
+	s.victims = append(s.victims, d)
 	s.unlink(d)
 	delete(s.byID, d.callID)
 	s.icmp.drop(d.callID)
