@@ -232,22 +232,7 @@ func TestAutoFilterInTheKernel(t *testing.T) {
 		}
 		os.Exit(0)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace and capture; skipped")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs ip (iproute2); skipped")
-	}
-	id := (os.Getpid() + 2) % 10000
-	ns := fmt.Sprintf("snb-bpf-%d", id)
-	va, vb := fmt.Sprintf("snf%da", id), fmt.Sprintf("snf%db", id)
-	ipCmd(t, "netns", "add", ns)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	ipCmd(t, "link", "add", va, "type", "veth", "peer", "name", vb)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", va).Run() })
-	ipCmd(t, "link", "set", vb, "netns", ns)
-	ipCmd(t, "link", "set", va, "up")
-	ipCmd(t, "-n", ns, "link", "set", vb, "up")
+	ns, va, vb := vethPair(t, 2, "snb-bpf", "snf")
 
 	for _, cooked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cooked=%v", cooked), func(t *testing.T) {

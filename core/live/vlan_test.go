@@ -75,22 +75,7 @@ func TestVLANTagReinserted(t *testing.T) {
 		}
 		os.Exit(0)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace and capture; skipped")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs ip (iproute2); skipped")
-	}
-	id := (os.Getpid() + 1) % 10000
-	ns := fmt.Sprintf("snb-vlan-%d", id)
-	va, vb := fmt.Sprintf("snv%da", id), fmt.Sprintf("snv%db", id)
-	ipCmd(t, "netns", "add", ns)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	ipCmd(t, "link", "add", va, "type", "veth", "peer", "name", vb)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", va).Run() })
-	ipCmd(t, "link", "set", vb, "netns", ns)
-	ipCmd(t, "link", "set", va, "up")
-	ipCmd(t, "-n", ns, "link", "set", vb, "up")
+	ns, va, vb := vethPair(t, 1, "snb-vlan", "snv")
 
 	for _, cooked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cooked=%v", cooked), func(t *testing.T) {
@@ -130,4 +115,29 @@ func TestVLANTagReinserted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// vethPair makes a network namespace and a veth pair for one test (root and
+// iproute2 needed, else the test is skipped), removed when it ends: va
+// stays here, up; vb is up inside ns. offset keeps the names of tests that
+// run at once apart.
+func vethPair(t *testing.T, offset int, nsPrefix, linkPrefix string) (ns, va, vb string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace and capture; skipped")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip (iproute2); skipped")
+	}
+	id := (os.Getpid() + offset) % 10000
+	ns = fmt.Sprintf("%s-%d", nsPrefix, id)
+	va, vb = fmt.Sprintf("%s%da", linkPrefix, id), fmt.Sprintf("%s%db", linkPrefix, id)
+	ipCmd(t, "netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	ipCmd(t, "link", "add", va, "type", "veth", "peer", "name", vb)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", va).Run() })
+	ipCmd(t, "link", "set", vb, "netns", ns)
+	ipCmd(t, "link", "set", va, "up")
+	ipCmd(t, "-n", ns, "link", "set", vb, "up")
+	return ns, va, vb
 }
