@@ -22,7 +22,9 @@ import (
 // 3032, the IP version read from the first nibble after the bottom of the
 // stack), in any order those nest to (a VLAN carrying PPPoE or MPLS). It
 // also accepts IPv4 and IPv6 fragments past the first (they carry no port,
-// and a SIP message larger than the MTU needs them to be reassembled).
+// and a SIP message larger than the MTU needs them to be reassembled), and
+// ICMP/ICMPv6 errors (icmpErrorTypes), the evidence of a closed port or an
+// unreachable host.
 // Everything else, RTP included, is dropped in the kernel: a live capture
 // that must see media needs a filter of the user's that covers it.
 //
@@ -57,6 +59,19 @@ const (
 	ipUDP       = 17
 	ipTCP       = 6
 	ip6Frag     = 44
+	ipICMP      = 1
+	ipICMPv6    = 58
+)
+
+// The ICMP errors the filter keeps besides the ports: they quote the packet
+// that caused them, and core/dialog ties them to its dialog
+// (docs/icmp-and-tunnels.md). Destination unreachable, time exceeded and
+// parameter problem (RFC 792); ICMPv6 destination unreachable, packet too
+// big, time exceeded and parameter problem (RFC 4443 §3). Echo, neighbour
+// discovery and the rest stay in the kernel.
+var (
+	icmpErrorTypes   = []uint32{3, 11, 12}
+	icmpv6ErrorTypes = []uint32{1, 2, 3, 4}
 )
 
 // AutoFilter builds the automatic filter for a socket that delivers raw
@@ -303,11 +318,17 @@ func (a *asm) ipByVersion(off uint32) {
 // ipv4 checks an IPv4 header at off: UDP or TCP, a first fragment (or a
 // later one: accepted), then the ports past its IHL.
 func (a *asm) ipv4(off uint32) {
-	l4, frag := a.newLabel("l4"), a.newLabel("frag")
+	l4, frag, icmp := a.newLabel("l4"), a.newLabel("frag"), a.newLabel("icmp")
 	a.op(bpf.LoadAbsolute{Off: off + 9, Size: 1})
 	a.jif(bpf.JumpEqual, ipUDP, l4, "")
 	a.jif(bpf.JumpEqual, ipTCP, l4, "")
+	a.jif(bpf.JumpEqual, ipICMP, icmp, "")
 	a.op(bpf.RetConstant{Val: 0})
+	a.label(icmp)
+	// the ICMP type, past the IHL
+	a.op(bpf.LoadMemShift{Off: off})
+	a.op(bpf.LoadIndirect{Off: off, Size: 1})
+	a.acceptTypes(icmpErrorTypes)
 	a.label(l4)
 	a.op(bpf.LoadAbsolute{Off: off + 6, Size: 2})
 	a.jif(bpf.JumpBitsSet, 0x1fff, frag, "")
@@ -323,12 +344,18 @@ func (a *asm) ipv4(off uint32) {
 // ipv6 checks an IPv6 header at off: UDP or TCP directly or behind a
 // fragment header (a fragment past the first is accepted), then the ports.
 func (a *asm) ipv6(off uint32) {
-	l4, fh, later, l4f := a.newLabel("l4"), a.newLabel("fh"), a.newLabel("frag"), a.newLabel("l4f")
+	l4, fh, later, l4f, icmp := a.newLabel("l4"), a.newLabel("fh"), a.newLabel("frag"), a.newLabel("l4f"), a.newLabel("icmp")
 	a.op(bpf.LoadAbsolute{Off: off + 6, Size: 1})
 	a.jif(bpf.JumpEqual, ipUDP, l4, "")
 	a.jif(bpf.JumpEqual, ipTCP, l4, "")
 	a.jif(bpf.JumpEqual, ip6Frag, fh, "")
+	a.jif(bpf.JumpEqual, ipICMPv6, icmp, "")
 	a.op(bpf.RetConstant{Val: 0})
+	a.label(icmp)
+	// ICMPv6 straight after the fixed header (an error is not sent behind
+	// extension headers in practice; one that is stays in the kernel)
+	a.op(bpf.LoadAbsolute{Off: off + 40, Size: 1})
+	a.acceptTypes(icmpv6ErrorTypes)
 	a.label(l4)
 	a.op(bpf.LoadConstant{Dst: bpf.RegX, Val: off + 40})
 	a.jump("ports")
@@ -344,6 +371,18 @@ func (a *asm) ipv6(off uint32) {
 	a.op(bpf.LoadConstant{Dst: bpf.RegX, Val: off + 48})
 	a.jump("ports")
 	a.label(later)
+	a.op(bpf.RetConstant{Val: acceptBytes})
+}
+
+// acceptTypes accepts when A is one of types and drops the frame otherwise
+// (a local accept: the shared one may lie past a conditional jump's reach).
+func (a *asm) acceptTypes(types []uint32) {
+	acc := a.newLabel("acc")
+	for _, t := range types {
+		a.jif(bpf.JumpEqual, t, acc, "")
+	}
+	a.op(bpf.RetConstant{Val: 0})
+	a.label(acc)
 	a.op(bpf.RetConstant{Val: acceptBytes})
 }
 

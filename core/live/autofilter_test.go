@@ -22,15 +22,18 @@ import (
 // (outermost first), IP version, transport, ports, and the verdict for the
 // SIP ports 5060-5061 and the WebSocket ports 80,443,8080,8443.
 type filterCase struct {
-	name   string
-	encap  []string // "vlan", "qinq" (0x88A8 then 0x8100), "pppoe", "mpls1", "mpls2", "arp"
-	v6     bool
-	tcp    bool
-	sport  uint16
-	dport  uint16
-	later  bool // a fragment past the first
-	ihl    int  // IPv4 header words (0: 5)
-	accept bool
+	name  string
+	encap []string // "vlan", "qinq" (0x88A8 then 0x8100), "pppoe", "mpls1", "mpls2", "arp"
+	v6    bool
+	tcp   bool
+	sport uint16
+	dport uint16
+	later bool // a fragment past the first
+	ihl   int  // IPv4 header words (0: 5)
+	icmp  bool // an ICMP (v4) or ICMPv6 (v6) message of icmpType instead of UDP/TCP
+	// icmpType is the ICMP type when icmp is set.
+	icmpType byte
+	accept   bool
 }
 
 var filterCases = []filterCase{
@@ -58,23 +61,41 @@ var filterCases = []filterCase{
 	{name: "mpls2 v4 udp to 7000", encap: []string{"mpls2"}, sport: 40000, dport: 7000},
 	{name: "vlan mpls1 v4 udp to 5060", encap: []string{"vlan", "mpls1"}, sport: 40000, dport: 5060, accept: true},
 	{name: "arp", encap: []string{"arp"}},
+	{name: "v4 icmp port unreachable", icmp: true, icmpType: 3, accept: true},
+	{name: "v4 icmp time exceeded", icmp: true, icmpType: 11, accept: true},
+	{name: "v4 options icmp port unreachable", ihl: 6, icmp: true, icmpType: 3, accept: true},
+	{name: "v4 icmp echo request", icmp: true, icmpType: 8},
+	{name: "v6 icmpv6 destination unreachable", v6: true, icmp: true, icmpType: 1, accept: true},
+	{name: "v6 icmpv6 packet too big", v6: true, icmp: true, icmpType: 2, accept: true},
+	{name: "v6 icmpv6 echo request", v6: true, icmp: true, icmpType: 128},
+	{name: "v6 icmpv6 neighbour solicitation", v6: true, icmp: true, icmpType: 135},
+	{name: "vlan v4 icmp port unreachable", encap: []string{"vlan"}, icmp: true, icmpType: 3, accept: true},
 }
 
 // filterFrame builds a case's Ethernet frame carrying marker.
 func filterFrame(c filterCase, marker string) []byte {
 	var l4 []byte
-	if c.tcp {
+	if c.icmp {
+		l4 = []byte{c.icmpType, 3, 0, 0, 0, 0, 0, 0} // type, code, checksum, unused
+	} else if c.tcp {
 		l4 = make([]byte, 20)
 		l4[12] = 5 << 4
 	} else {
 		l4 = make([]byte, 8)
 		binary.BigEndian.PutUint16(l4[4:], uint16(8+len(marker)))
 	}
-	binary.BigEndian.PutUint16(l4[0:], c.sport)
-	binary.BigEndian.PutUint16(l4[2:], c.dport)
+	if !c.icmp {
+		binary.BigEndian.PutUint16(l4[0:], c.sport)
+		binary.BigEndian.PutUint16(l4[2:], c.dport)
+	}
 	l4 = append(l4, marker...)
 	proto := byte(17)
-	if c.tcp {
+	switch {
+	case c.icmp && c.v6:
+		proto = 58
+	case c.icmp:
+		proto = 1
+	case c.tcp:
 		proto = 6
 	}
 	var ip []byte
