@@ -179,25 +179,13 @@ for w in "${workloads[@]}"; do
   : >"$tmp/load.$w"
   for r in $(seq "$rounds"); do
     for i in "${!names[@]}"; do
-      load=$(cut -d' ' -f1 /proc/loadavg)
-      rc=0
-      /usr/bin/time -f "%e %U %S %M %x" -o "$tmp/one" bash -c "exec ${cmds[$i]} </dev/null >/dev/null 2>&1" || rc=$?
-      last=$(tail -1 "$tmp/one")
-      [ "$rc" = 0 ] && [ "${last##* }" = 0 ] || die "$w round $r: ${names[$i]} failed (exit $rc): $(cat "$tmp/one")"
-      read -r wall user sys kib _ <<<"$last"
-      echo "$wall $user $sys $kib $load" >>"$tmp/t.$w.$i"
-      echo "$load" >>"$tmp/load.$w"
-      log "$w round $r/$rounds: ${names[$i]}: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u+s}')s rss $((kib / 1024))MiB load $load"
+      bench_run "$w" "$r" "${names[$i]}" "$i" bash -c "exec ${cmds[$i]}"
     done
   done
 
   # --- the table -----------------------------------------------------------------
   declare -A wallm cpum rssm
-  for i in "${!names[@]}"; do
-    wallm[$i]=$(awk '{print $1}' "$tmp/t.$w.$i" | median_of)
-    cpum[$i]=$(awk '{print $2+$3}' "$tmp/t.$w.$i" | median_of)
-    rssm[$i]=$(awk '{print $4}' "$tmp/t.$w.$i" | median_of)
-  done
+  for i in "${!names[@]}"; do bench_medians "$w" "$i"; done
   loadsum=$(sort -g "$tmp/load.$w" | awk '{a[NR]=$1} END{ m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "min %.2f, median %.2f, max %.2f", a[1], m, a[NR] }')
   base=""
   for i in "${!names[@]}"; do [ "${kinds[$i]}" = sipnab ] && { base=$i; break; }; done

@@ -107,24 +107,12 @@ for w in "${workloads[@]}"; do
   : >"$tmp/load.$w"
   for r in $(seq "$rounds"); do
     for c in "${counts[@]}"; do
-      load=$(cut -d' ' -f1 /proc/loadavg)
-      rc=0
-      /usr/bin/time -f "%e %U %S %M %x" -o "$tmp/one" "$bin" -N -I "$cap" --json-run --cores "$c" </dev/null >/dev/null 2>&1 || rc=$?
-      last=$(tail -1 "$tmp/one")
-      [ "$rc" = 0 ] && [ "${last##* }" = 0 ] || die "$w round $r: --cores $c failed (exit $rc): $(cat "$tmp/one")"
-      read -r wall user sys kib _ <<<"$last"
-      echo "$wall $user $sys $kib $load" >>"$tmp/t.$w.$c"
-      echo "$load" >>"$tmp/load.$w"
-      log "$w round $r/$rounds: --cores $c: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u+s}')s rss $((kib / 1024))MiB load $load"
+      bench_run "$w" "$r" "--cores $c" "$c" "$bin" -N -I "$cap" --json-run --cores "$c"
     done
   done
 
   declare -A wallm cpum rssm
-  for c in "${counts[@]}"; do
-    wallm[$c]=$(awk '{print $1}' "$tmp/t.$w.$c" | median_of)
-    cpum[$c]=$(awk '{print $2+$3}' "$tmp/t.$w.$c" | median_of)
-    rssm[$c]=$(awk '{print $4}' "$tmp/t.$w.$c" | median_of)
-  done
+  for c in "${counts[@]}"; do bench_medians "$w" "$c"; done
   b=${counts[0]}
   loadsum=$(sort -g "$tmp/load.$w" | awk '{a[NR]=$1} END{ m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "min %.2f, median %.2f, max %.2f", a[1], m, a[NR] }')
   {

@@ -45,3 +45,28 @@ bench_generate() {
   log "generating preset $1, seed $seed"
   "$tmp/gencapture" -preset "$1" -seed "$seed" -o "$tmp/$1.pcap" -answers "$tmp/$1.json" >&2
 }
+
+# bench_run W R LABEL KEY CMD...: one timed run of CMD (stdin, stdout and
+# stderr closed off) in round R of workload W, refused unless it exits 0;
+# appends "wall user sys kib load" to $tmp/t.W.KEY and the load average to
+# $tmp/load.W.
+bench_run() {
+  local w=$1 r=$2 label=$3 key=$4 load rc=0 last wall user sys kib
+  shift 4
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  /usr/bin/time -f "%e %U %S %M %x" -o "$tmp/one" "$@" </dev/null >/dev/null 2>&1 || rc=$?
+  last=$(tail -1 "$tmp/one")
+  [ "$rc" = 0 ] && [ "${last##* }" = 0 ] || die "$w round $r: $label failed (exit $rc): $(cat "$tmp/one")"
+  read -r wall user sys kib _ <<<"$last"
+  echo "$wall $user $sys $kib $load" >>"$tmp/t.$w.$key"
+  echo "$load" >>"$tmp/load.$w"
+  log "$w round $r/$rounds: $label: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u+s}')s rss $((kib / 1024))MiB load $load"
+}
+
+# bench_medians W KEY: sets wallm, cpum and rssm [KEY] (associative arrays
+# the caller declared) to the medians of $tmp/t.W.KEY.
+bench_medians() {
+  wallm[$2]=$(awk '{print $1}' "$tmp/t.$1.$2" | median_of)
+  cpum[$2]=$(awk '{print $2+$3}' "$tmp/t.$1.$2" | median_of)
+  rssm[$2]=$(awk '{print $4}' "$tmp/t.$1.$2" | median_of)
+}

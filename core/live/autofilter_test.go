@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/net/bpf"
-	"golang.org/x/sys/unix"
 
 	"github.com/sipnab/sipnab/core/portrange"
 )
@@ -219,24 +218,15 @@ func TestAutoFilterRefusesWhatItCannotCheck(t *testing.T) {
 // it writes every filter case's frame, then an end frame, raw onto a
 // device.
 func sendFramesHelper() error {
-	dev, marker := os.Getenv("LIVE_DEV"), os.Getenv("LIVE_MARKER")
-	ifc, err := net.InterfaceByName(dev)
-	if err != nil {
-		return err
-	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	to := &unix.SockaddrLinklayer{Ifindex: ifc.Index, Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
-	for i, c := range filterCases {
-		if err := unix.Sendto(fd, filterFrame(c, fmt.Sprintf("%s-%02d-", marker, i)), 0, to); err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
+	marker := os.Getenv("LIVE_MARKER")
+	return sendRaw(os.Getenv("LIVE_DEV"), func(send func([]byte) error) error {
+		for i, c := range filterCases {
+			if err := send(filterFrame(c, fmt.Sprintf("%s-%02d-", marker, i))); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
 		}
-	}
-	end := filterFrame(filterCase{sport: 40000, dport: 5060}, marker+"-end")
-	return unix.Sendto(fd, end, 0, to)
+		return send(filterFrame(filterCase{sport: 40000, dport: 5060}, marker+"-end"))
+	})
 }
 
 // TestAutoFilterInTheKernel attaches the automatic filter to a live

@@ -43,7 +43,21 @@ func vlanFrame(marker string) []byte {
 // sendVLANHelper runs in the test's namespace (LIVE_HELPER=sendvlan): it
 // writes tagged frames raw onto a device.
 func sendVLANHelper() error {
-	dev, marker := os.Getenv("LIVE_DEV"), os.Getenv("LIVE_MARKER")
+	frame := vlanFrame(os.Getenv("LIVE_MARKER"))
+	return sendRaw(os.Getenv("LIVE_DEV"), func(send func([]byte) error) error {
+		for i := 0; i < 3; i++ {
+			if err := send(frame); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sendRaw opens a raw packet socket and hands fill a function that writes
+// one whole Ethernet frame onto dev (broadcast), for the helpers the live
+// tests run inside their namespaces.
+func sendRaw(dev string, fill func(send func([]byte) error) error) error {
 	ifc, err := net.InterfaceByName(dev)
 	if err != nil {
 		return err
@@ -54,13 +68,7 @@ func sendVLANHelper() error {
 	}
 	defer unix.Close(fd)
 	to := &unix.SockaddrLinklayer{Ifindex: ifc.Index, Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
-	frame := vlanFrame(marker)
-	for i := 0; i < 3; i++ {
-		if err := unix.Sendto(fd, frame, 0, to); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fill(func(f []byte) error { return unix.Sendto(fd, f, 0, to) })
 }
 
 // TestVLANTagReinserted writes 802.1Q-tagged frames into one end of a veth
