@@ -115,6 +115,10 @@ type Capture struct {
 	// dialog store keeps a message's bytes (its own copy) and strings into
 	// them, never the Message, its headers or its Vias.
 	sipParser sip.Parser
+	// sdpParser parses the SDP bodies the engine's own stream store takes
+	// on the loader's goroutine into one reused Session (parseSDP).
+	sdpParser sdp.Parser
+	ownMedia  bool // media is the engine's own *media.Store (SetMediaSink)
 	// stun is the STUN/TURN/ICE evidence (stun.go); stunMsg the message
 	// it parses into and relayed the packet a TURN relay's data is routed
 	// as.
@@ -336,6 +340,7 @@ func (c *Capture) Media() *media.Store {
 func (c *Capture) SetMediaSink(m MediaSink) {
 	c.media = m
 	c.batch, _ = m.(batchMedia)
+	_, c.ownMedia = m.(*media.Store)
 }
 
 // Identity names the capture: node, an instance minted when the capture was
@@ -714,13 +719,25 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	// The body is a view into the message's own bytes (never the reader's
 	// buffer), which nothing writes again: the Session's strings share them
 	// instead of copying the body.
-	s, err := sdp.ParseText(unsafe.String(unsafe.SliceData(body), len(body)))
+	s, err := c.parseSDP(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
 		c.pend.sdpBad++
 		return
 	}
 	offer := m.IsRequest && !strings.EqualFold(m.Method, "ACK")
 	c.onSDP(m.CallID, p.TS, s, offer, p.Src)
+}
+
+// parseSDP parses an SDP body for onSDP. The engine's own stream store
+// keeps nothing of the Session past OnSDP (media.Store.OnSDP), so when it
+// takes the Session at once the capture's reused Session serves; a sharded
+// load queues the Session to its workers and another sink may keep it, so
+// those get a Session of their own.
+func (c *Capture) parseSDP(text string) (*sdp.Session, error) {
+	if c.ownMedia && c.shard == nil {
+		return c.sdpParser.ParseText(text)
+	}
+	return sdp.ParseText(text)
 }
 
 // MaxMalformedExamples bounds the malformed SIP messages a capture names
