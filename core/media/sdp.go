@@ -63,12 +63,7 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 				ep.sharers = st.sharersAfter(took, callID, ts)
 			}
 			st.eps[ap] = ep
-			l := st.epByCall[callID]
-			if l == nil {
-				// room for the answer's endpoint beside the offer's
-				l = make([]*endpoint, 0, 2)
-			}
-			st.epByCall[callID] = append(l, ep)
+			st.addCallEndpoint(callID, ep)
 		}
 		// Strings kept past this call are interned or copied: a view into the
 		// SDP text would keep the whole body alive for the endpoint's life.
@@ -235,25 +230,47 @@ func (st *Store) EndpointsFor(callID string) []Endpoint {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	var out []Endpoint
-	for _, ep := range st.epByCall[callID] {
-		out = append(out, ep.view())
+	if ce := st.epByCall[callID]; ce != nil {
+		for _, ep := range ce.l {
+			out = append(out, ep.view())
+		}
 	}
 	return out
 }
 
+// callEndpoints lists the endpoints a dialog's SDP announced, oldest
+// first, with room for an offer's and an answer's in its own allocation.
+// The index holds it by pointer, so that adding to it is one map lookup.
+type callEndpoints struct {
+	l   []*endpoint
+	buf [2]*endpoint
+}
+
+// addCallEndpoint appends ep to the list of callID's endpoints.
+func (st *Store) addCallEndpoint(callID string, ep *endpoint) {
+	ce := st.epByCall[callID]
+	if ce == nil {
+		ce = &callEndpoints{}
+		ce.l = ce.buf[:0]
+		st.epByCall[callID] = ce
+	}
+	ce.l = append(ce.l, ep)
+}
+
 func (st *Store) unindexEndpoint(ep *endpoint) {
 	st.markCall(ep.callID)
-	l := st.epByCall[ep.callID]
-	for i, x := range l {
+	ce := st.epByCall[ep.callID]
+	if ce == nil {
+		return
+	}
+	for i, x := range ce.l {
 		if x == ep {
-			l = append(l[:i], l[i+1:]...)
+			ce.l = append(ce.l[:i], ce.l[i+1:]...)
 			break
 		}
 	}
-	if len(l) == 0 {
+	if len(ce.l) == 0 {
 		delete(st.epByCall, ep.callID)
-	} else {
-		st.epByCall[ep.callID] = l
 	}
 }
 

@@ -226,7 +226,7 @@ type Store struct {
 	candQ    []Key
 	candHd   int
 	eps      map[netip.AddrPort]*endpoint
-	epByCall map[string][]*endpoint
+	epByCall map[string]*callEndpoints
 	epQ      []netip.AddrPort
 	epHd     int
 	epOrd    uint64
@@ -252,7 +252,7 @@ func NewStore(cfg Config) *Store {
 		orphanEP:   make(map[netip.AddrPort][]*stream),
 		cands:      newKeyIndex[*candidate](),
 		eps:        make(map[netip.AddrPort]*endpoint),
-		epByCall:   make(map[string][]*endpoint),
+		epByCall:   make(map[string]*callEndpoints),
 	}
 }
 
