@@ -119,6 +119,9 @@ type Capture struct {
 	// on the loader's goroutine into one reused Session (parseSDP).
 	sdpParser sdp.Parser
 	ownMedia  bool // media is the engine's own *media.Store (SetMediaSink)
+	// ref is the evidence pointer of the frame being routed, once the SIP
+	// path needed it (frameRef): packet.RefOf hashes the whole frame.
+	ref refCache
 	// stun is the STUN/TURN/ICE evidence (stun.go); stunMsg the message
 	// it parses into and relayed the packet a TURN relay's data is routed
 	// as.
@@ -600,6 +603,7 @@ func (c *Capture) classify(p *packet.Packet) action {
 // routeLocked is the router: every packet of every source passes here, with
 // wmu held.
 func (c *Capture) routeLocked(p *packet.Packet) {
+	c.ref.f = nil
 	c.pend.packets++
 	switch c.classify(p) {
 	case actHEP:
@@ -694,7 +698,7 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 		Origin: p.Origin, DSCP: p.DSCP, HasDSCP: p.HasDSCP, IPID: p.IPID, HasIPID: p.HasIPID,
 	}
 	if p.Frame != nil {
-		o.Frame = packet.RefOf(p.Frame)
+		o.Frame = c.frameRef(p.Frame)
 		o.InvalidTS = p.Frame.InvalidTS
 	}
 	r := c.dialogs.Apply(o)
@@ -726,6 +730,25 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	}
 	offer := m.IsRequest && !strings.EqualFold(m.Method, "ACK")
 	c.onSDP(m.CallID, p.TS, s, offer, p.Src)
+}
+
+// refCache holds the evidence pointer of one frame.
+type refCache struct {
+	f   *packet.Frame
+	ord uint64
+	ref packet.FrameRef
+}
+
+// frameRef returns the evidence pointer of f, hashing the frame once
+// however many SIP messages it carries (a datagram or a TCP segment may
+// carry several; a malformed one is also named in its example). The cache
+// is emptied as each packet enters the router (routeLocked), so it never
+// outlives the packet whose frame it names.
+func (c *Capture) frameRef(f *packet.Frame) packet.FrameRef {
+	if c.ref.f != f || c.ref.ord != f.Ordinal {
+		c.ref = refCache{f: f, ord: f.Ordinal, ref: packet.RefOf(f)}
+	}
+	return c.ref.ref
 }
 
 // parseSDP parses an SDP body for onSDP. The engine's own stream store
@@ -770,7 +793,7 @@ func (c *Capture) noteMalformed(p *packet.Packet, m *sip.Message) {
 	}
 	ex := MalformedSIP{Reasons: append([]string(nil), m.Malformed...)}
 	if p.Frame != nil {
-		ex.Frame = packet.RefOf(p.Frame).String()
+		ex.Frame = c.frameRef(p.Frame).String()
 	}
 	if m.CallID != "" {
 		ex.CallID = strings.Clone(m.CallID[:min(len(m.CallID), 200)])

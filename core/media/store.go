@@ -181,7 +181,7 @@ type candPkt struct {
 	h       rtp.Header
 	dscp    uint8
 	hasDSCP bool
-	frame   packet.FrameRef
+	frame   packet.FrameRef // set on the first packet only (probation)
 	origin  packet.Origin
 }
 
@@ -440,7 +440,12 @@ func (st *Store) probation(k Key, p *packet.Packet, ns int64, h *rtp.Header) boo
 		st.cands.set(k, c)
 		st.candQ = append(st.candQ, k)
 	}
-	c.pkts[c.n] = candPkt{ns: ns, h: *h, dscp: p.DSCP, hasDSCP: p.HasDSCP, frame: packet.RefOf(p.Frame), origin: p.Origin}
+	c.pkts[c.n] = candPkt{ns: ns, h: *h, dscp: p.DSCP, hasDSCP: p.HasDSCP, origin: p.Origin}
+	if c.n == 0 {
+		// only the first packet's frame names the stream (newStream below):
+		// the others are not hashed (packet.RefOf reads the whole frame)
+		c.pkts[0].frame = packet.RefOf(p.Frame)
+	}
 	c.n++
 	if c.n < MinSequential {
 		return true
