@@ -10,7 +10,7 @@ import (
 	"github.com/sipnab/sipnab/internal/benchload"
 )
 
-// sdpEvent is one OnSDP call of a workload.
+// sdpCall is one OnSDP call of a workload.
 type sdpCall struct {
 	callID string
 	at     time.Time
