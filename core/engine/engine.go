@@ -115,9 +115,6 @@ type Capture struct {
 	// dialog store keeps a message's bytes (its own copy) and strings into
 	// them, never the Message, its headers or its Vias.
 	sipParser sip.Parser
-	// sdpParser parses the SDP bodies the engine's own stream store takes
-	// on the loader's goroutine into one reused Session (parseSDP).
-	sdpParser sdp.Parser
 	ownMedia  bool // media is the engine's own *media.Store (SetMediaSink)
 	// ref is the evidence pointer of the frame being routed, once the SIP
 	// path needed it (frameRef): packet.RefOf hashes the whole frame.
@@ -154,6 +151,12 @@ type Capture struct {
 	live     []liveSource
 	closed   bool          // Close stopped the live sources and HEP listeners
 	egress   *EgressStatus // what -O and -H did, once they ended (SetEgress)
+
+	// sdpParser (under wmu) parses the SDP bodies the engine's own stream
+	// store takes on the loader's goroutine into one reused Session
+	// (parseSDP). Last: it is a kilobyte the router's other fields need
+	// not be spread around.
+	sdpParser sdp.Parser
 }
 
 // MediaSink is what the router needs from the stream store. core/media's
@@ -603,7 +606,6 @@ func (c *Capture) classify(p *packet.Packet) action {
 // routeLocked is the router: every packet of every source passes here, with
 // wmu held.
 func (c *Capture) routeLocked(p *packet.Packet) {
-	c.ref.f = nil
 	c.pend.packets++
 	switch c.classify(p) {
 	case actHEP:
@@ -670,6 +672,7 @@ func (c *Capture) onSDP(callID string, ts time.Time, s *sdp.Session, offer bool,
 // routeSIP parses, counts and applies every SIP message in b (a datagram
 // may carry more than one).
 func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
+	c.ref.f = nil // a new packet: its frame is hashed again (frameRef)
 	for n := 0; n < 64 && len(b) > 0; n++ {
 		m, err := c.sipParser.Parse(b)
 		if err != nil {
@@ -742,8 +745,8 @@ type refCache struct {
 // frameRef returns the evidence pointer of f, hashing the frame once
 // however many SIP messages it carries (a datagram or a TCP segment may
 // carry several; a malformed one is also named in its example). The cache
-// is emptied as each packet enters the router (routeLocked), so it never
-// outlives the packet whose frame it names.
+// is emptied as each SIP packet enters routeSIP (the only caller), so it
+// never outlives the packet whose frame it names.
 func (c *Capture) frameRef(f *packet.Frame) packet.FrameRef {
 	if c.ref.f != f || c.ref.ord != f.Ordinal {
 		c.ref = refCache{f: f, ord: f.Ordinal, ref: packet.RefOf(f)}
