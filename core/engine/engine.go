@@ -115,6 +115,10 @@ type Capture struct {
 	// dialog store keeps a message's bytes (its own copy) and strings into
 	// them, never the Message, its headers or its Vias.
 	sipParser sip.Parser
+	ownMedia  bool // media is the engine's own *media.Store (SetMediaSink)
+	// ref is the evidence pointer of the frame being routed, once the SIP
+	// path needed it (frameRef): packet.RefOf hashes the whole frame.
+	ref refCache
 	// stun is the STUN/TURN/ICE evidence (stun.go); stunMsg the message
 	// it parses into and relayed the packet a TURN relay's data is routed
 	// as.
@@ -147,6 +151,12 @@ type Capture struct {
 	live     []liveSource
 	closed   bool          // Close stopped the live sources and HEP listeners
 	egress   *EgressStatus // what -O and -H did, once they ended (SetEgress)
+
+	// sdpParser (under wmu) parses the SDP bodies the engine's own stream
+	// store takes on the loader's goroutine into one reused Session
+	// (parseSDP). Last: it is a kilobyte the router's other fields need
+	// not be spread around.
+	sdpParser sdp.Parser
 }
 
 // MediaSink is what the router needs from the stream store. core/media's
@@ -336,6 +346,7 @@ func (c *Capture) Media() *media.Store {
 func (c *Capture) SetMediaSink(m MediaSink) {
 	c.media = m
 	c.batch, _ = m.(batchMedia)
+	_, c.ownMedia = m.(*media.Store)
 }
 
 // Identity names the capture: node, an instance minted when the capture was
@@ -661,6 +672,7 @@ func (c *Capture) onSDP(callID string, ts time.Time, s *sdp.Session, offer bool,
 // routeSIP parses, counts and applies every SIP message in b (a datagram
 // may carry more than one).
 func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
+	c.ref.f = nil // a new packet: its frame is hashed again (frameRef)
 	for n := 0; n < 64 && len(b) > 0; n++ {
 		m, err := c.sipParser.Parse(b)
 		if err != nil {
@@ -689,7 +701,7 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 		Origin: p.Origin, DSCP: p.DSCP, HasDSCP: p.HasDSCP, IPID: p.IPID, HasIPID: p.HasIPID,
 	}
 	if p.Frame != nil {
-		o.Frame = packet.RefOf(p.Frame)
+		o.Frame = c.frameRef(p.Frame)
 		o.InvalidTS = p.Frame.InvalidTS
 	}
 	r := c.dialogs.Apply(o)
@@ -714,13 +726,44 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	// The body is a view into the message's own bytes (never the reader's
 	// buffer), which nothing writes again: the Session's strings share them
 	// instead of copying the body.
-	s, err := sdp.ParseText(unsafe.String(unsafe.SliceData(body), len(body)))
+	s, err := c.parseSDP(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
 		c.pend.sdpBad++
 		return
 	}
 	offer := m.IsRequest && !strings.EqualFold(m.Method, "ACK")
 	c.onSDP(m.CallID, p.TS, s, offer, p.Src)
+}
+
+// refCache holds the evidence pointer of one frame.
+type refCache struct {
+	f   *packet.Frame
+	ord uint64
+	ref packet.FrameRef
+}
+
+// frameRef returns the evidence pointer of f, hashing the frame once
+// however many SIP messages it carries (a datagram or a TCP segment may
+// carry several; a malformed one is also named in its example). The cache
+// is emptied as each SIP packet enters routeSIP (the only caller), so it
+// never outlives the packet whose frame it names.
+func (c *Capture) frameRef(f *packet.Frame) packet.FrameRef {
+	if c.ref.f != f || c.ref.ord != f.Ordinal {
+		c.ref = refCache{f: f, ord: f.Ordinal, ref: packet.RefOf(f)}
+	}
+	return c.ref.ref
+}
+
+// parseSDP parses an SDP body for onSDP. The engine's own stream store
+// keeps nothing of the Session past OnSDP (media.Store.OnSDP), so when it
+// takes the Session at once the capture's reused Session serves; a sharded
+// load queues the Session to its workers and another sink may keep it, so
+// those get a Session of their own.
+func (c *Capture) parseSDP(text string) (*sdp.Session, error) {
+	if c.ownMedia && c.shard == nil {
+		return c.sdpParser.ParseText(text)
+	}
+	return sdp.ParseText(text)
 }
 
 // MaxMalformedExamples bounds the malformed SIP messages a capture names
@@ -753,7 +796,7 @@ func (c *Capture) noteMalformed(p *packet.Packet, m *sip.Message) {
 	}
 	ex := MalformedSIP{Reasons: append([]string(nil), m.Malformed...)}
 	if p.Frame != nil {
-		ex.Frame = packet.RefOf(p.Frame).String()
+		ex.Frame = c.frameRef(p.Frame).String()
 	}
 	if m.CallID != "" {
 		ex.CallID = strings.Clone(m.CallID[:min(len(m.CallID), 200)])

@@ -34,9 +34,9 @@ func (st *Store) Merge(others ...*Store) {
 				}
 				st.eps[a] = ep
 				st.epQ = append(st.epQ, a)
-				st.epByCall[ep.callID] = append(st.epByCall[ep.callID], ep)
+				st.addCallEndpoint(ep.callID, ep)
 				for _, x := range ep.sharers {
-					st.epByCall[x.callID] = append(st.epByCall[x.callID], x.ep)
+					st.addCallEndpoint(x.callID, x.ep)
 				}
 			}
 		}

@@ -17,7 +17,8 @@ import (
 // is updated in place, so the streams bound to it see the new codecs. Hold
 // (c=0.0.0.0) announces no endpoint; sendonly/inactive are recorded. RTP
 // already seen at or from a newly announced endpoint stops being orphaned.
-// src is where the signaling came from.
+// src is where the signaling came from. Nothing of s is kept past the call
+// (its strings are interned or copied), so the caller may reuse s.
 func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, src netip.AddrPort) {
 	if s == nil || callID == "" {
 		return
@@ -56,12 +57,13 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 				}
 			}
 			st.epOrd++
-			ep = &endpoint{addr: ap, callID: callID, ordinal: st.epOrd}
+			ep = newEndpoint(len(m.Formats))
+			ep.addr, ep.callID, ep.ordinal = ap, callID, st.epOrd
 			if took != nil {
 				ep.sharers = st.sharersAfter(took, callID, ts)
 			}
 			st.eps[ap] = ep
-			st.epByCall[callID] = append(st.epByCall[callID], ep)
+			st.addCallEndpoint(callID, ep)
 		}
 		// Strings kept past this call are interned or copied: a view into the
 		// SDP text would keep the whole body alive for the endpoint's life.
@@ -74,7 +76,12 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 		ep.ice = iceTraversal(m.Attrs)
 		ep.at = ts
 		ep.signaler = src
-		ep.formats = make([]format, 0, len(m.Formats))
+		if cap(ep.formats) >= len(m.Formats) {
+			// re-announced: the old formats are read only under st.mu
+			ep.formats = ep.formats[:0]
+		} else {
+			ep.formats = make([]format, 0, len(m.Formats))
+		}
 		for _, f := range m.Formats {
 			if f.PayloadType < 0 || f.PayloadType > 127 {
 				continue
@@ -121,6 +128,29 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 	if changed {
 		st.rev.Add(1)
 	}
+}
+
+// endpointFormats is how many formats an endpoint has room for in its own
+// allocation (newEndpoint): an audio offer's usual codec, its alternative
+// and telephone-event.
+const endpointFormats = 3
+
+// endpointBlock is an endpoint with room for its usual formats, allocated
+// together.
+type endpointBlock struct {
+	ep      endpoint
+	formats [endpointFormats]format
+}
+
+// newEndpoint returns a new endpoint, with room for n formats in the same
+// allocation when n is small.
+func newEndpoint(n int) *endpoint {
+	if n > endpointFormats {
+		return &endpoint{}
+	}
+	b := &endpointBlock{}
+	b.ep.formats = b.formats[:0]
+	return &b.ep
 }
 
 // sharersAfter returns who keeps sharing an address callID announces at ts
@@ -200,25 +230,47 @@ func (st *Store) EndpointsFor(callID string) []Endpoint {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	var out []Endpoint
-	for _, ep := range st.epByCall[callID] {
-		out = append(out, ep.view())
+	if ce := st.epByCall[callID]; ce != nil {
+		for _, ep := range ce.l {
+			out = append(out, ep.view())
+		}
 	}
 	return out
 }
 
+// callEndpoints lists the endpoints a dialog's SDP announced, oldest
+// first, with room for an offer's and an answer's in its own allocation.
+// The index holds it by pointer, so that adding to it is one map lookup.
+type callEndpoints struct {
+	l   []*endpoint
+	buf [2]*endpoint
+}
+
+// addCallEndpoint appends ep to the list of callID's endpoints.
+func (st *Store) addCallEndpoint(callID string, ep *endpoint) {
+	ce := st.epByCall[callID]
+	if ce == nil {
+		ce = &callEndpoints{}
+		ce.l = ce.buf[:0]
+		st.epByCall[callID] = ce
+	}
+	ce.l = append(ce.l, ep)
+}
+
 func (st *Store) unindexEndpoint(ep *endpoint) {
 	st.markCall(ep.callID)
-	l := st.epByCall[ep.callID]
-	for i, x := range l {
+	ce := st.epByCall[ep.callID]
+	if ce == nil {
+		return
+	}
+	for i, x := range ce.l {
 		if x == ep {
-			l = append(l[:i], l[i+1:]...)
+			ce.l = append(ce.l[:i], ce.l[i+1:]...)
 			break
 		}
 	}
-	if len(l) == 0 {
+	if len(ce.l) == 0 {
 		delete(st.epByCall, ep.callID)
-	} else {
-		st.epByCall[ep.callID] = l
 	}
 }
 

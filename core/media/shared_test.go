@@ -195,7 +195,7 @@ func TestSharedEndpointFlood(t *testing.T) {
 		}
 		n := 0
 		for _, l := range st.epByCall {
-			n += len(l)
+			n += len(l.l)
 		}
 		if n > 2*(1+maxSharers) {
 			t.Fatalf("step %d: %d announcements listed, want at most %d", i, n, 2*(1+maxSharers))

@@ -181,7 +181,7 @@ type candPkt struct {
 	h       rtp.Header
 	dscp    uint8
 	hasDSCP bool
-	frame   packet.FrameRef
+	frame   packet.FrameRef // set on the first packet only (probation)
 	origin  packet.Origin
 }
 
@@ -226,7 +226,7 @@ type Store struct {
 	candQ    []Key
 	candHd   int
 	eps      map[netip.AddrPort]*endpoint
-	epByCall map[string][]*endpoint
+	epByCall map[string]*callEndpoints
 	epQ      []netip.AddrPort
 	epHd     int
 	epOrd    uint64
@@ -252,7 +252,7 @@ func NewStore(cfg Config) *Store {
 		orphanEP:   make(map[netip.AddrPort][]*stream),
 		cands:      newKeyIndex[*candidate](),
 		eps:        make(map[netip.AddrPort]*endpoint),
-		epByCall:   make(map[string][]*endpoint),
+		epByCall:   make(map[string]*callEndpoints),
 	}
 }
 
@@ -440,7 +440,12 @@ func (st *Store) probation(k Key, p *packet.Packet, ns int64, h *rtp.Header) boo
 		st.cands.set(k, c)
 		st.candQ = append(st.candQ, k)
 	}
-	c.pkts[c.n] = candPkt{ns: ns, h: *h, dscp: p.DSCP, hasDSCP: p.HasDSCP, frame: packet.RefOf(p.Frame), origin: p.Origin}
+	c.pkts[c.n] = candPkt{ns: ns, h: *h, dscp: p.DSCP, hasDSCP: p.HasDSCP, origin: p.Origin}
+	if c.n == 0 {
+		// only the first packet's frame names the stream (newStream below):
+		// the others are not hashed (packet.RefOf reads the whole frame)
+		c.pkts[0].frame = packet.RefOf(p.Frame)
+	}
 	c.n++
 	if c.n < MinSequential {
 		return true

@@ -513,3 +513,32 @@ func mustHexT(t testing.TB, s string) []byte {
 	}
 	return b
 }
+
+// TestProbationNamesTheFirstFrame: an unsignaled flow that passes probation
+// is named by the frame of its first packet, or, when continuity broke
+// during probation, of the packet it started over from.
+func TestProbationNamesTheFirstFrame(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		seqs  []uint16
+		first int // index of the packet whose frame names the stream
+	}{
+		{"in sequence", []uint16{10, 11, 12}, 0},
+		{"started over", []uint16{10, 40, 41, 42}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := NewStore(Config{})
+			var refs []string
+			for i, seq := range c.seqs {
+				f := &packet.Frame{TS: t0, Source: "probation.pcap", Ordinal: uint64(i + 1), Data: []byte{byte(i), 1, 2, 3}}
+				refs = append(refs, packet.RefOf(f).String())
+				p := udp(epA, epB, t0.Add(time.Duration(i)*20*time.Millisecond), rtpPkt(0, false, seq, uint32(seq)*160, 9, make([]byte, 160)))
+				p.Frame = f
+				st.Observe(p)
+			}
+			if got := onlyStream(t, st); got.Frame != refs[c.first] {
+				t.Errorf("stream names %q, want %q (packet %d)", got.Frame, refs[c.first], c.first)
+			}
+		})
+	}
+}

@@ -1,5 +1,7 @@
 package report
 
+import "bytes"
+
 // appendIndented appends src, one JSON value as encoding/json writes it
 // compactly, to dst indented exactly as json.Indent(dst, src, prefix,
 // indent) would (and so as json.Encoder with SetIndent writes it), without
@@ -8,21 +10,10 @@ package report
 // none in encoding/json's compact output) is dropped, as json.Indent drops
 // it.
 func appendIndented(dst, src []byte, prefix, indent string) []byte {
-	needIndent, inStr, esc := false, false, false
+	needIndent := false
 	depth := 0
-	for _, c := range src {
-		if inStr {
-			dst = append(dst, c)
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
 		switch c {
 		case ' ', '\t', '\n', '\r':
 			continue
@@ -34,8 +25,10 @@ func appendIndented(dst, src []byte, prefix, indent string) []byte {
 		}
 		switch c {
 		case '"':
-			inStr = true
-			dst = append(dst, c)
+			// a string (key or value) is copied whole, escapes included
+			n := stringEnd(src[i+1:])
+			dst = append(dst, src[i:i+1+n]...)
+			i += n
 		case '{', '[':
 			// An empty object or array stays {} or [].
 			needIndent = true
@@ -58,6 +51,29 @@ func appendIndented(dst, src []byte, prefix, indent string) []byte {
 		}
 	}
 	return dst
+}
+
+// stringEnd returns the length of the rest of a JSON string whose opening
+// quote came just before b: up to and including its closing quote (all of
+// b when it has none).
+func stringEnd(b []byte) int {
+	for i := 0; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		q += i
+		// the quote closes the string unless an odd run of backslashes
+		// escapes it
+		bs := 0
+		for j := q - 1; j >= 0 && b[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
+	}
 }
 
 func appendNewline(dst []byte, prefix, indent string, depth int) []byte {

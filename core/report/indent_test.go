@@ -71,3 +71,37 @@ func TestAppendIndentedOnTheRunDocument(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// FuzzAppendIndented holds appendIndented to json.Indent on any valid JSON
+// value, in its compact form as encoding/json writes it (its strings hold
+// whatever the fuzzer puts in them, escaped backslashes and quotes among
+// them), and on arbitrary strings encoded as a key and as a value.
+func FuzzAppendIndented(f *testing.F) {
+	f.Add([]byte(`{"a":["x\\",{"b\"":"\\\\\"y"}],"c":[],"d":{}}`), `quote"and\backslash\`)
+	f.Add([]byte(`[1,-2.5e3,true,null,"\u00e9\n"]`), "")
+	f.Fuzz(func(t *testing.T, doc []byte, s string) {
+		check := func(compact []byte) {
+			for _, prefix := range []string{"", "    "} {
+				var want bytes.Buffer
+				if err := json.Indent(&want, compact, prefix, "  "); err != nil {
+					t.Fatal(err)
+				}
+				if got := appendIndented(nil, compact, prefix, "  "); !bytes.Equal(got, want.Bytes()) {
+					t.Fatalf("prefix %q, %s:\ngot  %s\nwant %s", prefix, compact, got, want.Bytes())
+				}
+			}
+		}
+		if json.Valid(doc) {
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, doc); err != nil {
+				t.Fatal(err)
+			}
+			check(compact.Bytes())
+		}
+		b, err := json.Marshal(map[string]any{s: []any{s, map[string]string{"k": s}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(b)
+	})
+}

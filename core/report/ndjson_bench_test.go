@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/internal/benchload"
 	"github.com/sipnab/sipnab/internal/testengine"
 )
 
@@ -64,4 +65,19 @@ func BenchmarkTailIdlePoll(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkWriteJSON: the --json-run document of sipp-branch-scenario.pcapng
+// (8989 SIP messages in 1334 dialogs); reported per dialog, in CPU time too.
+func BenchmarkWriteJSON(b *testing.B) {
+	c := testengine.Public(b, engine.Config{}, "sipp-branch-scenario.pcapng")
+	n := c.Dialogs().Len()
+	b.ReportAllocs()
+	cpu0 := benchload.CPUNow()
+	for b.Loop() {
+		if err := WriteJSON(io.Discard, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N*n), "cpu-ns/dialog")
 }

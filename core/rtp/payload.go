@@ -112,11 +112,34 @@ var dynamic = map[string]Codec{
 	"mp4v-es":         {"MP4V-ES", 90000, KindVideo},
 }
 
+// lookupDynamic is dynamic[strings.ToLower(name)] without the lowered
+// copy for an ASCII name of up to 32 bytes (every name in the table).
+func lookupDynamic(name string) (Codec, bool) {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		c, ok := dynamic[strings.ToLower(name)]
+		return c, ok
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		if b >= 0x80 {
+			c, ok := dynamic[strings.ToLower(name)]
+			return c, ok
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		buf[i] = b
+	}
+	c, ok := dynamic[string(buf[:len(name)])] // no copy: a map index
+	return c, ok
+}
+
 // NamedCodec resolves an rtpmap encoding name and clock rate (0 = take the
 // name's usual rate). Unknown names keep the given clock and KindUnknown,
 // or KindAudio/KindVideo when the SDP media type says so.
 func NamedCodec(name string, clock uint32, mediaType string) Codec {
-	c, ok := dynamic[strings.ToLower(name)]
+	c, ok := lookupDynamic(name)
 	if !ok {
 		c = Codec{Name: name}
 		switch mediaType {

@@ -2,6 +2,7 @@ package rtp
 
 import (
 	"encoding/hex"
+	"strings"
 	"testing"
 )
 
@@ -257,5 +258,29 @@ func TestStaticCodec(t *testing.T) {
 	}
 	if c := NamedCodec("x-custom", 12000, "video"); c.Name != "x-custom" || c.ClockRate != 12000 || c.Kind != KindVideo {
 		t.Errorf("NamedCodec(x-custom): got %+v", c)
+	}
+}
+
+// TestNamedCodecLooksUpWithoutCase: the encoding name is matched without
+// regard to case, as strings.ToLower then the table would, for every name
+// of the table in three spellings and for names the fast path hands back
+// to strings.ToLower (non-ASCII, longer than 32 bytes).
+func TestNamedCodecLooksUpWithoutCase(t *testing.T) {
+	names := []string{"", "x-custom", "OPUS\u0130", "\u212a", strings.Repeat("A", 33), "PCMU ", "pcmu\x00"}
+	for k := range dynamic {
+		names = append(names, k, strings.ToUpper(k), strings.ToUpper(k[:1])+k[1:])
+	}
+	for _, n := range names {
+		want, wantOK := dynamic[strings.ToLower(n)]
+		got, ok := lookupDynamic(n)
+		if got != want || ok != wantOK {
+			t.Errorf("lookupDynamic(%q) = %+v, %v; strings.ToLower gives %+v, %v", n, got, ok, want, wantOK)
+		}
+	}
+	if c, ok := lookupDynamic("PCMA"); !ok || c.Name != "PCMA" || c.ClockRate != 8000 {
+		t.Errorf("PCMA: %+v %v", c, ok)
+	}
+	if n := testing.AllocsPerRun(100, func() { NamedCodec("Telephone-Event", 8000, "audio") }); n != 0 {
+		t.Errorf("NamedCodec allocates %v times for a mixed-case name", n)
 	}
 }

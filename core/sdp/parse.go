@@ -32,11 +32,13 @@ type parser struct {
 	blk *sessionBlock
 	s   *Session
 	cur *Media // current media section; nil at session level
-	// attrs holds every a= line of the body in order, in one allocation:
-	// the session's and each section's Attrs are contiguous runs of it.
+	// attrs holds every a= line of the body in order, in the block or in
+	// one allocation past it: the session's and each section's Attrs are
+	// contiguous runs of it.
 	attrs     []Attr
-	attrStart int  // where the current run (session or section) starts
-	curConn   bool // the current media section has its own c=
+	attrStart int    // where the current run (session or section) starts
+	rest      string // the text after the current line
+	curConn   bool   // the current media section has its own c=
 	lineNo    int
 	sawV      bool
 	sawO      bool
@@ -78,23 +80,75 @@ func ParseText(text string) (*Session, error) {
 	return parseText(text)
 }
 
+// Parser parses SDP bodies into one Session it reuses: parsing the usual
+// body (one media section, up to eight a= lines, up to four formats) through
+// a Parser allocates nothing. The Session a call returns, and every slice in
+// it, is valid only until the Parser's next call; its strings share the
+// text, as ParseText's do. A Parser is not safe for concurrent use; the zero
+// value is ready.
+type Parser struct {
+	blk sessionBlock
+}
+
+// ParseText is the package's ParseText into the Parser's reused Session,
+// with the same result.
+func (ps *Parser) ParseText(text string) (*Session, error) {
+	if !strings.Contains(text, "v=") && !strings.Contains(text, "m=") {
+		return nil, ErrNotSDP
+	}
+	// Only the Session needs zeroing: every entry of the block's arrays a
+	// parse hands out was written whole by its append. (Entries past that
+	// may still hold strings of an earlier body, the SIP message text they
+	// share, until overwritten.)
+	ps.blk.s = Session{}
+	return parseInto(text, &ps.blk)
+}
+
 func parseText(text string) (*Session, error) {
-	blk := &sessionBlock{}
+	return parseInto(text, &sessionBlock{})
+}
+
+// linesLeft counts the lines of type typ in text as the parse loop sees
+// them: lines split at LF whose type letter is followed by '='.
+func linesLeft(text string, typ byte) int {
+	n := 0
+	for len(text) > 1 {
+		if text[0] == typ && text[1] == '=' {
+			n++
+		}
+		i := strings.IndexByte(text, '\n')
+		if i < 0 {
+			break
+		}
+		text = text[i+1:]
+	}
+	return n
+}
+
+// grow returns a copy of the full slice s with room for need more, in one
+// allocation.
+func grow[T any](s []T, need int) []T {
+	return append(make([]T, 0, len(s)+need), s...)
+}
+
+// trimLineEnd is strings.TrimRight(line, " \t\r").
+func trimLineEnd(line string) string {
+	n := len(line)
+	for n > 0 && (line[n-1] == ' ' || line[n-1] == '\t' || line[n-1] == '\r') {
+		n--
+	}
+	return line[:n]
+}
+
+// parseInto parses text into blk, whose Session is zero.
+func parseInto(text string, blk *sessionBlock) (*Session, error) {
 	s := &blk.s
 	p := parser{blk: blk, s: s}
-	// Room for the attributes and the media sections, sized by the lines
-	// that can hold them (bounded by the body's length): in the block when
-	// they fit, else one allocation each.
-	if n := strings.Count(text, "a="); n > len(blk.attrs) {
-		p.attrs = make([]Attr, 0, n)
-	} else if n > 0 {
-		p.attrs = blk.attrs[:0:n]
-	}
-	if n := strings.Count(text, "m="); n > len(blk.media) {
-		s.Media = make([]Media, 0, n)
-	} else if n > 0 {
-		s.Media = blk.media[:0:n]
-	}
+	// The attributes and the media sections start in the block; past it
+	// they move once to the heap, sized by the lines left (grow). A run of
+	// attributes handed out before the move keeps the block's entries.
+	p.attrs = blk.attrs[:0]
+	s.Media = blk.media[:0]
 	for len(text) > 0 {
 		var line string
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
@@ -102,8 +156,9 @@ func parseText(text string) (*Session, error) {
 		} else {
 			line, text = text, ""
 		}
+		p.rest = text
 		p.lineNo++
-		line = strings.TrimRight(line, " \t\r")
+		line = trimLineEnd(line)
 		if line == "" {
 			continue
 		}
@@ -274,6 +329,9 @@ func (p *parser) line(typ byte, v string) {
 		p.media(v)
 	case 'a':
 		a := parseAttr(v)
+		if len(p.attrs) == cap(p.attrs) {
+			p.attrs = grow(p.attrs, 1+linesLeft(p.rest, 'a'))
+		}
 		p.attrs = append(p.attrs, a)
 		if p.cur == nil {
 			if d, ok := direction(a.Key); ok && a.Value == "" {
@@ -361,6 +419,9 @@ func parseConn(v string) (addr, typ string, ok bool) {
 }
 
 func (p *parser) media(v string) {
+	if len(p.s.Media) == cap(p.s.Media) {
+		p.s.Media = grow(p.s.Media, 1+linesLeft(p.rest, 'm'))
+	}
 	p.s.Media = append(p.s.Media, Media{})
 	p.cur = &p.s.Media[len(p.s.Media)-1]
 	p.curConn = false
@@ -561,7 +622,9 @@ func (m *Media) format(pt int) *Format {
 
 // ptAndRest splits "96 opus/48000/2" into 96 and "opus/48000/2".
 func ptAndRest(v string) (int, string, bool) {
-	v = strings.TrimLeft(v, " \t")
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
 	i := 0
 	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
 		i++
