@@ -78,35 +78,60 @@ var identitySeed = maphash.MakeSeed()
 // capture duplicate never gets this far (dup.go).
 func identity(o *Observation) uint64 {
 	m := o.Msg
-	var h maphash.Hash
-	h.SetSeed(identitySeed)
-	var b [4 * 16]byte
-	n := 0
-	for _, ap := range []netip.AddrPort{o.Src, o.Dst} {
-		a := ap.Addr().As16()
-		n += copy(b[n:], a[:])
-	}
-	binary.BigEndian.PutUint16(b[n:], o.Src.Port())
-	binary.BigEndian.PutUint16(b[n+2:], o.Dst.Port())
-	n += 4
+	method := strings.ToUpper(m.CSeq.Method) // no copy when already upper case
+	var rseq string
 	status := 0
 	if !m.IsRequest {
 		status = m.StatusCode
 	}
+	if status > 100 && status < 200 {
+		if v, ok := m.Header(sip.HdrRSeq); ok {
+			rseq = strings.TrimSpace(v)
+		}
+	}
+	// One pass of the seeded hash over a buffer on the stack: the
+	// addresses, ports, status and CSeq number, then each string after its
+	// length (so no two lists of strings write the same bytes).
+	var b [identityBuf]byte
+	n := putAddrPorts(b[:], o.Src, o.Dst)
 	binary.BigEndian.PutUint32(b[n:], uint32(status))
 	binary.BigEndian.PutUint32(b[n+4:], m.CSeq.Number)
 	n += 8
-	h.Write(b[:n])
-	for _, s := range []string{strings.ToUpper(m.CSeq.Method), m.From.Tag, m.To.Tag} {
-		h.WriteString(s)
-		h.WriteByte(0)
-	}
-	if status > 100 && status < 200 {
-		if rseq, ok := m.Header(sip.HdrRSeq); ok {
-			h.WriteString(strings.TrimSpace(rseq))
+	strs := [4]string{method, m.From.Tag, m.To.Tag, rseq}
+	if n+4*4+len(method)+len(m.From.Tag)+len(m.To.Tag)+len(rseq) > len(b) {
+		// Long tags (a hostile sender's): the streaming hash, same fields.
+		var h maphash.Hash
+		h.SetSeed(identitySeed)
+		h.Write(b[:n])
+		for _, s := range strs {
+			var l [4]byte
+			binary.BigEndian.PutUint32(l[:], uint32(len(s)))
+			h.Write(l[:])
+			h.WriteString(s)
 		}
+		return h.Sum64()
 	}
-	return h.Sum64()
+	for _, s := range strs {
+		binary.BigEndian.PutUint32(b[n:], uint32(len(s)))
+		n += 4
+		n += copy(b[n:], s)
+	}
+	return maphash.Bytes(identitySeed, b[:n])
+}
+
+// identityBuf is the stack buffer identity hashes in one pass: room for
+// the fixed fields and the tags and method of any ordinary message.
+const identityBuf = 256
+
+// putAddrPorts writes two addresses (16 bytes each, IPv4 as mapped IPv6)
+// and their ports into b and returns how many bytes it wrote (36).
+func putAddrPorts(b []byte, src, dst netip.AddrPort) int {
+	s, d := src.Addr().As16(), dst.Addr().As16()
+	n := copy(b, s[:])
+	n += copy(b[n:], d[:])
+	binary.BigEndian.PutUint16(b[n:], src.Port())
+	binary.BigEndian.PutUint16(b[n+2:], dst.Port())
+	return n + 4
 }
 
 // smallSeen is how many identities a dialog keeps in a slice before it
