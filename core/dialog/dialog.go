@@ -161,27 +161,31 @@ func withCap[T any](s []T, n int) []T {
 
 type txKey struct {
 	branch string
-	cseq   uint32
 	method string
+	cseq   uint32
 }
 
 // tx is one transaction: top Via branch + CSeq number + CSeq method.
+// Its times are stamps and its counts int32 (a count past 2^31 would need
+// that many messages in one dialog, where MaxMessages and the byte budget
+// keep far fewer): 128 bytes instead of 168.
 type tx struct {
 	key         txKey
-	leg         int
+	firstReq    stamp
+	lastReq     stamp
+	finalAt     stamp
+	finalReason string
+	finalCode   int
+	leg         int32
+	reqCount    int32
+	respCount   int32
 	requestSeen bool
 	reInvite    bool // an INVITE whose request carried a To tag
 	unregister  bool // a REGISTER removing bindings
-	firstReq    time.Time
-	lastReq     time.Time
-	reqCount    int
-	respCount   int
-	finalCode   int
-	finalReason string
-	finalAt     time.Time
 }
 
 // leg is one dialog inside a Call-ID (see the package comment).
+// Its times are stamps and its counts int32 (see tx).
 type leg struct {
 	// What a row reads, kept together.
 	state      State
@@ -192,7 +196,8 @@ type leg struct {
 	toUser     string
 	// challenges counts the 401/407 answers to the leg's opening requests
 	// (retransmissions excluded).
-	challenges int
+	challenges int32
+	msgCount   int32
 	// first and hop are 1 + the position among the retained messages of
 	// the leg's first retained message and of its last retained
 	// out-of-dialog request of the leg's method (0: none); toHost is the To
@@ -205,37 +210,35 @@ type leg struct {
 	// inviteAt is the INVITE that was routed: a 401/407 ends the delay of
 	// the INVITE it answers, and the credentialed retry restarts the clock
 	// (see time; docs/call-timing.md).
-	inviteAt   time.Time
-	ringingAt  time.Time
-	answeredAt time.Time
-	byeAt      time.Time
-	byeOKAt    time.Time
+	inviteAt   stamp
+	ringingAt  stamp
+	answeredAt stamp
+	byeAt      stamp
+	byeOKAt    stamp
 
-	tag      string
-	created  time.Time
-	updated  time.Time
-	msgCount int
+	tag     string
+	created stamp
+	updated stamp
 
-	forks        []Fork
-	forksDropped int
+	forks []Fork
 
-	transitions        []transition
-	transitionsDropped int
+	transitions                      []transition
+	forksDropped, transitionsDropped int32
 
-	inviteSrc  netip.Addr
-	byeSrc     netip.Addr
-	tryingAt   time.Time
-	answerCSeq uint32
-	finalAt    time.Time // first non-challenge final response to an opening INVITE
+	inviteSrc   netip.Addr
+	byeSrc      netip.Addr
+	tryingAt    stamp
+	answerCSeq  uint32
+	authRetries int32 // see below
+	finalAt     stamp // first non-challenge final response to an opening INVITE
 	// Auth retries of the opening INVITE: firstInviteAt is the first
 	// INVITE (set once a retry restarted the clock), challengeAt the
 	// pending 401/407 sent back to the caller (zero when none), authWait
 	// the caller's waits from each challenge to its retry, authRetries
 	// how many retries restarted the clock.
-	firstInviteAt time.Time
-	challengeAt   time.Time
+	firstInviteAt stamp
+	challengeAt   stamp
 	authWait      time.Duration
-	authRetries   int
 }
 
 // transition is a Transition as a leg keeps it (40 bytes instead of 96:
@@ -386,7 +389,8 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 
 	retrans := d.retransmission(o, cfg)
 	legs := len(d.legs)
-	li, l := d.legFor(m, o.TS)
+	ts := stampOf(o.TS)
+	li, l := d.legFor(m, ts)
 	if len(d.legs) > legs {
 		// a leg's first message always runs its machine, so no leg is left
 		// without a state
@@ -395,7 +399,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	if retrans {
 		d.retrans++
 	}
-	t := d.transaction(m, o.TS, li, retrans)
+	t := d.transaction(m, ts, li, retrans)
 
 	if len(d.msgs) < cfg.MaxMessages {
 		d.retain(o, index, li, retrans)
@@ -411,8 +415,8 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 
 	if l != nil {
 		l.msgCount++
-		if o.TS.After(l.updated) {
-			l.updated = o.TS
+		if l.updated.before(ts) {
+			l.updated = ts
 		}
 		d.noteFork(l, m)
 		if !retrans {
@@ -470,7 +474,7 @@ func (d *dialog) seenCount() int { return len(d.seen) + len(d.seenMap) }
 
 // legFor finds or opens the leg a message belongs to. It returns (-1, nil)
 // when the message would open a leg past the cap.
-func (d *dialog) legFor(m *sip.Message, ts time.Time) (int, *leg) {
+func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 	ft, tt := m.From.Tag, m.To.Tag
 	hint, opener := familyHint(m)
 	best := -1
@@ -582,7 +586,7 @@ func (d *dialog) findTx(k txKey) *tx {
 // transaction records the message in its transaction (top Via branch + CSeq
 // number + CSeq method) and returns it; nil when the message names no
 // transaction or the per-dialog transaction cap was reached.
-func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool) *tx {
+func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx {
 	if !m.CSeq.Valid {
 		return nil
 	}
@@ -596,7 +600,7 @@ func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool)
 		if len(d.txSlab) == cap(d.txSlab) {
 			d.txSlab = make([]tx, 0, txSlab)
 		}
-		d.txSlab = append(d.txSlab, tx{key: k, leg: li}) // within capacity: earlier pointers stay
+		d.txSlab = append(d.txSlab, tx{key: k, leg: int32(li)}) // within capacity: earlier pointers stay
 		t = &d.txSlab[len(d.txSlab)-1]
 		d.txOrder = append(withCap(d.txOrder, txSlab), t)
 		if d.txIndex != nil {
@@ -685,7 +689,7 @@ func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
 			if t.reInvite {
 				tc = TxReInvite
 			}
-		case !l.answeredAt.IsZero() && m.CSeq.Number > l.answerCSeq:
+		case !l.answeredAt.isZero() && m.CSeq.Number > l.answerCSeq:
 			tc = TxReInvite
 		}
 	case "BYE":
@@ -788,37 +792,37 @@ func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) 
 
 // time records the INVITE-family milestones (first occurrence wins).
 func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
-	ts := o.TS
-	set := func(p *time.Time) {
-		if p.IsZero() {
+	ts := stampOf(o.TS)
+	set := func(p *stamp) {
+		if p.isZero() {
 			*p = ts
 		}
 	}
 	switch a {
 	case ReqInvite:
 		switch {
-		case l.inviteAt.IsZero():
+		case l.inviteAt.isZero():
 			l.inviteAt, l.inviteSrc = ts, o.Src.Addr()
-		case !l.challengeAt.IsZero() && (!l.inviteSrc.IsValid() || o.Src.Addr() == l.inviteSrc):
+		case !l.challengeAt.isZero() && (!l.inviteSrc.IsValid() || o.Src.Addr() == l.inviteSrc):
 			// The caller's retry after a 401/407 (RFC 3261 §22.2: a new
 			// transaction, so never a retransmission, which does not reach
 			// time). The challenge was the final response of the INVITE it
 			// answered and ended that INVITE's delay (RFC 6076 §4.3): PDD
 			// and setup are measured on this INVITE, the one routed, and
 			// the caller's wait is kept apart.
-			if l.firstInviteAt.IsZero() {
+			if l.firstInviteAt.isZero() {
 				l.firstInviteAt = l.inviteAt
 			}
-			if ts.After(l.challengeAt) {
-				l.authWait += ts.Sub(l.challengeAt)
+			if c := l.challengeAt.time(); o.TS.After(c) {
+				l.authWait += o.TS.Sub(c)
 			}
 			l.authRetries++
 			l.inviteAt, l.inviteSrc = ts, o.Src.Addr()
-			l.tryingAt, l.ringingAt, l.finalAt, l.challengeAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+			l.tryingAt, l.ringingAt, l.finalAt, l.challengeAt = stamp{}, stamp{}, stamp{}, stamp{}
 		}
 		return
 	case ReqBye:
-		if l.byeAt.IsZero() {
+		if l.byeAt.isZero() {
 			l.byeAt, l.byeSrc = ts, o.Src.Addr()
 		}
 		return
@@ -841,7 +845,7 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 		case S18x:
 			set(&l.ringingAt)
 		case S2xx:
-			if l.answeredAt.IsZero() {
+			if l.answeredAt.isZero() {
 				l.answeredAt = ts
 				l.answerCSeq = m.CSeq.Number
 			}
@@ -851,7 +855,7 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 		case SChallenge:
 			// A challenge to the caller before any answer waits for the
 			// caller's retry (a challenged re-INVITE is not a retry).
-			if l.answeredAt.IsZero() {
+			if l.answeredAt.isZero() {
 				l.challengeAt = ts
 			}
 		}
@@ -997,7 +1001,7 @@ func (d *dialog) challenges() int {
 	n := 0
 	for _, x := range d.legs {
 		if x.family == l.family {
-			n += x.challenges
+			n += int(x.challenges)
 		}
 	}
 	return n
@@ -1016,7 +1020,7 @@ func (d *dialog) legFinal(li int) *tx {
 	}
 	var p finalPick
 	for _, t := range d.txOrder {
-		if t.leg != li || t.finalCode == 0 || t.reInvite || t.key.method != want {
+		if int(t.leg) != li || t.finalCode == 0 || t.reInvite || t.key.method != want {
 			continue
 		}
 		p.add(t, l.family == FamilyInvite && t.finalCode < 300)
@@ -1033,15 +1037,15 @@ type finalPick struct{ ans, last, chal *tx }
 func (p *finalPick) add(t *tx, answer bool) {
 	switch {
 	case answer:
-		if p.ans == nil || t.finalAt.Before(p.ans.finalAt) {
+		if p.ans == nil || t.finalAt.before(p.ans.finalAt) {
 			p.ans = t
 		}
 	case t.finalCode == 401 || t.finalCode == 407:
-		if p.chal == nil || !t.finalAt.Before(p.chal.finalAt) {
+		if p.chal == nil || !t.finalAt.before(p.chal.finalAt) {
 			p.chal = t
 		}
 	default:
-		if p.last == nil || !t.finalAt.Before(p.last.finalAt) {
+		if p.last == nil || !t.finalAt.before(p.last.finalAt) {
 			p.last = t
 		}
 	}
@@ -1081,7 +1085,7 @@ func (d *dialog) finalStatus() (code int, reason string, ok bool) {
 func (d *dialog) decideFinal() *tx {
 	var p finalPick
 	for _, t := range d.txOrder {
-		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > int(d.prim) {
+		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > d.prim {
 			continue
 		}
 		if !t.requestSeen && d.isLateReInvite(t) {
@@ -1095,9 +1099,9 @@ func (d *dialog) decideFinal() *tx {
 // isLateReInvite: an INVITE transaction whose request was not captured and
 // whose CSeq comes after the one that answered its leg is a re-INVITE.
 func (d *dialog) isLateReInvite(t *tx) bool {
-	if t.leg < 0 || t.leg >= len(d.legs) {
+	if t.leg < 0 || int(t.leg) >= len(d.legs) {
 		return false
 	}
 	l := d.legs[t.leg]
-	return !l.answeredAt.IsZero() && t.key.cseq > l.answerCSeq
+	return !l.answeredAt.isZero() && t.key.cseq > l.answerCSeq
 }

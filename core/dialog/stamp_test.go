@@ -1,0 +1,48 @@
+package dialog
+
+import (
+	"testing"
+	"time"
+)
+
+// TestStampKeepsTimesExactly: a stamp gives back the very time.Time it was
+// made from (==, so JSON and comparisons cannot tell them apart), over the
+// whole range a capture timestamp may take (capture.usableTS: Unix 0 to the
+// end of year 9999) and beyond the int64 nanosecond range, and the zero
+// Time stays the zero stamp while the Unix epoch does not.
+func TestStampKeepsTimesExactly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		t    time.Time
+	}{
+		{"zero Time", time.Time{}},
+		{"Unix epoch", time.Unix(0, 0).UTC()},
+		{"one ns after the epoch", time.Unix(0, 1).UTC()},
+		{"a capture time", time.Date(2024, 5, 17, 10, 11, 12, 123456789, time.UTC)},
+		{"after the int64 ns range", time.Date(2300, 1, 1, 0, 0, 0, 999999999, time.UTC)},
+		{"the last usable capture second", time.Unix(253402300799, 999999999).UTC()},
+		{"before the epoch", time.Date(1600, 2, 29, 23, 59, 59, 1, time.UTC)},
+		{"a local time, kept as UTC", time.Date(2024, 1, 1, 12, 0, 0, 5, time.FixedZone("x", 3600)).UTC()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := stampOf(tc.t)
+			if got := s.time(); got != tc.t {
+				t.Errorf("round trip: got %#v, want %#v", got, tc.t)
+			}
+			if s.isZero() != tc.t.IsZero() {
+				t.Errorf("isZero %v, time.IsZero %v", s.isZero(), tc.t.IsZero())
+			}
+		})
+	}
+	a := stampOf(time.Unix(100, 5).UTC())
+	b := stampOf(time.Unix(100, 6).UTC())
+	c := stampOf(time.Unix(101, 0).UTC())
+	for _, tc := range []struct {
+		x, y stamp
+		want bool
+	}{{a, b, true}, {b, a, false}, {a, a, false}, {b, c, true}, {c, a, false}, {stamp{}, a, true}} {
+		if got := tc.x.before(tc.y); got != tc.want || got != tc.x.time().Before(tc.y.time()) {
+			t.Errorf("%v before %v: got %v, want %v (time.Before %v)", tc.x, tc.y, got, tc.want, tc.x.time().Before(tc.y.time()))
+		}
+	}
+}
