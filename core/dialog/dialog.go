@@ -78,7 +78,7 @@ var identitySeed = maphash.MakeSeed()
 // capture duplicate never gets this far (dup.go).
 func identity(o *Observation) uint64 {
 	m := o.Msg
-	method := strings.ToUpper(m.CSeq.Method) // no copy when already upper case
+	method := upperMethod(m.CSeq.Method)
 	var rseq string
 	status := 0
 	if !m.IsRequest {
@@ -316,28 +316,27 @@ type dialog struct {
 	final      *tx
 	seq        uint64
 
-	legsDropped int // messages that joined no leg because the leg cap was reached
+	// Bounds reached, and malformed messages (int32: see tx). legsDropped
+	// counts the messages that joined no leg because the leg cap was
+	// reached.
+	legsDropped, msgsDropped, malformed, seenDropped, txDropped, dtmfDropped int32
 
-	msgs        []retained
-	addrs       []netip.AddrPort          // the retained messages' addresses
-	addrIdx     map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
-	far         map[int][2]netip.AddrPort // addresses past addrs' cap, by message
-	whole       map[int]*sip.Message      // messages the parser did not make, by message
-	msgsDropped int
-	malformed   int
-	bytes       int64 // what the store holds for this dialog (membudget.go)
+	msgs    []retained
+	addrs   []netip.AddrPort          // the retained messages' addresses
+	addrIdx map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
+	far     map[int][2]netip.AddrPort // addresses past addrs' cap, by message
+	srcs    map[int]string            // frame sources other than firstFrame's, by message
+	whole   map[int]*sip.Message      // messages the parser did not make, by message
+	bytes   int64                     // what the store holds for this dialog (membudget.go)
 
-	seen        []uint64 // the first smallSeen identities
-	seenMap     map[uint64]struct{}
-	seenDropped int
-	txOrder     []*tx         // every transaction, in order of first sight
-	txSlab      []tx          // where the newest transactions live, txSlab at a time
-	txIndex     map[txKey]*tx // built once there are more than smallTxs
+	seen    []uint64 // the first smallSeen identities
+	seenMap map[uint64]struct{}
+	txOrder []*tx         // every transaction, in order of first sight
+	txSlab  []tx          // where the newest transactions live, txSlab at a time
+	txIndex map[txKey]*tx // built once there are more than smallTxs
 
-	txDropped   int
-	cause       *Cause
-	dtmf        []dtmfEvent
-	dtmfDropped int
+	cause *Cause
+	dtmf  []dtmfEvent
 
 	// What aggregations read from the retained messages besides the
 	// primary leg's first message and hop, noted as they are retained (see
@@ -382,7 +381,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 		d.clockSuspect = true
 	}
 	if len(m.Malformed) > 0 {
-		d.malformed++
+		inc32(&d.malformed)
 	}
 	index := d.msgCount
 	d.msgCount++
@@ -404,7 +403,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	if len(d.msgs) < cfg.MaxMessages {
 		d.retain(o, index, li, retrans)
 	} else {
-		d.msgsDropped++
+		inc32(&d.msgsDropped)
 	}
 
 	if c, ok := causeOf(m); ok {
@@ -414,7 +413,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	}
 
 	if l != nil {
-		l.msgCount++
+		inc32(&l.msgCount)
 		if l.updated.before(ts) {
 			l.updated = ts
 		}
@@ -456,7 +455,7 @@ func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
 		return true
 	}
 	if d.seenCount() >= cfg.MaxSeen {
-		d.seenDropped++
+		inc32(&d.seenDropped)
 		return false
 	}
 	if len(d.seen) < smallSeen {
@@ -505,16 +504,16 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 		return best, d.legs[best]
 	}
 	if len(d.legs) >= maxLegs {
-		d.legsDropped++
+		inc32(&d.legsDropped)
 		return -1, nil
 	}
 	f := FamilyGeneric
 	method := ""
 	if m.IsRequest {
-		method = strings.ToUpper(m.Method)
+		method = upperMethod(m.Method)
 		f = FamilyOf(method)
 	} else if m.CSeq.Valid {
-		method = strings.ToUpper(m.CSeq.Method)
+		method = upperMethod(m.CSeq.Method)
 		f = responseFamily(method)
 	}
 	l := &leg{
@@ -556,7 +555,7 @@ func familyHint(m *sip.Message) (famHint, bool) {
 		}
 		method = m.CSeq.Method
 	}
-	switch strings.ToUpper(method) {
+	switch upperMethod(method) {
 	case "INVITE":
 		return famHint{FamilyInvite, true}, m.IsRequest && m.To.Tag == ""
 	case "REGISTER":
@@ -576,11 +575,52 @@ func (d *dialog) findTx(k txKey) *tx {
 		return d.txIndex[k]
 	}
 	for _, t := range d.txOrder {
-		if t.key == k {
+		// The number and the (interned) method first: they tell most
+		// transactions apart without reading the branch, whose bytes lie
+		// in an earlier message.
+		if t.key.cseq == k.cseq && t.key.method == k.method && t.key.branch == k.branch {
 			return t
 		}
 	}
 	return nil
+}
+
+// upperMethod is strings.ToUpper(m) returning, for the methods of RFC 3261
+// and its extensions, the constant instead of a view into the message: a
+// method the dialog keeps (a leg's, a transaction's) then holds no message
+// bytes, and comparing two of them reads no message.
+func upperMethod(m string) string {
+	switch m {
+	case "INVITE":
+		return "INVITE"
+	case "ACK":
+		return "ACK"
+	case "BYE":
+		return "BYE"
+	case "CANCEL":
+		return "CANCEL"
+	case "REGISTER":
+		return "REGISTER"
+	case "OPTIONS":
+		return "OPTIONS"
+	case "PRACK":
+		return "PRACK"
+	case "UPDATE":
+		return "UPDATE"
+	case "INFO":
+		return "INFO"
+	case "SUBSCRIBE":
+		return "SUBSCRIBE"
+	case "NOTIFY":
+		return "NOTIFY"
+	case "REFER":
+		return "REFER"
+	case "MESSAGE":
+		return "MESSAGE"
+	case "PUBLISH":
+		return "PUBLISH"
+	}
+	return strings.ToUpper(m)
 }
 
 // transaction records the message in its transaction (top Via branch + CSeq
@@ -590,11 +630,11 @@ func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx
 	if !m.CSeq.Valid {
 		return nil
 	}
-	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method)}
+	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: upperMethod(m.CSeq.Method)}
 	t := d.findTx(k)
 	if t == nil {
 		if len(d.txOrder) >= maxTxs {
-			d.txDropped++
+			inc32(&d.txDropped)
 			return nil
 		}
 		if len(d.txSlab) == cap(d.txSlab) {
@@ -620,11 +660,11 @@ func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx
 			t.reInvite = k.method == "INVITE" && m.To.Tag != ""
 			t.unregister = k.method == "REGISTER" && expiresZero(m)
 		}
-		t.reqCount++
+		inc32(&t.reqCount)
 		t.lastReq = ts
 		return t
 	}
-	t.respCount++
+	inc32(&t.respCount)
 	// The first final response decides the transaction, except that a 2xx
 	// after a failure (another branch answered) replaces it.
 	if m.StatusCode >= 200 && !retrans && (t.finalCode == 0 || m.StatusCode < 300 && t.finalCode >= 300) {
@@ -639,7 +679,7 @@ func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx
 // arrival classifies a message for the transition table.
 func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
 	if m.IsRequest {
-		switch strings.ToUpper(m.Method) {
+		switch upperMethod(m.Method) {
 		case "INVITE":
 			if m.To.Tag != "" {
 				return ReqReInvite
@@ -681,7 +721,7 @@ func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
 		return RespArrival(TxNone, st)
 	}
 	var tc Tx
-	switch strings.ToUpper(m.CSeq.Method) {
+	switch upperMethod(m.CSeq.Method) {
 	case "INVITE":
 		tc = TxInvite
 		switch {
@@ -766,12 +806,12 @@ func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) 
 				arrival: a, reason: c.Reason, message: index,
 			})
 		} else {
-			l.transitionsDropped++
+			inc32(&l.transitionsDropped)
 		}
 	}
 	txc, st, isResp := a.Response()
 	if isResp && st == SChallenge && openerTx(l.family, txc) {
-		l.challenges++
+		inc32(&l.challenges)
 	}
 	switch {
 	case isResp && st == SChallenge && openerTx(l.family, txc) && (l.state == Trying || l.state == Ringing):
@@ -816,7 +856,7 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 			if c := l.challengeAt.time(); o.TS.After(c) {
 				l.authWait += o.TS.Sub(c)
 			}
-			l.authRetries++
+			inc32(&l.authRetries)
 			l.inviteAt, l.inviteSrc = ts, o.Src.Addr()
 			l.tryingAt, l.ringingAt, l.finalAt, l.challengeAt = stamp{}, stamp{}, stamp{}, stamp{}
 		}
@@ -888,7 +928,7 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 		}
 	}
 	if len(l.forks) >= maxForks {
-		l.forksDropped++
+		inc32(&l.forksDropped)
 		return
 	}
 	f := Fork{Tag: remote, Messages: 1}
@@ -904,7 +944,7 @@ func (d *dialog) noteDTMF(m *sip.Message, o *Observation) {
 		return
 	}
 	if len(d.dtmf) >= maxDTMF {
-		d.dtmfDropped++
+		inc32(&d.dtmfDropped)
 		return
 	}
 	d.dtmf = append(d.dtmf, dtmfEvent{at: o.TS, digit: digit, duration: dur, frame: o.Frame})

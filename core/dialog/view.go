@@ -430,12 +430,12 @@ func (d *dialog) detail(opt Options) Detail {
 		}
 		det.InfoDTMF = append(det.InfoDTMF, x)
 	}
-	det.Malformed = d.malformed
+	det.Malformed = int(d.malformed)
 	det.Retained = len(d.msgs)
 	det.Bounds = Bounds{
-		MessagesNotRetained: d.msgsDropped, LegsDropped: d.legsDropped,
-		TransactionsDropped: d.txDropped, IdentitiesNotRemember: d.seenDropped,
-		DTMFDropped: d.dtmfDropped,
+		MessagesNotRetained: int(d.msgsDropped), LegsDropped: int(d.legsDropped),
+		TransactionsDropped: int(d.txDropped), IdentitiesNotRemember: int(d.seenDropped),
+		DTMFDropped: int(d.dtmfDropped),
 	}
 	if !opt.NoMessages {
 		det.Messages = make([]Message, len(d.msgs))

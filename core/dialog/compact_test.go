@@ -1,6 +1,7 @@
 package dialog
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -43,6 +44,20 @@ func TestStampKeepsTimesExactly(t *testing.T) {
 	}{{a, b, true}, {b, a, false}, {a, a, false}, {b, c, true}, {c, a, false}, {stamp{}, a, true}} {
 		if got := tc.x.before(tc.y); got != tc.want || got != tc.x.time().Before(tc.y.time()) {
 			t.Errorf("%v before %v: got %v, want %v (time.Before %v)", tc.x, tc.y, got, tc.want, tc.x.time().Before(tc.y.time()))
+		}
+	}
+}
+
+// TestInc32SaturatesInsteadOfWrapping: the int32 counts of legs,
+// transactions and dialogs stop at 2^31-1 instead of turning negative.
+func TestInc32SaturatesInsteadOfWrapping(t *testing.T) {
+	for _, tc := range []struct {
+		from, want int32
+	}{{0, 1}, {41, 42}, {math.MaxInt32 - 1, math.MaxInt32}, {math.MaxInt32, math.MaxInt32}} {
+		n := tc.from
+		inc32(&n)
+		if n != tc.want {
+			t.Errorf("inc32(%d) = %d, want %d", tc.from, n, tc.want)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package dialog
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // stamp is a time as a leg or a transaction keeps it: UTC seconds counted
 // from the zero time.Time (January 1 of year 1) and nanoseconds, 16 bytes
@@ -37,4 +40,13 @@ func (s stamp) isZero() bool { return s == (stamp{}) }
 // before reports whether s is earlier than u.
 func (s stamp) before(u stamp) bool {
 	return s.sec < u.sec || s.sec == u.sec && s.nsec < u.nsec
+}
+
+// inc32 counts one more in a count the store keeps as int32 (a leg's, a
+// transaction's, a dialog's bounds), saturating at 2^31-1 rather than
+// wrapping: a single Call-ID flooded for hours stays counted at the top.
+func inc32(p *int32) {
+	if *p != math.MaxInt32 {
+		*p++
+	}
 }
