@@ -2,8 +2,12 @@ package dialog
 
 import (
 	"math"
+	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/sip"
 )
 
 // TestStampKeepsTimesExactly: a stamp gives back the very time.Time it was
@@ -59,5 +63,52 @@ func TestInc32SaturatesInsteadOfWrapping(t *testing.T) {
 		if n != tc.want {
 			t.Errorf("inc32(%d) = %d, want %d", tc.from, n, tc.want)
 		}
+	}
+}
+
+// TestRetainedFrameSourcesReadBack: a retained message keeps its frame's
+// source only when it differs from the dialog's first frame's; a dialog
+// whose messages come from several files (or from none) reads every frame
+// back as applied.
+func TestRetainedFrameSourcesReadBack(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sources []string // per message of the call; "" leaves the frame zero
+	}{
+		{"one file", []string{"a.pcap", "a.pcap", "a.pcap", "a.pcap"}},
+		{"a second file", []string{"a.pcap", "b.pcap", "a.pcap", "b.pcap"}},
+		{"first frame unknown", []string{"", "a.pcap", "", "b.pcap"}},
+		{"no frames", []string{"", "", "", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Config{})
+			src, dst := netip.MustParseAddrPort(alice), netip.MustParseAddrPort(bob)
+			var want []packet.FrameRef
+			for j, st := range basicCall("frames")[:len(tc.sources)] {
+				m, err := sip.Parse([]byte(st.text))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var f packet.FrameRef
+				if tc.sources[j] != "" {
+					f = packet.FrameRef{Source: tc.sources[j], Ordinal: uint64(10 + j), Digest: [8]byte{byte(j), 1, 2, 3, 4, 5, 6, 7}}
+				}
+				s.Apply(Observation{Msg: m, TS: t0.Add(time.Duration(st.ms) * time.Millisecond), Src: src, Dst: dst, Frame: f})
+				want = append(want, f)
+				src, dst = dst, src
+			}
+			d, ok := s.Get("frames")
+			if !ok {
+				t.Fatal("dialog not found")
+			}
+			for i, f := range want {
+				if got := d.Messages[i].Frame; got != f {
+					t.Errorf("message %d: frame %+v, want %+v", i, got, f)
+				}
+				if got, ok := s.MessageAt("frames", i); !ok || got.Frame != f {
+					t.Errorf("MessageAt %d: frame %+v, want %+v", i, got.Frame, f)
+				}
+			}
+		})
 	}
 }
