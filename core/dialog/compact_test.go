@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/sip"
@@ -110,5 +111,28 @@ func TestRetainedFrameSourcesReadBack(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDialogFitsItsSizeClass: a dialog (its first leg, transactions,
+// addresses and identities inside) plus the 8-byte header the allocator
+// puts before an object over 512 bytes that holds pointers fits the
+// 1,792-byte size class; one byte more and every dialog takes 2,048.
+func TestDialogFitsItsSizeClass(t *testing.T) {
+	if got := unsafe.Sizeof(dialog{}) + 8; got > 1792 {
+		t.Errorf("dialog with header: %d bytes, over the 1,792-byte size class", got)
+	}
+	for _, tc := range []struct {
+		name string
+		size uintptr
+		max  uintptr
+	}{
+		{"leg", unsafe.Sizeof(leg{}) + 8, 416},
+		{"slab of transactions (no header at 512)", txSlab * unsafe.Sizeof(tx{}), 512},
+		{"retained message", unsafe.Sizeof(retained{}), 88},
+	} {
+		if tc.size > tc.max {
+			t.Errorf("%s: %d bytes, over %d", tc.name, tc.size, tc.max)
+		}
 	}
 }
