@@ -34,9 +34,13 @@ type Cause struct {
 // text), which beats a SIP Reason.
 func causeOf(m *sip.Message) (Cause, bool) {
 	var q850, sipc *Cause
+	asterisk := -1 // the first X-Asterisk-HangupCauseCode, found in the same pass
 	for i := range m.Headers {
 		h := &m.Headers[i]
 		if h.ID != sip.HdrReason {
+			if h.ID == sip.HdrXAsteriskHangupCauseCode && asterisk < 0 {
+				asterisk = i
+			}
 			continue
 		}
 		for _, r := range sip.ParseReason(h.Value) {
@@ -55,8 +59,8 @@ func causeOf(m *sip.Message) (Cause, bool) {
 	if q850 != nil {
 		return *q850, true
 	}
-	if v, ok := m.Header(sip.HdrXAsteriskHangupCauseCode); ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 && n < 1000 {
+	if asterisk >= 0 {
+		if n, err := strconv.Atoi(strings.TrimSpace(m.Headers[asterisk].Value)); err == nil && n >= 0 && n < 1000 {
 			return Cause{Code: n, Protocol: "Q.850", SourceHeader: "X-Asterisk-HangupCauseCode"}, true
 		}
 	}

@@ -78,35 +78,60 @@ var identitySeed = maphash.MakeSeed()
 // capture duplicate never gets this far (dup.go).
 func identity(o *Observation) uint64 {
 	m := o.Msg
-	var h maphash.Hash
-	h.SetSeed(identitySeed)
-	var b [4 * 16]byte
-	n := 0
-	for _, ap := range []netip.AddrPort{o.Src, o.Dst} {
-		a := ap.Addr().As16()
-		n += copy(b[n:], a[:])
-	}
-	binary.BigEndian.PutUint16(b[n:], o.Src.Port())
-	binary.BigEndian.PutUint16(b[n+2:], o.Dst.Port())
-	n += 4
+	method := upperMethod(m.CSeq.Method)
+	var rseq string
 	status := 0
 	if !m.IsRequest {
 		status = m.StatusCode
 	}
+	if status > 100 && status < 200 {
+		if v, ok := m.Header(sip.HdrRSeq); ok {
+			rseq = strings.TrimSpace(v)
+		}
+	}
+	// One pass of the seeded hash over a buffer on the stack: the
+	// addresses, ports, status and CSeq number, then each string after its
+	// length (so no two lists of strings write the same bytes).
+	var b [identityBuf]byte
+	n := putAddrPorts(b[:], o.Src, o.Dst)
 	binary.BigEndian.PutUint32(b[n:], uint32(status))
 	binary.BigEndian.PutUint32(b[n+4:], m.CSeq.Number)
 	n += 8
-	h.Write(b[:n])
-	for _, s := range []string{strings.ToUpper(m.CSeq.Method), m.From.Tag, m.To.Tag} {
-		h.WriteString(s)
-		h.WriteByte(0)
-	}
-	if status > 100 && status < 200 {
-		if rseq, ok := m.Header(sip.HdrRSeq); ok {
-			h.WriteString(strings.TrimSpace(rseq))
+	strs := [4]string{method, m.From.Tag, m.To.Tag, rseq}
+	if n+4*4+len(method)+len(m.From.Tag)+len(m.To.Tag)+len(rseq) > len(b) {
+		// Long tags (a hostile sender's): the streaming hash, same fields.
+		var h maphash.Hash
+		h.SetSeed(identitySeed)
+		h.Write(b[:n])
+		for _, s := range strs {
+			var l [4]byte
+			binary.BigEndian.PutUint32(l[:], uint32(len(s)))
+			h.Write(l[:])
+			h.WriteString(s)
 		}
+		return h.Sum64()
 	}
-	return h.Sum64()
+	for _, s := range strs {
+		binary.BigEndian.PutUint32(b[n:], uint32(len(s)))
+		n += 4
+		n += copy(b[n:], s)
+	}
+	return maphash.Bytes(identitySeed, b[:n])
+}
+
+// identityBuf is the stack buffer identity hashes in one pass: room for
+// the fixed fields and the tags and method of any ordinary message.
+const identityBuf = 256
+
+// putAddrPorts writes two addresses (16 bytes each, IPv4 as mapped IPv6)
+// and their ports into b and returns how many bytes it wrote (36).
+func putAddrPorts(b []byte, src, dst netip.AddrPort) int {
+	s, d := src.Addr().As16(), dst.Addr().As16()
+	n := copy(b, s[:])
+	n += copy(b[n:], d[:])
+	binary.BigEndian.PutUint16(b[n:], src.Port())
+	binary.BigEndian.PutUint16(b[n+2:], dst.Port())
+	return n + 4
 }
 
 // smallSeen is how many identities a dialog keeps in a slice before it
@@ -136,27 +161,31 @@ func withCap[T any](s []T, n int) []T {
 
 type txKey struct {
 	branch string
-	cseq   uint32
 	method string
+	cseq   uint32
 }
 
 // tx is one transaction: top Via branch + CSeq number + CSeq method.
+// Its times are stamps and its counts int32 (a count past 2^31 would need
+// that many messages in one dialog, where MaxMessages and the byte budget
+// keep far fewer): 128 bytes instead of 168.
 type tx struct {
 	key         txKey
-	leg         int
+	firstReq    stamp
+	lastReq     stamp
+	finalAt     stamp
+	finalReason string
+	finalCode   int
+	leg         int32
+	reqCount    int32
+	respCount   int32
 	requestSeen bool
 	reInvite    bool // an INVITE whose request carried a To tag
 	unregister  bool // a REGISTER removing bindings
-	firstReq    time.Time
-	lastReq     time.Time
-	reqCount    int
-	respCount   int
-	finalCode   int
-	finalReason string
-	finalAt     time.Time
 }
 
 // leg is one dialog inside a Call-ID (see the package comment).
+// Its times are stamps and its counts int32 (see tx).
 type leg struct {
 	// What a row reads, kept together.
 	state      State
@@ -167,7 +196,8 @@ type leg struct {
 	toUser     string
 	// challenges counts the 401/407 answers to the leg's opening requests
 	// (retransmissions excluded).
-	challenges int
+	challenges int32
+	msgCount   int32
 	// first and hop are 1 + the position among the retained messages of
 	// the leg's first retained message and of its last retained
 	// out-of-dialog request of the leg's method (0: none); toHost is the To
@@ -180,37 +210,35 @@ type leg struct {
 	// inviteAt is the INVITE that was routed: a 401/407 ends the delay of
 	// the INVITE it answers, and the credentialed retry restarts the clock
 	// (see time; docs/call-timing.md).
-	inviteAt   time.Time
-	ringingAt  time.Time
-	answeredAt time.Time
-	byeAt      time.Time
-	byeOKAt    time.Time
+	inviteAt   stamp
+	ringingAt  stamp
+	answeredAt stamp
+	byeAt      stamp
+	byeOKAt    stamp
 
-	tag      string
-	created  time.Time
-	updated  time.Time
-	msgCount int
+	tag     string
+	created stamp
+	updated stamp
 
-	forks        []Fork
-	forksDropped int
+	forks []Fork
 
-	transitions        []transition
-	transitionsDropped int
+	transitions                      []transition
+	forksDropped, transitionsDropped int32
 
-	inviteSrc  netip.Addr
-	byeSrc     netip.Addr
-	tryingAt   time.Time
-	answerCSeq uint32
-	finalAt    time.Time // first non-challenge final response to an opening INVITE
+	inviteSrc   netip.Addr
+	byeSrc      netip.Addr
+	tryingAt    stamp
+	answerCSeq  uint32
+	authRetries int32 // see below
+	finalAt     stamp // first non-challenge final response to an opening INVITE
 	// Auth retries of the opening INVITE: firstInviteAt is the first
 	// INVITE (set once a retry restarted the clock), challengeAt the
 	// pending 401/407 sent back to the caller (zero when none), authWait
 	// the caller's waits from each challenge to its retry, authRetries
 	// how many retries restarted the clock.
-	firstInviteAt time.Time
-	challengeAt   time.Time
+	firstInviteAt stamp
+	challengeAt   stamp
 	authWait      time.Duration
-	authRetries   int
 }
 
 // transition is a Transition as a leg keeps it (40 bytes instead of 96:
@@ -288,28 +316,27 @@ type dialog struct {
 	final      *tx
 	seq        uint64
 
-	legsDropped int // messages that joined no leg because the leg cap was reached
+	// Bounds reached, and malformed messages (int32: see tx). legsDropped
+	// counts the messages that joined no leg because the leg cap was
+	// reached.
+	legsDropped, msgsDropped, malformed, seenDropped, txDropped, dtmfDropped int32
 
-	msgs        []retained
-	addrs       []netip.AddrPort          // the retained messages' addresses
-	addrIdx     map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
-	far         map[int][2]netip.AddrPort // addresses past addrs' cap, by message
-	whole       map[int]*sip.Message      // messages the parser did not make, by message
-	msgsDropped int
-	malformed   int
-	bytes       int64 // what the store holds for this dialog (membudget.go)
+	msgs    []retained
+	addrs   []netip.AddrPort          // the retained messages' addresses
+	addrIdx map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
+	far     map[int][2]netip.AddrPort // addresses past addrs' cap, by message
+	srcs    map[int]string            // frame sources other than firstFrame's, by message
+	whole   map[int]*sip.Message      // messages the parser did not make, by message
+	bytes   int64                     // what the store holds for this dialog (membudget.go)
 
-	seen        []uint64 // the first smallSeen identities
-	seenMap     map[uint64]struct{}
-	seenDropped int
-	txOrder     []*tx         // every transaction, in order of first sight
-	txSlab      []tx          // where the newest transactions live, txSlab at a time
-	txIndex     map[txKey]*tx // built once there are more than smallTxs
+	seen    []uint64 // the first smallSeen identities
+	seenMap map[uint64]struct{}
+	txOrder []*tx         // every transaction, in order of first sight
+	txSlab  []tx          // where the newest transactions live, txSlab at a time
+	txIndex map[txKey]*tx // built once there are more than smallTxs
 
-	txDropped   int
-	cause       *Cause
-	dtmf        []dtmfEvent
-	dtmfDropped int
+	cause *Cause
+	dtmf  []dtmfEvent
 
 	// What aggregations read from the retained messages besides the
 	// primary leg's first message and hop, noted as they are retained (see
@@ -318,6 +345,20 @@ type dialog struct {
 
 	// LRU links (most recently updated at the store's head).
 	prev, next *dialog
+
+	// first holds what a dialog's first leg, identities, addresses and
+	// transactions need at first (what a call uses): one allocation with
+	// the dialog instead of five, next to it in memory. The slices above
+	// start in it and move out only when they outgrow it. The dialog
+	// stays at or under 1,784 bytes: with the allocator's 8-byte header
+	// that is the 1,792-byte size class (TestDialogFitsItsSizeClass).
+	first struct {
+		leg         leg
+		transitions [firstTransitions]transition
+		tx          [txSlab]tx
+		addrs       [firstAddrs]netip.AddrPort
+		seen        [firstSeen]uint64
+	}
 }
 
 // Per-dialog bounds on attacker-keyed sets (engine.md §17).
@@ -330,7 +371,7 @@ const (
 )
 
 func newDialog(callID string, seq uint64, o *Observation) *dialog {
-	return &dialog{
+	d := &dialog{
 		callID:      callID,
 		seq:         seq,
 		created:     o.TS,
@@ -338,6 +379,10 @@ func newDialog(callID string, seq uint64, o *Observation) *dialog {
 		firstFrame:  o.Frame,
 		firstOrigin: o.Origin,
 	}
+	d.txSlab = d.first.tx[:0]
+	d.addrs = d.first.addrs[:0]
+	d.seen = d.first.seen[:0]
+	return d
 }
 
 // applyResult says what happened to one message.
@@ -354,14 +399,15 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 		d.clockSuspect = true
 	}
 	if len(m.Malformed) > 0 {
-		d.malformed++
+		inc32(&d.malformed)
 	}
 	index := d.msgCount
 	d.msgCount++
 
 	retrans := d.retransmission(o, cfg)
 	legs := len(d.legs)
-	li, l := d.legFor(m, o.TS)
+	ts := stampOf(o.TS)
+	li, l := d.legFor(m, ts)
 	if len(d.legs) > legs {
 		// a leg's first message always runs its machine, so no leg is left
 		// without a state
@@ -370,12 +416,12 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	if retrans {
 		d.retrans++
 	}
-	t := d.transaction(m, o.TS, li, retrans)
+	t := d.transaction(m, ts, li, retrans)
 
 	if len(d.msgs) < cfg.MaxMessages {
 		d.retain(o, index, li, retrans)
 	} else {
-		d.msgsDropped++
+		inc32(&d.msgsDropped)
 	}
 
 	if c, ok := causeOf(m); ok {
@@ -385,9 +431,9 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	}
 
 	if l != nil {
-		l.msgCount++
-		if o.TS.After(l.updated) {
-			l.updated = o.TS
+		inc32(&l.msgCount)
+		if l.updated.before(ts) {
+			l.updated = ts
 		}
 		d.noteFork(l, m)
 		if !retrans {
@@ -427,7 +473,7 @@ func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
 		return true
 	}
 	if d.seenCount() >= cfg.MaxSeen {
-		d.seenDropped++
+		inc32(&d.seenDropped)
 		return false
 	}
 	if len(d.seen) < smallSeen {
@@ -445,7 +491,7 @@ func (d *dialog) seenCount() int { return len(d.seen) + len(d.seenMap) }
 
 // legFor finds or opens the leg a message belongs to. It returns (-1, nil)
 // when the message would open a leg past the cap.
-func (d *dialog) legFor(m *sip.Message, ts time.Time) (int, *leg) {
+func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 	ft, tt := m.From.Tag, m.To.Tag
 	hint, opener := familyHint(m)
 	best := -1
@@ -476,21 +522,30 @@ func (d *dialog) legFor(m *sip.Message, ts time.Time) (int, *leg) {
 		return best, d.legs[best]
 	}
 	if len(d.legs) >= maxLegs {
-		d.legsDropped++
+		inc32(&d.legsDropped)
 		return -1, nil
 	}
 	f := FamilyGeneric
 	method := ""
 	if m.IsRequest {
-		method = strings.ToUpper(m.Method)
+		method = upperMethod(m.Method)
 		f = FamilyOf(method)
 	} else if m.CSeq.Valid {
-		method = strings.ToUpper(m.CSeq.Method)
+		method = upperMethod(m.CSeq.Method)
 		f = responseFamily(method)
 	}
-	l := &leg{
+	nl := leg{
 		tag: ft, family: f, method: method, created: ts, updated: ts,
 		fromUser: m.From.User, toUser: m.To.User,
+	}
+	var l *leg
+	if len(d.legs) == 0 { // the first leg: legs are never removed
+		l = &d.first.leg
+		nl.transitions = d.first.transitions[:0]
+		*l = nl
+	} else {
+		l = new(leg)
+		*l = nl
 	}
 	d.legs = append(d.legs, l)
 	return len(d.legs) - 1, l
@@ -527,7 +582,7 @@ func familyHint(m *sip.Message) (famHint, bool) {
 		}
 		method = m.CSeq.Method
 	}
-	switch strings.ToUpper(method) {
+	switch upperMethod(method) {
 	case "INVITE":
 		return famHint{FamilyInvite, true}, m.IsRequest && m.To.Tag == ""
 	case "REGISTER":
@@ -547,31 +602,72 @@ func (d *dialog) findTx(k txKey) *tx {
 		return d.txIndex[k]
 	}
 	for _, t := range d.txOrder {
-		if t.key == k {
+		// The number and the (interned) method first: they tell most
+		// transactions apart without reading the branch, whose bytes lie
+		// in an earlier message.
+		if t.key.cseq == k.cseq && t.key.method == k.method && t.key.branch == k.branch {
 			return t
 		}
 	}
 	return nil
 }
 
+// upperMethod is strings.ToUpper(m) returning, for the methods of RFC 3261
+// and its extensions, the constant instead of a view into the message: a
+// method the dialog keeps (a leg's, a transaction's) then holds no message
+// bytes, and comparing two of them reads no message.
+func upperMethod(m string) string {
+	switch m {
+	case "INVITE":
+		return "INVITE"
+	case "ACK":
+		return "ACK"
+	case "BYE":
+		return "BYE"
+	case "CANCEL":
+		return "CANCEL"
+	case "REGISTER":
+		return "REGISTER"
+	case "OPTIONS":
+		return "OPTIONS"
+	case "PRACK":
+		return "PRACK"
+	case "UPDATE":
+		return "UPDATE"
+	case "INFO":
+		return "INFO"
+	case "SUBSCRIBE":
+		return "SUBSCRIBE"
+	case "NOTIFY":
+		return "NOTIFY"
+	case "REFER":
+		return "REFER"
+	case "MESSAGE":
+		return "MESSAGE"
+	case "PUBLISH":
+		return "PUBLISH"
+	}
+	return strings.ToUpper(m)
+}
+
 // transaction records the message in its transaction (top Via branch + CSeq
 // number + CSeq method) and returns it; nil when the message names no
 // transaction or the per-dialog transaction cap was reached.
-func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool) *tx {
+func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx {
 	if !m.CSeq.Valid {
 		return nil
 	}
-	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: strings.ToUpper(m.CSeq.Method)}
+	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: upperMethod(m.CSeq.Method)}
 	t := d.findTx(k)
 	if t == nil {
 		if len(d.txOrder) >= maxTxs {
-			d.txDropped++
+			inc32(&d.txDropped)
 			return nil
 		}
 		if len(d.txSlab) == cap(d.txSlab) {
 			d.txSlab = make([]tx, 0, txSlab)
 		}
-		d.txSlab = append(d.txSlab, tx{key: k, leg: li}) // within capacity: earlier pointers stay
+		d.txSlab = append(d.txSlab, tx{key: k, leg: int32(li)}) // within capacity: earlier pointers stay
 		t = &d.txSlab[len(d.txSlab)-1]
 		d.txOrder = append(withCap(d.txOrder, txSlab), t)
 		if d.txIndex != nil {
@@ -591,11 +687,11 @@ func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool)
 			t.reInvite = k.method == "INVITE" && m.To.Tag != ""
 			t.unregister = k.method == "REGISTER" && expiresZero(m)
 		}
-		t.reqCount++
+		inc32(&t.reqCount)
 		t.lastReq = ts
 		return t
 	}
-	t.respCount++
+	inc32(&t.respCount)
 	// The first final response decides the transaction, except that a 2xx
 	// after a failure (another branch answered) replaces it.
 	if m.StatusCode >= 200 && !retrans && (t.finalCode == 0 || m.StatusCode < 300 && t.finalCode >= 300) {
@@ -610,7 +706,7 @@ func (d *dialog) transaction(m *sip.Message, ts time.Time, li int, retrans bool)
 // arrival classifies a message for the transition table.
 func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
 	if m.IsRequest {
-		switch strings.ToUpper(m.Method) {
+		switch upperMethod(m.Method) {
 		case "INVITE":
 			if m.To.Tag != "" {
 				return ReqReInvite
@@ -652,7 +748,7 @@ func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
 		return RespArrival(TxNone, st)
 	}
 	var tc Tx
-	switch strings.ToUpper(m.CSeq.Method) {
+	switch upperMethod(m.CSeq.Method) {
 	case "INVITE":
 		tc = TxInvite
 		switch {
@@ -660,7 +756,7 @@ func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
 			if t.reInvite {
 				tc = TxReInvite
 			}
-		case !l.answeredAt.IsZero() && m.CSeq.Number > l.answerCSeq:
+		case !l.answeredAt.isZero() && m.CSeq.Number > l.answerCSeq:
 			tc = TxReInvite
 		}
 	case "BYE":
@@ -737,12 +833,12 @@ func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) 
 				arrival: a, reason: c.Reason, message: index,
 			})
 		} else {
-			l.transitionsDropped++
+			inc32(&l.transitionsDropped)
 		}
 	}
 	txc, st, isResp := a.Response()
 	if isResp && st == SChallenge && openerTx(l.family, txc) {
-		l.challenges++
+		inc32(&l.challenges)
 	}
 	switch {
 	case isResp && st == SChallenge && openerTx(l.family, txc) && (l.state == Trying || l.state == Ringing):
@@ -763,37 +859,37 @@ func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) 
 
 // time records the INVITE-family milestones (first occurrence wins).
 func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
-	ts := o.TS
-	set := func(p *time.Time) {
-		if p.IsZero() {
+	ts := stampOf(o.TS)
+	set := func(p *stamp) {
+		if p.isZero() {
 			*p = ts
 		}
 	}
 	switch a {
 	case ReqInvite:
 		switch {
-		case l.inviteAt.IsZero():
+		case l.inviteAt.isZero():
 			l.inviteAt, l.inviteSrc = ts, o.Src.Addr()
-		case !l.challengeAt.IsZero() && (!l.inviteSrc.IsValid() || o.Src.Addr() == l.inviteSrc):
+		case !l.challengeAt.isZero() && (!l.inviteSrc.IsValid() || o.Src.Addr() == l.inviteSrc):
 			// The caller's retry after a 401/407 (RFC 3261 §22.2: a new
 			// transaction, so never a retransmission, which does not reach
 			// time). The challenge was the final response of the INVITE it
 			// answered and ended that INVITE's delay (RFC 6076 §4.3): PDD
 			// and setup are measured on this INVITE, the one routed, and
 			// the caller's wait is kept apart.
-			if l.firstInviteAt.IsZero() {
+			if l.firstInviteAt.isZero() {
 				l.firstInviteAt = l.inviteAt
 			}
-			if ts.After(l.challengeAt) {
-				l.authWait += ts.Sub(l.challengeAt)
+			if c := l.challengeAt.time(); o.TS.After(c) {
+				l.authWait += o.TS.Sub(c)
 			}
-			l.authRetries++
+			inc32(&l.authRetries)
 			l.inviteAt, l.inviteSrc = ts, o.Src.Addr()
-			l.tryingAt, l.ringingAt, l.finalAt, l.challengeAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+			l.tryingAt, l.ringingAt, l.finalAt, l.challengeAt = stamp{}, stamp{}, stamp{}, stamp{}
 		}
 		return
 	case ReqBye:
-		if l.byeAt.IsZero() {
+		if l.byeAt.isZero() {
 			l.byeAt, l.byeSrc = ts, o.Src.Addr()
 		}
 		return
@@ -816,7 +912,7 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 		case S18x:
 			set(&l.ringingAt)
 		case S2xx:
-			if l.answeredAt.IsZero() {
+			if l.answeredAt.isZero() {
 				l.answeredAt = ts
 				l.answerCSeq = m.CSeq.Number
 			}
@@ -826,7 +922,7 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 		case SChallenge:
 			// A challenge to the caller before any answer waits for the
 			// caller's retry (a challenged re-INVITE is not a retry).
-			if l.answeredAt.IsZero() {
+			if l.answeredAt.isZero() {
 				l.challengeAt = ts
 			}
 		}
@@ -859,7 +955,7 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 		}
 	}
 	if len(l.forks) >= maxForks {
-		l.forksDropped++
+		inc32(&l.forksDropped)
 		return
 	}
 	f := Fork{Tag: remote, Messages: 1}
@@ -875,7 +971,7 @@ func (d *dialog) noteDTMF(m *sip.Message, o *Observation) {
 		return
 	}
 	if len(d.dtmf) >= maxDTMF {
-		d.dtmfDropped++
+		inc32(&d.dtmfDropped)
 		return
 	}
 	d.dtmf = append(d.dtmf, dtmfEvent{at: o.TS, digit: digit, duration: dur, frame: o.Frame})
@@ -972,7 +1068,7 @@ func (d *dialog) challenges() int {
 	n := 0
 	for _, x := range d.legs {
 		if x.family == l.family {
-			n += x.challenges
+			n += int(x.challenges)
 		}
 	}
 	return n
@@ -991,7 +1087,7 @@ func (d *dialog) legFinal(li int) *tx {
 	}
 	var p finalPick
 	for _, t := range d.txOrder {
-		if t.leg != li || t.finalCode == 0 || t.reInvite || t.key.method != want {
+		if int(t.leg) != li || t.finalCode == 0 || t.reInvite || t.key.method != want {
 			continue
 		}
 		p.add(t, l.family == FamilyInvite && t.finalCode < 300)
@@ -1008,15 +1104,15 @@ type finalPick struct{ ans, last, chal *tx }
 func (p *finalPick) add(t *tx, answer bool) {
 	switch {
 	case answer:
-		if p.ans == nil || t.finalAt.Before(p.ans.finalAt) {
+		if p.ans == nil || t.finalAt.before(p.ans.finalAt) {
 			p.ans = t
 		}
 	case t.finalCode == 401 || t.finalCode == 407:
-		if p.chal == nil || !t.finalAt.Before(p.chal.finalAt) {
+		if p.chal == nil || !t.finalAt.before(p.chal.finalAt) {
 			p.chal = t
 		}
 	default:
-		if p.last == nil || !t.finalAt.Before(p.last.finalAt) {
+		if p.last == nil || !t.finalAt.before(p.last.finalAt) {
 			p.last = t
 		}
 	}
@@ -1056,7 +1152,7 @@ func (d *dialog) finalStatus() (code int, reason string, ok bool) {
 func (d *dialog) decideFinal() *tx {
 	var p finalPick
 	for _, t := range d.txOrder {
-		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > int(d.prim) {
+		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > d.prim {
 			continue
 		}
 		if !t.requestSeen && d.isLateReInvite(t) {
@@ -1070,9 +1166,9 @@ func (d *dialog) decideFinal() *tx {
 // isLateReInvite: an INVITE transaction whose request was not captured and
 // whose CSeq comes after the one that answered its leg is a re-INVITE.
 func (d *dialog) isLateReInvite(t *tx) bool {
-	if t.leg < 0 || t.leg >= len(d.legs) {
+	if t.leg < 0 || int(t.leg) >= len(d.legs) {
 		return false
 	}
 	l := d.legs[t.leg]
-	return !l.answeredAt.IsZero() && t.key.cseq > l.answerCSeq
+	return !l.answeredAt.isZero() && t.key.cseq > l.answerCSeq
 }

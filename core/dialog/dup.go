@@ -92,18 +92,13 @@ func dupKey(o *Observation, seq uint64) uint64 {
 	if len(o.Msg.Raw) == 0 {
 		return 0
 	}
-	var h maphash.Hash
-	h.SetSeed(dupSeed)
-	var b [2*16 + 2*2 + 8]byte
-	s, d := o.Src.Addr().As16(), o.Dst.Addr().As16()
-	n := copy(b[:], s[:])
-	n += copy(b[n:], d[:])
-	binary.BigEndian.PutUint16(b[n:], o.Src.Port())
-	binary.BigEndian.PutUint16(b[n+2:], o.Dst.Port())
-	binary.BigEndian.PutUint64(b[n+4:], seq)
-	h.Write(b[:])
-	h.Write(o.Msg.Raw)
-	k := h.Sum64()
+	// The bytes in one pass of the seeded hash, then that hash with the
+	// addresses and the dialog in a second, short one.
+	var b [2*16 + 2*2 + 8 + 8]byte
+	n := putAddrPorts(b[:], o.Src, o.Dst)
+	binary.BigEndian.PutUint64(b[n:], seq)
+	binary.BigEndian.PutUint64(b[n+8:], maphash.Bytes(dupSeed, o.Msg.Raw))
+	k := maphash.Bytes(dupSeed, b[:])
 	if k == 0 {
 		k = 1
 	}

@@ -12,11 +12,13 @@ import "unsafe"
 // the heap.
 var (
 	// dialogOverhead is a dialog's structures before its messages: the
-	// dialog, one leg, the LRU and index entries.
-	dialogOverhead = int64(unsafe.Sizeof(dialog{})) + int64(unsafe.Sizeof(leg{})) + 256
+	// dialog (its first leg, transactions, addresses and identities
+	// inside), the LRU and index entries.
+	dialogOverhead = int64(unsafe.Sizeof(dialog{})) + 256
 	// messageOverhead is one retained message's entry beside its bytes,
-	// and its share of transactions, identities and the duplicate table.
-	messageOverhead = int64(unsafe.Sizeof(retained{})) + 192
+	// and its share of the duplicate table and of the transactions and
+	// identities past the first ones (which the dialog holds).
+	messageOverhead = int64(unsafe.Sizeof(retained{})) + 96
 )
 
 // wholeFactor: a message the parser did not make is kept parsed, three to

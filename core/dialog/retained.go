@@ -8,11 +8,14 @@ import (
 	"github.com/sipnab/sipnab/core/sip"
 )
 
-// retained is one retained message as the store keeps it, in about 100
-// bytes besides the message's own bytes: the bytes (sip.Retained, shared
-// with the strings the dialog keeps, never copied), when it was seen, its
-// frame, and its addresses as indexes into the dialog's address table (a
-// dialog's messages travel between a handful of addresses). The parsed form
+// retained is one retained message as the store keeps it, in 88 bytes
+// besides the message's own bytes: the bytes (sip.Retained, shared with
+// the strings the dialog keeps, never copied), when it was seen, its frame
+// (ordinal and digest; the source is the dialog's first frame's, else kept
+// in the dialog's srcs map by message position: a dialog's messages come
+// from one capture file), and its addresses as indexes into the dialog's
+// address table (a dialog's messages travel between a handful of
+// addresses). The parsed form
 // (headers, Vias, name-addrs, the Message itself: three to four times the
 // message's size) is not kept; a reader asking for the messages
 // (Detail.Messages) gets them parsed again, equal to what the parser first
@@ -21,7 +24,8 @@ import (
 type retained struct {
 	msg       sip.Retained
 	sec       int64 // TS, UTC
-	frame     packet.FrameRef
+	ordinal   uint64
+	digest    [8]byte
 	nsec      int32
 	index     uint32
 	src, dst  uint16 // indexes into dialog.addrs; farAddr when it was full
@@ -36,7 +40,8 @@ type retained struct {
 const (
 	retHasDSCP uint8 = 1 << iota
 	retRetrans
-	retWhole // the Message is in dialog.whole
+	retWhole  // the Message is in dialog.whole
+	retSource // the frame's source is not the first frame's: in dialog.srcs
 )
 
 // farAddr marks an address past the address table's cap (kept in
@@ -83,7 +88,15 @@ func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
 	r := retained{
 		sec: o.TS.Unix(), nsec: int32(o.TS.Nanosecond()), leg: int16(leg), index: uint32(index),
 		src: d.addrIndex(o.Src), dst: d.addrIndex(o.Dst),
-		frame: o.Frame, transport: o.Transport, origin: o.Origin, dscp: o.DSCP,
+		ordinal: o.Frame.Ordinal, digest: o.Frame.Digest,
+		transport: o.Transport, origin: o.Origin, dscp: o.DSCP,
+	}
+	if o.Frame.Source != d.firstFrame.Source {
+		r.flags |= retSource
+		if d.srcs == nil {
+			d.srcs = map[int]string{}
+		}
+		d.srcs[pos] = o.Frame.Source
 	}
 	if r.src == farAddr || r.dst == farAddr {
 		if d.far == nil {
@@ -124,10 +137,11 @@ func (d *dialog) message(i int) Message {
 	r := &d.msgs[i]
 	m := Message{
 		TS: time.Unix(r.sec, int64(r.nsec)).UTC(), Transport: r.transport,
-		Origin: r.origin, Frame: r.frame, DSCP: r.dscp, HasDSCP: r.flags&retHasDSCP != 0,
+		Origin: r.origin, DSCP: r.dscp, HasDSCP: r.flags&retHasDSCP != 0,
 		Index: int(r.index), Leg: int(r.leg), Retransmission: r.flags&retRetrans != 0,
 		Duplicates: int(r.dups),
 	}
+	m.Frame = d.frameOf(i)
 	m.Src, m.Dst = d.addrsOf(i)
 	if r.flags&retWhole != 0 {
 		m.Msg = d.whole[i]
@@ -179,6 +193,16 @@ type Extra struct {
 	// out-of-dialog request (no To tag) of the leg's method (the row's
 	// method); invalid when none.
 	NextHop netip.AddrPort
+}
+
+// frameOf returns the frame of retained message i.
+func (d *dialog) frameOf(i int) packet.FrameRef {
+	r := &d.msgs[i]
+	f := packet.FrameRef{Source: d.firstFrame.Source, Ordinal: r.ordinal, Digest: r.digest}
+	if r.flags&retSource != 0 {
+		f.Source = d.srcs[i]
+	}
+	return f
 }
 
 // addrsOf returns the addresses of retained message i.

@@ -229,18 +229,19 @@ type Options struct {
 	NoMessages bool
 }
 
-func msBetween(a, b time.Time) *int64 {
-	if a.IsZero() || b.IsZero() || b.Before(a) {
+func msBetween(a, b stamp) *int64 {
+	if a.isZero() || b.isZero() || b.before(a) {
 		return nil
 	}
-	v := b.Sub(a).Milliseconds()
+	v := b.time().Sub(a.time()).Milliseconds()
 	return &v
 }
 
-func tp(t time.Time) *time.Time {
-	if t.IsZero() {
+func tp(s stamp) *time.Time {
+	if s.isZero() {
 		return nil
 	}
+	t := s.time()
 	return &t
 }
 
@@ -252,7 +253,7 @@ func (d *dialog) timing() TimingDetail {
 		return td
 	}
 	ended := l.byeAt
-	if ended.IsZero() {
+	if ended.isZero() {
 		ended = l.byeOKAt
 	}
 	td.InviteAt, td.TryingAt, td.RingingAt = tp(l.inviteAt), tp(l.tryingAt), tp(l.ringingAt)
@@ -301,14 +302,14 @@ func (d *dialog) rowTiming(b *boxes) Timing {
 		return t
 	}
 	ended := l.byeAt
-	if ended.IsZero() {
+	if ended.isZero() {
 		ended = l.byeOKAt
 	}
 	var vals [4]int64
 	var ok [4]bool
-	for i, p := range [3][2]time.Time{{l.inviteAt, l.ringingAt}, {l.inviteAt, l.answeredAt}, {l.answeredAt, ended}} {
-		if !p[0].IsZero() && !p[1].IsZero() && !p[1].Before(p[0]) {
-			vals[i], ok[i] = p[1].Sub(p[0]).Milliseconds(), true
+	for i, p := range [3][2]stamp{{l.inviteAt, l.ringingAt}, {l.inviteAt, l.answeredAt}, {l.answeredAt, ended}} {
+		if !p[0].isZero() && !p[1].isZero() && !p[1].before(p[0]) {
+			vals[i], ok[i] = p[1].time().Sub(p[0].time()).Milliseconds(), true
 		}
 	}
 	if l.authRetries > 0 {
@@ -359,7 +360,7 @@ func (d *dialog) summaryWith(b *boxes) Summary {
 			if i == int(d.prim) {
 				continue
 			}
-			lb := LegBrief{Method: l.method, State: l.effectiveState().String(), Challenges: l.challenges}
+			lb := LegBrief{Method: l.method, State: l.effectiveState().String(), Challenges: int(l.challenges)}
 			if t := d.legFinal(i); t != nil {
 				lb.FinalStatusCode = t.finalCode
 			}
@@ -394,12 +395,12 @@ func (d *dialog) detail(opt Options) Detail {
 			State:           l.effectiveState().String(),
 			Primary:         i == int(d.prim),
 			OnlyChalleng:    l.onlyChallenged(),
-			FinalStatusCode: fc, Challenges: l.challenges,
-			MsgCount: l.msgCount, CreatedAt: l.created, UpdatedAt: l.updated,
+			FinalStatusCode: fc, Challenges: int(l.challenges),
+			MsgCount: int(l.msgCount), CreatedAt: l.created.time(), UpdatedAt: l.updated.time(),
 			FromUser: l.fromUser, ToUser: l.toUser,
 			Forks:        append([]Fork{}, l.forks...),
-			ForksDropped: l.forksDropped,
-			Transitions:  transitionViews(l.transitions), TransitionsDropped: l.transitionsDropped,
+			ForksDropped: int(l.forksDropped),
+			Transitions:  transitionViews(l.transitions), TransitionsDropped: int(l.transitionsDropped),
 		})
 	}
 	if d.cause != nil {
@@ -413,8 +414,8 @@ func (d *dialog) detail(opt Options) Detail {
 	for _, t := range d.txOrder {
 		if t.reqCount > 1 && t.respCount == 0 && t.key.method != "ACK" {
 			det.RetransmittedNoResponse = append(det.RetransmittedNoResponse, Unanswered{
-				CSeq: t.key.cseq, Method: t.key.method, Branch: t.key.branch, Count: t.reqCount,
-				First: t.firstReq, Last: t.lastReq, SpanMs: t.lastReq.Sub(t.firstReq).Milliseconds(),
+				CSeq: t.key.cseq, Method: t.key.method, Branch: t.key.branch, Count: int(t.reqCount),
+				First: t.firstReq.time(), Last: t.lastReq.time(), SpanMs: t.lastReq.time().Sub(t.firstReq.time()).Milliseconds(),
 			})
 		}
 	}
@@ -429,12 +430,12 @@ func (d *dialog) detail(opt Options) Detail {
 		}
 		det.InfoDTMF = append(det.InfoDTMF, x)
 	}
-	det.Malformed = d.malformed
+	det.Malformed = int(d.malformed)
 	det.Retained = len(d.msgs)
 	det.Bounds = Bounds{
-		MessagesNotRetained: d.msgsDropped, LegsDropped: d.legsDropped,
-		TransactionsDropped: d.txDropped, IdentitiesNotRemember: d.seenDropped,
-		DTMFDropped: d.dtmfDropped,
+		MessagesNotRetained: int(d.msgsDropped), LegsDropped: int(d.legsDropped),
+		TransactionsDropped: int(d.txDropped), IdentitiesNotRemember: int(d.seenDropped),
+		DTMFDropped: int(d.dtmfDropped),
 	}
 	if !opt.NoMessages {
 		det.Messages = make([]Message, len(d.msgs))
@@ -471,7 +472,7 @@ func (s *Store) MarkInProgress(r *Summary, end time.Time) {
 	var answered time.Time
 	if d != nil {
 		if l := d.primary(); l != nil && l.family == FamilyInvite {
-			answered = l.answeredAt
+			answered = l.answeredAt.time()
 		}
 	}
 	s.mu.RUnlock()
