@@ -2,6 +2,7 @@ package dialog
 
 import (
 	"encoding/binary"
+	"hash/crc32"
 	"hash/maphash"
 	"math"
 	"time"
@@ -46,10 +47,16 @@ import (
 // The messages seen lately are remembered in one fixed table per store
 // (dupSets sets of dupWays entries, 24 bytes each: 96 KiB, allocated with
 // the first message), keyed by a hash of the bytes, the addresses and the
-// dialog, seeded per process like the retransmission identity. An entry
-// replaced while still inside the window (more than dupWays recent
-// messages in one set) could hide a later copy of its message: those
-// replacements are counted (Stats.DuplicateEntriesEvicted).
+// dialog, seeded per process like the retransmission identity, so a sender
+// cannot make two different messages one fingerprint. The set a message
+// lands in is chosen from an unseeded CRC-32C of the bytes mixed with the
+// addresses and the dialog, so which
+// entries share a set, and so every count below, is the same on every run
+// of the same capture; a sender who aims many messages at one set only
+// forces replacements, never a false duplicate. An entry replaced while
+// still inside the window (more than dupWays recent messages in one set)
+// could hide a later copy of its message: those replacements are counted
+// (Stats.DuplicateEntriesEvicted).
 
 // DefaultDuplicateWindow is the default Config.DuplicateWindow.
 const DefaultDuplicateWindow = 50 * time.Millisecond
@@ -82,42 +89,70 @@ type dupTable struct {
 	evicted uint64     // entries replaced while still inside the window
 }
 
-// dupSeed keys dupKey; random per process.
+// dupSeed keys dupKey's fingerprint; random per process.
 var dupSeed = maphash.MakeSeed()
 
+// castagnoli is the CRC-32C table (hardware-assisted where the CPU has it).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// dupID names a message for the duplicate table: its seeded fingerprint
+// (0: never a duplicate) and the set it is kept in.
+type dupID struct {
+	key uint64
+	set uint32
+}
+
 // dupKey is the fingerprint of a message's bytes and addresses in one
-// dialog; 0 when the message has no bytes (a Message not made by the
-// parser), which is never taken for a duplicate.
-func dupKey(o *Observation, seq uint64) uint64 {
+// dialog, and its set; a zero key when the message has no bytes (a Message
+// not made by the parser), which is never taken for a duplicate.
+func dupKey(o *Observation, seq uint64) dupID {
 	if len(o.Msg.Raw) == 0 {
-		return 0
+		return dupID{}
 	}
 	// The bytes in one pass of the seeded hash, then that hash with the
-	// addresses and the dialog in a second, short one.
+	// addresses and the dialog in a second, short one. The set: CRC-32C of
+	// the bytes, then the addresses and the dialog mixed in, unseeded.
 	var b [2*16 + 2*2 + 8 + 8]byte
 	n := putAddrPorts(b[:], o.Src, o.Dst)
 	binary.BigEndian.PutUint64(b[n:], seq)
+	set := uint64(crc32.Checksum(o.Msg.Raw, castagnoli))
+	w := b[:n+8]
+	for ; len(w) >= 8; w = w[8:] {
+		set = mix64(set ^ binary.LittleEndian.Uint64(w))
+	}
+	var tail [8]byte
+	copy(tail[:], w)
+	set = mix64(set ^ binary.LittleEndian.Uint64(tail[:]))
 	binary.BigEndian.PutUint64(b[n+8:], maphash.Bytes(dupSeed, o.Msg.Raw))
 	k := maphash.Bytes(dupSeed, b[:])
 	if k == 0 {
 		k = 1
 	}
-	return k
+	return dupID{key: k, set: uint32(set)}
 }
 
-func (t *dupTable) set(key uint64) []dupEntry {
-	i := int(key&(dupSets-1)) * dupWays
+// mix64 is a fixed 64-bit finalizer (the one of SplitMix64): every input
+// bit moves every output bit, with no seed.
+func mix64(x uint64) uint64 {
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func (t *dupTable) set(id dupID) []dupEntry {
+	i := int(id.set&(dupSets-1)) * dupWays
 	return t.e[i : i+dupWays : i+dupWays]
 }
 
 // find returns the entry the message o (key, capture time ts) duplicates:
 // the same key within win of its time, not from a datagram of another IPv4
 // Identification; nil when none.
-func (t *dupTable) find(key uint64, o *Observation, ts, win int64) *dupEntry {
+func (t *dupTable) find(id dupID, o *Observation, ts, win int64) *dupEntry {
+	key := id.key
 	if t.e == nil || key == 0 {
 		return nil
 	}
-	set := t.set(key)
+	set := t.set(id)
 	for i := range set {
 		e := &set[i]
 		if e.key != key {
@@ -137,14 +172,15 @@ func (t *dupTable) find(key uint64, o *Observation, ts, win int64) *dupEntry {
 // put remembers a message that was not a duplicate: its entry is refreshed
 // (a retransmission's later copies repeat the retransmission), else it
 // takes an empty entry or the set's oldest one.
-func (t *dupTable) put(key uint64, o *Observation, ts int64, pos int32, win int64) {
+func (t *dupTable) put(id dupID, o *Observation, ts int64, pos int32, win int64) {
+	key := id.key
 	if key == 0 {
 		return
 	}
 	if t.e == nil {
 		t.e = make([]dupEntry, dupSets*dupWays)
 	}
-	set := t.set(key)
+	set := t.set(id)
 	v := -1
 	for i := range set {
 		if set[i].key == key {

@@ -2,6 +2,7 @@ package dialog
 
 import (
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"testing"
 	"time"
@@ -322,5 +323,45 @@ func TestDuplicateIPIdentification(t *testing.T) {
 				t.Errorf("second copy: duplicate %v retransmission %v, want %v %v", r.Duplicate, r.Retransmission, tc.dup, tc.retra)
 			}
 		})
+	}
+}
+
+// TestDuplicateEvictionsDoNotDependOnTheSeed: which messages share a set of
+// the duplicate table does not follow the per-process fingerprint seed, so
+// a capture read twice reports the same forgotten entries (and the same
+// duplicates) whatever the seed. 6,000 messages of 600 dialogs inside one
+// window overfill some sets; the counts must be equal under three seeds.
+func TestDuplicateEvictionsDoNotDependOnTheSeed(t *testing.T) {
+	msgs := make([]*sip.Message, 0, 6000)
+	for i := 0; i < 6000; i++ {
+		m, err := sip.Parse([]byte(req("OPTIONS", hdr{callID: fmt.Sprintf("c%d", i%600), fromTag: "a1", cseq: i + 1, branch: fmt.Sprintf("z9hG4bK-%d", i)})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	run := func() Stats {
+		s := New(Config{MaxMessages: 20})
+		for i, m := range msgs {
+			o := Observation{Msg: m, TS: t0.Add(time.Duration(i) * time.Microsecond), Src: netip.MustParseAddrPort(alice), Dst: netip.MustParseAddrPort(bob)}
+			s.Apply(o)
+			if i%7 == 0 { // a mirrored copy of every seventh message
+				o.TS = o.TS.Add(100 * time.Microsecond)
+				s.Apply(o)
+			}
+		}
+		return s.Stats()
+	}
+	saved := dupSeed
+	defer func() { dupSeed = saved }()
+	first := run()
+	if first.DuplicateEntriesEvicted == 0 || first.Duplicates == 0 {
+		t.Fatalf("the workload must overfill sets and hold duplicates: evicted %d, duplicates %d", first.DuplicateEntriesEvicted, first.Duplicates)
+	}
+	for i := 0; i < 2; i++ {
+		dupSeed = maphash.MakeSeed()
+		if got := run(); got.DuplicateEntriesEvicted != first.DuplicateEntriesEvicted || got.Duplicates != first.Duplicates {
+			t.Errorf("seed %d: evicted %d, duplicates %d; first seed: evicted %d, duplicates %d", i+2, got.DuplicateEntriesEvicted, got.Duplicates, first.DuplicateEntriesEvicted, first.Duplicates)
+		}
 	}
 }

@@ -199,7 +199,7 @@ func (s *Store) Apply(o Observation) Result {
 	}
 	var res Result
 	d := s.byID[callID]
-	var key uint64
+	var key dupID
 	if d != nil && s.cfg.DuplicateWindow > 0 {
 		key = dupKey(&o, d.seq)
 		if e := s.dup.find(key, &o, o.TS.UnixNano(), int64(s.cfg.DuplicateWindow)); e != nil {
@@ -242,7 +242,7 @@ func (s *Store) Apply(o Observation) Result {
 	r := d.apply(&o, &s.cfg)
 	s.noteChange(d)
 	if s.cfg.DuplicateWindow > 0 {
-		if key == 0 {
+		if key.key == 0 {
 			key = dupKey(&o, d.seq)
 		}
 		pos := int32(-1)
