@@ -155,6 +155,29 @@ func lookupHeaderBytes(name []byte) HeaderID {
 	return HdrExtension
 }
 
+// lookupName is lookupHeaderBytes also reporting whether name is spelled
+// exactly as canonicalNames spells its header (then a Header's Name is the
+// canonical string): one comparison in the usual case.
+func lookupName(name []byte) (id HeaderID, canonical bool) {
+	n := len(name)
+	if n < 2 || n > maxKnownName {
+		return lookupHeaderBytes(name), false
+	}
+	c := name[0] | 0x20
+	if c < 'a' || c > 'z' {
+		return HdrExtension, false
+	}
+	for _, id := range byShape[n][c-'a'] {
+		if string(name) == canonicalNames[id] {
+			return id, true
+		}
+		if equalFoldLower(name, lowerNames[id]) {
+			return id, false
+		}
+	}
+	return HdrExtension, false
+}
+
 // lowerNames holds the lower-cased canonical names; byShape lists the
 // known headers by name length and first letter (at most a few each), so
 // a name on the wire is looked up without hashing it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -120,8 +121,11 @@ func parseInto(m *Message, b []byte, lim Limits) error {
 	}
 	// The message's one allocation: its own bytes (b may be a reader's
 	// buffer, reused for the next packet).
-	raw := make([]byte, len(b)-sl.off)
-	copy(raw, b[sl.off:])
+	// make+copy of the same length compiles to one allocation the copy
+	// fills (no zeroing first).
+	src := b[sl.off:]
+	raw := make([]byte, len(src))
+	copy(raw, src)
 	m.Raw = raw
 	m.JunkPrefixBytes = sl.off
 	m.MaxForwards = -1
@@ -225,6 +229,22 @@ func (p *parser) headers(i int) int {
 		m.Headers = make([]Header, 0, min(n, p.lim.MaxHeaders, maxPresize))
 	}
 	for i < len(raw) {
+		// The usual line first: a token name, a colon, a value without
+		// control bytes, CRLF or LF, no fold after it (fastLine); the end
+		// of the header section next. Anything else takes the general
+		// path below.
+		if raw[i] == '\r' && i+1 < len(raw) && raw[i+1] == '\n' {
+			return i + 2
+		}
+		if raw[i] == '\n' {
+			return i + 1
+		}
+		if len(m.Headers) < p.lim.MaxHeaders {
+			if next, ok := p.fastLine(i); ok {
+				i = next
+				continue
+			}
+		}
 		lineStart := i
 		end, next := lineEnd(raw, i)
 		ce := end
@@ -265,6 +285,87 @@ func (p *parser) headers(i int) int {
 	}
 	p.flag(MalNoEndOfHeaders)
 	return len(raw)
+}
+
+// fastLine records the header line at raw[s:] when it has the usual form:
+// a name of token characters right before the colon, a value without
+// control bytes (tabs allowed) ended by CRLF or LF, and no continuation
+// line after it. It returns the offset of the next line, or ok=false (and
+// records nothing) for any other line, which header then reads: for the
+// lines it takes it records what header would.
+func (p *parser) fastLine(s int) (next int, ok bool) {
+	raw := p.raw
+	n := len(raw)
+	j := s
+	for j < n && isTokenChar[raw[j]] {
+		j++
+	}
+	if j == s || j >= n || raw[j] != ':' {
+		return 0, false
+	}
+	ne := j
+	k := j + 1
+	for k < n && isWS(raw[k]) {
+		k++
+	}
+	vs := k
+	// To the first control byte, eight bytes at a time: outsideASCII
+	// marks exactly the first byte of the word that is not printable ASCII
+	// (a control byte, a tab, or 0x80 and up), where the scan stops or,
+	// for a tab or a non-ASCII byte, goes on after it.
+	for k+8 <= n {
+		f := outsideASCII(binary.LittleEndian.Uint64(raw[k:]))
+		if f == 0 {
+			k += 8
+			continue
+		}
+		k += bits.TrailingZeros64(f) >> 3
+		if isCtl[raw[k]] {
+			break
+		}
+		k++
+	}
+	for k < n && !isCtl[raw[k]] {
+		k++
+	}
+	if k >= n {
+		return 0, false
+	}
+	ce := k
+	switch {
+	case raw[k] == '\r' && k+1 < n && raw[k+1] == '\n':
+		next = k + 2
+	case raw[k] == '\n':
+		next = k + 1
+	default:
+		return 0, false
+	}
+	if next < n && isWS(raw[next]) {
+		return 0, false // a fold
+	}
+	ve := ce
+	for ve > vs && isWS(raw[ve-1]) {
+		ve--
+	}
+	if (ne-s)+2+(ve-vs) > p.lim.MaxLineBytes {
+		return 0, false
+	}
+	id, canonical := lookupName(raw[s:ne])
+	name := p.str(s, ne)
+	if canonical {
+		name = canonicalNames[id] // interned: the usual spelling holds no message's bytes
+	}
+	p.m.Headers = append(p.m.Headers, Header{ID: id, Name: name, Value: p.str(vs, ve), Start: s, End: ce})
+	return next, true
+}
+
+// outsideASCII returns, in the high bit of each byte, a mark for the bytes
+// of x (little-endian) outside 0x20..0x7e. The lowest mark is exact (no
+// borrow or carry reaches the first such byte from below); marks above it
+// may be spurious.
+func outsideASCII(x uint64) uint64 {
+	const ones = 0x0101010101010101
+	return ((x - ones*0x20) | (x + ones)) & (ones * 0x80)
 }
 
 // maxPresize bounds the header slots Parse allocates up front; a message
@@ -443,18 +544,14 @@ func (p *parser) interpret() {
 		case HdrFrom:
 			if !haveFrom {
 				haveFrom = true
-				na, err := ParseNameAddr(h.Value)
-				m.From = na
-				if err != nil {
+				if err := parseNameAddr(&m.From, h.Value); err != nil {
 					p.flag(MalBadFrom)
 				}
 			}
 		case HdrTo:
 			if !haveTo {
 				haveTo = true
-				na, err := ParseNameAddr(h.Value)
-				m.To = na
-				if err != nil {
+				if err := parseNameAddr(&m.To, h.Value); err != nil {
 					p.flag(MalBadTo)
 				}
 			}
@@ -472,11 +569,10 @@ func (p *parser) interpret() {
 			}
 		case HdrVia:
 			for e, k := nextElem(h.Value, 0); e != ""; e, k = nextElem(h.Value, k) {
-				v, err := ParseVia(e)
-				if err != nil {
+				m.Vias = append(m.Vias, Via{})
+				if err := parseVia(&m.Vias[len(m.Vias)-1], e); err != nil {
 					p.flag(MalBadVia)
 				}
-				m.Vias = append(m.Vias, v)
 			}
 			if trimSpaceFast(h.Value) == "" {
 				p.flag(MalBadVia)
@@ -484,7 +580,7 @@ func (p *parser) interpret() {
 		case HdrContact:
 			if m.Contact == nil {
 				if e, _ := nextElem(h.Value, 0); e != "" {
-					m.contact, _ = ParseNameAddr(e)
+					_ = parseNameAddr(&m.contact, e)
 					m.Contact = &m.contact
 				}
 			}
