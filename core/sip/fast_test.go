@@ -228,3 +228,13 @@ func TestLookupNameMatchesLookupHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeHashHasNoCollisions checks that every known header name has its
+// own lookupName slot (a collision would still answer right, slowly).
+func TestShapeHashHasNoCollisions(t *testing.T) {
+	for h, c := range byShapeHash.collide {
+		if c {
+			t.Errorf("slot %d is shared", h)
+		}
+	}
+}

@@ -157,26 +157,57 @@ func lookupHeaderBytes(name []byte) HeaderID {
 
 // lookupName is lookupHeaderBytes also reporting whether name is spelled
 // exactly as canonicalNames spells its header (then a Header's Name is the
-// canonical string): one comparison in the usual case.
+// canonical string). The known names differ in (length, first letter, last
+// letter), so one table probe finds the only candidate.
 func lookupName(name []byte) (id HeaderID, canonical bool) {
 	n := len(name)
 	if n < 2 || n > maxKnownName {
 		return lookupHeaderBytes(name), false
 	}
-	c := name[0] | 0x20
-	if c < 'a' || c > 'z' {
+	h := shapeHash(n, name[0], name[n-1])
+	if byShapeHash.collide[h] {
+		id = lookupHeaderBytes(name)
+		return id, id != HdrExtension && string(name) == canonicalNames[id]
+	}
+	id = byShapeHash.id[h]
+	if id == HdrExtension {
 		return HdrExtension, false
 	}
-	for _, id := range byShape[n][c-'a'] {
-		if string(name) == canonicalNames[id] {
-			return id, true
-		}
-		if equalFoldLower(name, lowerNames[id]) {
-			return id, false
-		}
+	if string(name) == canonicalNames[id] {
+		return id, true
+	}
+	if equalFoldLower(name, lowerNames[id]) {
+		return id, false
 	}
 	return HdrExtension, false
 }
+
+// shapeSlots is the size of byShapeHash's tables (a power of two).
+const shapeSlots = 256
+
+// shapeHash hashes a name's length and its first and last bytes, ASCII
+// letters folded to lower case.
+func shapeHash(n int, first, last byte) int {
+	return (n + int(first|0x20)*27 + int(last|0x20)) & (shapeSlots - 1)
+}
+
+// byShapeHash maps shapeHash of each known name to its id; collide marks
+// the slots two names share (none today: TestLookupNameMatchesLookupHeader
+// covers every name), which lookupName then resolves the slow way.
+var byShapeHash = func() (t struct {
+	id      [shapeSlots]HeaderID
+	collide [shapeSlots]bool
+}) {
+	for id := HeaderID(1); id < hdrCount; id++ {
+		c := canonicalNames[id]
+		h := shapeHash(len(c), c[0], c[len(c)-1])
+		if t.id[h] != HdrExtension {
+			t.collide[h] = true
+		}
+		t.id[h] = id
+	}
+	return t
+}()
 
 // lowerNames holds the lower-cased canonical names; byShape lists the
 // known headers by name length and first letter (at most a few each), so
