@@ -26,8 +26,10 @@ func parseNameAddr(dst *NameAddr, v string) error {
 
 // fastNameAddr parses the common name-addr forms (see parseNameAddr) into
 // every field of *dst; false for anything else, including anything
-// ParseNameAddr would flag (*dst is then partly written). It reads the
-// value once, left to right.
+// ParseNameAddr would flag (*dst is then partly written). It finds the
+// same delimiters ParseNameAddr and ParseURI find, with vectorized or
+// word-at-a-time scans, and checks only what decides that the full parser
+// would answer the same: the bytes where it would trim, bracket or split.
 func fastNameAddr(dst *NameAddr, v string) bool {
 	n := len(v)
 	if n < 3 || !isPrint(v[0]) || !isPrint(v[n-1]) {
@@ -38,14 +40,8 @@ func fastNameAddr(dst *NameAddr, v string) bool {
 	case '<':
 	case '"':
 		// A quoted display name without quoted-pairs, spaces, then '<'.
-		q := 1
-		for q < n && v[q] != '"' {
-			if v[q] == '\\' {
-				return false
-			}
-			q++
-		}
-		if q >= n {
+		q := strings.IndexByte(v[1:], '"') + 1
+		if q <= 0 || strings.IndexByte(v[1:q], '\\') >= 0 {
 			return false
 		}
 		display = v[1:q]
@@ -69,52 +65,35 @@ func fastNameAddr(dst *NameAddr, v string) bool {
 	default:
 		return false
 	}
-	// To the '>' that closes the URI, noting (as ParseURI finds them) the
-	// first '@' and the first ':' before it (a password's).
-	r0, at, colon := i, -1, -1
-	for ; i < n && v[i] != '>'; i++ {
-		switch v[i] {
-		case '@':
-			if at < 0 {
-				at = i
-			}
-		case ':':
-			if at < 0 && colon < 0 {
-				colon = i
-			}
-		}
-	}
-	if i >= n || !isPrint(v[i-1]) {
+	g := strings.IndexByte(v[i:], '>')
+	if g < 0 {
 		return false
 	}
-	gt, user, h := i, "", r0
-	if at >= 0 {
-		ue := at
-		if colon >= 0 {
-			ue = colon
+	gt := i + g
+	if !isPrint(v[gt-1]) {
+		return false // ParseNameAddr would trim the URI
+	}
+	// As ParseURI: the user part ends at the first '@' and drops a
+	// password; the host ends at ';', '?' or ':'.
+	rest, user := v[i:gt], ""
+	if at := strings.IndexByte(rest, '@'); at >= 0 {
+		user = rest[:at]
+		if c := strings.IndexByte(user, ':'); c >= 0 {
+			user = user[:c]
 		}
-		user, h = v[r0:ue], at+1
+		rest = rest[at+1:]
 	}
-	j := h
-	for j < gt && uriHostChar[v[j]] {
-		j++
+	e := indexURIHostEnd(rest)
+	if e == 0 || rest[0] == '[' || !isPrint(rest[0]) || !isPrint(rest[e-1]) {
+		return false // no host, an IPv6 reference, or one ParseURI would trim
 	}
-	if j == h {
-		return false
-	}
-	host, port := v[h:j], 0
-	if j < gt {
-		switch v[j] {
-		case ':':
-			var ok bool
-			if port, j, ok = fastPort(v[:gt], j+1); !ok {
-				return false
-			}
-			if j < gt && v[j] != ';' && v[j] != '?' {
-				return false
-			}
-		case ';', '?':
-		default:
+	host, port := rest[:e], 0
+	if e < len(rest) && rest[e] == ':' {
+		var ok bool
+		if port, e, ok = fastPort(rest, e+1); !ok {
+			return false
+		}
+		if e < len(rest) && rest[e] != ';' && rest[e] != '?' {
 			return false
 		}
 	}
@@ -128,7 +107,14 @@ func fastNameAddr(dst *NameAddr, v string) bool {
 			tag, _ = ParamValue(params, "tag")
 		}
 	}
-	*dst = NameAddr{Display: display, URI: v[u0:gt], Scheme: scheme, User: user, Host: host, Port: port, Tag: tag, Params: params}
+	dst.Display = display
+	dst.URI = v[u0:gt]
+	dst.Scheme = scheme
+	dst.User = user
+	dst.Host = host
+	dst.Port = port
+	dst.Tag = tag
+	dst.Params = params
 	return true
 }
 
@@ -139,23 +125,16 @@ func leadingTag(params string) (string, bool) {
 	if len(params) < 6 || params[:5] != ";tag=" {
 		return "", false
 	}
-	i := 5
-	for i < len(params) && plainValueChar[params[i]] {
-		i++
-	}
+	i := plainEnd(params, 5)
 	if i == 5 || (i < len(params) && params[i] != ';') {
 		return "", false
 	}
 	return params[5:i], true
 }
 
-// Byte classes of the fast paths: printable ASCII but for the listed
-// bytes.
-var (
-	uriHostChar    = printExcept(";?:[")  // a SIP URI's host (ends at ; ? or :)
-	viaHostChar    = printExcept(";:[")   // a Via's host (ends at ; or :)
-	plainValueChar = printExcept(";\"\\") // a parameter value needing no unquoting
-)
+// plainValueChar: a byte of a parameter value that needs no unquoting
+// (printable ASCII but for ';', '"' and '\').
+var plainValueChar = printExcept(";\"\\")
 
 func printExcept(not string) (t [256]bool) {
 	for c := 0; c < 256; c++ {
@@ -211,11 +190,11 @@ func fastVia(dst *Via, s string) bool {
 	for i < len(s) && s[i] == ' ' {
 		i++
 	}
+	// The host ends at ';' or ':' (ParseVia splits there); it must not be
+	// an IPv6 reference or have ends ParseVia would trim.
 	h := i
-	for i < len(s) && viaHostChar[s[i]] {
-		i++
-	}
-	if i == h || (i < len(s) && s[i] != ';' && s[i] != ':') {
+	i += indexViaHostEnd(s[h:])
+	if i == h || s[h] == '[' || !isPrint(s[h]) || !isPrint(s[i-1]) {
 		return false
 	}
 	v.Host = s[h:i]
@@ -241,10 +220,7 @@ func fastVia(dst *Via, s string) bool {
 		val := ""
 		if i < len(s) && s[i] == '=' {
 			i++
-			e := i
-			for e < len(s) && plainValueChar[s[e]] {
-				e++
-			}
+			e := plainEnd(s, i)
 			val, i = s[i:e], e
 		}
 		switch len(name) {

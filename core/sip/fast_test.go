@@ -217,7 +217,8 @@ func TestLookupNameMatchesLookupHeader(t *testing.T) {
 		c := canonicalNames[id]
 		names = append(names, c, strings.ToLower(c), strings.ToUpper(c))
 	}
-	names = append(names, "X-Unknown", "i", "V", "Via2", "", "-", "9ia", strings.Repeat("a", 40))
+	names = append(names, "X-Unknown", "i", "V", "Via2", "", "-", "9ia", strings.Repeat("a", 40),
+		"Call_ID", "Call\rID", "Call-Id", "Via:", "Contacts", "Tox", "CALL-ID", "Cal@-ID", "Contacts", "Contac", "Content-Lengtx")
 	for _, n := range names {
 		id, canonical := lookupName([]byte(n))
 		if want := lookupHeaderBytes([]byte(n)); id != want {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -296,11 +295,24 @@ func (p *parser) headers(i int) int {
 func (p *parser) fastLine(s int) (next int, ok bool) {
 	raw := p.raw
 	n := len(raw)
+	// The name: to the colon, all of it printable ASCII (a tab, a control
+	// byte or a byte of 0x80 and up first sends the line to header).
 	j := s
-	for j < n && isTokenChar[raw[j]] {
-		j++
+	for ; j+8 <= n; j += 8 {
+		x := binary.LittleEndian.Uint64(raw[j:])
+		if m := eqMask(x, ':') | outsideASCII(x); m != 0 {
+			j += firstMark(m)
+			break
+		}
 	}
-	if j == s || j >= n || raw[j] != ':' {
+	if j+8 > n {
+		for j < n && raw[j] != ':' && raw[j] >= 0x20 && raw[j] < 0x7f {
+			j++
+		}
+	}
+	// No whitespace before the name (a continuation line) or after it
+	// (header trims it), no empty name.
+	if j >= n || raw[j] != ':' || j == s || raw[s] == ' ' || raw[j-1] == ' ' {
 		return 0, false
 	}
 	ne := j
@@ -319,7 +331,7 @@ func (p *parser) fastLine(s int) (next int, ok bool) {
 			k += 8
 			continue
 		}
-		k += bits.TrailingZeros64(f) >> 3
+		k += firstMark(f)
 		if isCtl[raw[k]] {
 			break
 		}
@@ -357,15 +369,6 @@ func (p *parser) fastLine(s int) (next int, ok bool) {
 	}
 	p.m.Headers = append(p.m.Headers, Header{ID: id, Name: name, Value: p.str(vs, ve), Start: s, End: ce})
 	return next, true
-}
-
-// outsideASCII returns, in the high bit of each byte, a mark for the bytes
-// of x (little-endian) outside 0x20..0x7e. The lowest mark is exact (no
-// borrow or carry reaches the first such byte from below); marks above it
-// may be spurious.
-func outsideASCII(x uint64) uint64 {
-	const ones = 0x0101010101010101
-	return ((x - ones*0x20) | (x + ones)) & (ones * 0x80)
 }
 
 // maxPresize bounds the header slots Parse allocates up front; a message
