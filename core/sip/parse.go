@@ -218,32 +218,115 @@ func (p *parser) startLine(sl startLine, shift int) {
 
 // headers walks the header section starting at offset i of raw and returns
 // the offset where the body starts (len(raw) when there is no empty line).
+//
+// The usual line is read in place (the fast block below): a name of
+// printable ASCII right before the colon, a value without control bytes
+// (tabs allowed) ended by CRLF or LF, no continuation line after it, within
+// the limits. It records exactly what header would record for such a line;
+// any other line goes to the general path (lineEnd, folding, header).
 func (p *parser) headers(i int) int {
 	m := p.m
 	raw := p.raw
+	n := len(raw)
 	if m.Headers == nil {
 		// One allocation for every header: at most one per line of the
 		// rest of the message, and never more than the limit allows.
-		n := bytes.Count(raw[i:], []byte{'\n'}) + 1
-		m.Headers = make([]Header, 0, min(n, p.lim.MaxHeaders, maxPresize))
+		c := bytes.Count(raw[i:], []byte{'\n'}) + 1
+		m.Headers = make([]Header, 0, min(c, p.lim.MaxHeaders, maxPresize))
 	}
-	for i < len(raw) {
-		// The usual line first: a token name, a colon, a value without
-		// control bytes, CRLF or LF, no fold after it (fastLine); the end
-		// of the header section next. Anything else takes the general
-		// path below.
-		if raw[i] == '\r' && i+1 < len(raw) && raw[i+1] == '\n' {
-			return i + 2
-		}
-		if raw[i] == '\n' {
+	hs := m.Headers // written back before header runs and at the end
+	maxHeaders, maxLine := p.lim.MaxHeaders, p.lim.MaxLineBytes
+lines:
+	for i < n {
+		if c := raw[i]; c == '\r' && i+1 < n && raw[i+1] == '\n' {
+			m.Headers = hs
+			return i + 2 // empty line: end of headers
+		} else if c == '\n' {
+			m.Headers = hs
 			return i + 1
 		}
-		if len(m.Headers) < p.lim.MaxHeaders {
-			if next, ok := p.fastLine(i); ok {
-				i = next
-				continue
+		for len(hs) < maxHeaders { // runs once: break to the general path
+			s := i
+			// The name: to the colon, all of it printable ASCII.
+			j := s
+			for ; j+8 <= n; j += 8 {
+				x := binary.LittleEndian.Uint64(raw[j:])
+				if mk := eqMask(x, ':') | outsideASCII(x); mk != 0 {
+					j += firstMark(mk)
+					break
+				}
 			}
+			if j+8 > n {
+				for j < n && raw[j] != ':' && raw[j] >= 0x20 && raw[j] < 0x7f {
+					j++
+				}
+			}
+			// No whitespace before the name (a continuation line) or after
+			// it (header trims it), no empty name.
+			if j >= n || raw[j] != ':' || j == s || raw[s] == ' ' || raw[j-1] == ' ' {
+				break
+			}
+			ne := j
+			k := j + 1
+			for k < n && isWS(raw[k]) {
+				k++
+			}
+			vs := k
+			// To the first control byte, eight bytes at a time:
+			// outsideASCII marks exactly the first byte of the word that is
+			// not printable ASCII (a control byte, a tab, or 0x80 and up),
+			// where the scan stops or, for a tab or a non-ASCII byte, goes
+			// on after it.
+			for {
+				if k+8 > n {
+					for k < n && !isCtl[raw[k]] {
+						k++
+					}
+					break
+				}
+				f := outsideASCII(binary.LittleEndian.Uint64(raw[k:]))
+				if f == 0 {
+					k += 8
+					continue
+				}
+				k += firstMark(f)
+				if isCtl[raw[k]] {
+					break
+				}
+				k++
+			}
+			ce, next := k, 0
+			switch {
+			case k+1 < n && raw[k] == '\r' && raw[k+1] == '\n':
+				next = k + 2
+			case k < n && raw[k] == '\n':
+				next = k + 1
+			}
+			if next == 0 || (next < n && isWS(raw[next])) {
+				break // a control byte, no line end, or a fold
+			}
+			ve := ce
+			for ve > vs && isWS(raw[ve-1]) {
+				ve--
+			}
+			if (ne-s)+2+(ve-vs) > maxLine {
+				break
+			}
+			id, canonical := lookupName(raw[s:ne])
+			var name, value string
+			if canonical {
+				name = canonicalNames[id] // interned: the usual spelling holds no message's bytes
+			} else {
+				name = unsafe.String(&raw[s], ne-s) // ne > s
+			}
+			if ve > vs {
+				value = unsafe.String(&raw[vs], ve-vs)
+			}
+			hs = append(hs, Header{ID: id, Name: name, Value: value, Start: s, End: ce})
+			i = next
+			continue lines
 		}
+		m.Headers = hs
 		lineStart := i
 		end, next := lineEnd(raw, i)
 		ce := end
@@ -261,7 +344,7 @@ func (p *parser) headers(i int) int {
 		}
 		// Gather continuation lines into this logical line.
 		logicalEnd, folded := ce, false
-		for next < len(raw) && isWS(raw[next]) {
+		for next < n && isWS(raw[next]) {
 			e2, n2 := lineEnd(raw, next)
 			c2 := e2
 			if c2 > next && raw[c2-1] == '\r' {
@@ -273,7 +356,7 @@ func (p *parser) headers(i int) int {
 			next = n2
 		}
 		i = next
-		if len(m.Headers) >= p.lim.MaxHeaders {
+		if len(m.Headers) >= maxHeaders {
 			if !m.HeaderLimitHit {
 				m.HeaderLimitHit = true
 				p.flag(MalHeaderLimit)
@@ -281,94 +364,11 @@ func (p *parser) headers(i int) int {
 			continue
 		}
 		p.header(lineStart, logicalEnd, folded)
+		hs = m.Headers
 	}
+	m.Headers = hs
 	p.flag(MalNoEndOfHeaders)
-	return len(raw)
-}
-
-// fastLine records the header line at raw[s:] when it has the usual form:
-// a name of token characters right before the colon, a value without
-// control bytes (tabs allowed) ended by CRLF or LF, and no continuation
-// line after it. It returns the offset of the next line, or ok=false (and
-// records nothing) for any other line, which header then reads: for the
-// lines it takes it records what header would.
-func (p *parser) fastLine(s int) (next int, ok bool) {
-	raw := p.raw
-	n := len(raw)
-	// The name: to the colon, all of it printable ASCII (a tab, a control
-	// byte or a byte of 0x80 and up first sends the line to header).
-	j := s
-	for ; j+8 <= n; j += 8 {
-		x := binary.LittleEndian.Uint64(raw[j:])
-		if m := eqMask(x, ':') | outsideASCII(x); m != 0 {
-			j += firstMark(m)
-			break
-		}
-	}
-	if j+8 > n {
-		for j < n && raw[j] != ':' && raw[j] >= 0x20 && raw[j] < 0x7f {
-			j++
-		}
-	}
-	// No whitespace before the name (a continuation line) or after it
-	// (header trims it), no empty name.
-	if j >= n || raw[j] != ':' || j == s || raw[s] == ' ' || raw[j-1] == ' ' {
-		return 0, false
-	}
-	ne := j
-	k := j + 1
-	for k < n && isWS(raw[k]) {
-		k++
-	}
-	vs := k
-	// To the first control byte, eight bytes at a time: outsideASCII
-	// marks exactly the first byte of the word that is not printable ASCII
-	// (a control byte, a tab, or 0x80 and up), where the scan stops or,
-	// for a tab or a non-ASCII byte, goes on after it.
-	for k+8 <= n {
-		f := outsideASCII(binary.LittleEndian.Uint64(raw[k:]))
-		if f == 0 {
-			k += 8
-			continue
-		}
-		k += firstMark(f)
-		if isCtl[raw[k]] {
-			break
-		}
-		k++
-	}
-	for k < n && !isCtl[raw[k]] {
-		k++
-	}
-	if k >= n {
-		return 0, false
-	}
-	ce := k
-	switch {
-	case raw[k] == '\r' && k+1 < n && raw[k+1] == '\n':
-		next = k + 2
-	case raw[k] == '\n':
-		next = k + 1
-	default:
-		return 0, false
-	}
-	if next < n && isWS(raw[next]) {
-		return 0, false // a fold
-	}
-	ve := ce
-	for ve > vs && isWS(raw[ve-1]) {
-		ve--
-	}
-	if (ne-s)+2+(ve-vs) > p.lim.MaxLineBytes {
-		return 0, false
-	}
-	id, canonical := lookupName(raw[s:ne])
-	name := p.str(s, ne)
-	if canonical {
-		name = canonicalNames[id] // interned: the usual spelling holds no message's bytes
-	}
-	p.m.Headers = append(p.m.Headers, Header{ID: id, Name: name, Value: p.str(vs, ve), Start: s, End: ce})
-	return next, true
+	return n
 }
 
 // maxPresize bounds the header slots Parse allocates up front; a message
@@ -537,8 +537,9 @@ func (p *parser) interpret() {
 	var haveCallID, haveFrom, haveTo, haveCSeq bool
 	var ua, server string
 	var haveUA bool
-	for i := range m.Headers {
-		h := &m.Headers[i]
+	hs := m.Headers
+	for i := range hs {
+		h := &hs[i]
 		switch h.ID {
 		case HdrCallID:
 			if !haveCallID && h.Value != "" {
