@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"reflect"
 	"strings"
@@ -236,6 +237,41 @@ func TestShapeHashHasNoCollisions(t *testing.T) {
 	for h, c := range byShapeHash.collide {
 		if c {
 			t.Errorf("slot %d is shared", h)
+		}
+	}
+}
+
+// TestNamePatternsCoverTheKnownHeaders checks that every known header whose
+// "Name:" fits in 16 bytes has its pattern in the slot of its first three
+// bytes (a pattern left out would only be slower), and that each pattern
+// matches its own line and not a lower-case or longer name.
+func TestNamePatternsCoverTheKnownHeaders(t *testing.T) {
+	match := func(line string) (HeaderID, int) {
+		b := []byte(line)
+		x0, x1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		for _, pi := range patternSlots[patternHash(x0)] {
+			if pi == 0 {
+				break
+			}
+			if pt := &namePatterns[pi]; x0&pt.mask[0] == pt.w[0] && x1&pt.mask[1] == pt.w[1] {
+				return pt.id, pt.n
+			}
+		}
+		return HdrExtension, -1
+	}
+	for id := HeaderID(1); id < hdrCount; id++ {
+		c := canonicalNames[id]
+		if len(c)+1 > 16 {
+			continue
+		}
+		if got, n := match(c + ": some value\r\n"); got != id || n != len(c) {
+			t.Errorf("%s: pattern gives %v at %d", c, got, n)
+		}
+		if got, _ := match(strings.ToLower(c) + ": some value\r\n"); got != HdrExtension && strings.ToLower(c) != c {
+			t.Errorf("%s in lower case: pattern gives %v", c, got)
+		}
+		if got, _ := match(c + "x: some value\r\n"); got != HdrExtension {
+			t.Errorf("%sx: pattern gives %v", c, got)
 		}
 	}
 }

@@ -247,24 +247,44 @@ lines:
 		}
 		for len(hs) < maxHeaders { // runs once: break to the general path
 			s := i
-			// The name: to the colon, all of it printable ASCII.
-			j := s
-			for ; j+8 <= n; j += 8 {
-				x := binary.LittleEndian.Uint64(raw[j:])
-				if mk := eqMask(x, ':') | outsideASCII(x); mk != 0 {
-					j += firstMark(mk)
+			// The name: a known header's canonical "Name:" in the line's
+			// first sixteen bytes, else a scan to the colon, all of it
+			// printable ASCII, then a lookup.
+			j, id, canonical := -1, HdrExtension, false
+			if s+16 <= n {
+				x0 := binary.LittleEndian.Uint64(raw[s:])
+				x1 := binary.LittleEndian.Uint64(raw[s+8:])
+				for _, pi := range patternSlots[patternHash(x0)] {
+					if pi == 0 {
+						break
+					}
+					pt := &namePatterns[pi]
+					if x0&pt.mask[0] == pt.w[0] && x1&pt.mask[1] == pt.w[1] {
+						j, id, canonical = s+pt.n, pt.id, true
+						break
+					}
+				}
+			}
+			if j < 0 {
+				j = s
+				for ; j+8 <= n; j += 8 {
+					x := binary.LittleEndian.Uint64(raw[j:])
+					if mk := eqMask(x, ':') | outsideASCII(x); mk != 0 {
+						j += firstMark(mk)
+						break
+					}
+				}
+				if j+8 > n {
+					for j < n && raw[j] != ':' && raw[j] >= 0x20 && raw[j] < 0x7f {
+						j++
+					}
+				}
+				// No whitespace before the name (a continuation line) or
+				// after it (header trims it), no empty name.
+				if j >= n || raw[j] != ':' || j == s || raw[s] == ' ' || raw[j-1] == ' ' {
 					break
 				}
-			}
-			if j+8 > n {
-				for j < n && raw[j] != ':' && raw[j] >= 0x20 && raw[j] < 0x7f {
-					j++
-				}
-			}
-			// No whitespace before the name (a continuation line) or after
-			// it (header trims it), no empty name.
-			if j >= n || raw[j] != ':' || j == s || raw[s] == ' ' || raw[j-1] == ' ' {
-				break
+				id, canonical = lookupName(raw[s:j])
 			}
 			ne := j
 			k := j + 1
@@ -312,7 +332,6 @@ lines:
 			if (ne-s)+2+(ve-vs) > maxLine {
 				break
 			}
-			id, canonical := lookupName(raw[s:ne])
 			var name, value string
 			if canonical {
 				name = canonicalNames[id] // interned: the usual spelling holds no message's bytes
