@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/sipnab/sipnab/internal/benchload"
 )
 
 // fastCases are values the fast paths take, and values they must leave to
@@ -107,16 +105,13 @@ func TestFastPathsMatchFullParsers(t *testing.T) {
 
 // TestFastPathsTakeTheSignalingWorkload checks that every From, To,
 // Contact and Via of the signaling-only workload takes a fast path (the
-// parser's speed on it depends on that) and that the fast answers are the
+// parser's speed on it depends on that; scaled down under the race
+// detector) and that the fast answers are the
 // full parsers' answers.
 func TestFastPathsTakeTheSignalingWorkload(t *testing.T) {
-	msgs := benchload.SignalingMessages(t)
-	step := 1
-	if testing.Short() || raceEnabled {
-		step = 7
-	}
+	msgs := signalingWorkload(t)
 	n := 0
-	for i := 0; i < len(msgs); i += step {
+	for i := range msgs {
 		m, err := Parse(msgs[i].Payload)
 		if err != nil {
 			t.Fatal(err)

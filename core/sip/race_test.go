@@ -2,6 +2,7 @@
 
 package sip
 
-// raceEnabled: the race detector slows parsing about tenfold, so the
-// workload-wide tests sample the workload.
+// raceEnabled: the race detector slows generating and parsing about
+// tenfold, so the workload-wide tests use a scaled-down workload
+// (signalingWorkload).
 const raceEnabled = true

@@ -9,8 +9,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/sipnab/sipnab/bench/gen"
 	"github.com/sipnab/sipnab/internal/benchload"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
@@ -135,23 +137,45 @@ func TestParseMatchesReferenceOnPublicCaptures(t *testing.T) {
 }
 
 // TestParseMatchesReferenceOnSignalingWorkload parses every message of the
-// signaling-only benchmark workload (bench/README.md) with the parser and
-// the reference parser: the same Message, field for field.
+// signaling-only benchmark workload (bench/README.md; scaled down under the
+// race detector) with the parser and the reference parser: the same
+// Message, field for field.
 func TestParseMatchesReferenceOnSignalingWorkload(t *testing.T) {
-	msgs := benchload.SignalingMessages(t)
-	step := 1
-	if testing.Short() || raceEnabled {
-		step = 7 // every 7th message: all kinds still appear
-	}
+	msgs := signalingWorkload(t)
 	ps := NewParser(Limits{})
 	n := 0
-	for i := 0; i < len(msgs); i += step {
+	for i := 0; i < len(msgs); i++ {
 		if d := sameAsReference(ps, msgs[i].Payload); d != "" {
 			t.Fatalf("message %d: %s\n%q", i, d, msgs[i].Payload)
 		}
 		n++
 	}
 	t.Logf("%d of %d messages compared", n, len(msgs))
+}
+
+var smallSignaling struct {
+	once sync.Once
+	msgs []gen.SIPMessage
+	err  error
+}
+
+// signalingWorkload returns the messages of the signaling-only benchmark
+// workload; under the race detector (which slows generating and parsing
+// about tenfold) or -short, the same preset scaled down to 1,500 calls and
+// 75 REGISTERs, in which every kind of message of the full one appears.
+func signalingWorkload(t *testing.T) []gen.SIPMessage {
+	if !raceEnabled && !testing.Short() {
+		return benchload.SignalingMessages(t)
+	}
+	smallSignaling.once.Do(func() {
+		cfg := gen.Signaling(1)
+		cfg.Calls, cfg.Registers = 1500, 75
+		smallSignaling.msgs, smallSignaling.err = gen.SIPMessages(cfg)
+	})
+	if smallSignaling.err != nil {
+		t.Fatal(smallSignaling.err)
+	}
+	return smallSignaling.msgs
 }
 
 // fuzzSeeds returns the inputs of a fuzz corpus directory (files in the
