@@ -341,7 +341,12 @@ lines:
 			if ve > vs {
 				value = unsafe.String(&raw[vs], ve-vs)
 			}
-			hs = append(hs, Header{ID: id, Name: name, Value: value, Start: s, End: ce})
+			if len(hs) == cap(hs) {
+				hs = append(hs, Header{})[:len(hs)]
+			}
+			hs = hs[:len(hs)+1]
+			h := &hs[len(hs)-1]
+			h.ID, h.Name, h.Value, h.Start, h.End = id, name, value, s, ce
 			i = next
 			continue lines
 		}
