@@ -1,5 +1,7 @@
 package sip
 
+import "encoding/binary"
+
 // canonicalNames holds the canonical spelling of each known header.
 var canonicalNames = [hdrCount]string{
 	HdrExtension:                "",
@@ -155,6 +157,60 @@ func lookupHeaderBytes(name []byte) HeaderID {
 	return HdrExtension
 }
 
+// lookupName is lookupHeaderBytes also reporting whether name is spelled
+// exactly as canonicalNames spells its header (then a Header's Name is the
+// canonical string). The known names differ in (length, first letter, last
+// letter), so one table probe finds the only candidate.
+func lookupName(name []byte) (id HeaderID, canonical bool) {
+	n := len(name)
+	if n < 2 || n > maxKnownName {
+		return lookupHeaderBytes(name), false
+	}
+	h := shapeHash(n, name[0], name[n-1])
+	if byShapeHash.collide[h] {
+		id = lookupHeaderBytes(name)
+		return id, id != HdrExtension && string(name) == canonicalNames[id]
+	}
+	id = byShapeHash.id[h]
+	if id == HdrExtension {
+		return HdrExtension, false
+	}
+	if string(name) == canonicalNames[id] {
+		return id, true
+	}
+	if equalFoldLower(name, lowerNames[id]) {
+		return id, false
+	}
+	return HdrExtension, false
+}
+
+// shapeSlots is the size of byShapeHash's tables (a power of two).
+const shapeSlots = 256
+
+// shapeHash hashes a name's length and its first and last bytes, ASCII
+// letters folded to lower case.
+func shapeHash(n int, first, last byte) int {
+	return (n + int(first|0x20)*27 + int(last|0x20)) & (shapeSlots - 1)
+}
+
+// byShapeHash maps shapeHash of each known name to its id; collide marks
+// the slots two names share (none today: TestLookupNameMatchesLookupHeader
+// covers every name), which lookupName then resolves the slow way.
+var byShapeHash = func() (t struct {
+	id      [shapeSlots]HeaderID
+	collide [shapeSlots]bool
+}) {
+	for id := HeaderID(1); id < hdrCount; id++ {
+		c := canonicalNames[id]
+		h := shapeHash(len(c), c[0], c[len(c)-1])
+		if t.id[h] != HdrExtension {
+			t.collide[h] = true
+		}
+		t.id[h] = id
+	}
+	return t
+}()
+
 // lowerNames holds the lower-cased canonical names; byShape lists the
 // known headers by name length and first letter (at most a few each), so
 // a name on the wire is looked up without hashing it.
@@ -183,4 +239,53 @@ func equalFoldLower(b []byte, l string) bool {
 		}
 	}
 	return true
+}
+
+// namePattern is a known header's canonical "Name:" as two little-endian
+// words and their masks, so that the usual line's name is recognized with
+// two compares instead of a scan and a lookup (headers).
+type namePattern struct {
+	w, mask [2]uint64
+	n       int // name length: the colon is at n
+	id      HeaderID
+}
+
+// namePatterns holds a pattern for each known header whose "Name:" fits
+// in 16 bytes (index 0 is none); patternSlots lists, by patternHash of a
+// line's first three bytes, the patterns that may match it (up to four:
+// a pattern that finds its slot full is left out, and its lines are read
+// by the scan).
+var namePatterns, patternSlots = func() (pats []namePattern, slots [256][4]uint8) {
+	pats = append(pats, namePattern{})
+	for id := HeaderID(1); id < hdrCount; id++ {
+		c := canonicalNames[id] + ":"
+		if len(c) > 16 {
+			continue
+		}
+		var b, mk [16]byte
+		copy(b[:], c)
+		for i := range c {
+			mk[i] = 0xff
+		}
+		p := namePattern{n: len(c) - 1, id: id}
+		for k := 0; k < 2; k++ {
+			p.w[k] = binary.LittleEndian.Uint64(b[8*k:])
+			p.mask[k] = binary.LittleEndian.Uint64(mk[8*k:])
+		}
+		slot := &slots[patternHash(p.w[0])]
+		for k := range slot {
+			if slot[k] == 0 {
+				slot[k] = uint8(len(pats))
+				pats = append(pats, p)
+				break
+			}
+		}
+	}
+	return pats, slots
+}()
+
+// patternHash hashes the first three bytes of x (the shortest pattern,
+// "To:", has three).
+func patternHash(x uint64) uint8 {
+	return uint8((x & 0xffffff) * 0x9E3779B97F4A7C15 >> 56)
 }

@@ -120,8 +120,11 @@ func parseInto(m *Message, b []byte, lim Limits) error {
 	}
 	// The message's one allocation: its own bytes (b may be a reader's
 	// buffer, reused for the next packet).
-	raw := make([]byte, len(b)-sl.off)
-	copy(raw, b[sl.off:])
+	// make+copy of the same length compiles to one allocation the copy
+	// fills (no zeroing first).
+	src := b[sl.off:]
+	raw := make([]byte, len(src))
+	copy(raw, src)
 	m.Raw = raw
 	m.JunkPrefixBytes = sl.off
 	m.MaxForwards = -1
@@ -215,16 +218,139 @@ func (p *parser) startLine(sl startLine, shift int) {
 
 // headers walks the header section starting at offset i of raw and returns
 // the offset where the body starts (len(raw) when there is no empty line).
+//
+// The usual line is read in place (the fast block below): a name of
+// printable ASCII right before the colon, a value without control bytes
+// (tabs allowed) ended by CRLF or LF, no continuation line after it, within
+// the limits. It records exactly what header would record for such a line;
+// any other line goes to the general path (lineEnd, folding, header).
 func (p *parser) headers(i int) int {
 	m := p.m
 	raw := p.raw
+	n := len(raw)
 	if m.Headers == nil {
 		// One allocation for every header: at most one per line of the
 		// rest of the message, and never more than the limit allows.
-		n := bytes.Count(raw[i:], []byte{'\n'}) + 1
-		m.Headers = make([]Header, 0, min(n, p.lim.MaxHeaders, maxPresize))
+		c := bytes.Count(raw[i:], []byte{'\n'}) + 1
+		m.Headers = make([]Header, 0, min(c, p.lim.MaxHeaders, maxPresize))
 	}
-	for i < len(raw) {
+	hs := m.Headers // written back before header runs and at the end
+	maxHeaders, maxLine := p.lim.MaxHeaders, p.lim.MaxLineBytes
+lines:
+	for i < n {
+		if c := raw[i]; c == '\r' && i+1 < n && raw[i+1] == '\n' {
+			m.Headers = hs
+			return i + 2 // empty line: end of headers
+		} else if c == '\n' {
+			m.Headers = hs
+			return i + 1
+		}
+		for len(hs) < maxHeaders { // runs once: break to the general path
+			s := i
+			// The name: a known header's canonical "Name:" in the line's
+			// first sixteen bytes, else a scan to the colon, all of it
+			// printable ASCII, then a lookup.
+			j, id, canonical := -1, HdrExtension, false
+			if s+16 <= n {
+				x0 := binary.LittleEndian.Uint64(raw[s:])
+				x1 := binary.LittleEndian.Uint64(raw[s+8:])
+				for _, pi := range patternSlots[patternHash(x0)] {
+					if pi == 0 {
+						break
+					}
+					pt := &namePatterns[pi]
+					if x0&pt.mask[0] == pt.w[0] && x1&pt.mask[1] == pt.w[1] {
+						j, id, canonical = s+pt.n, pt.id, true
+						break
+					}
+				}
+			}
+			if j < 0 {
+				j = s
+				for ; j+8 <= n; j += 8 {
+					x := binary.LittleEndian.Uint64(raw[j:])
+					if mk := eqMask(x, ':') | outsideASCII(x); mk != 0 {
+						j += firstMark(mk)
+						break
+					}
+				}
+				if j+8 > n {
+					for j < n && raw[j] != ':' && raw[j] >= 0x20 && raw[j] < 0x7f {
+						j++
+					}
+				}
+				// No whitespace before the name (a continuation line) or
+				// after it (header trims it), no empty name.
+				if j >= n || raw[j] != ':' || j == s || raw[s] == ' ' || raw[j-1] == ' ' {
+					break
+				}
+				id, canonical = lookupName(raw[s:j])
+			}
+			ne := j
+			k := j + 1
+			for k < n && isWS(raw[k]) {
+				k++
+			}
+			vs := k
+			// To the first control byte, eight bytes at a time:
+			// outsideASCII marks exactly the first byte of the word that is
+			// not printable ASCII (a control byte, a tab, or 0x80 and up),
+			// where the scan stops or, for a tab or a non-ASCII byte, goes
+			// on after it.
+			for {
+				if k+8 > n {
+					for k < n && !isCtl[raw[k]] {
+						k++
+					}
+					break
+				}
+				f := outsideASCII(binary.LittleEndian.Uint64(raw[k:]))
+				if f == 0 {
+					k += 8
+					continue
+				}
+				k += firstMark(f)
+				if isCtl[raw[k]] {
+					break
+				}
+				k++
+			}
+			ce, next := k, 0
+			switch {
+			case k+1 < n && raw[k] == '\r' && raw[k+1] == '\n':
+				next = k + 2
+			case k < n && raw[k] == '\n':
+				next = k + 1
+			}
+			if next == 0 || (next < n && isWS(raw[next])) {
+				break // a control byte, no line end, or a fold
+			}
+			ve := ce
+			for ve > vs && isWS(raw[ve-1]) {
+				ve--
+			}
+			if (ne-s)+2+(ve-vs) > maxLine {
+				break
+			}
+			var name, value string
+			if canonical {
+				name = canonicalNames[id] // interned: the usual spelling holds no message's bytes
+			} else {
+				name = unsafe.String(&raw[s], ne-s) // ne > s
+			}
+			if ve > vs {
+				value = unsafe.String(&raw[vs], ve-vs)
+			}
+			if len(hs) == cap(hs) {
+				hs = append(hs, Header{})[:len(hs)]
+			}
+			hs = hs[:len(hs)+1]
+			h := &hs[len(hs)-1]
+			h.ID, h.Name, h.Value, h.Start, h.End = id, name, value, s, ce
+			i = next
+			continue lines
+		}
+		m.Headers = hs
 		lineStart := i
 		end, next := lineEnd(raw, i)
 		ce := end
@@ -242,7 +368,7 @@ func (p *parser) headers(i int) int {
 		}
 		// Gather continuation lines into this logical line.
 		logicalEnd, folded := ce, false
-		for next < len(raw) && isWS(raw[next]) {
+		for next < n && isWS(raw[next]) {
 			e2, n2 := lineEnd(raw, next)
 			c2 := e2
 			if c2 > next && raw[c2-1] == '\r' {
@@ -254,7 +380,7 @@ func (p *parser) headers(i int) int {
 			next = n2
 		}
 		i = next
-		if len(m.Headers) >= p.lim.MaxHeaders {
+		if len(m.Headers) >= maxHeaders {
 			if !m.HeaderLimitHit {
 				m.HeaderLimitHit = true
 				p.flag(MalHeaderLimit)
@@ -262,9 +388,11 @@ func (p *parser) headers(i int) int {
 			continue
 		}
 		p.header(lineStart, logicalEnd, folded)
+		hs = m.Headers
 	}
+	m.Headers = hs
 	p.flag(MalNoEndOfHeaders)
-	return len(raw)
+	return n
 }
 
 // maxPresize bounds the header slots Parse allocates up front; a message
@@ -433,8 +561,9 @@ func (p *parser) interpret() {
 	var haveCallID, haveFrom, haveTo, haveCSeq bool
 	var ua, server string
 	var haveUA bool
-	for i := range m.Headers {
-		h := &m.Headers[i]
+	hs := m.Headers
+	for i := range hs {
+		h := &hs[i]
 		switch h.ID {
 		case HdrCallID:
 			if !haveCallID && h.Value != "" {
@@ -443,18 +572,14 @@ func (p *parser) interpret() {
 		case HdrFrom:
 			if !haveFrom {
 				haveFrom = true
-				na, err := ParseNameAddr(h.Value)
-				m.From = na
-				if err != nil {
+				if err := parseNameAddr(&m.From, h.Value); err != nil {
 					p.flag(MalBadFrom)
 				}
 			}
 		case HdrTo:
 			if !haveTo {
 				haveTo = true
-				na, err := ParseNameAddr(h.Value)
-				m.To = na
-				if err != nil {
+				if err := parseNameAddr(&m.To, h.Value); err != nil {
 					p.flag(MalBadTo)
 				}
 			}
@@ -472,11 +597,10 @@ func (p *parser) interpret() {
 			}
 		case HdrVia:
 			for e, k := nextElem(h.Value, 0); e != ""; e, k = nextElem(h.Value, k) {
-				v, err := ParseVia(e)
-				if err != nil {
+				m.Vias = append(m.Vias, Via{})
+				if err := parseVia(&m.Vias[len(m.Vias)-1], e); err != nil {
 					p.flag(MalBadVia)
 				}
-				m.Vias = append(m.Vias, v)
 			}
 			if trimSpaceFast(h.Value) == "" {
 				p.flag(MalBadVia)
@@ -484,7 +608,7 @@ func (p *parser) interpret() {
 		case HdrContact:
 			if m.Contact == nil {
 				if e, _ := nextElem(h.Value, 0); e != "" {
-					m.contact, _ = ParseNameAddr(e)
+					_ = parseNameAddr(&m.contact, e)
 					m.Contact = &m.contact
 				}
 			}

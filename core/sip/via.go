@@ -95,7 +95,12 @@ func parseCSeq(s string) (cs CSeq, capped bool, err error) {
 	if !ok || i == len(s) || !isWS(s[i]) {
 		return CSeq{}, false, errBadCSeq
 	}
-	m := trimSpaceFast(s[i:])
+	// The method after the spaces (trimSpaceFast would hand a value
+	// that starts with one to strings.TrimSpace).
+	m := trimLeftWS(s[i:])
+	if m == "" || !isPrint(m[0]) {
+		m = trimSpaceFast(s[i:])
+	}
 	if m == "" {
 		return CSeq{}, false, errBadCSeq
 	}
