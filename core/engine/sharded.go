@@ -77,6 +77,10 @@ type sharder struct {
 	inline        *media.Store
 	inlineBuckets uint64
 	inlineHeld    bool // the router holds inline's writer lock (a run)
+
+	// sip parses SIP on workers for the router to apply in order
+	// (sipshard.go); nil with a tap.
+	sip *sipPipe
 }
 
 // inlineShare is the router's share of the host pairs on two cores, in
@@ -153,6 +157,9 @@ func (c *Capture) startSharding() {
 		s.wg.Add(1)
 		go s.run(w)
 	}
+	if c.tap == nil {
+		s.startSIPPipe(n)
+	}
 	c.shard = s
 }
 
@@ -164,6 +171,10 @@ func (c *Capture) stopSharding() {
 	s := c.shard
 	if s == nil {
 		return
+	}
+	if s.sip != nil {
+		s.sip.stop() // applies what it holds: SDP events reach the workers below
+		s.sip = nil
 	}
 	c.shard = nil
 	s.release()
@@ -326,6 +337,7 @@ func (s *sharder) takeFrame(k sourceKind, f *packet.Frame) bool {
 	if w == nil {
 		return false // the router's own host pair: decoded and kept here
 	}
+	s.c.drainSIP() // the worker sees every earlier SDP first
 	s.c.decoders[k].Tick(f, s.c.sinks[k])
 	op, buf := s.next(w, len(f.Data), opFrame)
 	if buf == nil {
