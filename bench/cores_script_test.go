@@ -30,6 +30,24 @@ func TestCoresScriptInterleavesCoreCounts(t *testing.T) {
 	}
 }
 
+// TestCoresScriptInterleavesTheBaseline: with -b, every round runs the
+// baseline and then the binary under test at each core count.
+func TestCoresScriptInterleavesTheBaseline(t *testing.T) {
+	out, err := exec.Command("bash", "cores.sh", "-d", "-p", "signaling", "-n", "2", "-c", "1,2", "-b", "/bin/true").CombinedOutput()
+	if err != nil {
+		t.Fatalf("cores.sh -d -b: %v\n%s", err, out)
+	}
+	want := []string{
+		"signaling round 1: baseline --cores 1", "signaling round 1: sipnab --cores 1",
+		"signaling round 1: baseline --cores 2", "signaling round 1: sipnab --cores 2",
+		"signaling round 2: baseline --cores 1", "signaling round 2: sipnab --cores 1",
+		"signaling round 2: baseline --cores 2", "signaling round 2: sipnab --cores 2",
+	}
+	if got := strings.Split(strings.TrimSpace(string(out)), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("schedule:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestCoresScriptRefusesBadArguments checks that a core count or preset
 // the script cannot time is an error, not a silently shorter table.
 func TestCoresScriptRefusesBadArguments(t *testing.T) {
@@ -40,6 +58,7 @@ func TestCoresScriptRefusesBadArguments(t *testing.T) {
 		{[]string{"-d", "-c", "1,0"}, "0 is not a positive core count"},
 		{[]string{"-d", "-c", "1,two"}, "two is not a positive core count"},
 		{[]string{"-d", "-p", "carier"}, "unknown preset carier"},
+		{[]string{"-d", "-b", "/nonexistent/sipnab"}, "/nonexistent/sipnab is not an executable"},
 	} {
 		out, err := exec.Command("bash", append([]string{"cores.sh"}, tc.args...)...).CombinedOutput()
 		if err == nil {
