@@ -4,8 +4,10 @@ package engine
 //
 // Design: the loader's goroutine reads every frame and keeps everything that
 // needs one order across the whole capture: decoding with reassembly (IP
-// fragments, TCP), HEP, SIP parsing, the dialog store (a dialog's messages
-// cross host pairs: proxy hops, B2BUA legs) and the SDP parse. Media, 99 %
+// fragments, TCP), HEP, and applying SIP to the dialog store (a dialog's
+// messages cross host pairs: proxy hops, B2BUA legs); the SIP and SDP
+// parses of runs of SIP go to parse workers and come back in order
+// (sipshard.go). Media, 99 %
 // of the frames of a carrier capture and most of the work, goes to Cores-1
 // workers, sharded by host pair (the unordered pair of IP addresses, ports
 // ignored): a stream, its reverse direction and the RTCP between the same
