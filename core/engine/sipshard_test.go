@@ -123,7 +123,9 @@ func answers(t *testing.T, paths []string, cores int) []byte {
 // and carrier-style captures (SIP between media: the pipeline drains at
 // every media frame), with batches of 1, 3 and the default number of
 // packets and arenas from 2 KiB (most frames do not fit beside another) to
-// the default.
+// the default; and on two cores with the router's media share given up at
+// once (0 SDP events waited for), after 4, or (the default) after 1,024
+// events without a packet of its own (sharded.go).
 func TestSIPPipelineKeepsEveryAnswer(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil {
@@ -151,22 +153,24 @@ func TestSIPPipelineKeepsEveryAnswer(t *testing.T) {
 		{"generated signaling", []string{sig}},
 		{"generated small with media", []string{small}},
 	}
-	batches := []struct{ items, arena int }{{1, 2 << 10}, {3, 2 << 10}, {3, 256 << 10}, {128, 192 << 10}}
+	batches := []struct{ items, arena, queue int }{{1, 2 << 10, 1024}, {3, 2 << 10, 0}, {3, 256 << 10, 4}, {128, 192 << 10, 1024}}
 	for _, in := range inputs {
 		t.Run(in.name, func(t *testing.T) {
 			want := answers(t, in.paths, 1)
 			for _, b := range batches {
 				restore := engine.SetSIPBatch(b.items, b.arena)
+				restoreQ := engine.SetInlineQueueMax(b.queue)
 				for _, cores := range []int{2, 3} {
 					before := engine.SIPWorkerBatches()
 					got := answers(t, in.paths, cores)
 					if !bytes.Equal(got, want) {
-						t.Errorf("batches of %d, %d bytes, %d cores: %s", b.items, b.arena, cores, firstLineDiff(want, got))
+						t.Errorf("batches of %d, %d bytes, share waits %d, %d cores: %s", b.items, b.arena, b.queue, cores, firstLineDiff(want, got))
 					}
 					if in.name != "generated small with media" && engine.SIPWorkerBatches() == before {
 						t.Errorf("batches of %d, %d bytes, %d cores: no batch went to a worker", b.items, b.arena, cores)
 					}
 				}
+				restoreQ()
 				restore()
 			}
 		})
