@@ -26,7 +26,8 @@ func TestMain(m *testing.M) { os.Exit(testgen.Run(m)) }
 // answers is what a load of paths on cores answers, over every door a
 // client reads the dialog store through: the --json-run document, every
 // dialog's get_dialog detail, list_dialogs paged by cursor five rows at a
-// time (created and updated order), find_problems' filter, aggregate and
+// time (created and updated order), search_messages' first pages by cursor,
+// find_problems' filter, aggregate and
 // group by next hop with their counts, and the store's own counters. A
 // querier made before the load asks while the load runs (its maintained
 // state catches up) and answers again at the end, which must equal a fresh
@@ -101,6 +102,22 @@ func answers(t *testing.T, paths []string, cores int) []byte {
 					after = &cur
 				}
 			}
+		}
+		var after *query.Cursor
+		for page := 0; page < 4; page++ { // each page searches every message again
+			p, err := q.Search(ctx, query.SearchOptions{Query: "bye", After: after, Limit: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(fmt.Sprintf("querier %d search page %d", qi, page), p)
+			if !p.More || len(p.Hits) == 0 {
+				break
+			}
+			cur, err := query.ParseMessageCursor(p.Hits[len(p.Hits)-1].Cursor())
+			if err != nil {
+				t.Fatal(err)
+			}
+			after = &cur
 		}
 		agg, err := q.Aggregate(ctx, problems, query.DimResponseCode, 0)
 		if err != nil {
