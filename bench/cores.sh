@@ -2,7 +2,8 @@
 # bench/cores.sh: does `sipnab --cores N` help, and does it give the same
 # answers? For each workload it checks that the --json-run document is the
 # same on every core count (elapsed time and instance id aside), then times
-# the core counts interleaved (1 2 4 1 2 4 ...) and prints medians of CPU
+# the core counts interleaved (1 2 4 2 4 1 4 1 2 ...: every count once a
+# round, the order rotated each round) and prints medians of CPU
 # time (user+sys) and wall time, peak RSS and the load average of every run.
 # Run it on a machine with idle cores: on a box whose cores are busy a second
 # thread finds no core to run on. See bench/README.md ("Cores").
@@ -69,12 +70,19 @@ for c in "${counts[@]}"; do
   if [ -n "$baseline" ]; then keys+=("b$c"); fi
   keys+=("$c")
 done
+# round_keys R: the keys in round R's order, rotated by one place a round,
+# so that no run always comes first or always follows the same other run
+# (on a busy box the place in a round shows in the wall time).
+round_keys() {
+  local n=${#keys[@]} i
+  for ((i = 0; i < n; i++)); do echo "${keys[$(((i + $1 - 1) % n))]}"; done
+}
 label() { if [ "${1#b}" != "$1" ]; then echo "baseline --cores ${1#b}"; else echo "sipnab --cores $1"; fi; }
 
 if [ "$dry" = 1 ]; then
   for w in "${workloads[@]}"; do
     for r in $(seq "$rounds"); do
-      for k in "${keys[@]}"; do echo "$w round $r: $(label "$k")"; done
+      for k in $(round_keys "$r"); do echo "$w round $r: $(label "$k")"; done
     done
   done
   exit 0
@@ -129,7 +137,7 @@ for w in "${workloads[@]}"; do
   for k in "${keys[@]}"; do : >"$tmp/t.$w.$k"; done
   : >"$tmp/load.$w"
   for r in $(seq "$rounds"); do
-    for k in "${keys[@]}"; do
+    for k in $(round_keys "$r"); do
       bench_run "$w" "$r" "$(label "$k")" "$k" "$(binof "$k")" -N -I "$cap" --json-run --cores "${k#b}"
     done
   done
