@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { os.Exit(testgen.Run(m)) }
 
 // answers is what a load of paths on cores answers, over every door a
 // client reads the dialog store through: the --json-run document, every
-// dialog's get_dialog detail, list_dialogs paged by cursor five rows at a
+// dialog's get_dialog detail, list_dialogs paged by cursor ten rows at a
 // time (created and updated order), search_messages' first pages by cursor,
 // find_problems' filter, aggregate and
 // group by next hop with their counts, and the store's own counters. A
@@ -87,7 +87,7 @@ func answers(t *testing.T, paths []string, cores int) []byte {
 			for _, f := range []*filter.Filter{nil, problems} {
 				var after *query.Cursor
 				for page := 0; ; page++ {
-					p, err := q.List(ctx, query.ListOptions{Filter: f, Order: o, After: after, Limit: 5})
+					p, err := q.List(ctx, query.ListOptions{Filter: f, Order: o, After: after, Limit: 10})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -138,11 +138,11 @@ func answers(t *testing.T, paths []string, cores int) []byte {
 // store equals one core's, line for line, on every public capture at once
 // and on generated signaling (no media: long runs of SIP go to the workers)
 // and carrier-style captures (SIP between media: the pipeline drains at
-// every media frame), with batches of 1, 3 and the default number of
-// packets and arenas from 2 KiB (most frames do not fit beside another) to
-// the default; and on two cores with the router's media share given up at
-// once (0 SDP events waited for), after 4, or (the default) after 1,024
-// events without a packet of its own (sharded.go).
+// every media frame), on 2 and 3 cores, with batches of 1, 3 and the
+// default number of packets and arenas from 2 KiB (most frames do not fit
+// beside another) to the default; and on two cores with the router's media
+// share given up at once (0 SDP events waited for), after 4, or (the
+// default) after 1,024 events without a packet of its own (sharded.go).
 func TestSIPPipelineKeepsEveryAnswer(t *testing.T) {
 	names, err := testcap.PublicNames()
 	if err != nil {
@@ -170,22 +170,22 @@ func TestSIPPipelineKeepsEveryAnswer(t *testing.T) {
 		{"generated signaling", []string{sig}},
 		{"generated small with media", []string{small}},
 	}
-	batches := []struct{ items, arena, queue int }{{1, 2 << 10, 1024}, {3, 2 << 10, 0}, {3, 256 << 10, 4}, {128, 192 << 10, 1024}}
+	runs := []struct{ items, arena, queue, cores int }{
+		{1, 2 << 10, 1024, 3}, {3, 2 << 10, 0, 2}, {3, 256 << 10, 4, 2}, {128, 192 << 10, 1024, 2}, {128, 192 << 10, 1024, 3},
+	}
 	for _, in := range inputs {
 		t.Run(in.name, func(t *testing.T) {
 			want := answers(t, in.paths, 1)
-			for _, b := range batches {
+			for _, b := range runs {
 				restore := engine.SetSIPBatch(b.items, b.arena)
 				restoreQ := engine.SetInlineQueueMax(b.queue)
-				for _, cores := range []int{2, 3} {
-					before := engine.SIPWorkerBatches()
-					got := answers(t, in.paths, cores)
-					if !bytes.Equal(got, want) {
-						t.Errorf("batches of %d, %d bytes, share waits %d, %d cores: %s", b.items, b.arena, b.queue, cores, firstLineDiff(want, got))
-					}
-					if in.name != "generated small with media" && engine.SIPWorkerBatches() == before {
-						t.Errorf("batches of %d, %d bytes, %d cores: no batch went to a worker", b.items, b.arena, cores)
-					}
+				before := engine.SIPWorkerBatches()
+				got := answers(t, in.paths, b.cores)
+				if !bytes.Equal(got, want) {
+					t.Errorf("batches of %d, %d bytes, share waits %d, %d cores: %s", b.items, b.arena, b.queue, b.cores, firstLineDiff(want, got))
+				}
+				if in.name != "generated small with media" && engine.SIPWorkerBatches() == before {
+					t.Errorf("batches of %d, %d bytes, %d cores: no batch went to a worker", b.items, b.arena, b.cores)
 				}
 				restoreQ()
 				restore()
