@@ -14,8 +14,9 @@ func TestCoresScriptParses(t *testing.T) {
 }
 
 // TestCoresScriptInterleavesCoreCounts checks cores.sh's schedule (-d prints
-// it without running anything): every round runs every core count once, 1 2
-// 1 2, never one count's runs back to back.
+// it without running anything): every round runs every core count once, the
+// order rotated by one place each round (1 2 4, 2 4 1), never one count's
+// runs back to back.
 func TestCoresScriptInterleavesCoreCounts(t *testing.T) {
 	out, err := exec.Command("bash", "cores.sh", "-d", "-p", "signaling", "-n", "2", "-c", "1,2,4").CombinedOutput()
 	if err != nil {
@@ -23,7 +24,26 @@ func TestCoresScriptInterleavesCoreCounts(t *testing.T) {
 	}
 	want := []string{
 		"signaling round 1: sipnab --cores 1", "signaling round 1: sipnab --cores 2", "signaling round 1: sipnab --cores 4",
-		"signaling round 2: sipnab --cores 1", "signaling round 2: sipnab --cores 2", "signaling round 2: sipnab --cores 4",
+		"signaling round 2: sipnab --cores 2", "signaling round 2: sipnab --cores 4", "signaling round 2: sipnab --cores 1",
+	}
+	if got := strings.Split(strings.TrimSpace(string(out)), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("schedule:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCoresScriptInterleavesTheBaseline: with -b, every round runs the
+// baseline and the binary under test at each core count, the order rotated
+// each round so neither always runs first or after the other.
+func TestCoresScriptInterleavesTheBaseline(t *testing.T) {
+	out, err := exec.Command("bash", "cores.sh", "-d", "-p", "signaling", "-n", "2", "-c", "1,2", "-b", "/bin/true").CombinedOutput()
+	if err != nil {
+		t.Fatalf("cores.sh -d -b: %v\n%s", err, out)
+	}
+	want := []string{
+		"signaling round 1: baseline --cores 1", "signaling round 1: sipnab --cores 1",
+		"signaling round 1: baseline --cores 2", "signaling round 1: sipnab --cores 2",
+		"signaling round 2: sipnab --cores 1", "signaling round 2: baseline --cores 2",
+		"signaling round 2: sipnab --cores 2", "signaling round 2: baseline --cores 1",
 	}
 	if got := strings.Split(strings.TrimSpace(string(out)), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("schedule:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -40,6 +60,7 @@ func TestCoresScriptRefusesBadArguments(t *testing.T) {
 		{[]string{"-d", "-c", "1,0"}, "0 is not a positive core count"},
 		{[]string{"-d", "-c", "1,two"}, "two is not a positive core count"},
 		{[]string{"-d", "-p", "carier"}, "unknown preset carier"},
+		{[]string{"-d", "-b", "/nonexistent/sipnab"}, "/nonexistent/sipnab is not an executable"},
 	} {
 		out, err := exec.Command("bash", append([]string{"cores.sh"}, tc.args...)...).CombinedOutput()
 		if err == nil {

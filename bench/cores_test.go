@@ -57,9 +57,9 @@ func firstDiff(a, b []byte) string {
 }
 
 // TestCoresGiveTheSameDocument loads every public capture and generated
-// carrier captures on one core and sharded over 2, 3 and 5 cores, and wants
-// the same --json-run document byte for byte (the run's elapsed time and
-// capture instance aside).
+// carrier and signaling captures on one core and sharded over 2, 3 and 5
+// cores, and wants the same --json-run document byte for byte (the run's
+// elapsed time and capture instance aside).
 func TestCoresGiveTheSameDocument(t *testing.T) {
 	type input struct {
 		name  string
@@ -87,10 +87,12 @@ func TestCoresGiveTheSameDocument(t *testing.T) {
 	cfgs := []gen.Config{
 		gen.Small(1),
 		{Seed: 7, Calls: 300, Duration: 3 * time.Second, Spacing: 10 * time.Millisecond, Registers: 30},
+		// signaling only: long runs of SIP, parsed on the workers
+		{Seed: 9, Calls: 300, Duration: 3 * time.Second, Spacing: 5 * time.Millisecond, Registers: 30, NoMedia: true},
 	}
 	var all []string
 	for _, cfg := range cfgs {
-		p := filepath.Join(dir, fmt.Sprintf("gen-seed%d-calls%d.pcap", cfg.Seed, cfg.Calls))
+		p := filepath.Join(dir, fmt.Sprintf("gen-seed%d-calls%d-nomedia%v.pcap", cfg.Seed, cfg.Calls, cfg.NoMedia))
 		if _, err := gen.WriteFiles(cfg, p, ""); err != nil {
 			t.Fatal(err)
 		}

@@ -102,7 +102,7 @@ var options = []option{
 	{flag: "one-way-delay", group: gAnalysis, arg: "MS", key: "media.one_way_delay", def: -1.0, usage: "one-way path delay in ms for MOS, delay source declared (-1: half an RTCP round trip, else 100 ms assumed)"},
 	// Media quality (docs/media-quality.md): AMR-WB's wideband score.
 	{flag: "amr-wb-listening", group: gAnalysis, arg: "monotic|diotic", key: "media.amr_wb_listening", def: "monotic", usage: "listening context of AMR-WB's G.107.1 score: monotic (handset, G.113 Table IV.1) or diotic (two ears, Table IV.3)"},
-	{flag: "cores", group: gGeneral, key: "cores", def: 1, usage: "cores a file load uses: 1 routes every packet on one goroutine; N >= 2 hands RTP/RTCP/UDPTL to N-1 workers (same answers)"},
+	{flag: "cores", group: gGeneral, key: "cores", def: 1, usage: "cores a file load uses: 1 routes every packet on one goroutine; N >= 2 hands RTP/RTCP/UDPTL to N-1 workers and SIP parsing to N-1 more (same answers)"},
 	{flag: "node-name", group: gGeneral, arg: "NAME", key: "node_name", def: "", usage: "node name in capture_identity (default: host name)"},
 	{flag: "quiet", group: gGeneral, key: "quiet", def: false, usage: "log warnings and errors only"},
 

@@ -17,11 +17,12 @@
 // a reader waits at most for one run (well under a millisecond), and the
 // counters readers see are published at the end of every run.
 //
-// With Config.Cores at 2 or more, a file load keeps classification,
-// signaling and the dialog store on the loader's goroutine and hands media
-// to Cores-1 workers, sharded by host pair, each with a stream store of its
-// own; they are merged into the capture's stream store when the load ends
-// (sharded.go).
+// With Config.Cores at 2 or more, a file load keeps classification and
+// the dialog store on the loader's goroutine and hands media to Cores-1
+// workers, sharded by host pair, each with a stream store of its own; they
+// are merged into the capture's stream store when the load ends
+// (sharded.go). Runs of SIP are parsed by Cores-1 other workers and applied
+// by the loader's goroutine in packet order (sipshard.go).
 package engine
 
 import (
@@ -80,8 +81,11 @@ type Config struct {
 	// UDPTL to N-1 workers, sharded by host pair, each with its own stream
 	// store fed every SDP in packet order; the stores are merged when the
 	// load ends, into the same streams and counters one core gives. During
-	// such a load the capture's stream store stays empty. Ignored with a
-	// custom media sink.
+	// such a load the capture's stream store stays empty. SIP is parsed by
+	// N-1 more workers and applied in packet order by the loader's
+	// goroutine (without a tap), so during the load the dialog store may
+	// lag the frames read by a few hundred messages. Ignored with a custom
+	// media sink.
 	Cores int
 	// Gate is the port gate (gate.go): nil analyses SIP on every port.
 	// sipnab's command line sets it from --portrange and --ws-portrange.
@@ -244,9 +248,11 @@ func (c *Capture) publish() {
 	add(&c.ctr.ownSender, &t.ownSender)
 }
 
-// endRun ends a run of routed packets (wmu held): the stream store's writer
-// lock is released and the tallies are published.
+// endRun ends a run of routed packets (wmu held): SIP pending in a sharded
+// load's pipeline is applied, the stream store's writer lock is released
+// and the tallies are published.
 func (c *Capture) endRun() {
+	c.drainSIP()
 	c.releaseMedia()
 	c.publish()
 }
@@ -428,7 +434,10 @@ func (s *fileSink) HandleFrame(f *packet.Frame) {
 func (s *fileSink) EndBatch() {
 	if s.held {
 		s.held = false
-		s.c.endRun()
+		// SIP the pipeline of a sharded load holds stays pending across
+		// the file's runs (sipshard.go); every other run drains it.
+		s.c.releaseMedia()
+		s.c.publish()
 		s.c.wmu.Unlock()
 	}
 }
@@ -623,8 +632,10 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 	case actGated:
 		c.gated.note(p)
 	case actSTUN:
+		c.drainSIP()
 		c.routeSTUN(p)
 	case actChannelData:
+		c.drainSIP()
 		c.routeChannelData(p)
 	default:
 		c.pend.other++
@@ -638,6 +649,7 @@ func (c *Capture) routeLocked(p *packet.Packet) {
 // other; the AMI check, which reads TCP only, has nothing to see in it.
 func (c *Capture) routeMedia(p *packet.Packet) {
 	if c.shard != nil {
+		c.drainSIP() // the media path sees every earlier SDP first
 		c.shard.route(p)
 		return
 	}
@@ -670,24 +682,32 @@ func (c *Capture) onSDP(callID string, ts time.Time, s *sdp.Session, offer bool,
 }
 
 // routeSIP parses, counts and applies every SIP message in b (a datagram
-// may carry more than one).
+// may carry more than one). On a sharded file load without a tap it hands
+// the packet to the SIP pipeline instead (sipshard.go).
 func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
+	if c.shard != nil && c.shard.sip != nil && c.tap == nil && len(b) == len(p.Payload) {
+		c.shard.sip.take(p)
+		return
+	}
 	c.ref.f = nil // a new packet: its frame is hashed again (frameRef)
-	for n := 0; n < 64 && len(b) > 0; n++ {
+	for n := 0; n < maxSIPPerDatagram && len(b) > 0; n++ {
 		m, err := c.sipParser.Parse(b)
 		if err != nil {
 			return
 		}
-		c.applySIP(p, m)
-		rest := m.JunkPrefixBytes + len(m.Raw)
-		if m.TrailingBytes <= 0 || rest >= len(b) || !sip.Looks(b[rest:]) {
+		c.applySIP(p, m, nil)
+		next, ok := nextSIP(b, m)
+		if !ok {
 			return
 		}
-		b = b[rest:]
+		b = next
 	}
 }
 
-func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
+// applySIP counts and applies one parsed message. pre, when not nil, is
+// what the SIP pipeline's worker computed from the message's bytes (the
+// frame pointer, the SDP), which applySIP otherwise computes itself.
+func (c *Capture) applySIP(p *packet.Packet, m *sip.Message, pre *sipParsed) {
 	c.pend.sipMessages++
 	if c.tap != nil {
 		c.tap.SIP(p, m.Raw)
@@ -701,7 +721,11 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 		Origin: p.Origin, DSCP: p.DSCP, HasDSCP: p.HasDSCP, IPID: p.IPID, HasIPID: p.HasIPID,
 	}
 	if p.Frame != nil {
-		o.Frame = c.frameRef(p.Frame)
+		if pre != nil {
+			o.Frame = pre.ref
+		} else {
+			o.Frame = c.frameRef(p.Frame)
+		}
 		o.InvalidTS = p.Frame.InvalidTS
 	}
 	r := c.dialogs.Apply(o)
@@ -718,15 +742,22 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message) {
 	if m.CallID == "" || r.Refused || r.Retransmission || r.Duplicate || c.media == nil {
 		return
 	}
-	body, ok := m.SDPBody()
-	if !ok || len(body) == 0 {
+	var s *sdp.Session
+	var has bool
+	var err error
+	if pre != nil {
+		s, has, err = pre.sess, pre.hasSDP, pre.sdpErr
+	} else if body, ok := m.SDPBody(); ok && len(body) > 0 {
+		// The body is a view into the message's own bytes (never the
+		// reader's buffer), which nothing writes again: the Session's
+		// strings share them instead of copying the body.
+		has = true
+		s, err = c.parseSDP(unsafe.String(unsafe.SliceData(body), len(body)))
+	}
+	if !has {
 		return
 	}
 	c.pend.sdpBodies++
-	// The body is a view into the message's own bytes (never the reader's
-	// buffer), which nothing writes again: the Session's strings share them
-	// instead of copying the body.
-	s, err := c.parseSDP(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
 		c.pend.sdpBad++
 		return
@@ -745,8 +776,9 @@ type refCache struct {
 // frameRef returns the evidence pointer of f, hashing the frame once
 // however many SIP messages it carries (a datagram or a TCP segment may
 // carry several; a malformed one is also named in its example). The cache
-// is emptied as each SIP packet enters routeSIP (the only caller), so it
-// never outlives the packet whose frame it names.
+// is emptied as each SIP packet enters routeSIP, and as the SIP pipeline
+// of a sharded load applies each packet (sipshard.go), so it never
+// outlives the packet whose frame it names.
 func (c *Capture) frameRef(f *packet.Frame) packet.FrameRef {
 	if c.ref.f != f || c.ref.ord != f.Ordinal {
 		c.ref = refCache{f: f, ord: f.Ordinal, ref: packet.RefOf(f)}

@@ -27,6 +27,7 @@ func (c *Capture) withICMP(cfg decode.Config) decode.Config {
 
 // onICMP offers one ICMP error to the dialog store (wmu held).
 func (c *Capture) onICMP(e *decode.ICMPError) {
+	c.drainSIP() // the dialog store has every earlier message (sipshard.go)
 	q := dialog.ICMPQuote{
 		TS: e.TS, Reporter: e.Reporter, V6: e.V6, Type: e.Type, Code: e.Code,
 		HasPorts: e.Quoted && e.HasPorts, Payload: e.Payload, Truncated: e.QuoteTruncated, MTU: e.MTU,

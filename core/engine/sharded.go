@@ -4,8 +4,10 @@ package engine
 //
 // Design: the loader's goroutine reads every frame and keeps everything that
 // needs one order across the whole capture: decoding with reassembly (IP
-// fragments, TCP), HEP, SIP parsing, the dialog store (a dialog's messages
-// cross host pairs: proxy hops, B2BUA legs) and the SDP parse. Media, 99 %
+// fragments, TCP), HEP, and applying SIP to the dialog store (a dialog's
+// messages cross host pairs: proxy hops, B2BUA legs); the SIP and SDP
+// parses of runs of SIP go to parse workers and come back in order
+// (sipshard.go). Media, 99 %
 // of the frames of a carrier capture and most of the work, goes to Cores-1
 // workers, sharded by host pair (the unordered pair of IP addresses, ports
 // ignored): a stream, its reverse direction and the RTCP between the same
@@ -77,7 +79,22 @@ type sharder struct {
 	inline        *media.Store
 	inlineBuckets uint64
 	inlineHeld    bool // the router holds inline's writer lock (a run)
+	// inline takes SDP only once the router meets a packet of its share
+	// (inlineUsed): until then the events wait in inlineQ, and when
+	// inlineQueueMax of them wait the router gives its share to the worker
+	// (see onSDP), so SIP-only traffic costs the router no SDP twice.
+	inlineUsed bool
+	inlineQ    []*sdpEvent
+
+	// sip parses SIP on workers for the router to apply in order
+	// (sipshard.go); nil with a tap.
+	sip *sipPipe
 }
+
+// inlineQueueMax is how many SDP events the router's share waits for its
+// first packet before the router gives the share up (a variable for
+// TestSIPPipelineKeepsEveryAnswer).
+var inlineQueueMax = 1024
 
 // inlineShare is the router's share of the host pairs on two cores, in
 // 64ths: measured on the bench carrier capture, where the router's own work
@@ -153,6 +170,9 @@ func (c *Capture) startSharding() {
 		s.wg.Add(1)
 		go s.run(w)
 	}
+	if c.tap == nil {
+		s.startSIPPipe(n)
+	}
 	c.shard = s
 }
 
@@ -165,10 +185,16 @@ func (c *Capture) stopSharding() {
 	if s == nil {
 		return
 	}
+	if s.sip != nil {
+		s.sip.stop() // applies what it holds: SDP events reach the workers below
+		s.sip = nil
+	}
 	c.shard = nil
 	s.release()
 	stores := make([]*media.Store, 0, len(s.workers)+1)
-	if s.inline != nil {
+	if s.inline != nil && s.inlineUsed {
+		// an unused share is left out: every worker saw the SDP it
+		// waits for, and Merge takes endpoints once
 		stores = append(stores, s.inline)
 	}
 	for _, w := range s.workers {
@@ -287,6 +313,13 @@ func (s *sharder) release() {
 
 // observeInline folds a media packet of a host pair the router keeps.
 func (s *sharder) observeInline(p *packet.Packet) {
+	if !s.inlineUsed {
+		s.inlineUsed = true
+		for _, ev := range s.inlineQ {
+			s.inline.OnSDP(ev.callID, ev.ts, ev.s, ev.offer, ev.src)
+		}
+		s.inlineQ = nil
+	}
 	if !s.inlineHeld {
 		s.inline.LockWriter()
 		s.inlineHeld = true
@@ -326,6 +359,7 @@ func (s *sharder) takeFrame(k sourceKind, f *packet.Frame) bool {
 	if w == nil {
 		return false // the router's own host pair: decoded and kept here
 	}
+	s.c.drainSIP() // the worker sees every earlier SDP first
 	s.c.decoders[k].Tick(f, s.c.sinks[k])
 	op, buf := s.next(w, len(f.Data), opFrame)
 	if buf == nil {
@@ -438,11 +472,20 @@ func copyFrame(d, s *packet.Frame) {
 
 // onSDP queues an SDP event to every worker, in order with the media.
 func (s *sharder) onSDP(callID string, ts time.Time, sess *sdp.Session, offer bool, src netip.AddrPort) {
-	if s.inline != nil {
+	ev := &sdpEvent{callID: callID, ts: ts, s: sess, offer: offer, src: src}
+	switch {
+	case s.inline == nil:
+	case s.inlineUsed:
 		s.release()
 		s.inline.OnSDP(callID, ts, sess, offer, src)
+	case len(s.inlineQ) < inlineQueueMax:
+		s.inlineQ = append(s.inlineQ, ev)
+	default:
+		// inlineQueueMax SDP events and no packet of the router's share:
+		// SIP-heavy traffic, where the router has work enough. The share
+		// goes to the worker (the split of host pairs changes no answer).
+		s.inline, s.inlineBuckets, s.inlineQ = nil, 0, nil
 	}
-	ev := &sdpEvent{callID: callID, ts: ts, s: sess, offer: offer, src: src}
 	for _, w := range s.workers {
 		op, _ := s.next(w, 0, opSDP)
 		op.sdp = ev

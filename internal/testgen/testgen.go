@@ -130,7 +130,11 @@ func generate(k key, path string) (*gen.Answers, error) {
 		return nil, err
 	}
 	answers := path + ".json"
-	args := []string{"-q", "-preset", "carrier",
+	preset := "carrier"
+	if k.cfg.NoMedia {
+		preset = "signaling" // the preset that leaves the media out; the knobs below set the rest
+	}
+	args := []string{"-q", "-preset", preset,
 		"-seed", strconv.FormatUint(k.cfg.Seed, 10),
 		"-calls", strconv.Itoa(k.cfg.Calls),
 		"-duration", k.cfg.Duration.String(),

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+)
+
+// feedFrames routes payloads as Ethernet/IPv4/UDP frames of a file load on
+// the given number of cores, ending a run after every third frame, and
+// returns the capture once the load ended (pipeline drained, stores merged).
+func feedFrames(cores int, payloads [][]byte) *Capture {
+	c := New(Config{Cores: cores}, nil)
+	c.startSharding()
+	s := &fileSink{c: c}
+	for i, p := range payloads {
+		d := ethIPv4UDP(p)
+		s.HandleFrame(&packet.Frame{TS: ts0.Add(time.Duration(i) * time.Millisecond), LinkType: 1, Data: d,
+			OrigLen: len(d), Source: "fuzz", Ordinal: uint64(i + 1)})
+		if i%3 == 2 {
+			s.EndBatch()
+		}
+	}
+	s.EndBatch()
+	c.flush(kindFile)
+	c.stopSharding()
+	return c
+}
+
+// storeAnswers renders what a client can read of the dialog store and the
+// router's counters.
+func storeAnswers(t *testing.T, c *Capture) []byte {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	st := c.Status()
+	st.Elapsed, st.ElapsedSec, st.Identity.Instance = 0, 0, ""
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(enc.Encode(st))
+	must(enc.Encode(c.Dialogs().Stats()))
+	for _, row := range c.Dialogs().Summaries(0) {
+		d, _ := c.Dialogs().Get(row.CallID)
+		must(enc.Encode(row))
+		must(enc.Encode(d))
+	}
+	must(enc.Encode(c.Media().Stats()))
+	return out.Bytes()
+}
+
+// FuzzSIPPipeline splits its input at "|||" into datagrams (each also sent
+// again, a retransmission) with an RTP packet after every fifth, routes
+// them on one core and through the SIP pipeline of a two-core load with
+// batches of 2 packets and 600 bytes (sipshard.go), and wants the same
+// dialog store, counters and stream-store counters from both.
+func FuzzSIPPipeline(f *testing.F) {
+	sdpBody := "v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 16384 RTP/AVP 0\r\n"
+	f.Add([]byte(invite("p-1") + "|||" + sipText("SIP/2.0 200 OK", "p-1", 1, "INVITE", sdpBody)))
+	f.Add([]byte(sipText("INVITE sip:bob@b SIP/2.0", "p-2", 1, "INVITE", sdpBody) + sipText("SIP/2.0 180 Ringing", "p-2", 1, "INVITE", "") +
+		"|||" + sipText("BYE sip:bob@b SIP/2.0", "p-2", 2, "BYE", "")))
+	f.Add([]byte("SIP/2.0 200 OK\r\n\r\n|||INVITE x SIP/2.0\r\nCall-ID: a\r\nContent-Length: 9999\r\n\r\nv=0"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		defer SetSIPBatch(2, 600)()
+		rtp := append([]byte{0x80, 0, 0, 1, 0, 0, 0, 160, 1, 2, 3, 4}, make([]byte, 20)...)
+		var payloads [][]byte
+		for i, p := range bytes.Split(data, []byte("|||")) {
+			if len(payloads) >= 64 {
+				break
+			}
+			payloads = append(payloads, p, p)
+			if i%5 == 4 {
+				payloads = append(payloads, rtp)
+			}
+		}
+		want := storeAnswers(t, feedFrames(1, payloads))
+		got := storeAnswers(t, feedFrames(2, payloads))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("two cores differ from one:\n one: %s\n two: %s", want, got)
+		}
+	})
+}
