@@ -59,9 +59,10 @@
 // call first applies what changed since the previous one, then reads the
 // page (a binary search to the cursor and a walk of the matching set), the
 // buckets or the groups. Between calls, a catch-up goroutine woken by the
-// dialog store when 1,024 dialogs changed (dialog.Store.WakeOnChanges: an
-// eviction batch, or a writer far ahead of the queries) applies the
-// changes a chunk of 256 per hold of the state's lock, so a call waits for
+// dialog store when 1,024 dialogs, or half an eviction batch if more, have
+// changed (dialog.Store.WakeOnChanges: an eviction batch, or a writer far
+// ahead of the queries) applies the changes a chunk of 256 per hold of the
+// state's lock, so a call waits for
 // at most one chunk and applies only what is left; it never answers from a
 // half-applied drain. The goroutine runs while calls come and ends 10 s
 // after the last one. The first call builds the state from the whole

@@ -101,13 +101,15 @@ type pending struct {
 	gone bool
 }
 
-// The catch-up goroutine: woken when catchUpAt dialogs changed since the
-// last drain (dialog.Store.WakeOnChanges: an eviction batch, or a writer
-// that ran that far ahead of the queries), it applies catchUpChunk changes
-// per hold of the state's lock, and ends catchUpIdle after the last query
-// (the next query starts it again), so a load that nobody queries pays
-// nothing for it. Variables so that a test can change them (a state reads
-// them when it is made).
+// The catch-up goroutine: woken when catchUpAt dialogs, or half an
+// eviction batch (MaxDialogs/200) if more, changed since the last drain
+// (dialog.Store.WakeOnChanges: an eviction batch, or a writer that ran that
+// far ahead of the queries; queries that come often drain smaller changes
+// themselves, and a goroutine woken more often only hands them the rest of
+// its chunks), it applies catchUpChunk changes per hold of the state's
+// lock, and ends catchUpIdle after the last query (the next query starts
+// it again), so a load that nobody queries pays nothing for it. Variables
+// so that a test can change them (a state reads them when it is made).
 var (
 	catchUpAt    = 1024
 	catchUpChunk = 256
@@ -178,7 +180,8 @@ func (q *Querier) maintained() *mstate {
 	}
 	m := q.dialogs.Attachment(func() any {
 		return &mstate{q: &Querier{dialogs: q.dialogs, media: q.media, th: q.th, cache: &snapCache{}, recompute: true},
-			dialogs: q.dialogs, ms: ms, wakeAt: catchUpAt, chunk: catchUpChunk, idle: catchUpIdle}
+			dialogs: q.dialogs, ms: ms, wakeAt: max(catchUpAt, q.dialogs.Config().MaxDialogs/200),
+			chunk: catchUpChunk, idle: catchUpIdle}
 	}).(*mstate)
 	if m.q.media != q.media || m.q.th != q.th {
 		return nil
