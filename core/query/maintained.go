@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -115,6 +116,10 @@ var (
 	catchUpChunk = 256
 	catchUpIdle  = 10 * time.Second
 )
+
+// catchUpQuiet: the goroutine applies a chunk only when no query started in
+// that long (queries that come faster catch up by themselves).
+const catchUpQuiet = 2 * time.Millisecond
 
 // mrec is one dialog as the maintained state keeps it.
 type mrec struct {
@@ -339,8 +344,20 @@ func (m *mstate) catchUp(wake <-chan struct{}) {
 		}
 		for more := true; more; {
 			m.mu.Lock()
+			// Queries coming back to back catch up by themselves:
+			// beside them and the writer on two cores, a third
+			// goroutine that runs makes a query wait for a time slice
+			// of the scheduler (a p99 of 11-14 ms at a million
+			// dialogs, against 2-5 ms without it). The goroutine fills
+			// the gaps between queries.
+			if quiet := catchUpQuiet - time.Since(m.lastQuery); quiet > 0 {
+				m.mu.Unlock()
+				time.Sleep(quiet)
+				continue
+			}
 			more = m.catchUpStep()
 			m.mu.Unlock()
+			runtime.Gosched() // a query waiting for the lock goes first
 		}
 	}
 }
