@@ -64,8 +64,9 @@
 // ahead of the queries) applies the changes a chunk of 256 per hold of the
 // state's lock, so a call waits for
 // at most one chunk and applies only what is left; it never answers from a
-// half-applied drain. The goroutine runs while calls come and ends 10 s
-// after the last one. The first call builds the state from the whole
+// half-applied drain. It applies a chunk only when no call started in the
+// last 2 ms (calls that come faster catch up by themselves), runs while
+// calls come and ends 10 s after the last one. The first call builds the state from the whole
 // store, and the first call with a new filter evaluates it once on every
 // dialog. group_dialogs' INVITEs still ringing are judged against the
 // capture's end when the answer is made (Classify's timers move with it).
