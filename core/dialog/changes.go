@@ -17,6 +17,10 @@ type changeLog struct {
 	overflow bool
 	// att is the reader's state kept with the store (Attachment).
 	att any
+	// wake receives a value when the list reaches wakeAt dialogs
+	// (WakeOnChanges); nil until a reader asks.
+	wake   chan struct{}
+	wakeAt int
 }
 
 // maxChangeLog bounds the change list in dialogs: past it (two store caps
@@ -48,6 +52,28 @@ func (s *Store) noteChange(d *dialog) {
 	}
 	d.logged = true
 	s.chg.ds = append(s.chg.ds, d)
+	if len(s.chg.ds) == s.chg.wakeAt && s.chg.wake != nil {
+		select {
+		case s.chg.wake <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}
+
+// WakeOnChanges returns a channel that receives a value when n dialogs
+// have changed since the last drain: once per drain, and never blocking the
+// writer (the channel holds one pending wake-up). A reader that applies the
+// changes in the background (core/query's catch-up) waits on it instead of
+// polling. A store has one such channel: a later call returns it with the
+// new n.
+func (s *Store) WakeOnChanges(n int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chg.wake == nil {
+		s.chg.wake = make(chan struct{}, 1)
+	}
+	s.chg.wakeAt = max(n, 1)
+	return s.chg.wake
 }
 
 // DrainChanges appends to dst the Call-IDs of the dialogs changed since the
@@ -61,6 +87,31 @@ func (s *Store) DrainChanges(dst []string) (ids []string, rev uint64, all bool) 
 	defer s.mu.Unlock()
 	for i, d := range s.chg.ds {
 		dst = append(dst, d.callID)
+		d.logged = false
+		s.chg.ds[i] = nil
+	}
+	s.chg.ds = s.chg.ds[:0]
+	all, s.chg.overflow = s.chg.overflow, false
+	return dst, s.rev.Load(), all
+}
+
+// Change is one dialog of the change log (DrainChangeSet).
+type Change struct {
+	CallID string
+	// Gone: that dialog had left the store (evicted or dropped) by the
+	// drain. A Call-ID that opened anew is listed again for the new
+	// dialog, not Gone, at or after its old dialog's entry.
+	Gone bool
+}
+
+// DrainChangeSet is DrainChanges that also says which of the dialogs have
+// left the store, so a reader drops those without looking them up (an
+// eviction batch lists MaxDialogs/100 at once).
+func (s *Store) DrainChangeSet(dst []Change) (changes []Change, rev uint64, all bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, d := range s.chg.ds {
+		dst = append(dst, Change{CallID: d.callID, Gone: d.gone})
 		d.logged = false
 		s.chg.ds[i] = nil
 	}

@@ -51,14 +51,22 @@
 // dialog store (maintained.go) rather than from a reading of every dialog:
 // each dialog's row, its Extra, its folded RTP values and its media
 // diagnosis, recomputed when that dialog or its media changes (the stores
-// list what changed: dialog.Store.DrainChanges, media.Store.DrainChanges;
+// list what changed: dialog.Store.DrainChangeSet, media.Store.DrainChanges;
 // tracking starts with the first query, so a batch run never pays for it),
 // and per filter asked for (at most 16, least recently used dropped) the
 // set of matching dialogs with their count and per-method counts, the
 // tallies by dimension and the group accumulators asked for over it. A
 // call first applies what changed since the previous one, then reads the
 // page (a binary search to the cursor and a walk of the matching set), the
-// buckets or the groups. The first call builds the state from the whole
+// buckets or the groups. Between calls, a catch-up goroutine woken by the
+// dialog store when 1,024 dialogs, or half an eviction batch if more, have
+// changed (dialog.Store.WakeOnChanges: an eviction batch, or a writer far
+// ahead of the queries) applies the changes a chunk of 256 per hold of the
+// state's lock, so a call waits for
+// at most one chunk and applies only what is left; it never answers from a
+// half-applied drain. It applies a chunk only when no call started in the
+// last 2 ms (calls that come faster catch up by themselves), runs while
+// calls come and ends 10 s after the last one. The first call builds the state from the whole
 // store, and the first call with a new filter evaluates it once on every
 // dialog. group_dialogs' INVITEs still ringing are judged against the
 // capture's end when the answer is made (Classify's timers move with it).

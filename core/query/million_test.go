@@ -150,10 +150,11 @@ func TestQueryLatencyAtScale(t *testing.T) {
 	// loaded runs measure while a writer applies new dialogs, and returns
 	// the writer's rate in SIP messages per second.
 	next := n
+	var batches uint64 // eviction batches during the loaded phases
 	loaded := func(q *Querier, k int) (timings, float64, float64) {
 		var stop atomic.Bool
 		var wg sync.WaitGroup
-		msgs0 := s.Stats().Messages
+		msgs0, batches0 := s.Stats().Messages, s.Stats().EvictionBatches
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -169,12 +170,17 @@ func TestQueryLatencyAtScale(t *testing.T) {
 		el := time.Since(start)
 		stop.Store(true)
 		wg.Wait()
+		batches += s.Stats().EvictionBatches - batches0
 		return lat, float64(s.Stats().Messages-msgs0) / (el + 200*time.Millisecond).Seconds(), load
 	}
 
 	quietLoad := loadAvg()
 	quiet := measure(q, samples)
 	busy, rate, busyLoad := loaded(q, samples)
+	busyBatches := batches
+	m.mu.Lock()
+	bgApplied, bgGone := m.bgApplied, m.bgGone
+	m.mu.Unlock()
 
 	recomp := New(s, nil, th)
 	recomp.recompute = true
@@ -186,18 +192,20 @@ func TestQueryLatencyAtScale(t *testing.T) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%d dialogs; %d calls per query and phase (before: %d); load average %.1f quiet, %.1f loaded; writer %.0f SIP messages/s (before: %.0f at load %.1f)\n\n",
+	fmt.Fprintf(&b, "\n%d dialogs; %d calls per query and phase (before: %d); load average %.1f quiet, %.1f loaded; writer %.0f SIP messages/s (before: %.0f at load %.1f)\n",
 		n, samples, beforeSamples, quietLoad, busyLoad, rate, bRate, bLoad)
+	fmt.Fprintf(&b, "loaded: %d eviction batches of %d dialogs; the catch-up goroutine applied %d changes (%d evictions) from the first query to the end of the loaded phase\n\n",
+		busyBatches, max(n/100, 1), bgApplied, bgGone)
 	b.WriteString("Wall time (CPU time of the call), ms:\n\n")
-	b.WriteString("| query | quiet p50 | quiet p99 | loaded p50 | loaded p99 | before: quiet p50 | before: loaded p50 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| query | quiet p50 | quiet p99 | loaded p50 | loaded p99 | loaded max | before: quiet p50 | before: loaded p50 |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	var over []string
 	for i, qq := range queries {
 		bq, bb := "—", "—"
 		if bQuiet.wall != nil {
 			bq, bb = bQuiet.text(i, 50), bBusy.text(i, 50)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", qq.name, quiet.text(i, 50), quiet.text(i, 99),
-			busy.text(i, 50), busy.text(i, 99), bq, bb)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", qq.name, quiet.text(i, 50), quiet.text(i, 99),
+			busy.text(i, 50), busy.text(i, 99), busy.text(i, 100), bq, bb)
 		if p := max(pct(quiet.wall[i], 99), pct(busy.wall[i], 99)); p >= 50*time.Millisecond {
 			over = append(over, fmt.Sprintf("%s: p99 %v", qq.name, p))
 		}
