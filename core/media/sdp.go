@@ -357,7 +357,10 @@ func (ep *endpoint) view() Endpoint {
 // "typ" SP cand-type).
 func iceTraversal(attrs []sdp.Attr) bool {
 	for _, a := range attrs {
-		if !strings.EqualFold(a.Key, "candidate") {
+		// Only a 9-byte key can fold to "candidate" (none of its letters
+		// has a non-ASCII fold, as K and s do): the length rules out the
+		// usual attributes before EqualFold looks at them.
+		if len(a.Key) != len("candidate") || !strings.EqualFold(a.Key, "candidate") {
 			continue
 		}
 		f := strings.Fields(a.Value)
