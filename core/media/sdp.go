@@ -1,6 +1,7 @@
 package media
 
 import (
+	"hash/maphash"
 	"net/netip"
 	"strings"
 	"time"
@@ -230,7 +231,7 @@ func (st *Store) EndpointsFor(callID string) []Endpoint {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	var out []Endpoint
-	if ce := st.epByCall[callID]; ce != nil {
+	if ce := st.callEndpointsOf(callID, st.callHash(callID)); ce != nil {
 		for _, ep := range ce.l {
 			out = append(out, ep.view())
 		}
@@ -240,26 +241,72 @@ func (st *Store) EndpointsFor(callID string) []Endpoint {
 
 // callEndpoints lists the endpoints a dialog's SDP announced, oldest
 // first, with room for an offer's and an answer's in its own allocation.
-// The index holds it by pointer, so that adding to it is one map lookup.
+// The index (Store.epByCall) holds it by pointer under the Call-ID's hash,
+// so that adding to it is one map lookup of a 64-bit key: hashing the
+// Call-ID once, while it is in the cache, and never reading the stored
+// Call-IDs again when the map grows (a string-keyed map rehashes every key,
+// each in the first message of its dialog, long out of the cache). The
+// Call-ID is compared on a hit all the same: Call-IDs whose hashes collide
+// are chained through next, so a collision costs a comparison, never a
+// wrong answer.
 type callEndpoints struct {
-	l   []*endpoint
-	buf [2]*endpoint
+	callID string
+	next   *callEndpoints // another Call-ID with the same hash
+	l      []*endpoint
+	buf    [2]*endpoint
+}
+
+// callHash is the key of callID in epByCall: seeded per store, so that a
+// sender cannot choose Call-IDs whose keys collide (and collisions are
+// chained anyway, see callEndpoints).
+func (st *Store) callHash(callID string) uint64 {
+	return maphash.String(st.epSeed, callID)
+}
+
+// callEndpointsOf returns callID's list, h being its callHash; nil when
+// the store lists no endpoint for it.
+func (st *Store) callEndpointsOf(callID string, h uint64) *callEndpoints {
+	for ce := st.epByCall[h]; ce != nil; ce = ce.next {
+		if ce.callID == callID {
+			return ce
+		}
+	}
+	return nil
 }
 
 // addCallEndpoint appends ep to the list of callID's endpoints.
 func (st *Store) addCallEndpoint(callID string, ep *endpoint) {
-	ce := st.epByCall[callID]
+	st.addCallEndpointAt(st.callHash(callID), callID, ep)
+}
+
+// addCallEndpointAt is addCallEndpoint with callID's hash h.
+func (st *Store) addCallEndpointAt(h uint64, callID string, ep *endpoint) {
+	head := st.epByCall[h]
+	ce := head
+	for ce != nil && ce.callID != callID {
+		ce = ce.next
+	}
 	if ce == nil {
-		ce = &callEndpoints{}
+		ce = &callEndpoints{callID: callID, next: head}
 		ce.l = ce.buf[:0]
-		st.epByCall[callID] = ce
+		st.epByCall[h] = ce
 	}
 	ce.l = append(ce.l, ep)
 }
 
 func (st *Store) unindexEndpoint(ep *endpoint) {
 	st.markCall(ep.callID)
-	ce := st.epByCall[ep.callID]
+	st.unindexEndpointAt(st.callHash(ep.callID), ep)
+}
+
+// unindexEndpointAt removes ep from the list of its Call-ID, whose hash
+// is h.
+func (st *Store) unindexEndpointAt(h uint64, ep *endpoint) {
+	var prev *callEndpoints
+	ce := st.epByCall[h]
+	for ce != nil && ce.callID != ep.callID {
+		prev, ce = ce, ce.next
+	}
 	if ce == nil {
 		return
 	}
@@ -270,7 +317,14 @@ func (st *Store) unindexEndpoint(ep *endpoint) {
 		}
 	}
 	if len(ce.l) == 0 {
-		delete(st.epByCall, ep.callID)
+		switch {
+		case prev != nil:
+			prev.next = ce.next
+		case ce.next != nil:
+			st.epByCall[h] = ce.next
+		default:
+			delete(st.epByCall, h)
+		}
 	}
 }
 
@@ -303,7 +357,10 @@ func (ep *endpoint) view() Endpoint {
 // "typ" SP cand-type).
 func iceTraversal(attrs []sdp.Attr) bool {
 	for _, a := range attrs {
-		if !strings.EqualFold(a.Key, "candidate") {
+		// Only a 9-byte key can fold to "candidate" (none of its letters
+		// has a non-ASCII fold, as K and s do): the length rules out the
+		// usual attributes before EqualFold looks at them.
+		if len(a.Key) != len("candidate") || !strings.EqualFold(a.Key, "candidate") {
 			continue
 		}
 		f := strings.Fields(a.Value)

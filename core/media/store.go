@@ -8,6 +8,7 @@
 package media
 
 import (
+	"hash/maphash"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -226,7 +227,8 @@ type Store struct {
 	candQ    []Key
 	candHd   int
 	eps      map[netip.AddrPort]*endpoint
-	epByCall map[string]*callEndpoints
+	epByCall map[uint64]*callEndpoints // by callHash (sdp.go)
+	epSeed   maphash.Seed
 	epQ      []netip.AddrPort
 	epHd     int
 	epOrd    uint64
@@ -252,7 +254,8 @@ func NewStore(cfg Config) *Store {
 		orphanEP:   make(map[netip.AddrPort][]*stream),
 		cands:      newKeyIndex[*candidate](),
 		eps:        make(map[netip.AddrPort]*endpoint),
-		epByCall:   make(map[string]*callEndpoints),
+		epByCall:   make(map[uint64]*callEndpoints),
+		epSeed:     maphash.MakeSeed(),
 	}
 }
 

@@ -74,7 +74,7 @@ func Parse(body []byte) (*Session, error) {
 // message's own bytes, which the caller keeps): the Session's strings share
 // text instead of copying it.
 func ParseText(text string) (*Session, error) {
-	if !strings.Contains(text, "v=") && !strings.Contains(text, "m=") {
+	if !maybeSDP(text) {
 		return nil, ErrNotSDP
 	}
 	return parseText(text)
@@ -93,7 +93,7 @@ type Parser struct {
 // ParseText is the package's ParseText into the Parser's reused Session,
 // with the same result.
 func (ps *Parser) ParseText(text string) (*Session, error) {
-	if !strings.Contains(text, "v=") && !strings.Contains(text, "m=") {
+	if !maybeSDP(text) {
 		return nil, ErrNotSDP
 	}
 	// Only the Session needs zeroing: every entry of the block's arrays a
@@ -102,6 +102,12 @@ func (ps *Parser) ParseText(text string) (*Session, error) {
 	// share, until overwritten.)
 	ps.blk.s = Session{}
 	return parseInto(text, &ps.blk)
+}
+
+// maybeSDP reports whether text holds a v= or an m= line's start, as Parse
+// requires; the usual body starts with its v= line.
+func maybeSDP(text string) bool {
+	return strings.HasPrefix(text, "v=") || strings.Contains(text, "v=") || strings.Contains(text, "m=")
 }
 
 func parseText(text string) (*Session, error) {
@@ -489,21 +495,73 @@ func (p *parser) endMedia() {
 		m.Conn, m.ConnAddrType = s.Conn, s.ConnAddrType
 	}
 	isRTP := strings.Contains(strings.ToUpper(m.Proto), "RTP")
-	// byPT indexes the first format of each payload type (+1; 0 = none), so
-	// attributes resolve in constant time whatever the number of formats.
-	var byPT [128]int32
-	for i := range m.Formats {
-		if pt := m.Formats[i].PayloadType; pt >= 0 && byPT[pt] == 0 {
-			byPT[pt] = int32(i + 1)
+	if len(m.Formats) <= linearFormats {
+		p.resolveAttrs(m, nil)
+	} else {
+		// byPT indexes the first format of each payload type (+1; 0 =
+		// none), so attributes resolve in constant time whatever the
+		// number of formats.
+		var byPT [128]int32
+		for i := range m.Formats {
+			if pt := m.Formats[i].PayloadType; pt >= 0 && byPT[pt] == 0 {
+				byPT[pt] = int32(i + 1)
+			}
+		}
+		p.resolveAttrs(m, &byPT)
+	}
+	if m.Direction == "" {
+		m.Direction = s.Direction
+	}
+	if m.Direction == "" {
+		m.Direction = SendRecv
+	}
+	if isRTP {
+		for i := range m.Formats {
+			f := &m.Formats[i]
+			if f.Encoding == "" && f.PayloadType >= 0 {
+				if enc, clock, ok := StaticPayload(f.PayloadType); ok {
+					f.Encoding, f.ClockRate, f.Channels, f.Static = enc, clock, StaticChannels(f.PayloadType), true
+				}
+			}
 		}
 	}
+	p.cur = nil
+}
+
+// linearFormats is the most formats a section's attributes look up by a
+// scan of the m= line's formats; past it, through an index by payload type
+// (which costs clearing 512 bytes per section).
+const linearFormats = 16
+
+// ptSet is a set of payload types 0..127.
+type ptSet [2]uint64
+
+// add adds pt and reports whether it was already there.
+func (s *ptSet) add(pt int) (had bool) {
+	w, b := pt>>6, uint64(1)<<(pt&63)
+	had = s[w]&b != 0
+	s[w] |= b
+	return had
+}
+
+// resolveAttrs reads the section's attributes into its typed fields.
+// byPT, when not nil, indexes the first format of each payload type (+1;
+// 0 = none); otherwise a payload type's format is found by a scan, first
+// one first, as the index would give.
+func (p *parser) resolveAttrs(m *Media, byPT *[128]int32) {
 	format := func(pt int) *Format {
-		if pt < 0 || pt > 127 || byPT[pt] == 0 {
+		if pt < 0 || pt > 127 {
+			return nil
+		}
+		if byPT == nil {
+			return m.format(pt)
+		}
+		if byPT[pt] == 0 {
 			return nil
 		}
 		return &m.Formats[byPT[pt]-1]
 	}
-	var seenMap, seenFmtp [128]bool
+	var seenMap, seenFmtp ptSet
 	for _, a := range m.Attrs {
 		switch a.Key {
 		case "rtpmap":
@@ -513,10 +571,9 @@ func (p *parser) endMedia() {
 				continue
 			}
 			f := format(pt)
-			if f == nil || seenMap[pt] {
+			if f == nil || seenMap.add(pt) {
 				continue
 			}
-			seenMap[pt] = true
 			enc, rest, hasClock := strings.Cut(rest, "/")
 			clock, chans, hasChans := strings.Cut(rest, "/")
 			if hasChans {
@@ -545,8 +602,7 @@ func (p *parser) endMedia() {
 			if !ok {
 				continue // non-RTP fmtp (a=fmtp:t38 ..., a=fmtp:* ...)
 			}
-			if f := format(pt); f != nil && !seenFmtp[pt] {
-				seenFmtp[pt] = true
+			if f := format(pt); f != nil && !seenFmtp.add(pt) {
 				f.Fmtp = rest
 			}
 		case "ptime":
@@ -591,23 +647,6 @@ func (p *parser) endMedia() {
 			}
 		}
 	}
-	if m.Direction == "" {
-		m.Direction = s.Direction
-	}
-	if m.Direction == "" {
-		m.Direction = SendRecv
-	}
-	if isRTP {
-		for i := range m.Formats {
-			f := &m.Formats[i]
-			if f.Encoding == "" && f.PayloadType >= 0 {
-				if enc, clock, ok := StaticPayload(f.PayloadType); ok {
-					f.Encoding, f.ClockRate, f.Channels, f.Static = enc, clock, StaticChannels(f.PayloadType), true
-				}
-			}
-		}
-	}
-	p.cur = nil
 }
 
 // format returns the media's format with payload type pt, or nil.
