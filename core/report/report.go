@@ -130,8 +130,12 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 	jw.raw(",\n  \"dialogs\": ")
 	jw.open()
 	rs := newRows(c)
+	// One row reused for every dialog: elem's encoder takes it as an
+	// interface, so a row made per dialog would escape to the heap (a
+	// garbage DialogRow per dialog at the end of the run).
+	var r DialogRow
 	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
-		r := rs.row(s)
+		r = rs.row(s)
 		jw.elem(&r)
 		return jw.err
 	}); err != nil {
