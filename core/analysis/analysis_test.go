@@ -3,6 +3,7 @@ package analysis_test
 import (
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -403,5 +404,35 @@ func TestPrivateAddressAnchoredByARelay(t *testing.T) {
 	if !m.OneWayAudio || m.PrivateMediaAddress || len(m.PrivateAddresses) != 1 || len(m.Observations) != 1 ||
 		!strings.Contains(m.Observations[0], "a relay anchors the media at 203.0.113.30:40000") {
 		t.Errorf("got one_way %v private %v %v observations %q", m.OneWayAudio, m.PrivateMediaAddress, m.PrivateAddresses, m.Observations)
+	}
+}
+
+// TestCaptureReportFromStoreEqualsCaptureReportOfTheFacts: reading a
+// store's dialogs one at a time gives the report CaptureReport gives of
+// FactsFromStore, finding for finding, on every public capture.
+func TestCaptureReportFromStoreEqualsCaptureReportOfTheFacts(t *testing.T) {
+	names, err := testcap.PublicNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonEmpty := 0
+	for _, name := range names {
+		st := media.NewStore(media.Config{})
+		ds := dialog.New(dialog.Config{})
+		if _, err := mediatest.Feed(t, testcap.Public(name), st, ds); err != nil {
+			continue // an unreadable capture has no report to compare
+		}
+		cf := analysis.CaptureFacts{SourceExhausted: true}
+		want := analysis.CaptureReport(analysis.FactsFromStore(ds), st, cf, analysis.Options{})
+		got := analysis.CaptureReportFromStore(ds, st, cf, analysis.Options{})
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: CaptureReportFromStore differs from CaptureReport of FactsFromStore:\n got %+v\nwant %+v", name, got, want)
+		}
+		if len(want.Findings) > 0 {
+			nonEmpty++
+		}
+	}
+	if nonEmpty < 3 {
+		t.Fatalf("only %d public captures have findings: the comparison proves little", nonEmpty)
 	}
 }

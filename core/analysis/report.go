@@ -130,7 +130,6 @@ type Report struct {
 // true only when the source was read whole and nothing was shed.
 func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts Options) Report {
 	opts = opts.withDefaults()
-	all := src.All()
 	if opts.CaptureEnd.IsZero() {
 		// as CaptureEnd computes it for triage_call
 		opts.CaptureEnd = lastPacket(src)
@@ -138,6 +137,41 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			opts.CaptureEnd = later(opts.CaptureEnd, dialogs[i].LastAt)
 		}
 	}
+	return captureReport(func(yield func(*DialogFacts)) {
+		for i := range dialogs {
+			yield(&dialogs[i])
+		}
+	}, src, cf, opts)
+}
+
+// CaptureReportFromStore is CaptureReport of every dialog of a store,
+// oldest first (the dialogs FactsFromStore reads), reading one dialog's
+// facts at a time: the facts of a whole capture, and the messages parsed
+// again to make them, are never held at once, so a report over a large
+// capture costs a dialog's worth of memory beyond the store rather than a
+// copy of the store's facts. The capture's end is CaptureEnd (the latest
+// message of the store or packet of the streams), which is the end
+// CaptureReport computes from the same dialogs.
+func CaptureReportFromStore(ds *dialog.Store, src MediaSource, cf CaptureFacts, opts Options) Report {
+	opts = opts.withDefaults()
+	if opts.CaptureEnd.IsZero() {
+		opts.CaptureEnd = CaptureEnd(ds, src)
+	}
+	return captureReport(func(yield func(*DialogFacts)) {
+		for _, id := range ds.CallIDs() {
+			if d, ok := ds.Get(id); ok {
+				f := FactsFrom(d)
+				yield(&f)
+			}
+		}
+	}, src, cf, opts)
+}
+
+// captureReport is CaptureReport with the capture's end set: each yields
+// the facts of every dialog in order.
+func captureReport(each func(yield func(*DialogFacts)), src MediaSource, cf CaptureFacts, opts Options) Report {
+	all := src.All()
+	examined := 0
 	byKind := map[string]*Finding{}
 	get := func(kind, sev, unit, summary string) *Finding {
 		f := byKind[kind]
@@ -148,7 +182,9 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 		return f
 	}
 	notCaptured := int64(0) // answered calls with SDP in a capture with no RTP at all
-	for _, d := range dialogs {
+	each(func(dp *DialogFacts) {
+		d := *dp
+		examined++
 		dd := Diagnose(d, src, opts)
 		// Every dialog row rests on the clause of its rule: a detection
 		// without a sound clause makes no row, as it makes no verdict.
@@ -229,7 +265,7 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 			e.Counts = map[string]int64{"forward_ms": int64(m.DurationAsymmetry.ForwardMs), "reverse_ms": int64(m.DurationAsymmetry.ReverseMs)}
 			get("duration_asymmetry", SeverityLow, "dialogs", "one direction's media lasted ≥5% and ≥2 s longer").add(e)
 		}
-	}
+	})
 
 	if notCaptured > 0 {
 		// Said once for the capture, never as one no_media per call: with
@@ -325,7 +361,7 @@ func CaptureReport(dialogs []DialogFacts, src MediaSource, cf CaptureFacts, opts
 	r := Report{
 		SchemaVersion:      ReportSchemaVersion,
 		Findings:           make([]Finding, 0, len(byKind)),
-		DialogsExamined:    len(dialogs),
+		DialogsExamined:    examined,
 		StreamsExamined:    len(all),
 		FramesRead:         cf.FramesRead,
 		SourceExhausted:    cf.SourceExhausted,

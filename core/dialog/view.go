@@ -580,14 +580,18 @@ func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
 		}
 		return nil
 	}
-	keys := s.keys(o)
-	rows := make([]Summary, 0, min(chunk, len(keys)))
-	for i := 0; i < len(keys); i += chunk {
+	// The created_at order is the index's (keys(ByCreated) without its
+	// copy of every key: a reader's memory at the end of a run).
+	s.mu.RLock()
+	ds := s.created.merged(make([]*dialog, 0, s.created.len()))
+	s.mu.RUnlock()
+	rows := make([]Summary, 0, min(chunk, len(ds)))
+	for i := 0; i < len(ds); i += chunk {
 		rows = rows[:0]
 		s.mu.RLock()
-		for _, k := range keys[i:min(i+chunk, len(keys))] {
-			if !k.d.gone {
-				rows = append(rows, k.d.summary())
+		for _, d := range ds[i:min(i+chunk, len(ds))] {
+			if !d.gone {
+				rows = append(rows, d.summary())
 			}
 		}
 		s.mu.RUnlock()

@@ -116,9 +116,13 @@ func (c Config) withDefaults() Config {
 }
 
 // format is one payload type of an SDP media section.
+//
+// The codec comes first and the small fields share one word after it: 32
+// bytes rather than 40 (pt first padded a word of its own), which puts an endpoint with its three inline formats
+// (endpointBlock) in the 320-byte size class rather than 352.
 type format struct {
-	pt     uint8
 	codec  rtp.Codec
+	pt     uint8
 	rtpmap bool          // named by an rtpmap line (else the static table)
 	amr    rtp.AMRParams // RFC 4867 fmtp of an AMR or AMR-WB format (amr.go)
 }

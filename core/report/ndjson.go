@@ -150,12 +150,13 @@ func NewMessagesJSON(w io.Writer) MessageSink { return &jsonMessages{nw: newNDJS
 type jsonMessages struct {
 	nw *ndjson
 	n  int
+	v  dialog.MessageView // reused: a view per message would escape
 }
 
 func (j *jsonMessages) Message(m MessageOrder) error {
-	v := m.Msg.View()
+	j.v = m.Msg.View()
 	j.n++
-	return j.nw.line(&v)
+	return j.nw.line(&j.v)
 }
 
 func (j *jsonMessages) Flush() error { return j.nw.flush() }
@@ -203,11 +204,12 @@ func WriteDialogsJSON(w io.Writer, c *engine.Capture, sel Selection) (int, error
 	nw := newNDJSON(w)
 	rs := newRows(c)
 	n := 0
+	var r DialogRow // one row reused: a row per dialog would escape (WriteJSON)
 	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
 		if sel != nil && !sel(s.CallID) {
 			return nil
 		}
-		r := rs.row(s)
+		r = rs.row(s)
 		n++
 		return nw.line(&r)
 	}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
@@ -130,8 +131,12 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 	jw.raw(",\n  \"dialogs\": ")
 	jw.open()
 	rs := newRows(c)
+	// One row reused for every dialog: elem's encoder takes it as an
+	// interface, so a row made per dialog would escape to the heap (a
+	// garbage DialogRow per dialog at the end of the run).
+	var r DialogRow
 	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
-		r := rs.row(s)
+		r = rs.row(s)
 		jw.elem(&r)
 		return jw.err
 	}); err != nil {
@@ -242,14 +247,82 @@ func WriteText(w io.Writer, c *engine.Capture) error {
 // WriteTextWith is WriteText judging with the run's thresholds: slow
 // setup, high loss and high jitter in FINDINGS, and which streams WORST
 // STREAMS calls degraded.
+//
+// The dialog rows are read from the store twice, a row at a time (the
+// DIALOGS table's column widths, then the table), never held all at once:
+// the report of a large capture costs the analysis's memory, not a copy of
+// every row.
 func WriteTextWith(w io.Writer, c *engine.Capture, opts Options) error {
-	doc, rep := textDocument(c, opts)
+	st := c.Status()
+	rs := newRows(c)
+	doc := Document{SchemaVersion: SchemaVersion, Run: st}
+	if m := c.Media(); m != nil {
+		doc.Streams = m.All()
+	}
+	doc.STUN = stunReport(c, rs.end)
+	rep, _ := Analyze(c, opts.Analysis())
 	ew := &errWriter{w: w}
-	writeText(ew, &doc, &rep, opts)
+	writeTextFrom(ew, &doc, storeRows{c: c, rs: rs, ao: opts.Analysis()}, &rep, opts)
 	if ew.err != nil {
 		return fmt.Errorf("writing report: %w", ew.err)
 	}
 	return nil
+}
+
+// dialogRows are the rows the text report lists: a document's, or a
+// store's read as they are written.
+type dialogRows interface {
+	// each calls fn with every row in created_at order; the row is valid
+	// during the call only.
+	each(fn func(*DialogRow))
+}
+
+// docRows are a built document's rows.
+type docRows []DialogRow
+
+func (d docRows) each(fn func(*DialogRow)) {
+	for i := range d {
+		fn(&d[i])
+	}
+}
+
+// storeRows are a capture's rows, made one at a time as Build and
+// textDocument make them: the row completed to the capture's end, and the
+// failure code of a dialog without an INVITE final.
+type storeRows struct {
+	c  *engine.Capture
+	rs rows
+	ao analysis.Options
+}
+
+func (s storeRows) each(fn func(*DialogRow)) {
+	var src analysis.MediaSource = media.NewStore(media.Config{})
+	if m := s.c.Media(); m != nil {
+		src = m
+	}
+	var r DialogRow
+	_ = s.c.Dialogs().EachSummary(dialog.ByCreated, func(sum *dialog.Summary) error {
+		r = s.rs.row(sum)
+		r.failCode = failCodeOf(s.c, src, s.ao, &r)
+		fn(&r)
+		return nil
+	})
+}
+
+// failCodeOf is the final failure's code of a row without an INVITE final
+// (0 when it has one, or none failed).
+func failCodeOf(c *engine.Capture, src analysis.MediaSource, ao analysis.Options, r *DialogRow) int {
+	if r.FinalStatusCode != 0 {
+		return 0
+	}
+	d, ok := c.Dialogs().Get(r.CallID)
+	if !ok {
+		return 0
+	}
+	if s := analysis.Diagnose(analysis.FactsFrom(d), src, ao).Signaling; s != nil && s.FinalFailure != nil {
+		return s.FinalFailure.Code
+	}
+	return 0
 }
 
 // textDocument builds what the text report renders: the document, each
@@ -263,17 +336,7 @@ func textDocument(c *engine.Capture, opts Options) (Document, analysis.Report) {
 	}
 	ao := opts.Analysis()
 	for i := range doc.Dialogs {
-		r := &doc.Dialogs[i]
-		if r.FinalStatusCode != 0 {
-			continue
-		}
-		d, ok := c.Dialogs().Get(r.CallID)
-		if !ok {
-			continue
-		}
-		if s := analysis.Diagnose(analysis.FactsFrom(d), src, ao).Signaling; s != nil && s.FinalFailure != nil {
-			r.failCode = s.FinalFailure.Code
-		}
+		doc.Dialogs[i].failCode = failCodeOf(c, src, ao, &doc.Dialogs[i])
 	}
 	return doc, rep
 }
@@ -295,6 +358,20 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // writeText renders the text summary; rep, when not nil, adds the WORST
 // STREAMS and FINDINGS blocks after the streams.
 func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
+	writeTextFrom(w, doc, docRows(doc.Dialogs), rep, opts)
+}
+
+// writeTextFrom is writeText with the dialog rows read from dialogs (doc's
+// own are not read).
+func writeTextFrom(w io.Writer, doc *Document, dialogs dialogRows, rep *analysis.Report, opts Options) {
+	// The DIALOGS table's first walk: the row count and column widths.
+	var tab dialogTable
+	nDialogs := 0
+	tab.measure(dialogHeader)
+	dialogs.each(func(d *DialogRow) {
+		nDialogs++
+		tab.measure(tab.cells(d))
+	})
 	r := &doc.Run
 	name := r.Name
 	if name == "" {
@@ -310,7 +387,7 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 	}
 	fmt.Fprintf(w, "Read %s (%d bytes) in %.2f s: %s (%d malformed, %d retransmissions%s), %s, %s.\n",
 		plural(r.FramesRead, "frame"), r.Bytes, r.ElapsedSec, plural(r.SIPMessages, "SIP message"),
-		r.SIPMalformed, r.SIPRetransmissions, dups, plural(uint64(len(doc.Dialogs)), "dialog"), plural(uint64(len(doc.Streams)), "RTP stream"))
+		r.SIPMalformed, r.SIPRetransmissions, dups, plural(uint64(nDialogs), "dialog"), plural(uint64(len(doc.Streams)), "RTP stream"))
 	if r.SIPWithoutCallID > 0 {
 		fmt.Fprintf(w, "%d SIP messages carried no Call-ID and belong to no dialog.\n", r.SIPWithoutCallID)
 	}
@@ -331,36 +408,19 @@ func writeText(w io.Writer, doc *Document, rep *analysis.Report, opts Options) {
 	}
 	writeHEPListeners(w, r.HEP.Listeners)
 
-	fmt.Fprintf(w, "\nDIALOGS (%d)\n", len(doc.Dialogs))
-	if len(doc.Dialogs) == 0 {
+	fmt.Fprintf(w, "\nDIALOGS (%d)\n", nDialogs)
+	if nDialogs == 0 {
 		fmt.Fprintf(w, "  none\n")
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  Call-ID\tFrom\tTo\tState\tCode\tDuration\tMsgs\tPDD\n")
+		// The second walk writes the rows, aligned as the first measured.
+		tab.write(w, dialogHeader)
 		open := 0
-		for i := range doc.Dialogs {
-			d := &doc.Dialogs[i]
-			code := "-"
-			switch {
-			case d.FinalStatusCode != 0:
-				code = fmt.Sprint(d.FinalStatusCode)
-			case d.failCode != 0:
-				code = fmt.Sprint(d.failCode)
-			}
-			pdd := "-"
-			if d.Timing.PDDMs != nil {
-				pdd = fmt.Sprintf("%.3fs", float64(*d.Timing.PDDMs)/1000)
-			}
-			dur := fmt.Sprintf("%.3fs", d.DurationSec)
+		dialogs.each(func(d *DialogRow) {
 			if d.DurationToCaptureEndMs != nil {
-				dur = fmt.Sprintf("%.3fs+", float64(*d.DurationToCaptureEndMs)/1000)
 				open++
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
-				textsafe.ID(d.CallID, 48), dash(textsafe.Line(d.FromUser, 24)), dash(textsafe.Line(d.ToUser, 24)),
-				d.State, code, dur, d.MsgCount, pdd)
-		}
-		tw.Flush()
+			tab.write(w, tab.cells(d))
+		})
 		if open > 0 {
 			fmt.Fprintf(w, "  + still in call when the capture ended: answer to the capture's last packet (no BYE seen).\n")
 		}
@@ -538,4 +598,59 @@ func writeNotAnalyzed(w io.Writer, na *engine.NotAnalyzed) {
 	if len(na.Ports) > 0 {
 		fmt.Fprintf(w, "  To analyse them: --portrange %s,%d\n", na.SIPPortRange, na.Ports[0].Port)
 	}
+}
+
+// dialogCells are the cells of one DIALOGS line: the first seven are
+// aligned, the last (PDD) ends the line.
+type dialogCells [8]string
+
+var dialogHeader = dialogCells{"  Call-ID", "From", "To", "State", "Code", "Duration", "Msgs", "PDD"}
+
+// dialogTable writes the DIALOGS table as text/tabwriter (no minimum
+// width, padding 2, spaces, no flags) aligns it, one line at a time: every
+// line has the same cells, so each aligned column is as wide as its widest
+// cell in runes plus the padding. measure sees every line first.
+type dialogTable struct {
+	width [len(dialogCells{}) - 1]int
+	line  []byte
+}
+
+func (t *dialogTable) cells(d *DialogRow) dialogCells {
+	code := "-"
+	switch {
+	case d.FinalStatusCode != 0:
+		code = fmt.Sprint(d.FinalStatusCode)
+	case d.failCode != 0:
+		code = fmt.Sprint(d.failCode)
+	}
+	pdd := "-"
+	if d.Timing.PDDMs != nil {
+		pdd = fmt.Sprintf("%.3fs", float64(*d.Timing.PDDMs)/1000)
+	}
+	dur := fmt.Sprintf("%.3fs", d.DurationSec)
+	if d.DurationToCaptureEndMs != nil {
+		dur = fmt.Sprintf("%.3fs+", float64(*d.DurationToCaptureEndMs)/1000)
+	}
+	return dialogCells{"  " + textsafe.ID(d.CallID, 48), dash(textsafe.Line(d.FromUser, 24)), dash(textsafe.Line(d.ToUser, 24)),
+		d.State, code, dur, fmt.Sprint(d.MsgCount), pdd}
+}
+
+func (t *dialogTable) measure(c dialogCells) {
+	for i := range t.width {
+		t.width[i] = max(t.width[i], utf8.RuneCountInString(c[i]))
+	}
+}
+
+func (t *dialogTable) write(w io.Writer, c dialogCells) {
+	b := t.line[:0]
+	for i, wd := range t.width {
+		b = append(b, c[i]...)
+		for n := utf8.RuneCountInString(c[i]); n < wd+2; n++ {
+			b = append(b, ' ')
+		}
+	}
+	b = append(b, c[len(c)-1]...)
+	b = append(b, '\n')
+	t.line = b
+	w.Write(b)
 }

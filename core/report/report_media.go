@@ -62,7 +62,7 @@ func Analyze(c *engine.Capture, opts analysis.Options) (analysis.Report, engine.
 		// A custom media sink keeps no streams: judge the dialogs alone.
 		src = media.NewStore(media.Config{})
 	}
-	return analysis.CaptureReport(analysis.FactsFromStore(c.Dialogs()), src, CaptureFacts(st), opts), st
+	return analysis.CaptureReportFromStore(c.Dialogs(), src, CaptureFacts(st), opts), st
 }
 
 // CaptureFacts is what a capture's status says about reading it, in the
