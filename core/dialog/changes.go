@@ -75,7 +75,7 @@ func (s *Store) DrainChanges(dst []string) (ids []string, rev uint64, all bool) 
 func (s *Store) RowExtra(callID string) (Summary, Extra, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil {
 		return Summary{}, Extra{}, false
 	}

@@ -183,10 +183,10 @@ func TestDuplicateMovesNothing(t *testing.T) {
 		t.Errorf("forks: got %+v, want %+v", fb, fa)
 	}
 	dup.mu.RLock()
-	txs := len(dup.byID["c"].txOrder)
+	txs := len(dup.lookup("c").txOrder)
 	dup.mu.RUnlock()
 	once.mu.RLock()
-	want := len(once.byID["c"].txOrder)
+	want := len(once.lookup("c").txOrder)
 	once.mu.RUnlock()
 	if txs != want {
 		t.Errorf("transactions: got %d, want %d (a duplicate opens none)", txs, want)

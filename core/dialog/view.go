@@ -450,7 +450,7 @@ func (d *dialog) detail(opt Options) Detail {
 func (s *Store) Lookup(callID string) (Summary, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil {
 		return Summary{}, false
 	}
@@ -468,7 +468,7 @@ func (s *Store) MarkInProgress(r *Summary, end time.Time) {
 		return
 	}
 	s.mu.RLock()
-	d := s.byID[r.CallID]
+	d := s.lookup(r.CallID)
 	var answered time.Time
 	if d != nil {
 		if l := d.primary(); l != nil && l.family == FamilyInvite {
@@ -491,7 +491,7 @@ func (s *Store) Get(callID string) (Detail, bool) { return s.GetWith(callID, Opt
 func (s *Store) GetWith(callID string, opt Options) (Detail, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil {
 		return Detail{}, false
 	}
@@ -556,7 +556,7 @@ func (s *Store) keys(o Order) []rowKey {
 		return keys
 	}
 	s.mu.RLock()
-	keys := make([]rowKey, 0, len(s.byID))
+	keys := make([]rowKey, 0, s.byID.len())
 	for d := s.tail; d != nil; d = d.prev {
 		keys = append(keys, rowKey{at: d.updated, id: d.callID, d: d})
 	}
