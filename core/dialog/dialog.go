@@ -503,7 +503,8 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 			}
 			tag = tt
 		}
-		for i, l := range d.legs {
+		for i := range d.legs {
+			l := d.legAt(i)
 			if l.tag != tag {
 				continue
 			}
@@ -515,11 +516,11 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 			}
 		}
 		if best >= 0 && !opener {
-			return best, d.legs[best]
+			return best, d.legAt(best)
 		}
 	}
 	if best >= 0 && !opener {
-		return best, d.legs[best]
+		return best, d.legAt(best)
 	}
 	if len(d.legs) >= maxLegs {
 		inc32(&d.legsDropped)
@@ -1004,6 +1005,15 @@ func (l *leg) yields() bool {
 	return false
 }
 
+// legAt returns leg i; the first leg without reading legs' array (another
+// cache line): it is always first.leg (legFor), and legs are never removed.
+func (d *dialog) legAt(i int) *leg {
+	if i == 0 {
+		return &d.first.leg
+	}
+	return d.legs[i]
+}
+
 // primary is the leg a Call-ID's row describes (docs/data-model.md): the
 // call when the Call-ID holds one. It is the first INVITE-family leg, else
 // the first leg; a leg whose attempt ended without success (only
@@ -1015,15 +1025,18 @@ func (l *leg) yields() bool {
 // REGISTER leg stays on the row in OtherLegs and in Detail.Legs.
 func (d *dialog) primary() *leg {
 	if int(d.prim) < len(d.legs) {
-		return d.legs[d.prim]
+		return d.legAt(int(d.prim))
 	}
 	return nil
 }
 
 // pickPrimary chooses the primary leg's index (-1 when there is no leg).
 func (d *dialog) pickPrimary() int {
-	if len(d.legs) == 0 {
+	switch len(d.legs) {
+	case 0:
 		return -1
+	case 1:
+		return 0 // what the loops below find for one leg, without reading legs
 	}
 	p := 0
 	for i, l := range d.legs {
@@ -1079,7 +1092,7 @@ func (d *dialog) challenges() int {
 // (as finalStatus), otherwise the last non-challenge final response, else
 // (only ever challenged) the last challenge. nil when none.
 func (d *dialog) legFinal(li int) *tx {
-	l := d.legs[li]
+	l := d.legAt(li)
 	want := l.method
 	switch l.family {
 	case FamilyInvite, FamilyRegister, FamilySubscribe:
@@ -1169,6 +1182,6 @@ func (d *dialog) isLateReInvite(t *tx) bool {
 	if t.leg < 0 || int(t.leg) >= len(d.legs) {
 		return false
 	}
-	l := d.legs[t.leg]
+	l := d.legAt(int(t.leg))
 	return !l.answeredAt.isZero() && t.key.cseq > l.answerCSeq
 }
