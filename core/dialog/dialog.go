@@ -217,6 +217,7 @@ type leg struct {
 	byeOKAt    stamp
 
 	tag     string
+	tagSum  uint64 // tagSum(tag): legFor and noteFork compare it, not tag's bytes
 	created stamp
 	updated stamp
 
@@ -297,9 +298,10 @@ type dialog struct {
 	created  time.Time
 	updated  time.Time
 	msgCount int
-	retrans  int
-	dups     int // capture duplicates (dup.go), not in msgCount
-	legs     []*leg
+	// retrans and dups (capture duplicates, dup.go, not in msgCount)
+	// saturate at 2^31-1 like the bounds below (int32: see tx).
+	retrans, dups int32
+	legs          []*leg
 	// finalCode is final's code (0: none), so a row reads it without
 	// touching the transaction; final is the transaction finalStatus
 	// reports (nil: none), decided again when finalDirty.
@@ -414,7 +416,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 		retrans = false
 	}
 	if retrans {
-		d.retrans++
+		inc32(&d.retrans)
 	}
 	t := d.transaction(m, ts, li, retrans)
 
@@ -489,23 +491,41 @@ func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
 
 func (d *dialog) seenCount() int { return len(d.seen) + len(d.seenMap) }
 
+// tagSeed keys tagSum; random per process.
+var tagSeed = maphash.MakeSeed()
+
+// tagSum is the seeded hash a leg keeps of its tag.
+func tagSum(tag string) uint64 { return maphash.String(tagSeed, tag) }
+
+// hasTag reports whether the leg's tag is tag (sum: tagSum(tag)), by
+// length and seeded hash: the leg's tag points into its first message, a
+// cache line nothing else reads by now, and a message reaches this on
+// every message. Two tags of one length are taken for one only if their
+// 64-bit hashes agree: 2^-64 per comparison for different tags, and a
+// sender cannot aim at it without the seed (random per process), the
+// standard the duplicate table's fingerprint keeps (dup.go).
+func (l *leg) hasTag(tag string, sum uint64) bool {
+	return len(l.tag) == len(tag) && l.tagSum == sum
+}
+
 // legFor finds or opens the leg a message belongs to. It returns (-1, nil)
 // when the message would open a leg past the cap.
 func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 	ft, tt := m.From.Tag, m.To.Tag
+	ftSum := tagSum(ft)
 	hint, opener := familyHint(m)
 	best := -1
 	for pass := 0; pass < 2; pass++ {
-		tag := ft
+		tag, sum := ft, ftSum
 		if pass == 1 {
 			if tt == "" || tt == ft {
 				break
 			}
-			tag = tt
+			tag, sum = tt, tagSum(tt)
 		}
 		for i := range d.legs {
 			l := d.legAt(i)
-			if l.tag != tag {
+			if !l.hasTag(tag, sum) {
 				continue
 			}
 			if !hint.ok || l.family == hint.f {
@@ -536,7 +556,7 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 		f = responseFamily(method)
 	}
 	nl := leg{
-		tag: ft, family: f, method: method, created: ts, updated: ts,
+		tag: ft, tagSum: ftSum, family: f, method: method, created: ts, updated: ts,
 		fromUser: m.From.User, toUser: m.To.User,
 	}
 	var l *leg
@@ -940,7 +960,7 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 		return // a CANCEL's answer carries a tag the answering hop made up
 	}
 	remote := m.To.Tag
-	if m.From.Tag != l.tag {
+	if !l.hasTag(m.From.Tag, tagSum(m.From.Tag)) {
 		remote = m.From.Tag
 	}
 	if remote == "" {

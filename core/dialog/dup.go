@@ -230,7 +230,7 @@ func (t *dupTable) put(id dupID, o *Observation, ts int64, pos int32, win int64)
 // duplicate records a capture duplicate of the retained message pos (-1:
 // not retained).
 func (d *dialog) duplicate(pos int32) {
-	d.dups++
+	inc32(&d.dups)
 	if pos >= 0 && int(pos) < len(d.msgs) {
 		if r := &d.msgs[pos]; r.dups < ^uint16(0) {
 			r.dups++

@@ -296,7 +296,7 @@ func (b *boxes) next() *[4]int64 {
 // rowTiming is the row's timing subset, its four optional values in one
 // box taken from b.
 func (d *dialog) rowTiming(b *boxes) Timing {
-	t := Timing{Retransmits: d.retrans, Duplicates: d.dups}
+	t := Timing{Retransmits: int(d.retrans), Duplicates: int(d.dups)}
 	l := d.primary()
 	if l == nil || l.family != FamilyInvite {
 		return t
