@@ -622,7 +622,8 @@ func (d *dialog) findTx(k txKey) *tx {
 	if d.txIndex != nil {
 		return d.txIndex[k]
 	}
-	for _, t := range d.txOrder {
+	for i := range len(d.txOrder) {
+		t := d.txAt(i)
 		// The number and the (interned) method first: they tell most
 		// transactions apart without reading the branch, whose bytes lie
 		// in an earlier message.
@@ -631,6 +632,17 @@ func (d *dialog) findTx(k txKey) *tx {
 		}
 	}
 	return nil
+}
+
+// txAt returns transaction i in order of first sight: txOrder[i], read for
+// the first txSlab from first.tx without txOrder's array (a cache line of
+// its own): newDialog starts txSlab in first.tx and the first txSlab
+// transactions are appended there, in order, and never move.
+func (d *dialog) txAt(i int) *tx {
+	if i < txSlab {
+		return &d.first.tx[i]
+	}
+	return d.txOrder[i]
 }
 
 // upperMethod is strings.ToUpper(m) returning, for the methods of RFC 3261
@@ -1184,7 +1196,8 @@ func (d *dialog) finalStatus() (code int, reason string, ok bool) {
 // call, listed in other_legs with its own final code.
 func (d *dialog) decideFinal() *tx {
 	var p finalPick
-	for _, t := range d.txOrder {
+	for i := range len(d.txOrder) {
+		t := d.txAt(i)
 		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > d.prim {
 			continue
 		}
