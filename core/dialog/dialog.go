@@ -221,7 +221,7 @@ type leg struct {
 	created stamp
 	updated stamp
 
-	forks []Fork
+	forks []fork
 
 	transitions                      []transition
 	forksDropped, transitionsDropped int32
@@ -270,6 +270,14 @@ type Fork struct {
 	// LastStatus is the last response status from this fork; absent when it
 	// sent no response.
 	LastStatus int `json:"last_status,omitempty" desc:"last response status from this fork"`
+}
+
+// fork is a Fork as a leg keeps it, with tagSum(Tag): noteFork compares
+// tags by length and that hash, as hasTag does, without reading the tag's
+// bytes in an earlier message.
+type fork struct {
+	Fork
+	sum uint64
 }
 
 // Transition is one state change of a leg.
@@ -978,11 +986,12 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 	if remote == "" {
 		return
 	}
+	sum := tagSum(remote)
 	for i := range l.forks {
-		if l.forks[i].Tag == remote {
-			l.forks[i].Messages++
+		if f := &l.forks[i]; len(f.Tag) == len(remote) && f.sum == sum {
+			f.Messages++
 			if !m.IsRequest {
-				l.forks[i].LastStatus = m.StatusCode
+				f.LastStatus = m.StatusCode
 			}
 			return
 		}
@@ -991,7 +1000,7 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 		inc32(&l.forksDropped)
 		return
 	}
-	f := Fork{Tag: remote, Messages: 1}
+	f := fork{Fork: Fork{Tag: remote, Messages: 1}, sum: sum}
 	if !m.IsRequest {
 		f.LastStatus = m.StatusCode
 	}

@@ -398,7 +398,7 @@ func (d *dialog) detail(opt Options) Detail {
 			FinalStatusCode: fc, Challenges: int(l.challenges),
 			MsgCount: int(l.msgCount), CreatedAt: l.created.time(), UpdatedAt: l.updated.time(),
 			FromUser: l.fromUser, ToUser: l.toUser,
-			Forks:        append([]Fork{}, l.forks...),
+			Forks:        forksOf(l.forks),
 			ForksDropped: int(l.forksDropped),
 			Transitions:  transitionViews(l.transitions), TransitionsDropped: int(l.transitionsDropped),
 		})
@@ -830,6 +830,16 @@ func transitionViews(ts []transition) []Transition {
 	out := make([]Transition, len(ts))
 	for i := range ts {
 		out[i] = ts[i].view()
+	}
+	return out
+}
+
+// forksOf copies a leg's forks out as readers see them (an empty list, not
+// nil, when none).
+func forksOf(fs []fork) []Fork {
+	out := make([]Fork, len(fs))
+	for i := range fs {
+		out[i] = fs[i].Fork
 	}
 	return out
 }
