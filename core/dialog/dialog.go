@@ -272,12 +272,15 @@ type Fork struct {
 	LastStatus int `json:"last_status,omitempty" desc:"last response status from this fork"`
 }
 
-// fork is a Fork as a leg keeps it, with tagSum(Tag): noteFork compares
+// fork is a Fork as a leg keeps it, with tagSum(tag): noteFork compares
 // tags by length and that hash, as hasTag does, without reading the tag's
-// bytes in an earlier message.
+// bytes in an earlier message. Its counts are int32 (see tx), so it stays
+// 32 bytes, as Fork is.
 type fork struct {
-	Fork
-	sum uint64
+	tag        string
+	sum        uint64
+	messages   int32
+	lastStatus int32
 }
 
 // Transition is one state change of a leg.
@@ -988,10 +991,10 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 	}
 	sum := tagSum(remote)
 	for i := range l.forks {
-		if f := &l.forks[i]; len(f.Tag) == len(remote) && f.sum == sum {
-			f.Messages++
+		if f := &l.forks[i]; len(f.tag) == len(remote) && f.sum == sum {
+			inc32(&f.messages)
 			if !m.IsRequest {
-				f.LastStatus = m.StatusCode
+				f.lastStatus = int32(m.StatusCode)
 			}
 			return
 		}
@@ -1000,9 +1003,9 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 		inc32(&l.forksDropped)
 		return
 	}
-	f := fork{Fork: Fork{Tag: remote, Messages: 1}, sum: sum}
+	f := fork{tag: remote, sum: sum, messages: 1}
 	if !m.IsRequest {
-		f.LastStatus = m.StatusCode
+		f.lastStatus = int32(m.StatusCode)
 	}
 	l.forks = append(l.forks, f)
 }

@@ -839,7 +839,7 @@ func transitionViews(ts []transition) []Transition {
 func forksOf(fs []fork) []Fork {
 	out := make([]Fork, len(fs))
 	for i := range fs {
-		out[i] = fs[i].Fork
+		out[i] = Fork{Tag: fs[i].tag, Messages: int(fs[i].messages), LastStatus: int(fs[i].lastStatus)}
 	}
 	return out
 }
