@@ -126,7 +126,7 @@ func (s *Store) DrainChangeSet(dst []Change) (changes []Change, rev uint64, all 
 func (s *Store) RowExtra(callID string) (Summary, Extra, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil {
 		return Summary{}, Extra{}, false
 	}

@@ -1,6 +1,7 @@
 package dialog
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"testing"
@@ -133,6 +134,34 @@ func TestDialogFitsItsSizeClass(t *testing.T) {
 	} {
 		if tc.size > tc.max {
 			t.Errorf("%s: %d bytes, over %d", tc.name, tc.size, tc.max)
+		}
+	}
+}
+
+// TestFirstLegAndTransactionsAreReadInPlace: legAt and txAt read the first
+// leg and the first txSlab transactions from the dialog itself; they must
+// be the very legs and transactions legs and txOrder hold, in order, for a
+// dialog with more legs and transactions than first holds.
+func TestFirstLegAndTransactionsAreReadInPlace(t *testing.T) {
+	s := New(Config{})
+	src, dst := netip.MustParseAddrPort(alice), netip.MustParseAddrPort(bob)
+	for i := 0; i < 3*txSlab; i++ {
+		tag := fmt.Sprintf("leg%d", i%3)
+		m := parsed(t, req("OPTIONS", hdr{callID: "c", fromTag: tag, cseq: i + 1, branch: fmt.Sprintf("z9hG4bK-%d", i)}))
+		s.Apply(Observation{Msg: m, TS: t0.Add(time.Duration(i) * time.Second), Src: src, Dst: dst})
+	}
+	d := s.lookup("c")
+	if len(d.legs) != 3 || len(d.txOrder) != 3*txSlab {
+		t.Fatalf("%d legs, %d transactions; want 3 and %d", len(d.legs), len(d.txOrder), 3*txSlab)
+	}
+	for i := range d.legs {
+		if d.legAt(i) != d.legs[i] {
+			t.Errorf("legAt(%d) is not legs[%d]", i, i)
+		}
+	}
+	for i := range d.txOrder {
+		if d.txAt(i) != d.txOrder[i] {
+			t.Errorf("txAt(%d) is not txOrder[%d]", i, i)
 		}
 	}
 }

@@ -217,10 +217,11 @@ type leg struct {
 	byeOKAt    stamp
 
 	tag     string
+	tagSum  uint64 // tagSum(tag): legFor and noteFork compare it, not tag's bytes
 	created stamp
 	updated stamp
 
-	forks []Fork
+	forks []fork
 
 	transitions                      []transition
 	forksDropped, transitionsDropped int32
@@ -271,6 +272,17 @@ type Fork struct {
 	LastStatus int `json:"last_status,omitempty" desc:"last response status from this fork"`
 }
 
+// fork is a Fork as a leg keeps it, with tagSum(tag): noteFork compares
+// tags by length and that hash, as hasTag does, without reading the tag's
+// bytes in an earlier message. Its counts are int32 (see tx), so it stays
+// 32 bytes, as Fork is.
+type fork struct {
+	tag        string
+	sum        uint64
+	messages   int32
+	lastStatus int32
+}
+
 // Transition is one state change of a leg.
 type Transition struct {
 	At      time.Time `json:"at" desc:"time of the message that moved the state"`
@@ -297,9 +309,10 @@ type dialog struct {
 	created  time.Time
 	updated  time.Time
 	msgCount int
-	retrans  int
-	dups     int // capture duplicates (dup.go), not in msgCount
-	legs     []*leg
+	// retrans and dups (capture duplicates, dup.go, not in msgCount)
+	// saturate at 2^31-1 like the bounds below (int32: see tx).
+	retrans, dups int32
+	legs          []*leg
 	// finalCode is final's code (0: none), so a row reads it without
 	// touching the transaction; final is the transaction finalStatus
 	// reports (nil: none), decided again when finalDirty.
@@ -414,7 +427,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 		retrans = false
 	}
 	if retrans {
-		d.retrans++
+		inc32(&d.retrans)
 	}
 	t := d.transaction(m, ts, li, retrans)
 
@@ -489,22 +502,41 @@ func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
 
 func (d *dialog) seenCount() int { return len(d.seen) + len(d.seenMap) }
 
+// tagSeed keys tagSum; random per process.
+var tagSeed = maphash.MakeSeed()
+
+// tagSum is the seeded hash a leg keeps of its tag.
+func tagSum(tag string) uint64 { return maphash.String(tagSeed, tag) }
+
+// hasTag reports whether the leg's tag is tag (sum: tagSum(tag)), by
+// length and seeded hash: the leg's tag points into its first message, a
+// cache line nothing else reads by now, and a message reaches this on
+// every message. Two tags of one length are taken for one only if their
+// 64-bit hashes agree: 2^-64 per comparison for different tags, and a
+// sender cannot aim at it without the seed (random per process), the
+// standard the duplicate table's fingerprint keeps (dup.go).
+func (l *leg) hasTag(tag string, sum uint64) bool {
+	return len(l.tag) == len(tag) && l.tagSum == sum
+}
+
 // legFor finds or opens the leg a message belongs to. It returns (-1, nil)
 // when the message would open a leg past the cap.
 func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 	ft, tt := m.From.Tag, m.To.Tag
+	ftSum := tagSum(ft)
 	hint, opener := familyHint(m)
 	best := -1
 	for pass := 0; pass < 2; pass++ {
-		tag := ft
+		tag, sum := ft, ftSum
 		if pass == 1 {
 			if tt == "" || tt == ft {
 				break
 			}
-			tag = tt
+			tag, sum = tt, tagSum(tt)
 		}
-		for i, l := range d.legs {
-			if l.tag != tag {
+		for i := range d.legs {
+			l := d.legAt(i)
+			if !l.hasTag(tag, sum) {
 				continue
 			}
 			if !hint.ok || l.family == hint.f {
@@ -515,11 +547,11 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 			}
 		}
 		if best >= 0 && !opener {
-			return best, d.legs[best]
+			return best, d.legAt(best)
 		}
 	}
 	if best >= 0 && !opener {
-		return best, d.legs[best]
+		return best, d.legAt(best)
 	}
 	if len(d.legs) >= maxLegs {
 		inc32(&d.legsDropped)
@@ -535,7 +567,7 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 		f = responseFamily(method)
 	}
 	nl := leg{
-		tag: ft, family: f, method: method, created: ts, updated: ts,
+		tag: ft, tagSum: ftSum, family: f, method: method, created: ts, updated: ts,
 		fromUser: m.From.User, toUser: m.To.User,
 	}
 	var l *leg
@@ -601,7 +633,8 @@ func (d *dialog) findTx(k txKey) *tx {
 	if d.txIndex != nil {
 		return d.txIndex[k]
 	}
-	for _, t := range d.txOrder {
+	for i := range len(d.txOrder) {
+		t := d.txAt(i)
 		// The number and the (interned) method first: they tell most
 		// transactions apart without reading the branch, whose bytes lie
 		// in an earlier message.
@@ -610,6 +643,17 @@ func (d *dialog) findTx(k txKey) *tx {
 		}
 	}
 	return nil
+}
+
+// txAt returns transaction i in order of first sight: txOrder[i], read for
+// the first txSlab from first.tx without txOrder's array (a cache line of
+// its own): newDialog starts txSlab in first.tx and the first txSlab
+// transactions are appended there, in order, and never move.
+func (d *dialog) txAt(i int) *tx {
+	if i < txSlab {
+		return &d.first.tx[i]
+	}
+	return d.txOrder[i]
 }
 
 // upperMethod is strings.ToUpper(m) returning, for the methods of RFC 3261
@@ -939,17 +983,18 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 		return // a CANCEL's answer carries a tag the answering hop made up
 	}
 	remote := m.To.Tag
-	if m.From.Tag != l.tag {
+	if !l.hasTag(m.From.Tag, tagSum(m.From.Tag)) {
 		remote = m.From.Tag
 	}
 	if remote == "" {
 		return
 	}
+	sum := tagSum(remote)
 	for i := range l.forks {
-		if l.forks[i].Tag == remote {
-			l.forks[i].Messages++
+		if f := &l.forks[i]; len(f.tag) == len(remote) && f.sum == sum {
+			inc32(&f.messages)
 			if !m.IsRequest {
-				l.forks[i].LastStatus = m.StatusCode
+				f.lastStatus = int32(m.StatusCode)
 			}
 			return
 		}
@@ -958,9 +1003,9 @@ func (d *dialog) noteFork(l *leg, m *sip.Message) {
 		inc32(&l.forksDropped)
 		return
 	}
-	f := Fork{Tag: remote, Messages: 1}
+	f := fork{tag: remote, sum: sum, messages: 1}
 	if !m.IsRequest {
-		f.LastStatus = m.StatusCode
+		f.lastStatus = int32(m.StatusCode)
 	}
 	l.forks = append(l.forks, f)
 }
@@ -1004,6 +1049,15 @@ func (l *leg) yields() bool {
 	return false
 }
 
+// legAt returns leg i; the first leg without reading legs' array (another
+// cache line): it is always first.leg (legFor), and legs are never removed.
+func (d *dialog) legAt(i int) *leg {
+	if i == 0 {
+		return &d.first.leg
+	}
+	return d.legs[i]
+}
+
 // primary is the leg a Call-ID's row describes (docs/data-model.md): the
 // call when the Call-ID holds one. It is the first INVITE-family leg, else
 // the first leg; a leg whose attempt ended without success (only
@@ -1015,15 +1069,18 @@ func (l *leg) yields() bool {
 // REGISTER leg stays on the row in OtherLegs and in Detail.Legs.
 func (d *dialog) primary() *leg {
 	if int(d.prim) < len(d.legs) {
-		return d.legs[d.prim]
+		return d.legAt(int(d.prim))
 	}
 	return nil
 }
 
 // pickPrimary chooses the primary leg's index (-1 when there is no leg).
 func (d *dialog) pickPrimary() int {
-	if len(d.legs) == 0 {
+	switch len(d.legs) {
+	case 0:
 		return -1
+	case 1:
+		return 0 // what the loops below find for one leg, without reading legs
 	}
 	p := 0
 	for i, l := range d.legs {
@@ -1079,7 +1136,7 @@ func (d *dialog) challenges() int {
 // (as finalStatus), otherwise the last non-challenge final response, else
 // (only ever challenged) the last challenge. nil when none.
 func (d *dialog) legFinal(li int) *tx {
-	l := d.legs[li]
+	l := d.legAt(li)
 	want := l.method
 	switch l.family {
 	case FamilyInvite, FamilyRegister, FamilySubscribe:
@@ -1151,7 +1208,8 @@ func (d *dialog) finalStatus() (code int, reason string, ok bool) {
 // call, listed in other_legs with its own final code.
 func (d *dialog) decideFinal() *tx {
 	var p finalPick
-	for _, t := range d.txOrder {
+	for i := range len(d.txOrder) {
+		t := d.txAt(i)
 		if t.key.method != "INVITE" || t.reInvite || t.finalCode == 0 || t.leg > d.prim {
 			continue
 		}
@@ -1169,6 +1227,6 @@ func (d *dialog) isLateReInvite(t *tx) bool {
 	if t.leg < 0 || int(t.leg) >= len(d.legs) {
 		return false
 	}
-	l := d.legs[t.leg]
+	l := d.legAt(int(t.leg))
 	return !l.answeredAt.isZero() && t.key.cseq > l.answerCSeq
 }

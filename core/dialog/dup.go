@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math"
 	"time"
+	"unsafe"
 )
 
 // Capture duplicates (docs/retransmissions.md).
@@ -49,8 +50,9 @@ import (
 // the first message), keyed by a hash of the bytes, the addresses and the
 // dialog, seeded per process like the retransmission identity, so a sender
 // cannot make two different messages one fingerprint. The set a message
-// lands in is chosen from an unseeded CRC-32C of the bytes mixed with the
-// addresses and the dialog, so which
+// lands in is chosen, unseeded, from what the parser read out of its bytes
+// (length, status, CSeq number, top Via branch, last bytes; see dupKey)
+// mixed with the addresses and the dialog, so which
 // entries share a set, and so every count below, is the same on every run
 // of the same capture; a sender who aims many messages at one set only
 // forces replacements, never a false duplicate. An entry replaced while
@@ -110,12 +112,28 @@ func dupKey(o *Observation, seq uint64) dupID {
 		return dupID{}
 	}
 	// The bytes in one pass of the seeded hash, then that hash with the
-	// addresses and the dialog in a second, short one. The set: CRC-32C of
-	// the bytes, then the addresses and the dialog mixed in, unseeded.
+	// addresses and the dialog in a second, short one. The set is unseeded
+	// and reads no byte of the message twice: it mixes what tells the
+	// messages of one dialog apart and the parser has already read out of
+	// the bytes (so two copies of the same bytes land in the same set):
+	// the length, the status code, the CSeq number, a CRC-32C of the top
+	// Via's branch (unique per transaction, RFC 3261 §8.1.1.7), the last
+	// eight bytes (the end of a body), then the addresses and the dialog.
+	// It need not resist a sender: one who aims many messages at a set
+	// forces counted replacements, never a false duplicate (the key
+	// decides that, and it is seeded).
+	m := o.Msg
 	var b [2*16 + 2*2 + 8 + 8]byte
 	n := putAddrPorts(b[:], o.Src, o.Dst)
 	binary.BigEndian.PutUint64(b[n:], seq)
-	set := uint64(crc32.Checksum(o.Msg.Raw, castagnoli))
+	set := mix64(uint64(len(m.Raw))<<32 | uint64(uint32(m.StatusCode)))
+	set = mix64(set ^ uint64(m.CSeq.Number))
+	if len(m.Vias) > 0 {
+		set ^= uint64(crc32.Checksum(unsafeBytes(m.Vias[0].Branch), castagnoli))
+	}
+	var last [8]byte
+	copy(last[:], m.Raw[max(0, len(m.Raw)-8):])
+	set = mix64(set ^ binary.LittleEndian.Uint64(last[:]))
 	w := b[:n+8]
 	for ; len(w) >= 8; w = w[8:] {
 		set = mix64(set ^ binary.LittleEndian.Uint64(w))
@@ -130,6 +148,10 @@ func dupKey(o *Observation, seq uint64) dupID {
 	}
 	return dupID{key: k, set: uint32(set)}
 }
+
+// unsafeBytes views a string's bytes without copying; they must not be
+// written.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // mix64 is a fixed 64-bit finalizer (the one of SplitMix64): every input
 // bit moves every output bit, with no seed.
@@ -208,7 +230,7 @@ func (t *dupTable) put(id dupID, o *Observation, ts int64, pos int32, win int64)
 // duplicate records a capture duplicate of the retained message pos (-1:
 // not retained).
 func (d *dialog) duplicate(pos int32) {
-	d.dups++
+	inc32(&d.dups)
 	if pos >= 0 && int(pos) < len(d.msgs) {
 		if r := &d.msgs[pos]; r.dups < ^uint16(0) {
 			r.dups++

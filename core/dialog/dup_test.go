@@ -183,10 +183,10 @@ func TestDuplicateMovesNothing(t *testing.T) {
 		t.Errorf("forks: got %+v, want %+v", fb, fa)
 	}
 	dup.mu.RLock()
-	txs := len(dup.byID["c"].txOrder)
+	txs := len(dup.lookup("c").txOrder)
 	dup.mu.RUnlock()
 	once.mu.RLock()
-	want := len(once.byID["c"].txOrder)
+	want := len(once.lookup("c").txOrder)
 	once.mu.RUnlock()
 	if txs != want {
 		t.Errorf("transactions: got %d, want %d (a duplicate opens none)", txs, want)
@@ -363,5 +363,43 @@ func TestDuplicateEvictionsDoNotDependOnTheSeed(t *testing.T) {
 		if got := run(); got.DuplicateEntriesEvicted != first.DuplicateEntriesEvicted || got.Duplicates != first.Duplicates {
 			t.Errorf("seed %d: evicted %d, duplicates %d; first seed: evicted %d, duplicates %d", i+2, got.DuplicateEntriesEvicted, got.Duplicates, first.DuplicateEntriesEvicted, first.Duplicates)
 		}
+	}
+}
+
+// TestDuplicateSetsSpreadTheMessagesOfOneDialog: the set is chosen from
+// what the parser read (length, status, CSeq number, top Via branch, last
+// bytes), not from every byte; the messages of one dialog that differ
+// only there must still spread over the table, not crowd a few sets.
+// Each case: 4,096 messages, one per set on average; a uniform spread
+// leaves about 1024*(1-e^-4) = 1,005 sets used.
+func TestDuplicateSetsSpreadTheMessagesOfOneDialog(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		text func(i int) string
+	}{
+		{"CSeq and branch differ", func(i int) string {
+			return req("OPTIONS", hdr{callID: "one", fromTag: "a1", cseq: i + 1, branch: fmt.Sprintf("z9hG4bK-%d", i)})
+		}},
+		{"only the branch differs", func(i int) string {
+			return req("OPTIONS", hdr{callID: "one", fromTag: "a1", cseq: 1, branch: fmt.Sprintf("z9hG4bK-%08d", i)})
+		}},
+		{"only the body's last bytes differ", func(i int) string {
+			return req("MESSAGE", hdr{callID: "one", fromTag: "a1", cseq: 1, branch: "z9hG4bK-1", ctype: "text/plain", body: fmt.Sprintf("hello %08d", i)})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sets := map[uint32]bool{}
+			for i := 0; i < dupSets*dupWays; i++ {
+				m, err := sip.Parse([]byte(tc.text(i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := Observation{Msg: m, Src: netip.MustParseAddrPort(alice), Dst: netip.MustParseAddrPort(bob)}
+				sets[dupKey(&o, 1).set&(dupSets-1)] = true
+			}
+			if len(sets) < 950 {
+				t.Errorf("%d messages used %d of %d sets, want at least 950", dupSets*dupWays, len(sets), dupSets)
+			}
+		})
 	}
 }

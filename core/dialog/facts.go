@@ -372,7 +372,7 @@ func (s *Store) LastMessageAt() time.Time {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var last time.Time
-	for _, d := range s.byID {
+	for d := range s.byID.all() {
 		if d.updated.After(last) {
 			last = d.updated
 		}

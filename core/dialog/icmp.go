@@ -290,7 +290,7 @@ func (s *Store) MatchICMP(q *ICMPQuote) ICMPMatch {
 	var d *dialog
 	pos, by := -1, "tuple"
 	if id := quotedCallID(q.Payload); id != nil {
-		d = s.byID[string(id)]
+		d = s.byID.get(keyOfBytes(id))
 		if d == nil {
 			return s.icmpUnmatched(q, "call_id_not_held")
 		}

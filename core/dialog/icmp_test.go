@@ -145,7 +145,7 @@ func TestICMPTableBounds(t *testing.T) {
 	}
 	// Evicting the dialog drops its errors.
 	s.mu.Lock()
-	s.dropLocked(s.byID["a@x"])
+	s.dropLocked(s.lookup("a@x"))
 	s.mu.Unlock()
 	if _, ok := s.icmp.byID["a@x"]; ok {
 		t.Errorf("the evicted dialog's errors stayed")

@@ -13,7 +13,7 @@ import "time"
 func (s *Store) MessageTimes(callID string, dst []time.Time) ([]time.Time, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil {
 		return dst, false
 	}
@@ -30,7 +30,7 @@ func (s *Store) MessageTimes(callID string, dst []time.Time) ([]time.Time, bool)
 func (s *Store) MessageAt(callID string, pos int) (Message, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil || pos < 0 || pos >= len(d.msgs) {
 		return Message{}, false
 	}

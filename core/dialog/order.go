@@ -175,7 +175,7 @@ func closeUp(a []*dialog, pos []int) []*dialog {
 func (s *Store) Extra(callID string) (Extra, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil {
 		return Extra{}, false
 	}

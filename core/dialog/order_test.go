@@ -61,7 +61,7 @@ func checkStore(t *testing.T, s *Store) {
 	t.Helper()
 	s.mu.RLock()
 	var all []*dialog
-	for _, d := range s.byID {
+	for d := range s.byID.all() {
 		all = append(all, d)
 	}
 	slices.SortFunc(all, cmpCreated)
@@ -317,7 +317,7 @@ func TestMethodCountsFlood(t *testing.T) {
 		m := parsed(t, req(method, hdr{callID: fmt.Sprintf("f%d", i), fromTag: "x", cseq: 1, branch: "z9hG4bK"}))
 		s.Apply(Observation{Msg: m, TS: t0.Add(time.Duration(i) * time.Millisecond)})
 		s.mu.RLock()
-		keys, held := len(s.methods), len(s.byID)
+		keys, held := len(s.methods), s.byID.len()
 		s.mu.RUnlock()
 		if keys > held || held > cap {
 			t.Fatalf("after %d dialogs: %d method keys for %d dialogs held (cap %d)", i+1, keys, held, cap)

@@ -163,7 +163,7 @@ func (d *dialog) noteExtra(o *Observation, pos, li int) {
 	if li < 0 || li >= len(d.legs) {
 		return
 	}
-	l := d.legs[li]
+	l := d.legAt(li)
 	if l.first == 0 {
 		l.first = int32(pos) + 1
 		l.toHost = m.To.Host

@@ -79,7 +79,7 @@ func TestAddressTableCap(t *testing.T) {
 		s.Apply(Observation{Msg: base, TS: t0.Add(time.Duration(i) * time.Millisecond), Src: src, Dst: dst})
 		if i%997 == 0 {
 			s.mu.RLock()
-			got := len(s.byID["flood"].addrs)
+			got := len(s.lookup("flood").addrs)
 			s.mu.RUnlock()
 			if got > maxAddrs {
 				t.Fatalf("after %d messages: %d addresses in the table, cap %d", i+1, got, maxAddrs)

@@ -130,7 +130,7 @@ type Store struct {
 	cfg Config
 
 	mu         sync.RWMutex
-	byID       map[string]*dialog
+	byID       callIDs // the held dialogs by Call-ID (ids.go)
 	head, tail *dialog // LRU list: head is the most recently updated
 	created    createdIndex
 	methods    map[string]int // dialogs held per row method, the primary leg's ("" for none)
@@ -149,7 +149,7 @@ type Store struct {
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg.withDefaults(), byID: map[string]*dialog{}, methods: map[string]int{}}
+	return &Store{cfg: cfg.withDefaults(), methods: map[string]int{}}
 }
 
 // Config returns the store's bounds, defaults filled in.
@@ -165,7 +165,7 @@ func (s *Store) Generation() uint64 { return s.gen.Load() }
 func (s *Store) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.byID)
+	return s.byID.len()
 }
 
 // Stats returns the store's counters.
@@ -173,7 +173,7 @@ func (s *Store) Stats() Stats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	st := s.stats
-	st.Dialogs = len(s.byID)
+	st.Dialogs = s.byID.len()
 	st.DuplicateEntriesEvicted = s.dup.evicted
 	st.Bytes = s.bytes
 	if s.cfg.MaxBytes > 0 {
@@ -198,7 +198,8 @@ func (s *Store) Apply(o Observation) Result {
 		return Result{NoCallID: true}
 	}
 	var res Result
-	d := s.byID[callID]
+	id := keyOf(callID)
+	d := s.byID.get(id)
 	var key dupID
 	if d != nil && s.cfg.DuplicateWindow > 0 {
 		key = dupKey(&o, d.seq)
@@ -212,7 +213,7 @@ func (s *Store) Apply(o Observation) Result {
 		}
 	}
 	if d == nil {
-		if len(s.byID) >= s.cfg.MaxDialogs {
+		if s.byID.len() >= s.cfg.MaxDialogs {
 			if s.cfg.NoRotate {
 				s.stats.Refused++
 				s.stats.RefusedMessages++
@@ -223,7 +224,7 @@ func (s *Store) Apply(o Observation) Result {
 		}
 		s.seq++
 		d = newDialog(callID, s.seq, &o)
-		s.byID[callID] = d
+		s.byID.put(id, d)
 		s.pushFront(d)
 		s.created.add(d)
 		res.Created = true
@@ -326,7 +327,7 @@ func (s *Store) dropVictims() {
 func (s *Store) dropLocked(d *dialog) {
 	s.victims = append(s.victims, d)
 	s.unlink(d)
-	delete(s.byID, d.callID)
+	s.byID.del(keyOf(d.callID))
 	s.icmp.drop(d.callID)
 	d.gone = true
 	s.noteChange(d)

@@ -966,7 +966,7 @@ func TestPerDialogFloods(t *testing.T) {
 			for i := 0; i < n; i++ {
 				s.Apply(Observation{Msg: parsed(t, tc.msg(i)), TS: t0})
 				s.mu.RLock()
-				size := tc.size(s.byID["c"])
+				size := tc.size(s.lookup("c"))
 				s.mu.RUnlock()
 				if size > tc.cap {
 					t.Fatalf("step %d: %d entries over the cap %d", i, size, tc.cap)

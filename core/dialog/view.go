@@ -296,7 +296,7 @@ func (b *boxes) next() *[4]int64 {
 // rowTiming is the row's timing subset, its four optional values in one
 // box taken from b.
 func (d *dialog) rowTiming(b *boxes) Timing {
-	t := Timing{Retransmits: d.retrans, Duplicates: d.dups}
+	t := Timing{Retransmits: int(d.retrans), Duplicates: int(d.dups)}
 	l := d.primary()
 	if l == nil || l.family != FamilyInvite {
 		return t
@@ -398,7 +398,7 @@ func (d *dialog) detail(opt Options) Detail {
 			FinalStatusCode: fc, Challenges: int(l.challenges),
 			MsgCount: int(l.msgCount), CreatedAt: l.created.time(), UpdatedAt: l.updated.time(),
 			FromUser: l.fromUser, ToUser: l.toUser,
-			Forks:        append([]Fork{}, l.forks...),
+			Forks:        forksOf(l.forks),
 			ForksDropped: int(l.forksDropped),
 			Transitions:  transitionViews(l.transitions), TransitionsDropped: int(l.transitionsDropped),
 		})
@@ -450,7 +450,7 @@ func (d *dialog) detail(opt Options) Detail {
 func (s *Store) Lookup(callID string) (Summary, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil {
 		return Summary{}, false
 	}
@@ -468,7 +468,7 @@ func (s *Store) MarkInProgress(r *Summary, end time.Time) {
 		return
 	}
 	s.mu.RLock()
-	d := s.byID[r.CallID]
+	d := s.lookup(r.CallID)
 	var answered time.Time
 	if d != nil {
 		if l := d.primary(); l != nil && l.family == FamilyInvite {
@@ -491,7 +491,7 @@ func (s *Store) Get(callID string) (Detail, bool) { return s.GetWith(callID, Opt
 func (s *Store) GetWith(callID string, opt Options) (Detail, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.byID[callID]
+	d := s.lookup(callID)
 	if d == nil {
 		return Detail{}, false
 	}
@@ -556,7 +556,7 @@ func (s *Store) keys(o Order) []rowKey {
 		return keys
 	}
 	s.mu.RLock()
-	keys := make([]rowKey, 0, len(s.byID))
+	keys := make([]rowKey, 0, s.byID.len())
 	for d := s.tail; d != nil; d = d.prev {
 		keys = append(keys, rowKey{at: d.updated, id: d.callID, d: d})
 	}
@@ -834,6 +834,16 @@ func transitionViews(ts []transition) []Transition {
 	out := make([]Transition, len(ts))
 	for i := range ts {
 		out[i] = ts[i].view()
+	}
+	return out
+}
+
+// forksOf copies a leg's forks out as readers see them (an empty list, not
+// nil, when none).
+func forksOf(fs []fork) []Fork {
+	out := make([]Fork, len(fs))
+	for i := range fs {
+		out[i] = Fork{Tag: fs[i].tag, Messages: int(fs[i].messages), LastStatus: int(fs[i].lastStatus)}
 	}
 	return out
 }
