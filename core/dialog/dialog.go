@@ -656,43 +656,11 @@ func (d *dialog) txAt(i int) *tx {
 	return d.txOrder[i]
 }
 
-// upperMethod is strings.ToUpper(m) returning, for the methods of RFC 3261
-// and its extensions, the constant instead of a view into the message: a
-// method the dialog keeps (a leg's, a transaction's) then holds no message
-// bytes, and comparing two of them reads no message.
-func upperMethod(m string) string {
-	switch m {
-	case "INVITE":
-		return "INVITE"
-	case "ACK":
-		return "ACK"
-	case "BYE":
-		return "BYE"
-	case "CANCEL":
-		return "CANCEL"
-	case "REGISTER":
-		return "REGISTER"
-	case "OPTIONS":
-		return "OPTIONS"
-	case "PRACK":
-		return "PRACK"
-	case "UPDATE":
-		return "UPDATE"
-	case "INFO":
-		return "INFO"
-	case "SUBSCRIBE":
-		return "SUBSCRIBE"
-	case "NOTIFY":
-		return "NOTIFY"
-	case "REFER":
-		return "REFER"
-	case "MESSAGE":
-		return "MESSAGE"
-	case "PUBLISH":
-		return "PUBLISH"
-	}
-	return strings.ToUpper(m)
-}
+// upperMethod is strings.ToUpper(m), the constant spelling for the methods
+// of RFC 3261 and its extensions (sip.CanonicalMethod): a method the dialog
+// keeps (a leg's, a transaction's) then holds no message bytes, and
+// comparing two of them reads no message.
+func upperMethod(m string) string { return sip.CanonicalMethod(m) }
 
 // transaction records the message in its transaction (top Via branch + CSeq
 // number + CSeq method) and returns it; nil when the message names no

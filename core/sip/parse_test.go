@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // crlf turns "\n" line ends of a readable literal into CRLF.
@@ -606,6 +607,28 @@ func TestControlByteWordScanMissesNone(t *testing.T) {
 			if isCtl[c] && !mayHoldCtl(binary.LittleEndian.Uint64(b[:])) {
 				t.Fatalf("byte %#x at %d: the word scan misses it", c, pos)
 			}
+		}
+	}
+}
+
+// TestCanonicalMethodIsToUpperWithoutTheMessageBytes: CanonicalMethod
+// answers strings.ToUpper for any token, and for a registered method in any
+// case the constant spelling, which shares no byte with its input.
+func TestCanonicalMethodIsToUpperWithoutTheMessageBytes(t *testing.T) {
+	for _, c := range []struct {
+		in         string
+		registered bool
+	}{
+		{"INVITE", true}, {"invite", true}, {"Bye", true}, {"ack", true}, {"PUBLISH", true},
+		{"x-custom", false}, {"INVITé", false}, {"", false}, {"REGISTERX", false},
+	} {
+		buf := []byte(c.in) // a message's bytes
+		got := CanonicalMethod(unsafe.String(unsafe.SliceData(buf), len(buf)))
+		if want := strings.ToUpper(c.in); got != want {
+			t.Errorf("CanonicalMethod(%q) = %q, want %q", c.in, got, want)
+		}
+		if c.registered && unsafe.StringData(got) == unsafe.SliceData(buf) {
+			t.Errorf("CanonicalMethod(%q) points into the message's bytes", c.in)
 		}
 	}
 }

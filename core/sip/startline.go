@@ -1,6 +1,9 @@
 package sip
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // MaxJunkBytes is how many bytes before the start line the parser skips at
 // most (whitespace, NUL padding, keepalive leftovers, garbage). A start line
@@ -307,6 +310,11 @@ func trimWS(s string) string {
 	}
 	return s[i:j]
 }
+
+// CanonicalMethod is strings.ToUpper(s), returned as the registry's
+// constant spelling for an IANA method (internMethod), so that a method kept
+// as a map key or in a long-lived record holds no message's bytes.
+func CanonicalMethod(s string) string { return internMethod(strings.ToUpper(s)) }
 
 // internMethod returns the registry's constant spelling of an upper-cased
 // IANA method, so that a method kept as a map key or in a long-lived record
