@@ -409,37 +409,53 @@ func (s *sharder) route(p *packet.Packet) {
 		s.observeInline(p)
 		return
 	}
-	var data []byte
-	if p.Frame != nil {
-		data = p.Frame.Data
-	}
-	off, inside := within(data, p.Payload)
-	need := len(data)
-	if !inside {
-		need += len(p.Payload)
-	}
+	data, off, inside, need := packedSize(p)
 	op, buf := s.next(w, need, opPacket)
 	if buf == nil {
 		// larger than a whole arena (a maximal frame): a buffer of its own
 		buf = make([]byte, need)
 	}
+	op.hasFrame = packInto(buf, data, off, inside, p, &op.pkt, &op.frame)
+}
+
+// packedSize says what a copy of p handed to another goroutine needs: the
+// frame's bytes (data), where the payload lies in them (off, when inside),
+// and the bytes to reserve (the frame, plus the payload when it lies
+// outside the frame: a reassembled or unwrapped one).
+func packedSize(p *packet.Packet) (data []byte, off int, inside bool, need int) {
+	if p.Frame != nil {
+		data = p.Frame.Data
+	}
+	off, inside = within(data, p.Payload)
+	need = len(data)
+	if !inside {
+		need += len(p.Payload)
+	}
+	return data, off, inside, need
+}
+
+// packInto copies p (sized by packedSize) into buf and the reused dst and
+// frame: dst's Payload and frame's Data point into buf, dst.Frame is left
+// nil for the caller to set. It reports whether p had a frame.
+func packInto(buf, data []byte, off int, inside bool, p *packet.Packet, dst *packet.Packet, frame *packet.Frame) bool {
 	copy(buf, data)
 	if !inside {
 		copy(buf[len(data):], p.Payload)
 	}
-	copyPacket(&op.pkt, p)
+	copyPacket(dst, p)
 	fd := buf[:len(data):len(data)]
 	if inside {
-		op.pkt.Payload = fd[off : off+len(p.Payload) : off+len(p.Payload)]
+		dst.Payload = fd[off : off+len(p.Payload) : off+len(p.Payload)]
 	} else {
-		op.pkt.Payload = buf[len(data):]
+		dst.Payload = buf[len(data):]
 	}
-	op.pkt.Frame = nil
-	op.hasFrame = p.Frame != nil
-	if op.hasFrame {
-		copyFrame(&op.frame, p.Frame)
-		op.frame.Data = fd
+	dst.Frame = nil
+	if p.Frame == nil {
+		return false
 	}
+	copyFrame(frame, p.Frame)
+	frame.Data = fd
+	return true
 }
 
 // copyPacket and copyFrame copy field by field into reused ops: a

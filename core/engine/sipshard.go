@@ -164,15 +164,7 @@ func (q *sipPipe) drain() {
 // take copies a SIP packet into the batch being filled, sending the batch
 // to a worker when it is full.
 func (q *sipPipe) take(p *packet.Packet) {
-	var data []byte
-	if p.Frame != nil {
-		data = p.Frame.Data
-	}
-	off, inside := within(data, p.Payload)
-	need := len(data)
-	if !inside {
-		need += len(p.Payload)
-	}
+	data, off, inside, need := packedSize(p)
 	b := q.cur
 	if b != nil && (len(b.items) == cap(b.items) || (len(b.arena)+need > cap(b.arena) && len(b.items) > 0)) {
 		q.send()
@@ -190,24 +182,10 @@ func (q *sipPipe) take(p *packet.Packet) {
 	} else {
 		buf = make([]byte, need) // larger than a whole arena: a buffer of its own
 	}
-	copy(buf, data)
-	if !inside {
-		copy(buf[len(data):], p.Payload)
-	}
 	b.items = b.items[:len(b.items)+1]
 	it := &b.items[len(b.items)-1]
-	copyPacket(&it.pkt, p)
-	fd := buf[:len(data):len(data)]
-	if inside {
-		it.pkt.Payload = fd[off : off+len(p.Payload) : off+len(p.Payload)]
-	} else {
-		it.pkt.Payload = buf[len(data):]
-	}
-	it.pkt.Frame = nil
-	it.hasFrame = p.Frame != nil
+	it.hasFrame = packInto(buf, data, off, inside, p, &it.pkt, &it.frame)
 	if it.hasFrame {
-		copyFrame(&it.frame, p.Frame)
-		it.frame.Data = fd
 		it.pkt.Frame = &it.frame
 	}
 	it.msgs = it.msgs[:0]
