@@ -6,7 +6,7 @@ import "strings"
 // returns exactly what the full parser (ParseNameAddr, ParseVia) returns
 // with no error, or ok=false, and the caller runs the full parser: they
 // decide nothing the full parser would decide differently
-// (FuzzFastPathsMatchFullParsers, TestParseMatchesReference*).
+// (FuzzFastPathsMatchFullParsers; TestParsed*MatchTheGolden for whole messages).
 
 // isPrint reports whether c is printable ASCII other than space: a byte
 // trimSpaceFast never trims and that starts no multi-byte rune.
