@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -146,12 +148,7 @@ func messagesOf(t *testing.T, c *capPayloads) []*Message {
 		}
 		msgs = append(msgs, m)
 	}
-	keys := make([]string, 0, len(c.tcp))
-	for k := range c.tcp {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(c.tcp)) {
 		stream := c.tcp[k]
 		for len(stream) > 0 {
 			n, err := MessageLen(stream)

@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"hash"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,12 +188,7 @@ func TestParsedPublicCapturesMatchTheGolden(t *testing.T) {
 		}
 		var inputs [][]byte
 		inputs = append(inputs, c.udp...)
-		keys := make([]string, 0, len(c.tcp))
-		for k := range c.tcp {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(c.tcp)) {
 			stream := c.tcp[k]
 			inputs = append(inputs, stream) // a whole stream, junk and all
 			for len(stream) > 0 {
