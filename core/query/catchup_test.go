@@ -18,6 +18,23 @@ func withCatchUp(t testing.TB, at, chunk int, idle time.Duration) {
 	t.Cleanup(func() { catchUpAt, catchUpChunk, catchUpIdle = savedAt, savedChunk, savedIdle })
 }
 
+// fullStore fills a store to its cap of n dialogs and returns it with a
+// maintained querier (its state built and checked once against recomputed
+// answers for catchUpFilters) and the recomputing querier it is compared
+// with.
+func fullStore(t *testing.T, n int) (*dialog.Store, *Querier, *Querier, *mstate) {
+	t.Helper()
+	s := dialog.New(dialog.Config{MaxDialogs: n})
+	for i := 0; i < n; i++ {
+		synthDialog(t, s, i, 8)
+	}
+	th := filter.DefaultThresholds()
+	maint, recomp := New(s, nil, th), New(s, nil, th)
+	recomp.recompute = true
+	compareAnswers(t, maint, recomp, catchUpFilters, true)
+	return s, maint, recomp, maint.maintained()
+}
+
 // catchUpFilters are kept as memos (each with its tallies and groupings
 // once compareAnswers asked for them), so that a change moves every kind of
 // maintained value.
@@ -30,15 +47,7 @@ var catchUpFilters = []string{"", "state == Failed", "method == INVITE", "proble
 // and the answers then equal recomputed ones.
 func TestMaintainedCatchUpAppliesEvictionsInTheBackground(t *testing.T) {
 	withCatchUp(t, 8, 4, time.Minute)
-	s := dialog.New(dialog.Config{MaxDialogs: 1000})
-	for i := 0; i < 1000; i++ {
-		synthDialog(t, s, i, 8)
-	}
-	th := filter.DefaultThresholds()
-	maint, recomp := New(s, nil, th), New(s, nil, th)
-	recomp.recompute = true
-	compareAnswers(t, maint, recomp, catchUpFilters, true)
-	m := maint.maintained()
+	s, maint, recomp, m := fullStore(t, 1000)
 	ev0 := s.Stats().Evicted
 	caughtUp := func() (gone, applied uint64, ok bool) {
 		want := s.Stats().Evicted - ev0
@@ -78,15 +87,7 @@ func TestMaintainedCatchUpAppliesEvictionsInTheBackground(t *testing.T) {
 func TestMaintainedQueryFinishesAHalfAppliedCatchUp(t *testing.T) {
 	withCatchUp(t, 1<<30, 0, time.Minute) // no goroutine: the test applies the chunks
 	const n, batch = 2000, 20
-	s := dialog.New(dialog.Config{MaxDialogs: n})
-	for i := 0; i < n; i++ {
-		synthDialog(t, s, i, 8)
-	}
-	th := filter.DefaultThresholds()
-	maint, recomp := New(s, nil, th), New(s, nil, th)
-	recomp.recompute = true
-	compareAnswers(t, maint, recomp, catchUpFilters, true)
-	m := maint.maintained()
+	s, maint, recomp, m := fullStore(t, n)
 	next := n
 	for _, part := range []int{0, 1, batch / 2, batch - 1, batch, batch + 5} {
 		ev0 := s.Stats().Evicted

@@ -64,17 +64,7 @@ func TestReportSTUNBlockOnlyWhenTheCaptureHeldSTUN(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := reportText(t, load(t, tc.path))
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("missing %q in\n%s", w, out)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(out, w) {
-					t.Errorf("unexpected %q in\n%s", w, out)
-				}
-			}
+			checkText(t, reportText(t, load(t, tc.path)), tc.want, tc.notWant)
 		})
 	}
 }
@@ -235,17 +225,23 @@ func TestReportEgressBlock(t *testing.T) {
 			if tc.egress != nil {
 				c.SetEgress(tc.egress)
 			}
-			out := reportText(t, c)
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("missing %q in\n%s", w, out)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(out, w) {
-					t.Errorf("unexpected %q in\n%s", w, out)
-				}
-			}
+			checkText(t, reportText(t, c), tc.want, tc.notWant)
 		})
+	}
+}
+
+// checkText fails for each of want missing from out and each of notWant in
+// it.
+func checkText(t *testing.T, out string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("missing %q in\n%s", w, out)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(out, w) {
+			t.Errorf("unexpected %q in\n%s", w, out)
+		}
 	}
 }
