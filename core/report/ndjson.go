@@ -228,7 +228,7 @@ type ndjson struct {
 	w   *bufio.Writer
 	buf bytes.Buffer
 	enc *json.Encoder
-	row []byte // a row as the appender writes it (ndjson.row)
+	row []byte // a row as the appender writes it (writeRow)
 	out []byte
 	err error
 }

@@ -28,21 +28,23 @@ import (
 // rowAppender appends JSON values to b, compact or indented.
 type rowAppender struct {
 	b []byte
-	// ws is what starts a line in the indented form: a newline, the
-	// prefix and two spaces a depth (json.Indent(dst, src, prefix, "  "));
-	// empty in the compact form, which has no space after a colon either.
-	ws     string
+	// indent: each member on its own line, started by ws cut to the
+	// depth (json.Indent(dst, src, prefix, "  "): a newline, the prefix,
+	// two spaces a depth), a space after each colon. Else compact.
 	indent bool
+	ws     string
 	depth  int
 	more   bool // the open object or array has a member already
 	bad    bool // a value encoding/json refuses was met
 }
 
-// maxRowDepth is the deepest a row nests (a leg inside other_legs is at 3).
+// maxRowDepth is the deepest ws reaches: a leg's members, inside the row
+// and its other_legs, are at depth 3.
 const maxRowDepth = 4
 
-// rowIndent is the whitespace of the --json-run document's rows: a row is
-// an element of the dialogs array, so its lines start at four spaces.
+// rowIndent is ws for the --json-run document's rows: a row is an element
+// of the dialogs array, so its lines start at four spaces (the prefix),
+// then two spaces a depth up to maxRowDepth.
 const rowIndent = "\n    " + "        "
 
 func (a *rowAppender) newline() {

@@ -267,7 +267,7 @@ func setSamples(t *testing.T, v reflect.Value, check func(what string)) {
 	case reflect.String:
 		for _, s := range hostileStrings {
 			v.SetString(s)
-			check(strconvQuote(s))
+			check(shortQuote(s))
 		}
 	case reflect.Bool:
 		for _, b := range []bool{true, false} {
@@ -314,7 +314,7 @@ func setSamples(t *testing.T, v reflect.Value, check func(what string)) {
 	}
 }
 
-func strconvQuote(s string) string {
+func shortQuote(s string) string {
 	if len(s) > 40 {
 		s = s[:40] + "..."
 	}
