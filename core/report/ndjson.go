@@ -211,7 +211,7 @@ func WriteDialogsJSON(w io.Writer, c *engine.Capture, sel Selection) (int, error
 		}
 		r = rs.row(s)
 		n++
-		return nw.line(&r)
+		return nw.writeRow(&r)
 	}); err != nil {
 		return n, fmt.Errorf("writing dialogs: %w", err)
 	}
@@ -228,6 +228,7 @@ type ndjson struct {
 	w   *bufio.Writer
 	buf bytes.Buffer
 	enc *json.Encoder
+	row []byte // a row as the appender writes it (writeRow)
 	out []byte
 	err error
 }
@@ -252,6 +253,25 @@ func (n *ndjson) line(v any) error {
 		return n.err
 	}
 	n.out = textsafe.JSON(n.out[:0], n.buf.Bytes()) // keeps Encode's "\n"
+	_, n.err = n.w.Write(n.out)
+	return n.err
+}
+
+// writeRow writes a dialog row as line does, written by the row appender
+// (rowjson.go) rather than encoding/json: the same bytes. A row the
+// appender cannot write as encoding/json would goes through line, which
+// returns encoding/json's error.
+func (n *ndjson) writeRow(r *DialogRow) error {
+	if n.err != nil {
+		return n.err
+	}
+	b, ok := appendRowJSON(n.row[:0], r, false)
+	n.row = b
+	if !ok {
+		return n.line(r)
+	}
+	n.row = append(n.row, '\n')
+	n.out = textsafe.JSON(n.out[:0], n.row)
 	_, n.err = n.w.Write(n.out)
 	return n.err
 }

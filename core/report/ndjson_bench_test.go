@@ -68,9 +68,10 @@ func BenchmarkTailIdlePoll(b *testing.B) {
 }
 
 // BenchmarkWriteJSON: the --json-run document of sipp-branch-scenario.pcapng
-// (8989 SIP messages in 1334 dialogs); reported per dialog, in CPU time too.
+// (8989 SIP messages in 1334 dialogs), or of $SIPNAB_BENCH_PCAP
+// (benchCapture); reported per dialog, in CPU time too.
 func BenchmarkWriteJSON(b *testing.B) {
-	c := testengine.Public(b, engine.Config{}, "sipp-branch-scenario.pcapng")
+	c := benchCapture(b)
 	n := c.Dialogs().Len()
 	b.ReportAllocs()
 	cpu0 := benchload.CPUNow()

@@ -131,13 +131,13 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 	jw.raw(",\n  \"dialogs\": ")
 	jw.open()
 	rs := newRows(c)
-	// One row reused for every dialog: elem's encoder takes it as an
-	// interface, so a row made per dialog would escape to the heap (a
-	// garbage DialogRow per dialog at the end of the run).
+	// One row reused for every dialog: should a row fall back to
+	// encoding/json (rowElem), its encoder takes it as an interface, so a
+	// row made per dialog would escape to the heap.
 	var r DialogRow
 	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
 		r = rs.row(s)
-		jw.elem(&r)
+		jw.rowElem(&r)
 		return jw.err
 	}); err != nil {
 		return fmt.Errorf("writing report: %w", err)
@@ -219,6 +219,29 @@ func (j *jsonWriter) elem(v any) {
 	j.n++
 	j.raw("\n    ")
 	j.value(v, "    ")
+}
+
+// rowElem is elem for a dialog row, written by the row appender
+// (rowjson.go): the same bytes, without encoding/json's reflection. A row
+// the appender cannot write as encoding/json would (a value it refuses)
+// goes through elem, which returns encoding/json's error.
+func (j *jsonWriter) rowElem(r *DialogRow) {
+	if j.err != nil {
+		return
+	}
+	b := j.ind[:0]
+	if j.n > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, "\n    "...)
+	b, ok := appendRowJSON(b, r, true)
+	j.ind = b
+	if !ok {
+		j.elem(r)
+		return
+	}
+	j.n++
+	_, j.err = j.w.Write(b)
 }
 
 func (j *jsonWriter) close() {
