@@ -76,7 +76,10 @@ var identitySeed = maphash.MakeSeed()
 // provisional is re-sent with its RSeq, and the next one carries the next
 // RSeq (RFC 3262 §3), so two 183s of different RSeq are two messages. A
 // capture duplicate never gets this far (dup.go).
-func identity(o *Observation) uint64 {
+//
+// ab is the message's addresses as putAddrPorts writes them (Store.Apply
+// writes them once for identity and dupKey).
+func identity(o *Observation, ab *addrBytes) uint64 {
 	m := o.Msg
 	method := upperMethod(m.CSeq.Method)
 	var rseq string
@@ -93,7 +96,7 @@ func identity(o *Observation) uint64 {
 	// addresses, ports, status and CSeq number, then each string after its
 	// length (so no two lists of strings write the same bytes).
 	var b [identityBuf]byte
-	n := putAddrPorts(b[:], o.Src, o.Dst)
+	n := copy(b[:], ab[:])
 	binary.BigEndian.PutUint32(b[n:], uint32(status))
 	binary.BigEndian.PutUint32(b[n+4:], m.CSeq.Number)
 	n += 8
@@ -122,6 +125,10 @@ func identity(o *Observation) uint64 {
 // identityBuf is the stack buffer identity hashes in one pass: room for
 // the fixed fields and the tags and method of any ordinary message.
 const identityBuf = 256
+
+// addrBytes is a message's two addresses and ports as putAddrPorts writes
+// them.
+type addrBytes [36]byte
 
 // putAddrPorts writes two addresses (16 bytes each, IPv4 as mapped IPv6)
 // and their ports into b and returns how many bytes it wrote (36).
@@ -331,25 +338,22 @@ type dialog struct {
 
 	// Bounds reached, and malformed messages (int32: see tx). legsDropped
 	// counts the messages that joined no leg because the leg cap was
-	// reached.
-	legsDropped, msgsDropped, malformed, seenDropped, txDropped, dtmfDropped int32
+	// reached. (The identity and DTMF bounds are counted in rare.)
+	legsDropped, msgsDropped, malformed, txDropped int32
 
-	msgs    []retained
-	addrs   []netip.AddrPort          // the retained messages' addresses
-	addrIdx map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
-	far     map[int][2]netip.AddrPort // addresses past addrs' cap, by message
-	srcs    map[int]string            // frame sources other than firstFrame's, by message
-	whole   map[int]*sip.Message      // messages the parser did not make, by message
-	bytes   int64                     // what the store holds for this dialog (membudget.go)
+	msgs  []retained
+	addrs []netip.AddrPort // the retained messages' addresses
+	bytes int64            // what the store holds for this dialog (membudget.go)
 
 	seen    []uint64 // the first smallSeen identities
-	seenMap map[uint64]struct{}
-	txOrder []*tx         // every transaction, in order of first sight
-	txSlab  []tx          // where the newest transactions live, txSlab at a time
-	txIndex map[txKey]*tx // built once there are more than smallTxs
+	txOrder []*tx    // every transaction, in order of first sight
+	txSlab  []tx     // where the newest transactions live, txSlab at a time
 
 	cause *Cause
-	dtmf  []dtmfEvent
+
+	// rare holds what few dialogs need (see dialogRare); nil until one
+	// of them is needed.
+	rare *dialogRare
 
 	// What aggregations read from the retained messages besides the
 	// primary leg's first message and hop, noted as they are retained (see
@@ -371,7 +375,38 @@ type dialog struct {
 		tx          [txSlab]tx
 		addrs       [firstAddrs]netip.AddrPort
 		seen        [firstSeen]uint64
+		// The first entries of legs, of the first leg's forks and of
+		// txOrder: a call's one leg, one remote tag and first
+		// transactions need no array of their own.
+		legs    [1]*leg
+		forks   [1]fork
+		txOrder [txSlab]*tx
 	}
+}
+
+// dialogRare is what a dialog rarely needs, allocated with the first of
+// it, so that every dialog does not carry the empty fields: the indexes a
+// dialog builds past its small-set bounds, what its messages carry besides
+// the usual (another capture file, an address past the table's cap, a
+// message the parser did not make) and INFO DTMF digits.
+type dialogRare struct {
+	addrIdx map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
+	far     map[int][2]netip.AddrPort // addresses past addrs' cap, by message
+	srcs    map[int]string            // frame sources other than firstFrame's, by message
+	whole   map[int]*sip.Message      // messages the parser did not make, by message
+	seenMap map[uint64]struct{}       // identities past the first smallSeen
+	txIndex map[txKey]*tx             // built once there are more than smallTxs
+	dtmf    []dtmfEvent
+
+	seenDropped, dtmfDropped int32 // bounds reached (int32: see tx)
+}
+
+// more returns the dialog's rare part, allocating it the first time.
+func (d *dialog) more() *dialogRare {
+	if d.rare == nil {
+		d.rare = new(dialogRare)
+	}
+	return d.rare
 }
 
 // Per-dialog bounds on attacker-keyed sets (engine.md §17).
@@ -393,6 +428,8 @@ func newDialog(callID string, seq uint64, o *Observation) *dialog {
 		firstOrigin: o.Origin,
 	}
 	d.txSlab = d.first.tx[:0]
+	d.txOrder = d.first.txOrder[:0]
+	d.legs = d.first.legs[:0]
 	d.addrs = d.first.addrs[:0]
 	d.seen = d.first.seen[:0]
 	return d
@@ -403,7 +440,7 @@ type applyResult struct {
 	retrans bool
 }
 
-func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
+func (d *dialog) apply(o *Observation, cfg *Config, ab *addrBytes) applyResult {
 	m := o.Msg
 	if o.TS.After(d.updated) {
 		d.updated = o.TS
@@ -417,7 +454,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	index := d.msgCount
 	d.msgCount++
 
-	retrans := d.retransmission(o, cfg)
+	retrans := d.retransmission(o, cfg, ab)
 	legs := len(d.legs)
 	ts := stampOf(o.TS)
 	li, l := d.legFor(m, ts)
@@ -437,10 +474,8 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 		inc32(&d.msgsDropped)
 	}
 
-	if c, ok := causeOf(m); ok {
-		c.frame = o.Frame
-		d.cause = new(Cause) // only a message naming a cause allocates
-		*d.cause = c
+	if namesCause(m) {
+		d.noteCause(m, o.Frame)
 	}
 
 	if l != nil {
@@ -473,34 +508,42 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 }
 
 // retransmission checks and remembers the message's identity.
-func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
+func (d *dialog) retransmission(o *Observation, cfg *Config, ab *addrBytes) bool {
 	m := o.Msg
 	if !m.CSeq.Valid {
 		return false
 	}
-	k := identity(o)
+	k := identity(o, ab)
 	if slices.Contains(d.seen, k) {
 		return true
 	}
-	if _, ok := d.seenMap[k]; ok {
-		return true
+	if d.rare != nil {
+		if _, ok := d.rare.seenMap[k]; ok {
+			return true
+		}
 	}
 	if d.seenCount() >= cfg.MaxSeen {
-		inc32(&d.seenDropped)
+		inc32(&d.more().seenDropped)
 		return false
 	}
 	if len(d.seen) < smallSeen {
 		d.seen = append(withCap(d.seen, firstSeen), k)
 		return false
 	}
-	if d.seenMap == nil {
-		d.seenMap = map[uint64]struct{}{}
+	r := d.more()
+	if r.seenMap == nil {
+		r.seenMap = map[uint64]struct{}{}
 	}
-	d.seenMap[k] = struct{}{}
+	r.seenMap[k] = struct{}{}
 	return false
 }
 
-func (d *dialog) seenCount() int { return len(d.seen) + len(d.seenMap) }
+func (d *dialog) seenCount() int {
+	if d.rare == nil {
+		return len(d.seen)
+	}
+	return len(d.seen) + len(d.rare.seenMap)
+}
 
 // tagSeed keys tagSum; random per process.
 var tagSeed = maphash.MakeSeed()
@@ -574,6 +617,7 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 	if len(d.legs) == 0 { // the first leg: legs are never removed
 		l = &d.first.leg
 		nl.transitions = d.first.transitions[:0]
+		nl.forks = d.first.forks[:0]
 		*l = nl
 	} else {
 		l = new(leg)
@@ -630,8 +674,8 @@ func familyHint(m *sip.Message) (famHint, bool) {
 const smallTxs = 16
 
 func (d *dialog) findTx(k txKey) *tx {
-	if d.txIndex != nil {
-		return d.txIndex[k]
+	if d.rare != nil && d.rare.txIndex != nil {
+		return d.rare.txIndex[k]
 	}
 	for i := range len(d.txOrder) {
 		t := d.txAt(i)
@@ -681,14 +725,15 @@ func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx
 		}
 		d.txSlab = append(d.txSlab, tx{key: k, leg: int32(li)}) // within capacity: earlier pointers stay
 		t = &d.txSlab[len(d.txSlab)-1]
-		d.txOrder = append(withCap(d.txOrder, txSlab), t)
-		if d.txIndex != nil {
-			d.txIndex[k] = t
+		d.txOrder = append(d.txOrder, t)
+		if d.rare != nil && d.rare.txIndex != nil {
+			d.rare.txIndex[k] = t
 		} else if len(d.txOrder) > smallTxs {
-			d.txIndex = make(map[txKey]*tx, len(d.txOrder))
+			idx := make(map[txKey]*tx, len(d.txOrder))
 			for _, x := range d.txOrder {
-				d.txIndex[x.key] = x
+				idx[x.key] = x
 			}
+			d.more().txIndex = idx
 		}
 	}
 	if m.IsRequest {
@@ -983,11 +1028,12 @@ func (d *dialog) noteDTMF(m *sip.Message, o *Observation) {
 	if !ok {
 		return
 	}
-	if len(d.dtmf) >= maxDTMF {
-		inc32(&d.dtmfDropped)
+	r := d.more()
+	if len(r.dtmf) >= maxDTMF {
+		inc32(&r.dtmfDropped)
 		return
 	}
-	d.dtmf = append(d.dtmf, dtmfEvent{at: o.TS, digit: digit, duration: dur, frame: o.Frame})
+	r.dtmf = append(r.dtmf, dtmfEvent{at: o.TS, digit: digit, duration: dur, frame: o.Frame})
 }
 
 // effectiveState is the state a leg reports: a leg whose opening transaction
