@@ -110,8 +110,11 @@ func expiresZero(m *sip.Message) bool {
 		return true
 	}
 	contacts, zero := 0, 0
-	for _, v := range m.HeaderValues(sip.HdrContact) {
-		for _, c := range sip.SplitList(v) {
+	for i := range m.Headers { // the Contact values, without HeaderValues' slice
+		if m.Headers[i].ID != sip.HdrContact {
+			continue
+		}
+		for _, c := range sip.SplitList(m.Headers[i].Value) {
 			contacts++
 			if c == "*" {
 				return true
