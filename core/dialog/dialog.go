@@ -77,11 +77,11 @@ var identitySeed = maphash.MakeSeed()
 // RSeq (RFC 3262 §3), so two 183s of different RSeq are two messages. A
 // capture duplicate never gets this far (dup.go).
 //
-// ab is the message's addresses as putAddrPorts writes them (Store.Apply
-// writes them once for identity and dupKey).
-func identity(o *Observation, ab *addrBytes) uint64 {
+// mi is what apply worked out of the message (msgInfo), ab its addresses
+// as putAddrPorts writes them (once for identity and dupKey, Store.Apply).
+func identity(o *Observation, mi *msgInfo, ab *addrBytes) uint64 {
 	m := o.Msg
-	method := upperMethod(m.CSeq.Method)
+	method := mi.cseqMethod
 	var rseq string
 	status := 0
 	if !m.IsRequest {
@@ -440,8 +440,29 @@ type applyResult struct {
 	retrans bool
 }
 
+// msgInfo is what several steps of apply read from one message, worked
+// out once per message instead of in each step: the methods in their
+// constant spelling (upperMethod) and the From tag's sum (tagSum).
+type msgInfo struct {
+	method     string // upperMethod(m.Method) of a request; "" for a response
+	cseqMethod string // upperMethod(m.CSeq.Method); "" when the CSeq is not valid
+	fromSum    uint64 // tagSum(m.From.Tag)
+}
+
+func infoOf(m *sip.Message) msgInfo {
+	mi := msgInfo{fromSum: tagSum(m.From.Tag)}
+	if m.IsRequest {
+		mi.method = upperMethod(m.Method)
+	}
+	if m.CSeq.Valid {
+		mi.cseqMethod = upperMethod(m.CSeq.Method)
+	}
+	return mi
+}
+
 func (d *dialog) apply(o *Observation, cfg *Config, ab *addrBytes) applyResult {
 	m := o.Msg
+	mi := infoOf(m)
 	if o.TS.After(d.updated) {
 		d.updated = o.TS
 	}
@@ -454,10 +475,10 @@ func (d *dialog) apply(o *Observation, cfg *Config, ab *addrBytes) applyResult {
 	index := d.msgCount
 	d.msgCount++
 
-	retrans := d.retransmission(o, cfg, ab)
+	retrans := d.retransmission(o, cfg, &mi, ab)
 	legs := len(d.legs)
 	ts := stampOf(o.TS)
-	li, l := d.legFor(m, ts)
+	li, l := d.legFor(m, ts, &mi)
 	if len(d.legs) > legs {
 		// a leg's first message always runs its machine, so no leg is left
 		// without a state
@@ -466,7 +487,7 @@ func (d *dialog) apply(o *Observation, cfg *Config, ab *addrBytes) applyResult {
 	if retrans {
 		inc32(&d.retrans)
 	}
-	t := d.transaction(m, ts, li, retrans)
+	t := d.transaction(m, ts, li, retrans, &mi)
 
 	if len(d.msgs) < cfg.MaxMessages {
 		d.retain(o, index, li, retrans)
@@ -483,9 +504,9 @@ func (d *dialog) apply(o *Observation, cfg *Config, ab *addrBytes) applyResult {
 		if l.updated.before(ts) {
 			l.updated = ts
 		}
-		d.noteFork(l, m)
+		d.noteFork(l, m, mi.fromSum)
 		if !retrans {
-			d.step(l, m, t, o, index)
+			d.step(l, m, t, o, index, &mi)
 			if m.IsRequest && m.Method == "INFO" {
 				d.noteDTMF(m, o)
 			}
@@ -508,12 +529,12 @@ func (d *dialog) apply(o *Observation, cfg *Config, ab *addrBytes) applyResult {
 }
 
 // retransmission checks and remembers the message's identity.
-func (d *dialog) retransmission(o *Observation, cfg *Config, ab *addrBytes) bool {
+func (d *dialog) retransmission(o *Observation, cfg *Config, mi *msgInfo, ab *addrBytes) bool {
 	m := o.Msg
 	if !m.CSeq.Valid {
 		return false
 	}
-	k := identity(o, ab)
+	k := identity(o, mi, ab)
 	if slices.Contains(d.seen, k) {
 		return true
 	}
@@ -564,10 +585,10 @@ func (l *leg) hasTag(tag string, sum uint64) bool {
 
 // legFor finds or opens the leg a message belongs to. It returns (-1, nil)
 // when the message would open a leg past the cap.
-func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
+func (d *dialog) legFor(m *sip.Message, ts stamp, mi *msgInfo) (int, *leg) {
 	ft, tt := m.From.Tag, m.To.Tag
-	ftSum := tagSum(ft)
-	hint, opener := familyHint(m)
+	ftSum := mi.fromSum
+	hint, opener := familyHint(m, mi)
 	best := -1
 	for pass := 0; pass < 2; pass++ {
 		tag, sum := ft, ftSum
@@ -603,10 +624,10 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 	f := FamilyGeneric
 	method := ""
 	if m.IsRequest {
-		method = upperMethod(m.Method)
+		method = mi.method
 		f = FamilyOf(method)
 	} else if m.CSeq.Valid {
-		method = upperMethod(m.CSeq.Method)
+		method = mi.cseqMethod
 		f = responseFamily(method)
 	}
 	nl := leg{
@@ -650,15 +671,15 @@ type famHint struct {
 // familyHint names the family a message's transaction belongs to when that
 // is unambiguous (INVITE, REGISTER, SUBSCRIBE), and whether the message is an
 // out-of-dialog request that opens a leg of that family.
-func familyHint(m *sip.Message) (famHint, bool) {
-	method := m.Method
+func familyHint(m *sip.Message, mi *msgInfo) (famHint, bool) {
+	method := mi.method
 	if !m.IsRequest {
 		if !m.CSeq.Valid {
 			return famHint{}, false
 		}
-		method = m.CSeq.Method
+		method = mi.cseqMethod
 	}
-	switch upperMethod(method) {
+	switch method {
 	case "INVITE":
 		return famHint{FamilyInvite, true}, m.IsRequest && m.To.Tag == ""
 	case "REGISTER":
@@ -709,11 +730,11 @@ func upperMethod(m string) string { return sip.CanonicalMethod(m) }
 // transaction records the message in its transaction (top Via branch + CSeq
 // number + CSeq method) and returns it; nil when the message names no
 // transaction or the per-dialog transaction cap was reached.
-func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx {
+func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool, mi *msgInfo) *tx {
 	if !m.CSeq.Valid {
 		return nil
 	}
-	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: upperMethod(m.CSeq.Method)}
+	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: mi.cseqMethod}
 	t := d.findTx(k)
 	if t == nil {
 		if len(d.txOrder) >= maxTxs {
@@ -761,9 +782,9 @@ func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx
 }
 
 // arrival classifies a message for the transition table.
-func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
+func (d *dialog) arrival(l *leg, m *sip.Message, t *tx, mi *msgInfo) Arrival {
 	if m.IsRequest {
-		switch upperMethod(m.Method) {
+		switch mi.method {
 		case "INVITE":
 			if m.To.Tag != "" {
 				return ReqReInvite
@@ -805,7 +826,7 @@ func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
 		return RespArrival(TxNone, st)
 	}
 	var tc Tx
-	switch upperMethod(m.CSeq.Method) {
+	switch mi.cseqMethod {
 	case "INVITE":
 		tc = TxInvite
 		switch {
@@ -877,9 +898,9 @@ func openerTx(f Family, t Tx) bool {
 
 // step runs the state machine and the timing for one (non-retransmitted)
 // message.
-func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) {
+func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int, mi *msgInfo) {
 	ts := o.TS
-	a := d.arrival(l, m, t)
+	a := d.arrival(l, m, t, mi)
 	c := Decide(l.family, a, l.state)
 	prev := l.state
 	if c.Change {
@@ -990,19 +1011,23 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 	}
 }
 
-// noteFork records the remote tag of a message in its leg.
-func (d *dialog) noteFork(l *leg, m *sip.Message) {
+// noteFork records the remote tag of a message in its leg; fromSum is
+// tagSum(m.From.Tag).
+func (d *dialog) noteFork(l *leg, m *sip.Message, fromSum uint64) {
 	if m.CSeq.Valid && strings.EqualFold(m.CSeq.Method, "CANCEL") {
 		return // a CANCEL's answer carries a tag the answering hop made up
 	}
-	remote := m.To.Tag
-	if !l.hasTag(m.From.Tag, tagSum(m.From.Tag)) {
-		remote = m.From.Tag
+	remote, fromRemote := m.To.Tag, false
+	if !l.hasTag(m.From.Tag, fromSum) {
+		remote, fromRemote = m.From.Tag, true
 	}
 	if remote == "" {
 		return
 	}
-	sum := tagSum(remote)
+	sum := fromSum
+	if !fromRemote {
+		sum = tagSum(remote)
+	}
 	for i := range l.forks {
 		if f := &l.forks[i]; len(f.tag) == len(remote) && f.sum == sum {
 			inc32(&f.messages)
