@@ -97,10 +97,7 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			var c rtp.Codec
 			fromMap := f.Encoding != ""
 			if fromMap {
-				c = rtp.NamedCodec(f.Encoding, uint32(max(f.ClockRate, 0)), m.Type)
-				if c.Name != "" && unsafe.StringData(c.Name) == unsafe.StringData(f.Encoding) {
-					c.Name = strings.Clone(c.Name) // a name the codec table does not hold
-				}
+				c = st.codecs.named(f.Encoding, uint32(max(f.ClockRate, 0)), m.Type)
 			} else if sc, ok := rtp.StaticCodec(pt); ok {
 				c = sc
 			} else {
@@ -450,4 +447,43 @@ func internDirection(d sdp.Direction) sdp.Direction {
 		return sdp.Inactive
 	}
 	return sdp.Direction(strings.Clone(string(d)))
+}
+
+// codecMemo remembers the codecs the codec table resolved for the latest
+// rtpmap encodings, so that the usual few (an SDP names the same codecs
+// call after call) are not lower-cased and looked up again on every SDP:
+// codecSlots entries, direct-mapped by the encoding's length, ends and
+// clock rate, each the name as written (a copy) and clock rate it
+// resolves. Only names the table holds are kept: the codec then does not
+// depend on the media type (rtp.NamedCodec), so a hit returns what
+// NamedCodec would. Bounded by its slots; a name that misses its slot is
+// resolved as before and replaces it.
+type codecMemo [codecSlots]codecMemoEntry
+
+const codecSlots = 16 // a power of two
+
+type codecMemoEntry struct {
+	enc   string
+	clock uint32
+	c     rtp.Codec
+}
+
+// named is rtp.NamedCodec(enc, clock, mediaType), the name copied when
+// the table does not hold it (a view into the SDP text would keep the
+// whole body alive).
+func (cm *codecMemo) named(enc string, clock uint32, mediaType string) rtp.Codec {
+	if enc == "" {
+		return rtp.NamedCodec(enc, clock, mediaType)
+	}
+	e := &cm[(uint(len(enc))*31+uint(enc[0])*7+uint(enc[len(enc)-1])+uint(clock>>3))&(codecSlots-1)]
+	if e.enc == enc && e.clock == clock {
+		return e.c
+	}
+	c := rtp.NamedCodec(enc, clock, mediaType)
+	if c.Name != "" && unsafe.StringData(c.Name) == unsafe.StringData(enc) {
+		c.Name = strings.Clone(c.Name) // a name the codec table does not hold
+		return c
+	}
+	*e = codecMemoEntry{enc: strings.Clone(enc), clock: clock, c: c}
+	return c
 }

@@ -236,6 +236,7 @@ type Store struct {
 	epQ      []netip.AddrPort
 	epHd     int
 	epOrd    uint64
+	codecs   codecMemo // rtpmap encodings resolved lately (sdp.go)
 	stats    Stats
 	lastNs   int64 // arrival of the latest packet taken (LastPacketAt)
 	orphans  int
