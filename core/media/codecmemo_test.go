@@ -45,3 +45,32 @@ func TestCodecMemoEqualsNamedCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecMemoKeepsTheUsualCodecs: once seen, the codecs SDP offers
+// usually carry are all answered from the memo (no copy of their names
+// again), none evicting another.
+func TestCodecMemoKeepsTheUsualCodecs(t *testing.T) {
+	usual := []struct {
+		enc   string
+		clock uint32
+	}{
+		{"PCMU", 8000}, {"PCMA", 8000}, {"telephone-event", 8000}, {"G722", 8000}, {"G729", 8000},
+		{"opus", 48000}, {"telephone-event", 48000}, {"AMR", 8000}, {"AMR-WB", 16000},
+		{"telephone-event", 16000}, {"iLBC", 8000}, {"H264", 90000},
+	}
+	texts := make([]string, len(usual))
+	for i, u := range usual {
+		texts[i] = string([]byte(u.enc))
+	}
+	var cm codecMemo
+	for i, u := range usual {
+		cm.named(texts[i], u.clock, "audio")
+	}
+	if n := testing.AllocsPerRun(10, func() {
+		for i, u := range usual {
+			cm.named(texts[i], u.clock, "audio")
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per pass over the usual codecs, want 0 (one evicts another)", n)
+	}
+}

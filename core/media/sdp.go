@@ -452,20 +452,31 @@ func internDirection(d sdp.Direction) sdp.Direction {
 // codecMemo remembers the codecs the codec table resolved for the latest
 // rtpmap encodings, so that the usual few (an SDP names the same codecs
 // call after call) are not lower-cased and looked up again on every SDP:
-// codecSlots entries, direct-mapped by the encoding's length, ends and
-// clock rate, each the name as written (a copy) and clock rate it
-// resolves. Only names the table holds are kept: the codec then does not
-// depend on the media type (rtp.NamedCodec), so a hit returns what
-// NamedCodec would. Bounded by its slots; a name that misses its slot is
-// resolved as before and replaces it.
+// codecSlots entries, a name kept in one of two slots chosen by its
+// length, first bytes, last byte and clock rate (codecSlots2), each the
+// name as written (a copy) and the clock rate and codec it resolves to.
+// Only names the table holds are kept: the codec then does not depend on
+// the media type (rtp.NamedCodec), so a hit returns what NamedCodec
+// would. Bounded by its slots; a name found in neither slot is resolved as
+// before and takes an empty one of the two, else the first.
 type codecMemo [codecSlots]codecMemoEntry
 
-const codecSlots = 16 // a power of two
+const codecSlots = 32 // a power of two
 
 type codecMemoEntry struct {
 	enc   string
 	clock uint32
 	c     rtp.Codec
+}
+
+// codecSlots2 returns enc's two slots in the memo (enc not empty): two
+// parts of a multiplicative hash of its length, first, second and last
+// bytes and the clock rate. A name is kept in either, so the usual few do
+// not evict one another.
+func codecSlots2(enc string, clock uint32) (uint, uint) {
+	k := uint64(len(enc))<<56 | uint64(enc[0])<<48 | uint64(enc[min(1, len(enc)-1)])<<40 | uint64(enc[len(enc)-1])<<32 | uint64(clock)
+	k *= 0x9E3779B97F4A7C15
+	return uint(k>>59) & (codecSlots - 1), uint(k>>50) & (codecSlots - 1)
 }
 
 // named is rtp.NamedCodec(enc, clock, mediaType), the name copied when
@@ -475,14 +486,21 @@ func (cm *codecMemo) named(enc string, clock uint32, mediaType string) rtp.Codec
 	if enc == "" {
 		return rtp.NamedCodec(enc, clock, mediaType)
 	}
-	e := &cm[(uint(len(enc))*31+uint(enc[0])*7+uint(enc[len(enc)-1])+uint(clock>>3))&(codecSlots-1)]
-	if e.enc == enc && e.clock == clock {
+	a, b := codecSlots2(enc, clock)
+	if e := &cm[a]; e.enc == enc && e.clock == clock {
+		return e.c
+	}
+	if e := &cm[b]; e.enc == enc && e.clock == clock {
 		return e.c
 	}
 	c := rtp.NamedCodec(enc, clock, mediaType)
 	if c.Name != "" && unsafe.StringData(c.Name) == unsafe.StringData(enc) {
 		c.Name = strings.Clone(c.Name) // a name the codec table does not hold
 		return c
+	}
+	e := &cm[a] // an empty slot of the two, else the first
+	if e.enc != "" && cm[b].enc == "" {
+		e = &cm[b]
 	}
 	*e = codecMemoEntry{enc: strings.Clone(enc), clock: clock, c: c}
 	return c
