@@ -23,7 +23,7 @@ func (st *Store) Merge(others ...*Store) {
 			continue
 		}
 		o.mu.Lock()
-		for _, a := range o.epQ[o.epHd:] {
+		for a := range o.epQ.all() {
 			ep := o.eps[a]
 			if ep == nil {
 				continue
@@ -33,7 +33,7 @@ func (st *Store) Merge(others ...*Store) {
 					st.evictEndpoint()
 				}
 				st.eps[a] = ep
-				st.epQ = append(st.epQ, a)
+				st.epQ.push(a)
 				st.addCallEndpoint(ep.callID, ep)
 				for _, x := range ep.sharers {
 					st.addCallEndpoint(x.callID, x.ep)

@@ -50,7 +50,7 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 				st.evictEndpoint()
 			}
 			if ep == nil {
-				st.epQ = append(st.epQ, ap)
+				st.epQ.push(ap)
 			}
 			took = ep
 			if took != nil {
@@ -186,9 +186,11 @@ func (st *Store) sharersAfter(prev *endpoint, callID string, ts time.Time) []sha
 }
 
 func (st *Store) evictEndpoint() {
-	for st.epHd < len(st.epQ) {
-		a := st.epQ[st.epHd]
-		st.epHd++
+	for {
+		a, ok := st.epQ.pop()
+		if !ok {
+			return
+		}
 		if ep, ok := st.eps[a]; ok {
 			delete(st.eps, a)
 			st.unindexEndpoint(ep)
@@ -196,13 +198,8 @@ func (st *Store) evictEndpoint() {
 				st.unindexEndpoint(x.ep)
 			}
 			st.stats.EndpointsEvicted++
-			break
+			return
 		}
-	}
-	if st.epHd > 1024 && st.epHd*2 > len(st.epQ) {
-		n := copy(st.epQ, st.epQ[st.epHd:])
-		st.epQ = st.epQ[:n]
-		st.epHd = 0
 	}
 }
 

@@ -233,8 +233,7 @@ type Store struct {
 	eps      map[netip.AddrPort]*endpoint
 	epByCall map[uint64]*callEndpoints // by callHash (sdp.go)
 	epSeed   maphash.Seed
-	epQ      []netip.AddrPort
-	epHd     int
+	epQ      addrQueue // the endpoints' addresses, oldest first (evictEndpoint)
 	epOrd    uint64
 	codecs   codecMemo // rtpmap encodings resolved lately (sdp.go)
 	stats    Stats
