@@ -24,15 +24,15 @@ func (st *Store) Merge(others ...*Store) {
 		}
 		o.mu.Lock()
 		for a := range o.epQ.all() {
-			ep := o.eps[a]
+			ep := o.eps.get(a)
 			if ep == nil {
 				continue
 			}
-			if cur := st.eps[a]; cur == nil {
-				if len(st.eps) >= st.cfg.MaxEndpoints {
+			if cur := st.eps.get(a); cur == nil {
+				if st.eps.len() >= st.cfg.MaxEndpoints {
 					st.evictEndpoint()
 				}
-				st.eps[a] = ep
+				st.eps.set(a, ep)
 				st.epQ.push(a)
 				st.addCallEndpoint(ep.callID, ep)
 				for _, x := range ep.sharers {
@@ -55,7 +55,7 @@ func (st *Store) Merge(others ...*Store) {
 			s.ordinal = st.ordinal
 			if s.ep != nil {
 				// Rebind to this store's endpoint object for the address.
-				if ep := st.eps[s.ep.addr]; ep != nil && ep.callID == s.ep.callID {
+				if ep := st.eps.get(s.ep.addr); ep != nil && ep.callID == s.ep.callID {
 					s.ep = ep
 				}
 			}

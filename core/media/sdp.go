@@ -43,10 +43,10 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			continue
 		}
 		ap := netip.AddrPortFrom(addr.Unmap(), uint16(m.Port))
-		ep := st.eps[ap]
+		ep := st.eps.get(ap)
 		var took *endpoint // the endpoint another dialog announced before
 		if ep == nil || ep.callID != callID {
-			if ep == nil && len(st.eps) >= st.cfg.MaxEndpoints {
+			if ep == nil && st.eps.len() >= st.cfg.MaxEndpoints {
 				st.evictEndpoint()
 			}
 			if ep == nil {
@@ -70,7 +70,7 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			ep = st.newCallEndpoint(h, callID, len(m.Formats))
 			ep.addr, ep.callID, ep.ordinal = ap, callID, st.epOrd
 			ep.sharers = sharers
-			st.eps[ap] = ep
+			st.eps.set(ap, ep)
 		}
 		// Strings kept past this call are interned or copied: a view into the
 		// SDP text would keep the whole body alive for the endpoint's life.
@@ -191,8 +191,8 @@ func (st *Store) evictEndpoint() {
 		if !ok {
 			return
 		}
-		if ep, ok := st.eps[a]; ok {
-			delete(st.eps, a)
+		if ep := st.eps.get(a); ep != nil {
+			st.eps.del(a)
 			st.unindexEndpoint(ep)
 			for _, x := range ep.sharers {
 				st.unindexEndpoint(x.ep)
