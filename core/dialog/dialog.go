@@ -365,10 +365,11 @@ type dialog struct {
 
 	// first holds what a dialog's first leg, identities, addresses and
 	// transactions need at first (what a call uses): one allocation with
-	// the dialog instead of five, next to it in memory. The slices above
+	// the dialog instead of eight, next to it in memory. The slices above
 	// start in it and move out only when they outgrow it. The dialog
 	// stays at or under 1,784 bytes: with the allocator's 8-byte header
-	// that is the 1,792-byte size class (TestDialogFitsItsSizeClass).
+	// that is the 1,792-byte size class (TestDialogFitsItsSizeClass); what
+	// few dialogs need waits in rare to leave the room.
 	first struct {
 		leg         leg
 		transitions [firstTransitions]transition
