@@ -29,6 +29,29 @@ type Cause struct {
 	frame packet.FrameRef
 }
 
+// namesCause reports whether a message carries a header causeOf reads
+// (Reason, X-Asterisk-HangupCauseCode): without one causeOf finds nothing,
+// and most messages carry neither, so the store asks this first and copies
+// no empty Cause.
+func namesCause(m *sip.Message) bool {
+	for i := range m.Headers {
+		if id := m.Headers[i].ID; id == sip.HdrReason || id == sip.HdrXAsteriskHangupCauseCode {
+			return true
+		}
+	}
+	return false
+}
+
+// noteCause keeps the cause m names, if any, as the dialog's cause, with
+// the frame that carried it: the last message naming a cause wins.
+func (d *dialog) noteCause(m *sip.Message, frame packet.FrameRef) {
+	if c, ok := causeOf(m); ok {
+		c.frame = frame
+		d.cause = new(Cause) // only a message naming a cause allocates
+		*d.cause = c
+	}
+}
+
 // causeOf returns the cause a message names, if any: within one message a
 // Q.850 Reason beats X-Asterisk-HangupCauseCode (a Q.850 value without
 // text), which beats a SIP Reason.
@@ -87,8 +110,11 @@ func expiresZero(m *sip.Message) bool {
 		return true
 	}
 	contacts, zero := 0, 0
-	for _, v := range m.HeaderValues(sip.HdrContact) {
-		for _, c := range sip.SplitList(v) {
+	for i := range m.Headers { // the Contact values, without HeaderValues' slice
+		if m.Headers[i].ID != sip.HdrContact {
+			continue
+		}
+		for _, c := range sip.SplitList(m.Headers[i].Value) {
 			contacts++
 			if c == "*" {
 				return true

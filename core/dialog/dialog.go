@@ -76,9 +76,12 @@ var identitySeed = maphash.MakeSeed()
 // provisional is re-sent with its RSeq, and the next one carries the next
 // RSeq (RFC 3262 §3), so two 183s of different RSeq are two messages. A
 // capture duplicate never gets this far (dup.go).
-func identity(o *Observation) uint64 {
+//
+// mi is what apply worked out of the message (msgInfo), ab its addresses
+// as putAddrPorts writes them (once for identity and dupKey, Store.Apply).
+func identity(o *Observation, mi *msgInfo, ab *addrBytes) uint64 {
 	m := o.Msg
-	method := upperMethod(m.CSeq.Method)
+	method := mi.cseqMethod
 	var rseq string
 	status := 0
 	if !m.IsRequest {
@@ -93,7 +96,7 @@ func identity(o *Observation) uint64 {
 	// addresses, ports, status and CSeq number, then each string after its
 	// length (so no two lists of strings write the same bytes).
 	var b [identityBuf]byte
-	n := putAddrPorts(b[:], o.Src, o.Dst)
+	n := copy(b[:], ab[:])
 	binary.BigEndian.PutUint32(b[n:], uint32(status))
 	binary.BigEndian.PutUint32(b[n+4:], m.CSeq.Number)
 	n += 8
@@ -122,6 +125,10 @@ func identity(o *Observation) uint64 {
 // identityBuf is the stack buffer identity hashes in one pass: room for
 // the fixed fields and the tags and method of any ordinary message.
 const identityBuf = 256
+
+// addrBytes is a message's two addresses and ports as putAddrPorts writes
+// them.
+type addrBytes [36]byte
 
 // putAddrPorts writes two addresses (16 bytes each, IPv4 as mapped IPv6)
 // and their ports into b and returns how many bytes it wrote (36).
@@ -331,25 +338,22 @@ type dialog struct {
 
 	// Bounds reached, and malformed messages (int32: see tx). legsDropped
 	// counts the messages that joined no leg because the leg cap was
-	// reached.
-	legsDropped, msgsDropped, malformed, seenDropped, txDropped, dtmfDropped int32
+	// reached. (The identity and DTMF bounds are counted in rare.)
+	legsDropped, msgsDropped, malformed, txDropped int32
 
-	msgs    []retained
-	addrs   []netip.AddrPort          // the retained messages' addresses
-	addrIdx map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
-	far     map[int][2]netip.AddrPort // addresses past addrs' cap, by message
-	srcs    map[int]string            // frame sources other than firstFrame's, by message
-	whole   map[int]*sip.Message      // messages the parser did not make, by message
-	bytes   int64                     // what the store holds for this dialog (membudget.go)
+	msgs  []retained
+	addrs []netip.AddrPort // the retained messages' addresses
+	bytes int64            // what the store holds for this dialog (membudget.go)
 
 	seen    []uint64 // the first smallSeen identities
-	seenMap map[uint64]struct{}
-	txOrder []*tx         // every transaction, in order of first sight
-	txSlab  []tx          // where the newest transactions live, txSlab at a time
-	txIndex map[txKey]*tx // built once there are more than smallTxs
+	txOrder []*tx    // every transaction, in order of first sight
+	txSlab  []tx     // where the newest transactions live, txSlab at a time
 
 	cause *Cause
-	dtmf  []dtmfEvent
+
+	// rare holds what few dialogs need (see dialogRare); nil until one
+	// of them is needed.
+	rare *dialogRare
 
 	// What aggregations read from the retained messages besides the
 	// primary leg's first message and hop, noted as they are retained (see
@@ -361,17 +365,49 @@ type dialog struct {
 
 	// first holds what a dialog's first leg, identities, addresses and
 	// transactions need at first (what a call uses): one allocation with
-	// the dialog instead of five, next to it in memory. The slices above
+	// the dialog instead of eight, next to it in memory. The slices above
 	// start in it and move out only when they outgrow it. The dialog
 	// stays at or under 1,784 bytes: with the allocator's 8-byte header
-	// that is the 1,792-byte size class (TestDialogFitsItsSizeClass).
+	// that is the 1,792-byte size class (TestDialogFitsItsSizeClass); what
+	// few dialogs need waits in rare to leave the room.
 	first struct {
 		leg         leg
 		transitions [firstTransitions]transition
 		tx          [txSlab]tx
 		addrs       [firstAddrs]netip.AddrPort
 		seen        [firstSeen]uint64
+		// The first entries of legs, of the first leg's forks and of
+		// txOrder: a call's one leg, one remote tag and first
+		// transactions need no array of their own.
+		legs    [1]*leg
+		forks   [1]fork
+		txOrder [txSlab]*tx
 	}
+}
+
+// dialogRare is what a dialog rarely needs, allocated with the first of
+// it, so that every dialog does not carry the empty fields: the indexes a
+// dialog builds past its small-set bounds, what its messages carry besides
+// the usual (another capture file, an address past the table's cap, a
+// message the parser did not make) and INFO DTMF digits.
+type dialogRare struct {
+	addrIdx map[netip.AddrPort]uint16 // addrs indexed, past 16 of them
+	far     map[int][2]netip.AddrPort // addresses past addrs' cap, by message
+	srcs    map[int]string            // frame sources other than firstFrame's, by message
+	whole   map[int]*sip.Message      // messages the parser did not make, by message
+	seenMap map[uint64]struct{}       // identities past the first smallSeen
+	txIndex map[txKey]*tx             // built once there are more than smallTxs
+	dtmf    []dtmfEvent
+
+	seenDropped, dtmfDropped int32 // bounds reached (int32: see tx)
+}
+
+// more returns the dialog's rare part, allocating it the first time.
+func (d *dialog) more() *dialogRare {
+	if d.rare == nil {
+		d.rare = new(dialogRare)
+	}
+	return d.rare
 }
 
 // Per-dialog bounds on attacker-keyed sets (engine.md §17).
@@ -393,6 +429,8 @@ func newDialog(callID string, seq uint64, o *Observation) *dialog {
 		firstOrigin: o.Origin,
 	}
 	d.txSlab = d.first.tx[:0]
+	d.txOrder = d.first.txOrder[:0]
+	d.legs = d.first.legs[:0]
 	d.addrs = d.first.addrs[:0]
 	d.seen = d.first.seen[:0]
 	return d
@@ -403,8 +441,29 @@ type applyResult struct {
 	retrans bool
 }
 
-func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
+// msgInfo is what several steps of apply read from one message, worked
+// out once per message instead of in each step: the methods in their
+// constant spelling (upperMethod) and the From tag's sum (tagSum).
+type msgInfo struct {
+	method     string // upperMethod(m.Method) of a request; "" for a response
+	cseqMethod string // upperMethod(m.CSeq.Method); "" when the CSeq is not valid
+	fromSum    uint64 // tagSum(m.From.Tag)
+}
+
+func infoOf(m *sip.Message) msgInfo {
+	mi := msgInfo{fromSum: tagSum(m.From.Tag)}
+	if m.IsRequest {
+		mi.method = upperMethod(m.Method)
+	}
+	if m.CSeq.Valid {
+		mi.cseqMethod = upperMethod(m.CSeq.Method)
+	}
+	return mi
+}
+
+func (d *dialog) apply(o *Observation, cfg *Config, ab *addrBytes) applyResult {
 	m := o.Msg
+	mi := infoOf(m)
 	if o.TS.After(d.updated) {
 		d.updated = o.TS
 	}
@@ -417,10 +476,10 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	index := d.msgCount
 	d.msgCount++
 
-	retrans := d.retransmission(o, cfg)
+	retrans := d.retransmission(o, cfg, &mi, ab)
 	legs := len(d.legs)
 	ts := stampOf(o.TS)
-	li, l := d.legFor(m, ts)
+	li, l := d.legFor(m, ts, &mi)
 	if len(d.legs) > legs {
 		// a leg's first message always runs its machine, so no leg is left
 		// without a state
@@ -429,7 +488,7 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 	if retrans {
 		inc32(&d.retrans)
 	}
-	t := d.transaction(m, ts, li, retrans)
+	t := d.transaction(m, ts, li, retrans, &mi)
 
 	if len(d.msgs) < cfg.MaxMessages {
 		d.retain(o, index, li, retrans)
@@ -437,10 +496,8 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 		inc32(&d.msgsDropped)
 	}
 
-	if c, ok := causeOf(m); ok {
-		c.frame = o.Frame
-		d.cause = new(Cause) // only a message naming a cause allocates
-		*d.cause = c
+	if namesCause(m) {
+		d.noteCause(m, o.Frame)
 	}
 
 	if l != nil {
@@ -448,9 +505,9 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 		if l.updated.before(ts) {
 			l.updated = ts
 		}
-		d.noteFork(l, m)
+		d.noteFork(l, m, mi.fromSum)
 		if !retrans {
-			d.step(l, m, t, o, index)
+			d.step(l, m, t, o, index, &mi)
 			if m.IsRequest && m.Method == "INFO" {
 				d.noteDTMF(m, o)
 			}
@@ -473,34 +530,42 @@ func (d *dialog) apply(o *Observation, cfg *Config) applyResult {
 }
 
 // retransmission checks and remembers the message's identity.
-func (d *dialog) retransmission(o *Observation, cfg *Config) bool {
+func (d *dialog) retransmission(o *Observation, cfg *Config, mi *msgInfo, ab *addrBytes) bool {
 	m := o.Msg
 	if !m.CSeq.Valid {
 		return false
 	}
-	k := identity(o)
+	k := identity(o, mi, ab)
 	if slices.Contains(d.seen, k) {
 		return true
 	}
-	if _, ok := d.seenMap[k]; ok {
-		return true
+	if d.rare != nil {
+		if _, ok := d.rare.seenMap[k]; ok {
+			return true
+		}
 	}
 	if d.seenCount() >= cfg.MaxSeen {
-		inc32(&d.seenDropped)
+		inc32(&d.more().seenDropped)
 		return false
 	}
 	if len(d.seen) < smallSeen {
 		d.seen = append(withCap(d.seen, firstSeen), k)
 		return false
 	}
-	if d.seenMap == nil {
-		d.seenMap = map[uint64]struct{}{}
+	r := d.more()
+	if r.seenMap == nil {
+		r.seenMap = map[uint64]struct{}{}
 	}
-	d.seenMap[k] = struct{}{}
+	r.seenMap[k] = struct{}{}
 	return false
 }
 
-func (d *dialog) seenCount() int { return len(d.seen) + len(d.seenMap) }
+func (d *dialog) seenCount() int {
+	if d.rare == nil {
+		return len(d.seen)
+	}
+	return len(d.seen) + len(d.rare.seenMap)
+}
 
 // tagSeed keys tagSum; random per process.
 var tagSeed = maphash.MakeSeed()
@@ -521,10 +586,10 @@ func (l *leg) hasTag(tag string, sum uint64) bool {
 
 // legFor finds or opens the leg a message belongs to. It returns (-1, nil)
 // when the message would open a leg past the cap.
-func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
+func (d *dialog) legFor(m *sip.Message, ts stamp, mi *msgInfo) (int, *leg) {
 	ft, tt := m.From.Tag, m.To.Tag
-	ftSum := tagSum(ft)
-	hint, opener := familyHint(m)
+	ftSum := mi.fromSum
+	hint, opener := familyHint(m, mi)
 	best := -1
 	for pass := 0; pass < 2; pass++ {
 		tag, sum := ft, ftSum
@@ -560,10 +625,10 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 	f := FamilyGeneric
 	method := ""
 	if m.IsRequest {
-		method = upperMethod(m.Method)
+		method = mi.method
 		f = FamilyOf(method)
 	} else if m.CSeq.Valid {
-		method = upperMethod(m.CSeq.Method)
+		method = mi.cseqMethod
 		f = responseFamily(method)
 	}
 	nl := leg{
@@ -574,6 +639,7 @@ func (d *dialog) legFor(m *sip.Message, ts stamp) (int, *leg) {
 	if len(d.legs) == 0 { // the first leg: legs are never removed
 		l = &d.first.leg
 		nl.transitions = d.first.transitions[:0]
+		nl.forks = d.first.forks[:0]
 		*l = nl
 	} else {
 		l = new(leg)
@@ -606,15 +672,15 @@ type famHint struct {
 // familyHint names the family a message's transaction belongs to when that
 // is unambiguous (INVITE, REGISTER, SUBSCRIBE), and whether the message is an
 // out-of-dialog request that opens a leg of that family.
-func familyHint(m *sip.Message) (famHint, bool) {
-	method := m.Method
+func familyHint(m *sip.Message, mi *msgInfo) (famHint, bool) {
+	method := mi.method
 	if !m.IsRequest {
 		if !m.CSeq.Valid {
 			return famHint{}, false
 		}
-		method = m.CSeq.Method
+		method = mi.cseqMethod
 	}
-	switch upperMethod(method) {
+	switch method {
 	case "INVITE":
 		return famHint{FamilyInvite, true}, m.IsRequest && m.To.Tag == ""
 	case "REGISTER":
@@ -630,8 +696,8 @@ func familyHint(m *sip.Message) (famHint, bool) {
 const smallTxs = 16
 
 func (d *dialog) findTx(k txKey) *tx {
-	if d.txIndex != nil {
-		return d.txIndex[k]
+	if d.rare != nil && d.rare.txIndex != nil {
+		return d.rare.txIndex[k]
 	}
 	for i := range len(d.txOrder) {
 		t := d.txAt(i)
@@ -665,11 +731,11 @@ func upperMethod(m string) string { return sip.CanonicalMethod(m) }
 // transaction records the message in its transaction (top Via branch + CSeq
 // number + CSeq method) and returns it; nil when the message names no
 // transaction or the per-dialog transaction cap was reached.
-func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx {
+func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool, mi *msgInfo) *tx {
 	if !m.CSeq.Valid {
 		return nil
 	}
-	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: upperMethod(m.CSeq.Method)}
+	k := txKey{branch: m.TopBranch(), cseq: m.CSeq.Number, method: mi.cseqMethod}
 	t := d.findTx(k)
 	if t == nil {
 		if len(d.txOrder) >= maxTxs {
@@ -681,14 +747,15 @@ func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx
 		}
 		d.txSlab = append(d.txSlab, tx{key: k, leg: int32(li)}) // within capacity: earlier pointers stay
 		t = &d.txSlab[len(d.txSlab)-1]
-		d.txOrder = append(withCap(d.txOrder, txSlab), t)
-		if d.txIndex != nil {
-			d.txIndex[k] = t
+		d.txOrder = append(d.txOrder, t)
+		if d.rare != nil && d.rare.txIndex != nil {
+			d.rare.txIndex[k] = t
 		} else if len(d.txOrder) > smallTxs {
-			d.txIndex = make(map[txKey]*tx, len(d.txOrder))
+			idx := make(map[txKey]*tx, len(d.txOrder))
 			for _, x := range d.txOrder {
-				d.txIndex[x.key] = x
+				idx[x.key] = x
 			}
+			d.more().txIndex = idx
 		}
 	}
 	if m.IsRequest {
@@ -716,9 +783,9 @@ func (d *dialog) transaction(m *sip.Message, ts stamp, li int, retrans bool) *tx
 }
 
 // arrival classifies a message for the transition table.
-func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
+func (d *dialog) arrival(l *leg, m *sip.Message, t *tx, mi *msgInfo) Arrival {
 	if m.IsRequest {
-		switch upperMethod(m.Method) {
+		switch mi.method {
 		case "INVITE":
 			if m.To.Tag != "" {
 				return ReqReInvite
@@ -760,7 +827,7 @@ func (d *dialog) arrival(l *leg, m *sip.Message, t *tx) Arrival {
 		return RespArrival(TxNone, st)
 	}
 	var tc Tx
-	switch upperMethod(m.CSeq.Method) {
+	switch mi.cseqMethod {
 	case "INVITE":
 		tc = TxInvite
 		switch {
@@ -832,9 +899,9 @@ func openerTx(f Family, t Tx) bool {
 
 // step runs the state machine and the timing for one (non-retransmitted)
 // message.
-func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int) {
+func (d *dialog) step(l *leg, m *sip.Message, t *tx, o *Observation, index int, mi *msgInfo) {
 	ts := o.TS
-	a := d.arrival(l, m, t)
+	a := d.arrival(l, m, t, mi)
 	c := Decide(l.family, a, l.state)
 	prev := l.state
 	if c.Change {
@@ -945,19 +1012,23 @@ func (l *leg) time(a Arrival, m *sip.Message, o *Observation) {
 	}
 }
 
-// noteFork records the remote tag of a message in its leg.
-func (d *dialog) noteFork(l *leg, m *sip.Message) {
+// noteFork records the remote tag of a message in its leg; fromSum is
+// tagSum(m.From.Tag).
+func (d *dialog) noteFork(l *leg, m *sip.Message, fromSum uint64) {
 	if m.CSeq.Valid && strings.EqualFold(m.CSeq.Method, "CANCEL") {
 		return // a CANCEL's answer carries a tag the answering hop made up
 	}
-	remote := m.To.Tag
-	if !l.hasTag(m.From.Tag, tagSum(m.From.Tag)) {
-		remote = m.From.Tag
+	remote, fromRemote := m.To.Tag, false
+	if !l.hasTag(m.From.Tag, fromSum) {
+		remote, fromRemote = m.From.Tag, true
 	}
 	if remote == "" {
 		return
 	}
-	sum := tagSum(remote)
+	sum := fromSum
+	if !fromRemote {
+		sum = tagSum(remote)
+	}
 	for i := range l.forks {
 		if f := &l.forks[i]; len(f.tag) == len(remote) && f.sum == sum {
 			inc32(&f.messages)
@@ -983,11 +1054,12 @@ func (d *dialog) noteDTMF(m *sip.Message, o *Observation) {
 	if !ok {
 		return
 	}
-	if len(d.dtmf) >= maxDTMF {
-		inc32(&d.dtmfDropped)
+	r := d.more()
+	if len(r.dtmf) >= maxDTMF {
+		inc32(&r.dtmfDropped)
 		return
 	}
-	d.dtmf = append(d.dtmf, dtmfEvent{at: o.TS, digit: digit, duration: dur, frame: o.Frame})
+	r.dtmf = append(r.dtmf, dtmfEvent{at: o.TS, digit: digit, duration: dur, frame: o.Frame})
 }
 
 // effectiveState is the state a leg reports: a leg whose opening transaction

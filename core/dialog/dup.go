@@ -107,7 +107,9 @@ type dupID struct {
 // dupKey is the fingerprint of a message's bytes and addresses in one
 // dialog, and its set; a zero key when the message has no bytes (a Message
 // not made by the parser), which is never taken for a duplicate.
-func dupKey(o *Observation, seq uint64) dupID {
+//
+// ab is the message's addresses as putAddrPorts writes them.
+func dupKey(o *Observation, seq uint64, ab *addrBytes) dupID {
 	if len(o.Msg.Raw) == 0 {
 		return dupID{}
 	}
@@ -124,7 +126,7 @@ func dupKey(o *Observation, seq uint64) dupID {
 	// decides that, and it is seeded).
 	m := o.Msg
 	var b [2*16 + 2*2 + 8 + 8]byte
-	n := putAddrPorts(b[:], o.Src, o.Dst)
+	n := copy(b[:], ab[:])
 	binary.BigEndian.PutUint64(b[n:], seq)
 	set := mix64(uint64(len(m.Raw))<<32 | uint64(uint32(m.StatusCode)))
 	set = mix64(set ^ uint64(m.CSeq.Number))

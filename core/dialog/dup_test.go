@@ -395,7 +395,9 @@ func TestDuplicateSetsSpreadTheMessagesOfOneDialog(t *testing.T) {
 					t.Fatal(err)
 				}
 				o := Observation{Msg: m, Src: netip.MustParseAddrPort(alice), Dst: netip.MustParseAddrPort(bob)}
-				sets[dupKey(&o, 1).set&(dupSets-1)] = true
+				var ab addrBytes
+				putAddrPorts(ab[:], o.Src, o.Dst)
+				sets[dupKey(&o, 1, &ab).set&(dupSets-1)] = true
 			}
 			if len(sets) < 950 {
 				t.Errorf("%d messages used %d of %d sets, want at least 950", dupSets*dupWays, len(sets), dupSets)

@@ -440,7 +440,7 @@ func (d *dialog) icmpMessage(q *ICMPQuote, from time.Time) int {
 		if len(quote) > 0 {
 			var raw []byte
 			if r.flags&retWhole != 0 {
-				raw = d.whole[i].Raw
+				raw = d.rare.whole[i].Raw
 			} else {
 				raw = r.msg.Raw()
 			}

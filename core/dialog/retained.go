@@ -55,8 +55,12 @@ var maxAddrs = farAddr
 // addrIndex returns the index of a in the dialog's address table, adding it
 // (farAddr once the table holds farAddr addresses).
 func (d *dialog) addrIndex(a netip.AddrPort) uint16 {
-	if d.addrIdx != nil {
-		if i, ok := d.addrIdx[a]; ok {
+	var idx map[netip.AddrPort]uint16
+	if d.rare != nil {
+		idx = d.rare.addrIdx
+	}
+	if idx != nil {
+		if i, ok := idx[a]; ok {
 			return i
 		}
 	} else {
@@ -71,13 +75,14 @@ func (d *dialog) addrIndex(a netip.AddrPort) uint16 {
 	}
 	i := uint16(len(d.addrs))
 	d.addrs = append(withCap(d.addrs, firstAddrs), a)
-	if d.addrIdx == nil && len(d.addrs) > 16 {
-		d.addrIdx = make(map[netip.AddrPort]uint16, len(d.addrs))
+	if idx == nil && len(d.addrs) > 16 {
+		idx = make(map[netip.AddrPort]uint16, len(d.addrs))
 		for j, x := range d.addrs {
-			d.addrIdx[x] = uint16(j)
+			idx[x] = uint16(j)
 		}
-	} else if d.addrIdx != nil {
-		d.addrIdx[a] = i
+		d.more().addrIdx = idx
+	} else if idx != nil {
+		idx[a] = i
 	}
 	return i
 }
@@ -93,16 +98,18 @@ func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
 	}
 	if o.Frame.Source != d.firstFrame.Source {
 		r.flags |= retSource
-		if d.srcs == nil {
-			d.srcs = map[int]string{}
+		x := d.more()
+		if x.srcs == nil {
+			x.srcs = map[int]string{}
 		}
-		d.srcs[pos] = o.Frame.Source
+		x.srcs[pos] = o.Frame.Source
 	}
 	if r.src == farAddr || r.dst == farAddr {
-		if d.far == nil {
-			d.far = map[int][2]netip.AddrPort{}
+		x := d.more()
+		if x.far == nil {
+			x.far = map[int][2]netip.AddrPort{}
 		}
-		d.far[pos] = [2]netip.AddrPort{o.Src, o.Dst}
+		x.far[pos] = [2]netip.AddrPort{o.Src, o.Dst}
 	}
 	if o.HasDSCP {
 		r.flags |= retHasDSCP
@@ -117,10 +124,11 @@ func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
 	} else {
 		d.bytes += int64(len(o.Msg.Raw))*wholeFactor + messageOverhead
 		r.flags |= retWhole
-		if d.whole == nil {
-			d.whole = map[int]*sip.Message{}
+		x := d.more()
+		if x.whole == nil {
+			x.whole = map[int]*sip.Message{}
 		}
-		d.whole[pos] = o.Msg
+		x.whole[pos] = o.Msg
 	}
 	if d.msgs == nil {
 		n := firstMsgsOther
@@ -144,7 +152,7 @@ func (d *dialog) message(i int) Message {
 	m.Frame = d.frameOf(i)
 	m.Src, m.Dst = d.addrsOf(i)
 	if r.flags&retWhole != 0 {
-		m.Msg = d.whole[i]
+		m.Msg = d.rare.whole[i] // retWhole: rare holds it
 	} else {
 		m.Msg = r.msg.Message()
 	}
@@ -200,7 +208,7 @@ func (d *dialog) frameOf(i int) packet.FrameRef {
 	r := &d.msgs[i]
 	f := packet.FrameRef{Source: d.firstFrame.Source, Ordinal: r.ordinal, Digest: r.digest}
 	if r.flags&retSource != 0 {
-		f.Source = d.srcs[i]
+		f.Source = d.rare.srcs[i] // retSource: rare holds it
 	}
 	return f
 }
@@ -209,7 +217,7 @@ func (d *dialog) frameOf(i int) packet.FrameRef {
 func (d *dialog) addrsOf(i int) (src, dst netip.AddrPort) {
 	r := &d.msgs[i]
 	if r.src == farAddr || r.dst == farAddr {
-		a := d.far[i]
+		a := d.rare.far[i] // farAddr: rare holds it
 		return a[0], a[1]
 	}
 	return d.addrs[r.src], d.addrs[r.dst]

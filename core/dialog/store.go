@@ -198,11 +198,13 @@ func (s *Store) Apply(o Observation) Result {
 		return Result{NoCallID: true}
 	}
 	var res Result
+	var ab addrBytes // written once for dupKey and identity
+	putAddrPorts(ab[:], o.Src, o.Dst)
 	id := keyOf(callID)
 	d := s.byID.get(id)
 	var key dupID
 	if d != nil && s.cfg.DuplicateWindow > 0 {
-		key = dupKey(&o, d.seq)
+		key = dupKey(&o, d.seq, &ab)
 		if e := s.dup.find(key, &o, o.TS.UnixNano(), int64(s.cfg.DuplicateWindow)); e != nil {
 			d.duplicate(e.pos)
 			s.noteChange(d)
@@ -240,11 +242,11 @@ func (s *Store) Apply(o Observation) Result {
 	if !res.Created {
 		was = d.method()
 	}
-	r := d.apply(&o, &s.cfg)
+	r := d.apply(&o, &s.cfg, &ab)
 	s.noteChange(d)
 	if s.cfg.DuplicateWindow > 0 {
 		if key.key == 0 {
-			key = dupKey(&o, d.seq)
+			key = dupKey(&o, d.seq, &ab)
 		}
 		pos := int32(-1)
 		if len(d.msgs) > retained {

@@ -419,8 +419,13 @@ func (d *dialog) detail(opt Options) Detail {
 			})
 		}
 	}
-	det.InfoDTMF = make([]DTMF, 0, len(d.dtmf))
-	for _, e := range d.dtmf {
+	var rare dialogRare
+	if d.rare != nil {
+		rare = *d.rare
+	}
+	dtmf := rare.dtmf
+	det.InfoDTMF = make([]DTMF, 0, len(dtmf))
+	for _, e := range dtmf {
 		x := DTMF{At: e.at, Digit: "x", DurationMs: e.duration}
 		if opt.RevealDigits {
 			x.Digit = e.digit
@@ -434,8 +439,8 @@ func (d *dialog) detail(opt Options) Detail {
 	det.Retained = len(d.msgs)
 	det.Bounds = Bounds{
 		MessagesNotRetained: int(d.msgsDropped), LegsDropped: int(d.legsDropped),
-		TransactionsDropped: int(d.txDropped), IdentitiesNotRemember: int(d.seenDropped),
-		DTMFDropped: int(d.dtmfDropped),
+		TransactionsDropped: int(d.txDropped), IdentitiesNotRemember: int(rare.seenDropped),
+		DTMFDropped: int(rare.dtmfDropped),
 	}
 	if !opt.NoMessages {
 		det.Messages = make([]Message, len(d.msgs))

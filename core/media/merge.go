@@ -23,17 +23,17 @@ func (st *Store) Merge(others ...*Store) {
 			continue
 		}
 		o.mu.Lock()
-		for _, a := range o.epQ[o.epHd:] {
-			ep := o.eps[a]
+		for a := range o.epQ.all() {
+			ep := o.eps.get(a)
 			if ep == nil {
 				continue
 			}
-			if cur := st.eps[a]; cur == nil {
-				if len(st.eps) >= st.cfg.MaxEndpoints {
+			if cur := st.eps.get(a); cur == nil {
+				if st.eps.len() >= st.cfg.MaxEndpoints {
 					st.evictEndpoint()
 				}
-				st.eps[a] = ep
-				st.epQ = append(st.epQ, a)
+				st.eps.set(a, ep)
+				st.epQ.push(a)
 				st.addCallEndpoint(ep.callID, ep)
 				for _, x := range ep.sharers {
 					st.addCallEndpoint(x.callID, x.ep)
@@ -55,7 +55,7 @@ func (st *Store) Merge(others ...*Store) {
 			s.ordinal = st.ordinal
 			if s.ep != nil {
 				// Rebind to this store's endpoint object for the address.
-				if ep := st.eps[s.ep.addr]; ep != nil && ep.callID == s.ep.callID {
+				if ep := st.eps.get(s.ep.addr); ep != nil && ep.callID == s.ep.callID {
 					s.ep = ep
 				}
 			}

@@ -26,6 +26,8 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 	}
 	st.mu.Lock()
 	changed := false
+	var h uint64 // callID's callHash, once the SDP announces a new endpoint
+	hashed := false
 	st.markCall(callID)
 	for i := range s.Media {
 		m := &s.Media[i]
@@ -41,14 +43,14 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			continue
 		}
 		ap := netip.AddrPortFrom(addr.Unmap(), uint16(m.Port))
-		ep := st.eps[ap]
+		ep := st.eps.get(ap)
 		var took *endpoint // the endpoint another dialog announced before
 		if ep == nil || ep.callID != callID {
-			if ep == nil && len(st.eps) >= st.cfg.MaxEndpoints {
+			if ep == nil && st.eps.len() >= st.cfg.MaxEndpoints {
 				st.evictEndpoint()
 			}
 			if ep == nil {
-				st.epQ = append(st.epQ, ap)
+				st.epQ.push(ap)
 			}
 			took = ep
 			if took != nil {
@@ -58,13 +60,17 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 				}
 			}
 			st.epOrd++
-			ep = newEndpoint(len(m.Formats))
-			ep.addr, ep.callID, ep.ordinal = ap, callID, st.epOrd
+			var sharers []sharer
 			if took != nil {
-				ep.sharers = st.sharersAfter(took, callID, ts)
+				sharers = st.sharersAfter(took, callID, ts)
 			}
-			st.eps[ap] = ep
-			st.addCallEndpoint(callID, ep)
+			if !hashed {
+				h, hashed = st.callHash(callID), true
+			}
+			ep = st.newCallEndpoint(h, callID, len(m.Formats))
+			ep.addr, ep.callID, ep.ordinal = ap, callID, st.epOrd
+			ep.sharers = sharers
+			st.eps.set(ap, ep)
 		}
 		// Strings kept past this call are interned or copied: a view into the
 		// SDP text would keep the whole body alive for the endpoint's life.
@@ -91,10 +97,7 @@ func (st *Store) OnSDP(callID string, ts time.Time, s *sdp.Session, offer bool, 
 			var c rtp.Codec
 			fromMap := f.Encoding != ""
 			if fromMap {
-				c = rtp.NamedCodec(f.Encoding, uint32(max(f.ClockRate, 0)), m.Type)
-				if c.Name != "" && unsafe.StringData(c.Name) == unsafe.StringData(f.Encoding) {
-					c.Name = strings.Clone(c.Name) // a name the codec table does not hold
-				}
+				c = st.codecs.named(f.Encoding, uint32(max(f.ClockRate, 0)), m.Type)
 			} else if sc, ok := rtp.StaticCodec(pt); ok {
 				c = sc
 			} else {
@@ -183,23 +186,20 @@ func (st *Store) sharersAfter(prev *endpoint, callID string, ts time.Time) []sha
 }
 
 func (st *Store) evictEndpoint() {
-	for st.epHd < len(st.epQ) {
-		a := st.epQ[st.epHd]
-		st.epHd++
-		if ep, ok := st.eps[a]; ok {
-			delete(st.eps, a)
+	for {
+		a, ok := st.epQ.pop()
+		if !ok {
+			return
+		}
+		if ep := st.eps.get(a); ep != nil {
+			st.eps.del(a)
 			st.unindexEndpoint(ep)
 			for _, x := range ep.sharers {
 				st.unindexEndpoint(x.ep)
 			}
 			st.stats.EndpointsEvicted++
-			break
+			return
 		}
-	}
-	if st.epHd > 1024 && st.epHd*2 > len(st.epQ) {
-		n := copy(st.epQ, st.epQ[st.epHd:])
-		st.epQ = st.epQ[:n]
-		st.epHd = 0
 	}
 }
 
@@ -272,6 +272,40 @@ func (st *Store) callEndpointsOf(callID string, h uint64) *callEndpoints {
 		}
 	}
 	return nil
+}
+
+// callEndpointsBlock is a call's endpoint list allocated with room for its
+// first endpoint: 64 and 320 bytes, the 384-byte size class the two took
+// apart, in one allocation instead of two.
+type callEndpointsBlock struct {
+	ce  callEndpoints
+	blk endpointBlock
+}
+
+// newCallEndpoint returns a new endpoint for callID (h its callHash) with
+// room for n formats, appended to callID's list: a call's first endpoint
+// that fits an endpointBlock is allocated with the list itself, any other
+// as newEndpoint makes it.
+func (st *Store) newCallEndpoint(h uint64, callID string, n int) *endpoint {
+	ce := st.callEndpointsOf(callID, h)
+	var ep *endpoint
+	switch {
+	case ce == nil && n <= endpointFormats:
+		b := &callEndpointsBlock{}
+		b.blk.ep.formats = b.blk.formats[:0]
+		ce, ep = &b.ce, &b.blk.ep
+	case ce == nil:
+		ce, ep = &callEndpoints{}, newEndpoint(n)
+	default:
+		ep = newEndpoint(n)
+	}
+	if ce.callID == "" { // new: listed under h, ahead of the Call-IDs sharing it
+		ce.callID, ce.next = callID, st.epByCall[h]
+		ce.l = ce.buf[:0]
+		st.epByCall[h] = ce
+	}
+	ce.l = append(ce.l, ep)
+	return ep
 }
 
 // addCallEndpoint appends ep to the list of callID's endpoints.
@@ -410,4 +444,61 @@ func internDirection(d sdp.Direction) sdp.Direction {
 		return sdp.Inactive
 	}
 	return sdp.Direction(strings.Clone(string(d)))
+}
+
+// codecMemo remembers the codecs the codec table resolved for the latest
+// rtpmap encodings, so that the usual few (an SDP names the same codecs
+// call after call) are not lower-cased and looked up again on every SDP:
+// codecSlots entries, a name kept in one of two slots chosen by its
+// length, first bytes, last byte and clock rate (codecSlots2), each the
+// name as written (a copy) and the clock rate and codec it resolves to.
+// Only names the table holds are kept: the codec then does not depend on
+// the media type (rtp.NamedCodec), so a hit returns what NamedCodec
+// would. Bounded by its slots; a name found in neither slot is resolved as
+// before and takes an empty one of the two, else the first.
+type codecMemo [codecSlots]codecMemoEntry
+
+const codecSlots = 32 // a power of two
+
+type codecMemoEntry struct {
+	enc   string
+	clock uint32
+	c     rtp.Codec
+}
+
+// codecSlots2 returns enc's two slots in the memo (enc not empty): two
+// parts of a multiplicative hash of its length, first, second and last
+// bytes and the clock rate. A name is kept in either, so the usual few do
+// not evict one another.
+func codecSlots2(enc string, clock uint32) (uint, uint) {
+	k := uint64(len(enc))<<56 | uint64(enc[0])<<48 | uint64(enc[min(1, len(enc)-1)])<<40 | uint64(enc[len(enc)-1])<<32 | uint64(clock)
+	k *= 0x9E3779B97F4A7C15
+	return uint(k>>59) & (codecSlots - 1), uint(k>>50) & (codecSlots - 1)
+}
+
+// named is rtp.NamedCodec(enc, clock, mediaType), the name copied when
+// the table does not hold it (a view into the SDP text would keep the
+// whole body alive).
+func (cm *codecMemo) named(enc string, clock uint32, mediaType string) rtp.Codec {
+	if enc == "" {
+		return rtp.NamedCodec(enc, clock, mediaType)
+	}
+	a, b := codecSlots2(enc, clock)
+	if e := &cm[a]; e.enc == enc && e.clock == clock {
+		return e.c
+	}
+	if e := &cm[b]; e.enc == enc && e.clock == clock {
+		return e.c
+	}
+	c := rtp.NamedCodec(enc, clock, mediaType)
+	if c.Name != "" && unsafe.StringData(c.Name) == unsafe.StringData(enc) {
+		c.Name = strings.Clone(c.Name) // a name the codec table does not hold
+		return c
+	}
+	e := &cm[a] // an empty slot of the two, else the first
+	if e.enc != "" && cm[b].enc == "" {
+		e = &cm[b]
+	}
+	*e = codecMemoEntry{enc: strings.Clone(enc), clock: clock, c: c}
+	return c
 }

@@ -189,7 +189,7 @@ func TestSharedEndpointFlood(t *testing.T) {
 		}
 		st.mu.RLock()
 		for _, addr := range []netip.AddrPort{a, b} {
-			if n := len(st.eps[addr].sharers); n > maxSharers {
+			if n := len(st.eps.get(addr).sharers); n > maxSharers {
 				t.Fatalf("step %d: %v has %d sharers, cap %d", i, addr, n, maxSharers)
 			}
 		}

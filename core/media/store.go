@@ -230,12 +230,12 @@ type Store struct {
 	cands    keyIndex[*candidate]
 	candQ    []Key
 	candHd   int
-	eps      map[netip.AddrPort]*endpoint
+	eps      epIndex                   // announced endpoints by address (epindex.go)
 	epByCall map[uint64]*callEndpoints // by callHash (sdp.go)
 	epSeed   maphash.Seed
-	epQ      []netip.AddrPort
-	epHd     int
+	epQ      addrQueue // the endpoints' addresses, oldest first (evictEndpoint)
 	epOrd    uint64
+	codecs   codecMemo // rtpmap encodings resolved lately (sdp.go)
 	stats    Stats
 	lastNs   int64 // arrival of the latest packet taken (LastPacketAt)
 	orphans  int
@@ -257,7 +257,7 @@ func NewStore(cfg Config) *Store {
 		bySSRC:     make(map[uint32][]*stream),
 		orphanEP:   make(map[netip.AddrPort][]*stream),
 		cands:      newKeyIndex[*candidate](),
-		eps:        make(map[netip.AddrPort]*endpoint),
+		eps:        newEPIndex(),
 		epByCall:   make(map[uint64]*callEndpoints),
 		epSeed:     maphash.MakeSeed(),
 	}
@@ -326,7 +326,7 @@ func (st *Store) take(p *packet.Packet) bool {
 	}
 	// Not an existing RTP stream: a T.38 endpoint's datagrams are fax
 	// whatever their bytes look like.
-	if len(st.eps) > 0 {
+	if st.eps.len() > 0 {
 		if ep := st.faxEndpoint(p); ep != nil {
 			st.observeFax(p, ep)
 			return true
@@ -340,7 +340,7 @@ func (st *Store) take(p *packet.Packet) bool {
 	ns := p.TS.UnixNano()
 	// New flow: signaled endpoints bind at once, anything else waits.
 	var ep *endpoint
-	if len(st.eps) > 0 {
+	if st.eps.len() > 0 {
 		ep = st.mediaEndpoint(p.Dst)
 		if ep == nil {
 			ep = st.mediaEndpoint(p.Src)
@@ -404,7 +404,7 @@ func (st *Store) forget(s *stream) {
 }
 
 func (st *Store) mediaEndpoint(a netip.AddrPort) *endpoint {
-	ep := st.eps[a]
+	ep := st.eps.get(a)
 	if ep == nil || ep.fax || ep.rtcp {
 		return nil
 	}
@@ -412,10 +412,10 @@ func (st *Store) mediaEndpoint(a netip.AddrPort) *endpoint {
 }
 
 func (st *Store) faxEndpoint(p *packet.Packet) *endpoint {
-	if ep := st.eps[p.Dst]; ep != nil && ep.fax {
+	if ep := st.eps.get(p.Dst); ep != nil && ep.fax {
 		return ep
 	}
-	if ep := st.eps[p.Src]; ep != nil && ep.fax {
+	if ep := st.eps.get(p.Src); ep != nil && ep.fax {
 		return ep
 	}
 	return nil
@@ -517,7 +517,7 @@ func (st *Store) bind(s *stream, ep *endpoint) {
 	s.ep = ep
 	s.callID = ep.callID
 	st.byCall[ep.callID] = append(st.byCall[ep.callID], s)
-	for _, e := range [2]*endpoint{st.eps[s.key.Src], st.eps[s.key.Dst]} {
+	for _, e := range [2]*endpoint{st.eps.get(s.key.Src), st.eps.get(s.key.Dst)} {
 		if e == nil {
 			continue
 		}
@@ -541,7 +541,7 @@ func (st *Store) share(s *stream, callID string) {
 			return
 		}
 	}
-	src, dst := st.eps[s.key.Src], st.eps[s.key.Dst]
+	src, dst := st.eps.get(s.key.Src), st.eps.get(s.key.Dst)
 	if src == nil || dst == nil || !src.named(callID) || !dst.named(callID) {
 		return
 	}

@@ -640,7 +640,7 @@ func (st *Store) Stats() Stats {
 	s.OrphanedStreams = st.orphans
 	s.FaxStreams = st.faxes
 	s.Candidates = st.cands.len()
-	s.Endpoints = len(st.eps)
+	s.Endpoints = st.eps.len()
 	st.mu.RUnlock()
 	return s
 }
