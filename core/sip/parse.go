@@ -75,14 +75,14 @@ func ParseLimits(b []byte, lim Limits) (*Message, error) {
 }
 
 // Parser parses a stream of messages into one Message it reuses, so that
-// the parsed form (the Message, its Headers, its Vias and its Contact)
+// the parsed form (the Message, its Headers and its Vias)
 // costs no allocation per message and none per header: each message costs
 // one allocation, its own copy of the bytes.
 //
 // What the caller may keep after the next Parse: Raw, Body and every
 // string of the Message (views into Raw, which is the message's own copy,
 // never the caller's buffer, so a reader may reuse that buffer at once).
-// What it may not: the *Message, Headers, Vias, Contact and Malformed,
+// What it may not: the *Message, Headers, Vias and Malformed,
 // which the next Parse overwrites (copy what must outlive it, or use
 // Parse, which returns a new Message each time). A Parser is not safe for
 // concurrent use. The zero Parser parses with the default limits.
@@ -604,13 +604,6 @@ func (p *parser) interpret() {
 			}
 			if trimSpaceFast(h.Value) == "" {
 				p.flag(MalBadVia)
-			}
-		case HdrContact:
-			if m.Contact == nil {
-				if e, _ := nextElem(h.Value, 0); e != "" {
-					_ = parseNameAddr(&m.contact, e)
-					m.Contact = &m.contact
-				}
 			}
 		case HdrUserAgent:
 			if !haveUA {

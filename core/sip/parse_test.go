@@ -60,7 +60,7 @@ func TestParseRequest(t *testing.T) {
 		{"Via.Transport", m.Vias[0].Transport, "UDP"},
 		{"Via.Branch", m.TopBranch(), "z9hG4bK776asdhds"},
 		{"Via.HasRPort", m.Vias[0].HasRPort, true},
-		{"Contact.Port", m.Contact.Port, 5062},
+		{"Contact.Port", contactOf(m).Port, 5062},
 		{"UserAgent", m.UserAgent, "softphone/1.0"},
 		{"ContentType", m.ContentType, "application/sdp"},
 		{"MaxForwards", m.MaxForwards, 70},
@@ -175,7 +175,7 @@ L: 3
 
 v=0`))
 	if m.CallID != "cid" || m.From.Tag != "1" || m.To.User != "b" || len(m.Vias) != 2 ||
-		m.Vias[1].Host != "h2" || m.Contact == nil || m.Contact.Host != "10.0.0.1" ||
+		m.Vias[1].Host != "h2" || contactOf(m).Host != "10.0.0.1" ||
 		m.ContentType != "application/sdp" || string(m.Body) != "v=0" || len(m.Malformed) != 0 {
 		t.Errorf("compact message parsed as %+v", m)
 	}
@@ -270,8 +270,8 @@ Contact: sip:bob@third
 	if len(contacts) != 2 || contacts[0] != `"Bob, at home" <sip:bob@home;x="a,b">;expires=60` {
 		t.Errorf("Contact list: got %q", contacts)
 	}
-	if m.Contact == nil || m.Contact.Display != "Bob, at home" || m.Contact.User != "bob" {
-		t.Errorf("Contact: got %+v", m.Contact)
+	if c, ok := m.Contact(); !ok || c.Display != "Bob, at home" || c.User != "bob" {
+		t.Errorf("Contact: got %+v, %v", c, ok)
 	}
 	if got := len(m.HeaderValues(HdrContact)); got != 2 {
 		t.Errorf("Contact headers: got %d, want 2", got)
@@ -630,5 +630,46 @@ func TestCanonicalMethodIsToUpperWithoutTheMessageBytes(t *testing.T) {
 		if c.registered && unsafe.StringData(got) == unsafe.SliceData(buf) {
 			t.Errorf("CanonicalMethod(%q) points into the message's bytes", c.in)
 		}
+	}
+}
+
+// contactOf is m.Contact() for a test that expects a Contact.
+func contactOf(m *Message) NameAddr {
+	c, _ := m.Contact()
+	return c
+}
+
+// TestContactIsTheFirstNonEmptyContactElement: Contact() parses, on demand,
+// the first element of the first Contact header that has one, as
+// ParseNameAddr does (fields read before an error included), and reports
+// false when there is none; it raises no Malformed reason.
+func TestContactIsTheFirstNonEmptyContactElement(t *testing.T) {
+	const head = "OPTIONS sip:b@h SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@h>;tag=1\r\nTo: <sip:b@h>\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\n"
+	for _, tc := range []struct {
+		name, headers string
+		ok            bool
+		uri, host     string
+		port          int
+		params        string
+	}{
+		{"none", "", false, "", "", 0, ""},
+		{"one", "Contact: <sip:a@10.0.0.1:5062>;expires=60\r\n", true, "sip:a@10.0.0.1:5062", "10.0.0.1", 5062, ";expires=60"},
+		{"compact form", "m: <sip:a@10.0.0.2>\r\n", true, "sip:a@10.0.0.2", "10.0.0.2", 0, ""},
+		{"first element of a list", "Contact: <sip:a@h1>, <sip:a@h2>\r\n", true, "sip:a@h1", "h1", 0, ""},
+		{"an empty header is skipped", "Contact:\r\nContact: <sip:a@h3>\r\n", true, "sip:a@h3", "h3", 0, ""},
+		{"a list of nothing is skipped", "Contact: ,\r\nm: sip:a@h4;expires=0\r\n", true, "sip:a@h4", "h4", 0, ";expires=0"},
+		{"the star", "Contact: *\r\n", true, "*", "", 0, ""},
+		{"a bad port keeps what was read", "Contact: <sip:a@h5:99999>\r\n", true, "sip:a@h5:99999", "h5", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustParse(t, head+tc.headers+"Content-Length: 0\r\n\r\n")
+			c, ok := m.Contact()
+			if ok != tc.ok || c.URI != tc.uri || c.Host != tc.host || c.Port != tc.port || c.Params != tc.params {
+				t.Errorf("Contact() = %+v, %v; want ok %v uri %q host %q port %d params %q", c, ok, tc.ok, tc.uri, tc.host, tc.port, tc.params)
+			}
+			if len(m.Malformed) != 0 {
+				t.Errorf("Malformed = %q, want none", m.Malformed)
+			}
+		})
 	}
 }
