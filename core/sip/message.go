@@ -139,7 +139,7 @@ type Message struct {
 	CallID      string
 	From, To    NameAddr
 	CSeq        CSeq
-	Vias        []Via // top first (the first Contact: Contact(), parsed on demand)
+	Vias        []Via  // top first (the first Contact: Contact(), parsed on demand)
 	UserAgent   string // User-Agent on requests; Server on responses when no User-Agent
 	ContentType string // media type, lower-cased, parameters dropped
 	MaxForwards int    // -1 when absent
