@@ -106,3 +106,47 @@ func BenchmarkParserSignaling(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRouteSignaling is what the capture engine does per SIP payload
+// of the signaling workload: ask whether it is SIP, then parse it with a
+// reused Parser; "again" looks for the start line a second time (Looks,
+// Parse), "once" hands Look's start line to ParseStart.
+func BenchmarkRouteSignaling(b *testing.B) {
+	msgs := benchload.SignalingMessages(b)
+	for _, once := range []bool{false, true} {
+		name := "again"
+		if once {
+			name = "once"
+		}
+		b.Run(name, func(b *testing.B) {
+			ps := NewParser(Limits{})
+			runtime.GC()
+			b.ReportAllocs()
+			cpu0 := benchload.CPUNow()
+			defer func() { b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N), "cpu-ns/op") }()
+			i := 0
+			for b.Loop() {
+				p := msgs[i].Payload
+				var err error
+				if once {
+					st, ok := Look(p)
+					if !ok {
+						b.Fatal("not SIP")
+					}
+					_, err = ps.ParseStart(p, st)
+				} else {
+					if !Looks(p) {
+						b.Fatal("not SIP")
+					}
+					_, err = ps.Parse(p)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i++; i == len(msgs) {
+					i = 0
+				}
+			}
+		})
+	}
+}

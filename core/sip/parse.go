@@ -68,7 +68,7 @@ var DefaultLimits = Limits{MaxHeaders: MaxHeaders, MaxLineBytes: MaxLineBytes}
 // its default.
 func ParseLimits(b []byte, lim Limits) (*Message, error) {
 	m := new(Message)
-	if err := parseInto(m, b, lim); err != nil {
+	if err := parseInto(m, b, lim, nil); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -96,27 +96,66 @@ type Parser struct {
 func NewParser(lim Limits) *Parser { return &Parser{lim: lim} }
 
 // Parse parses one message as ParseLimits does, into the Parser's Message.
-func (ps *Parser) Parse(b []byte) (*Message, error) {
+func (ps *Parser) Parse(b []byte) (*Message, error) { return ps.ParseStart(b, Start{}) }
+
+// ParseStart is Parse for bytes in which Look found a start line: st is
+// what Look(b) returned, and b has not changed since, so the start line is
+// not looked for again (a router that asks Look what a payload is, then
+// parses it, finds it once). A Start of other bytes (another slice, another
+// length, or the zero Start) is ignored: the start line is looked for as
+// Parse does. Either way the Message is the one Parse makes of b
+// (TestParseStartEqualsParse, FuzzParseStart).
+func (ps *Parser) ParseStart(b []byte, st Start) (*Message, error) {
 	m := &ps.m
 	*m = Message{Headers: m.Headers[:0], Vias: m.Vias[:0]}
-	if err := parseInto(m, b, ps.lim); err != nil {
+	var slp *startLine
+	if st.n == len(b) && st.n > 0 && st.p == unsafe.SliceData(b) {
+		slp = &st.sl
+	}
+	if err := parseInto(m, b, ps.lim, slp); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
+// Start is where Look found the start line of some bytes, for
+// Parser.ParseStart. The zero Start names no bytes.
+type Start struct {
+	p  *byte // the first byte of the bytes Look read
+	n  int   // their length
+	sl startLine
+}
+
+// Look is Looks, also returning where the start line is (for
+// Parser.ParseStart; the zero Start when Looks would be false).
+func Look(b []byte) (Start, bool) {
+	if !hasVersion(b) {
+		return Start{}, false
+	}
+	sl, ok := findStartLine(b)
+	if !ok || len(b) == 0 {
+		return Start{}, false
+	}
+	return Start{p: unsafe.SliceData(b), n: len(b), sl: sl}, true
+}
+
 // parseInto parses b into m (zero but for the spare capacity of Headers and
-// Vias).
-func parseInto(m *Message, b []byte, lim Limits) error {
+// Vias). found, when not nil, is findStartLine(b).
+func parseInto(m *Message, b []byte, lim Limits, found *startLine) error {
 	if lim.MaxHeaders <= 0 {
 		lim.MaxHeaders = MaxHeaders
 	}
 	if lim.MaxLineBytes <= 0 {
 		lim.MaxLineBytes = MaxLineBytes
 	}
-	sl, ok := findStartLine(b)
-	if !ok {
-		return ErrNotSIP
+	var sl startLine
+	if found != nil {
+		sl = *found
+	} else {
+		var ok bool
+		if sl, ok = findStartLine(b); !ok {
+			return ErrNotSIP
+		}
 	}
 	// The message's one allocation: its own bytes (b may be a reader's
 	// buffer, reused for the next packet).
