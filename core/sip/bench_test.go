@@ -150,3 +150,27 @@ func BenchmarkRouteSignaling(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLook is BenchmarkLooks* for Look, the router's question: the
+// same payloads, SIP and not.
+func BenchmarkLook(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		sip  bool
+	}{
+		{"request", benchInvite, true},
+		{"status", []byte("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP h\r\n\r\n"), true},
+		{"rtp", benchRTP, false},
+		{"http", []byte("GET /index.html HTTP/1.1\r\nHost: example.com\r\n\r\n"), false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := Look(tc.b); ok != tc.sip {
+					b.Fatal("Look is wrong")
+				}
+			}
+		})
+	}
+}
