@@ -119,11 +119,7 @@ type Capture struct {
 	// dialog store keeps a message's bytes (its own copy) and strings into
 	// them, never the Message, its headers or its Vias.
 	sipParser sip.Parser
-	// sipStart is where classify found the start line of the payload it
-	// last took for SIP (sip.Look), so that routeSIP's Parse does not look
-	// for it again; sipParser.ParseStart ignores it for any other bytes.
-	sipStart sip.Start
-	ownMedia bool // media is the engine's own *media.Store (SetMediaSink)
+	ownMedia  bool // media is the engine's own *media.Store (SetMediaSink)
 	// ref is the evidence pointer of the frame being routed, once the SIP
 	// path needed it (frameRef): packet.RefOf hashes the whole frame.
 	ref refCache
@@ -596,7 +592,9 @@ func (c *Capture) classify(p *packet.Packet) action {
 			return actHEPNested
 		}
 		return actHEP
-	case c.lookSIP(b):
+	case c.sipParser.Looks(b):
+		// (the parser keeps where the start line is: routeSIP's Parse of
+		// this payload does not look for it again)
 		if g := c.cfg.Gate; g != nil && !g.admits(p) {
 			return actGated
 		}
@@ -614,14 +612,6 @@ func (c *Capture) classify(p *packet.Packet) action {
 		return actMedia
 	}
 	return actOther
-}
-
-// lookSIP is sip.Looks, keeping where the start line is (sipStart) for
-// routeSIP.
-func (c *Capture) lookSIP(b []byte) bool {
-	st, ok := sip.Look(b)
-	c.sipStart = st
-	return ok
 }
 
 // routeLocked is the router: every packet of every source passes here, with
@@ -702,12 +692,8 @@ func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
 		return
 	}
 	c.ref.f = nil // a new packet: its frame is hashed again (frameRef)
-	// classify's start line of b (ParseStart uses it only for b itself)
-	st := c.sipStart
-	c.sipStart = sip.Start{}
 	for n := 0; n < maxSIPPerDatagram && len(b) > 0; n++ {
-		m, err := c.sipParser.ParseStart(b, st)
-		st = sip.Start{} // the next message of the datagram: looked for
+		m, err := c.sipParser.Parse(b)
 		if err != nil {
 			return
 		}

@@ -110,7 +110,7 @@ func BenchmarkParserSignaling(b *testing.B) {
 // BenchmarkRouteSignaling is what the capture engine does per SIP payload
 // of the signaling workload: ask whether it is SIP, then parse it with a
 // reused Parser; "again" looks for the start line a second time (Looks,
-// Parse), "once" hands Look's start line to ParseStart.
+// Parse), "once" parses from where the Parser's Looks found it.
 func BenchmarkRouteSignaling(b *testing.B) {
 	msgs := benchload.SignalingMessages(b)
 	for _, once := range []bool{false, true} {
@@ -127,20 +127,16 @@ func BenchmarkRouteSignaling(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				p := msgs[i].Payload
-				var err error
+				looks := false
 				if once {
-					st, ok := Look(p)
-					if !ok {
-						b.Fatal("not SIP")
-					}
-					_, err = ps.ParseStart(p, st)
+					looks = ps.Looks(p)
 				} else {
-					if !Looks(p) {
-						b.Fatal("not SIP")
-					}
-					_, err = ps.Parse(p)
+					looks = Looks(p)
 				}
-				if err != nil {
+				if !looks {
+					b.Fatal("not SIP")
+				}
+				if _, err := ps.Parse(p); err != nil {
 					b.Fatal(err)
 				}
 				if i++; i == len(msgs) {
@@ -151,9 +147,10 @@ func BenchmarkRouteSignaling(b *testing.B) {
 	}
 }
 
-// BenchmarkLook is BenchmarkLooks* for Look, the router's question: the
-// same payloads, SIP and not.
-func BenchmarkLook(b *testing.B) {
+// BenchmarkParserLooks is BenchmarkLooks* for Parser.Looks, the router's
+// question: the same payloads, SIP and not.
+func BenchmarkParserLooks(b *testing.B) {
+	ps := NewParser(Limits{})
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -167,8 +164,8 @@ func BenchmarkLook(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := Look(tc.b); ok != tc.sip {
-					b.Fatal("Look is wrong")
+				if ps.Looks(tc.b) != tc.sip {
+					b.Fatal("Looks is wrong")
 				}
 			}
 		})

@@ -89,54 +89,52 @@ func ParseLimits(b []byte, lim Limits) (*Message, error) {
 type Parser struct {
 	m   Message
 	lim Limits
+	// looked is where Looks found the start line of the lookedLen bytes
+	// at lookedAt; the next Parse of those bytes starts there. lookedLen
+	// 0: nothing is remembered.
+	looked    startLine
+	lookedAt  *byte
+	lookedLen int
 }
 
 // NewParser returns a Parser with the given limits (0 or less: the
 // default).
 func NewParser(lim Limits) *Parser { return &Parser{lim: lim} }
 
-// Parse parses one message as ParseLimits does, into the Parser's Message.
-func (ps *Parser) Parse(b []byte) (*Message, error) { return ps.ParseStart(b, Start{}) }
+// Looks is the package's Looks(b), also remembering where the start line
+// of b is, so that the next Parse, when it is of b itself (the same slice,
+// its bytes unchanged since), starts from it instead of looking again: a
+// router that asks whether a payload is SIP, then parses it, finds the
+// start line once. A Parse of any other bytes (another slice, another
+// length) looks for the start line as always, and any Parse forgets what
+// Looks remembered. Either way the Message is the one Parse makes of b
+// (TestParserLooksThenParseEqualsParse, FuzzParse).
+func (ps *Parser) Looks(b []byte) bool {
+	ps.lookedLen = 0
+	if !hasVersion(b) {
+		return false
+	}
+	var ok bool
+	if ps.looked, ok = findStartLine(b); !ok || len(b) == 0 {
+		return false
+	}
+	ps.lookedAt, ps.lookedLen = unsafe.SliceData(b), len(b)
+	return true
+}
 
-// ParseStart is Parse for bytes in which Look found a start line: st is
-// what Look(b) returned, and b has not changed since, so the start line is
-// not looked for again (a router that asks Look what a payload is, then
-// parses it, finds it once). A Start of other bytes (another slice, another
-// length, or the zero Start) is ignored: the start line is looked for as
-// Parse does. Either way the Message is the one Parse makes of b
-// (TestParseStartEqualsParse, FuzzParseStart).
-func (ps *Parser) ParseStart(b []byte, st Start) (*Message, error) {
+// Parse parses one message as ParseLimits does, into the Parser's Message.
+func (ps *Parser) Parse(b []byte) (*Message, error) {
 	m := &ps.m
 	*m = Message{Headers: m.Headers[:0], Vias: m.Vias[:0]}
-	var slp *startLine
-	if st.n == len(b) && st.n > 0 && st.p == unsafe.SliceData(b) {
-		slp = &st.sl
+	var found *startLine
+	if ps.lookedLen != 0 && ps.lookedLen == len(b) && ps.lookedAt == unsafe.SliceData(b) {
+		found = &ps.looked
 	}
-	if err := parseInto(m, b, ps.lim, slp); err != nil {
+	ps.lookedLen, ps.lookedAt = 0, nil
+	if err := parseInto(m, b, ps.lim, found); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// Start is where Look found the start line of some bytes, for
-// Parser.ParseStart. The zero Start names no bytes.
-type Start struct {
-	p  *byte // the first byte of the bytes Look read
-	n  int   // their length
-	sl startLine
-}
-
-// Look is Looks, also returning where the start line is (for
-// Parser.ParseStart; the zero Start when Looks would be false).
-func Look(b []byte) (Start, bool) {
-	if !hasVersion(b) {
-		return Start{}, false
-	}
-	sl, ok := findStartLine(b)
-	if !ok || len(b) == 0 {
-		return Start{}, false
-	}
-	return Start{p: unsafe.SliceData(b), n: len(b), sl: sl}, true
 }
 
 // parseInto parses b into m (zero but for the spare capacity of Headers and

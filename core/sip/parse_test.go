@@ -675,35 +675,54 @@ func TestContactIsTheFirstNonEmptyContactElement(t *testing.T) {
 	}
 }
 
-// TestParseStartEqualsParse: ParseStart from the start line Look found
-// makes the Message Parse makes, and a Start of other bytes (another slice
-// of the same length, a shorter view of the same bytes, the zero Start) is
-// ignored rather than trusted.
-func TestParseStartEqualsParse(t *testing.T) {
+// TestParserLooksThenParseEqualsParse: a Parse from the start line
+// Parser.Looks found makes the Message Parse makes, and what Looks
+// remembered of other bytes (another slice of the same length, a longer
+// view of the same bytes, bytes that were no SIP, a Parse in between) is
+// not trusted.
+func TestParserLooksThenParseEqualsParse(t *testing.T) {
 	request := []byte(crlf(inviteText))
-	// A response as long as the request: a Start taken from one and handed
-	// with the other must not be used.
+	// A response as long as the request: what Looks found in one must not
+	// be used for the other.
 	response := []byte("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nFrom: <sip:a@h>;tag=1\r\nTo: <sip:b@h>;tag=2\r\nContent-Length: 0\r\n\r\n")
 	response = append(response, bytes.Repeat([]byte{'x'}, len(request)-len(response))...)
+	looks := func(b []byte) func(*Parser, []byte) {
+		return func(ps *Parser, _ []byte) { ps.Looks(b) }
+	}
+	itself := func(ps *Parser, b []byte) { ps.Looks(b) }
+	reused := slices.Clone(request)
 	for _, tc := range []struct {
-		name string
-		b    []byte
-		st   func(b []byte) Start
+		name  string
+		b     []byte
+		first func(ps *Parser, b []byte) // what the Parser does before Parse(b)
 	}{
-		{"request", request, lookOf},
-		{"response", response, lookOf},
-		{"CRLF keepalive before the start line", []byte("\r\n\r\nSIP/2.0 180 Ringing\r\nCall-ID: c\r\n\r\n"), lookOf},
-		{"junk before the start line", []byte("\x00\x00xx INVITE sip:a SIP/2.0\r\nCall-ID: c\r\n\r\n"), lookOf},
-		{"two messages in one datagram", []byte("SIP/2.0 200 OK\r\nl: 0\r\n\r\nSIP/2.0 180 Ringing\r\n\r\n"), lookOf},
-		{"the zero Start", request, func([]byte) Start { return Start{} }},
-		{"the Start of another slice of the same length", request, func([]byte) Start { return lookOf(response) }},
-		{"the Start of a longer view of the same bytes", request[:20], func(b []byte) Start { return lookOf(request) }},
+		{"request", request, itself},
+		{"response", response, itself},
+		{"CRLF keepalive before the start line", []byte("\r\n\r\nSIP/2.0 180 Ringing\r\nCall-ID: c\r\n\r\n"), itself},
+		{"junk before the start line", []byte("\x00\x00xx INVITE sip:a SIP/2.0\r\nCall-ID: c\r\n\r\n"), itself},
+		{"two messages in one datagram", []byte("SIP/2.0 200 OK\r\nl: 0\r\n\r\nSIP/2.0 180 Ringing\r\n\r\n"), itself},
+		{"not SIP", []byte("GET / HTTP/1.1\r\n\r\n"), itself},
+		{"nothing looked at", request, func(*Parser, []byte) {}},
+		{"another slice of the same length", request, looks(response)},
+		{"a longer view of the same bytes", request[:20], looks(request)},
+		{"a Parse in between", request, func(ps *Parser, b []byte) {
+			ps.Looks(response)
+			_, _ = ps.Parse(request)
+			ps.Looks(b[:0])
+		}},
+		{"the same slice changed after its Parse", reused, func(ps *Parser, b []byte) {
+			ps.Looks(b)
+			_, _ = ps.Parse(b)
+			copy(b, response) // a reader's buffer, reused for the next packet
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ps := NewParser(Limits{})
+			tc.first(ps, tc.b)
 			want, werr := Parse(tc.b)
-			got, err := NewParser(Limits{}).ParseStart(tc.b, tc.st(tc.b))
+			got, err := ps.Parse(tc.b)
 			if err != werr {
-				t.Fatalf("ParseStart error %v, Parse error %v", err, werr)
+				t.Fatalf("Parse after Looks: error %v, Parse error %v", err, werr)
 			}
 			if d := messageDiff(got, want); d != "" {
 				t.Error(d)
@@ -712,29 +731,20 @@ func TestParseStartEqualsParse(t *testing.T) {
 	}
 }
 
-// lookOf is Look(b)'s Start.
-func lookOf(b []byte) Start {
-	st, _ := Look(b)
-	return st
-}
-
-// TestLookAgreesWithLooks: Look says what Looks says, and names the bytes
-// only when it says yes.
-func TestLookAgreesWithLooks(t *testing.T) {
+// TestParserLooksAgreesWithLooks: Parser.Looks says what Looks says.
+func TestParserLooksAgreesWithLooks(t *testing.T) {
+	ps := NewParser(Limits{})
 	for _, b := range [][]byte{
 		[]byte(crlf(inviteText)),
 		[]byte("SIP/2.0 200 OK\r\n\r\n"),
+		[]byte("\r\n\r\nSIP/2.0 200 OK\r\n\r\n"),
 		[]byte("GET / HTTP/1.1\r\n\r\n"),
 		[]byte("\r\n\r\n"),
 		{0x80, 0x08, 0x12, 0x34},
 		nil,
 	} {
-		st, ok := Look(b)
-		if ok != Looks(b) {
-			t.Errorf("%q: Look %v, Looks %v", b, ok, Looks(b))
-		}
-		if !ok && st != (Start{}) {
-			t.Errorf("%q: Look false with a Start %+v", b, st)
+		if got, want := ps.Looks(b), Looks(b); got != want {
+			t.Errorf("%q: Parser.Looks %v, Looks %v", b, got, want)
 		}
 	}
 }
