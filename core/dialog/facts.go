@@ -315,7 +315,7 @@ func expiresValue(v string) int64 {
 // Contact's expires parameter, else its Expires header (-1: neither).
 func requestedExpiry(m *sip.Message) (int64, string) {
 	uri := ""
-	if c := m.Contact; c != nil {
+	if c, ok := m.Contact(); ok {
 		uri = c.URI
 		if v, ok := sip.ParamValue(c.Params, "expires"); ok {
 			if n := expiresValue(v); n >= 0 {
@@ -334,7 +334,7 @@ func requestedExpiry(m *sip.Message) (int64, string) {
 // address-of-record), else of the only Contact, else the Expires header
 // (-1: none).
 func grantedExpiry(m *sip.Message, requestContact string) int64 {
-	if c := m.Contact; c != nil && requestContact != "" && strings.EqualFold(c.URI, requestContact) {
+	if c, ok := m.Contact(); ok && requestContact != "" && strings.EqualFold(c.URI, requestContact) {
 		// the common case: the first binding listed is the one asked for
 		if v, ok := sip.ParamValue(c.Params, "expires"); ok {
 			if n := expiresValue(v); n >= 0 {

@@ -592,7 +592,9 @@ func (c *Capture) classify(p *packet.Packet) action {
 			return actHEPNested
 		}
 		return actHEP
-	case sip.Looks(b):
+	case c.sipParser.Looks(b):
+		// (the parser keeps where the start line is: routeSIP's Parse of
+		// this payload does not look for it again)
 		if g := c.cfg.Gate; g != nil && !g.admits(p) {
 			return actGated
 		}

@@ -106,3 +106,68 @@ func BenchmarkParserSignaling(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRouteSignaling is what the capture engine does per SIP payload
+// of the signaling workload: ask whether it is SIP, then parse it with a
+// reused Parser; "again" looks for the start line a second time (Looks,
+// Parse), "once" parses from where the Parser's Looks found it.
+func BenchmarkRouteSignaling(b *testing.B) {
+	msgs := benchload.SignalingMessages(b)
+	for _, once := range []bool{false, true} {
+		name := "again"
+		if once {
+			name = "once"
+		}
+		b.Run(name, func(b *testing.B) {
+			ps := NewParser(Limits{})
+			runtime.GC()
+			b.ReportAllocs()
+			cpu0 := benchload.CPUNow()
+			defer func() { b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N), "cpu-ns/op") }()
+			i := 0
+			for b.Loop() {
+				p := msgs[i].Payload
+				looks := false
+				if once {
+					looks = ps.Looks(p)
+				} else {
+					looks = Looks(p)
+				}
+				if !looks {
+					b.Fatal("not SIP")
+				}
+				if _, err := ps.Parse(p); err != nil {
+					b.Fatal(err)
+				}
+				if i++; i == len(msgs) {
+					i = 0
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParserLooks is BenchmarkLooks* for Parser.Looks, the router's
+// question: the same payloads, SIP and not.
+func BenchmarkParserLooks(b *testing.B) {
+	ps := NewParser(Limits{})
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		sip  bool
+	}{
+		{"request", benchInvite, true},
+		{"status", []byte("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP h\r\n\r\n"), true},
+		{"rtp", benchRTP, false},
+		{"http", []byte("GET /index.html HTTP/1.1\r\nHost: example.com\r\n\r\n"), false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if ps.Looks(tc.b) != tc.sip {
+					b.Fatal("Looks is wrong")
+				}
+			}
+		})
+	}
+}

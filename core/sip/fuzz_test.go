@@ -14,9 +14,10 @@ import (
 var fuzzParser = NewParser(Limits{})
 
 // FuzzParse feeds arbitrary bytes to Looks, Parse and MessageLen. Beyond not
-// panicking, it checks: Looks agrees with Parse; the message accounts for
-// every input byte (junk + Raw + trailing); a reused Parser gives what
-// Parse gives; header ranges lie in Raw, start
+// panicking, it checks: Looks and Parser.Looks agree with Parse; the
+// message accounts for every input byte (junk + Raw + trailing); a reused
+// Parser gives what Parse gives, also when it parses from the start line
+// its Looks found; header ranges lie in Raw, start
 // with the header's name and unfold to its value; the limits hold (method
 // tokens included).
 // Seeds: testdata/fuzz/FuzzParse (real messages from the public captures)
@@ -42,6 +43,9 @@ func FuzzParse(f *testing.F) {
 		if looks != (err == nil) {
 			t.Fatalf("Looks %v but Parse error %v", looks, err)
 		}
+		if looked := fuzzParser.Looks(b); looked != looks {
+			t.Fatalf("Parser.Looks %v, Looks %v", looked, looks)
+		}
 		if n, err := MessageLen(b); err == nil && (n <= 0 || n > len(b)) {
 			t.Fatalf("MessageLen: %d of %d bytes", n, len(b))
 		}
@@ -52,6 +56,11 @@ func FuzzParse(f *testing.F) {
 		fuzzParser.Parse([]byte(crlf(inviteText)))
 		if got, err := fuzzParser.Parse(b); err != nil || !reflect.DeepEqual(got, m) {
 			t.Fatalf("reused Parser gave %+v (%v), Parse gave %+v", got, err, m)
+		}
+		// Parsing from the start line Parser.Looks found gives the same.
+		fuzzParser.Looks(b)
+		if got, err := fuzzParser.Parse(b); err != nil || !reflect.DeepEqual(got, m) {
+			t.Fatalf("Parse after Parser.Looks gave %+v (%v), Parse gave %+v", got, err, m)
 		}
 		if got := m.JunkPrefixBytes + len(m.Raw) + m.TrailingBytes; got != len(b) {
 			t.Fatalf("junk %d + raw %d + trailing %d = %d, input %d", m.JunkPrefixBytes, len(m.Raw), m.TrailingBytes, got, len(b))

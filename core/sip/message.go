@@ -139,8 +139,7 @@ type Message struct {
 	CallID      string
 	From, To    NameAddr
 	CSeq        CSeq
-	Vias        []Via // top first
-	Contact     *NameAddr
+	Vias        []Via  // top first (the first Contact: Contact(), parsed on demand)
 	UserAgent   string // User-Agent on requests; Server on responses when no User-Agent
 	ContentType string // media type, lower-cased, parameters dropped
 	MaxForwards int    // -1 when absent
@@ -159,10 +158,6 @@ type Message struct {
 	// "unparseable CSeq", "Content-Length larger than body",
 	// "control byte in header". Empty when well formed.
 	Malformed []string
-
-	// contact holds what Contact points at, so that a Parser's reused
-	// Message needs no allocation for it.
-	contact NameAddr
 
 	// lim is the limits Parse used (nil for a Message Parse did not make):
 	// with Raw they rebuild the Message (Retain).
@@ -198,6 +193,31 @@ func (m *Message) TopBranch() string {
 		return ""
 	}
 	return m.Vias[0].Branch
+}
+
+// Contact returns the first element of the first Contact header that has
+// one (RFC 3261 §20.10), parsed as ParseNameAddr parses it (a value
+// ParseNameAddr rejects still gives the fields it read), and false when the
+// message has none.
+//
+// It is parsed from the header on each call, not at Parse: the ingest path
+// (the dialog store, the media path, the duplicate table) never reads it,
+// and a Contact raises no Malformed reason, so nothing of the message's
+// verdict waits for it. Nothing is cached in the Message either, so readers
+// of a stored Message write nothing and may call it concurrently; a caller
+// that reads it more than once keeps the result.
+func (m *Message) Contact() (NameAddr, bool) {
+	for i := range m.Headers {
+		if m.Headers[i].ID != HdrContact {
+			continue
+		}
+		if e, _ := nextElem(m.Headers[i].Value, 0); e != "" {
+			var na NameAddr
+			_ = parseNameAddr(&na, e)
+			return na, true
+		}
+	}
+	return NameAddr{}, false
 }
 
 // TxMethod is the method of the transaction the message belongs to: the

@@ -68,55 +68,92 @@ var DefaultLimits = Limits{MaxHeaders: MaxHeaders, MaxLineBytes: MaxLineBytes}
 // its default.
 func ParseLimits(b []byte, lim Limits) (*Message, error) {
 	m := new(Message)
-	if err := parseInto(m, b, lim); err != nil {
+	if err := parseInto(m, b, lim, nil); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 // Parser parses a stream of messages into one Message it reuses, so that
-// the parsed form (the Message, its Headers, its Vias and its Contact)
+// the parsed form (the Message, its Headers and its Vias)
 // costs no allocation per message and none per header: each message costs
 // one allocation, its own copy of the bytes.
 //
 // What the caller may keep after the next Parse: Raw, Body and every
 // string of the Message (views into Raw, which is the message's own copy,
 // never the caller's buffer, so a reader may reuse that buffer at once).
-// What it may not: the *Message, Headers, Vias, Contact and Malformed,
+// What it may not: the *Message, Headers, Vias and Malformed,
 // which the next Parse overwrites (copy what must outlive it, or use
 // Parse, which returns a new Message each time). A Parser is not safe for
 // concurrent use. The zero Parser parses with the default limits.
 type Parser struct {
 	m   Message
 	lim Limits
+	// looked is where Looks found the start line of the lookedLen bytes
+	// at lookedAt; the next Parse of those bytes starts there. lookedLen
+	// 0: nothing is remembered.
+	looked    startLine
+	lookedAt  *byte
+	lookedLen int
 }
 
 // NewParser returns a Parser with the given limits (0 or less: the
 // default).
 func NewParser(lim Limits) *Parser { return &Parser{lim: lim} }
 
+// Looks is the package's Looks(b), also remembering where the start line
+// of b is, so that the next Parse, when it is of b itself (the same slice,
+// its bytes unchanged since), starts from it instead of looking again: a
+// router that asks whether a payload is SIP, then parses it, finds the
+// start line once. A Parse of any other bytes (another slice, another
+// length) looks for the start line as always, and any Parse forgets what
+// Looks remembered. Either way the Message is the one Parse makes of b
+// (TestParserLooksThenParseEqualsParse, FuzzParse).
+func (ps *Parser) Looks(b []byte) bool {
+	ps.lookedLen = 0
+	if !hasVersion(b) {
+		return false
+	}
+	var ok bool
+	if ps.looked, ok = findStartLine(b); !ok || len(b) == 0 {
+		return false
+	}
+	ps.lookedAt, ps.lookedLen = unsafe.SliceData(b), len(b)
+	return true
+}
+
 // Parse parses one message as ParseLimits does, into the Parser's Message.
 func (ps *Parser) Parse(b []byte) (*Message, error) {
 	m := &ps.m
 	*m = Message{Headers: m.Headers[:0], Vias: m.Vias[:0]}
-	if err := parseInto(m, b, ps.lim); err != nil {
+	var found *startLine
+	if ps.lookedLen != 0 && ps.lookedLen == len(b) && ps.lookedAt == unsafe.SliceData(b) {
+		found = &ps.looked
+	}
+	ps.lookedLen, ps.lookedAt = 0, nil
+	if err := parseInto(m, b, ps.lim, found); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 // parseInto parses b into m (zero but for the spare capacity of Headers and
-// Vias).
-func parseInto(m *Message, b []byte, lim Limits) error {
+// Vias). found, when not nil, is findStartLine(b).
+func parseInto(m *Message, b []byte, lim Limits, found *startLine) error {
 	if lim.MaxHeaders <= 0 {
 		lim.MaxHeaders = MaxHeaders
 	}
 	if lim.MaxLineBytes <= 0 {
 		lim.MaxLineBytes = MaxLineBytes
 	}
-	sl, ok := findStartLine(b)
-	if !ok {
-		return ErrNotSIP
+	var sl startLine
+	if found != nil {
+		sl = *found
+	} else {
+		var ok bool
+		if sl, ok = findStartLine(b); !ok {
+			return ErrNotSIP
+		}
 	}
 	// The message's one allocation: its own bytes (b may be a reader's
 	// buffer, reused for the next packet).
@@ -604,13 +641,6 @@ func (p *parser) interpret() {
 			}
 			if trimSpaceFast(h.Value) == "" {
 				p.flag(MalBadVia)
-			}
-		case HdrContact:
-			if m.Contact == nil {
-				if e, _ := nextElem(h.Value, 0); e != "" {
-					_ = parseNameAddr(&m.contact, e)
-					m.Contact = &m.contact
-				}
 			}
 		case HdrUserAgent:
 			if !haveUA {

@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"reflect"
@@ -60,7 +61,7 @@ func TestParseRequest(t *testing.T) {
 		{"Via.Transport", m.Vias[0].Transport, "UDP"},
 		{"Via.Branch", m.TopBranch(), "z9hG4bK776asdhds"},
 		{"Via.HasRPort", m.Vias[0].HasRPort, true},
-		{"Contact.Port", m.Contact.Port, 5062},
+		{"Contact.Port", contactOf(m).Port, 5062},
 		{"UserAgent", m.UserAgent, "softphone/1.0"},
 		{"ContentType", m.ContentType, "application/sdp"},
 		{"MaxForwards", m.MaxForwards, 70},
@@ -175,7 +176,7 @@ L: 3
 
 v=0`))
 	if m.CallID != "cid" || m.From.Tag != "1" || m.To.User != "b" || len(m.Vias) != 2 ||
-		m.Vias[1].Host != "h2" || m.Contact == nil || m.Contact.Host != "10.0.0.1" ||
+		m.Vias[1].Host != "h2" || contactOf(m).Host != "10.0.0.1" ||
 		m.ContentType != "application/sdp" || string(m.Body) != "v=0" || len(m.Malformed) != 0 {
 		t.Errorf("compact message parsed as %+v", m)
 	}
@@ -270,8 +271,8 @@ Contact: sip:bob@third
 	if len(contacts) != 2 || contacts[0] != `"Bob, at home" <sip:bob@home;x="a,b">;expires=60` {
 		t.Errorf("Contact list: got %q", contacts)
 	}
-	if m.Contact == nil || m.Contact.Display != "Bob, at home" || m.Contact.User != "bob" {
-		t.Errorf("Contact: got %+v", m.Contact)
+	if c, ok := m.Contact(); !ok || c.Display != "Bob, at home" || c.User != "bob" {
+		t.Errorf("Contact: got %+v, %v", c, ok)
 	}
 	if got := len(m.HeaderValues(HdrContact)); got != 2 {
 		t.Errorf("Contact headers: got %d, want 2", got)
@@ -629,6 +630,121 @@ func TestCanonicalMethodIsToUpperWithoutTheMessageBytes(t *testing.T) {
 		}
 		if c.registered && unsafe.StringData(got) == unsafe.SliceData(buf) {
 			t.Errorf("CanonicalMethod(%q) points into the message's bytes", c.in)
+		}
+	}
+}
+
+// contactOf is m.Contact() for a test that expects a Contact.
+func contactOf(m *Message) NameAddr {
+	c, _ := m.Contact()
+	return c
+}
+
+// TestContactIsTheFirstNonEmptyContactElement: Contact() parses, on demand,
+// the first element of the first Contact header that has one, as
+// ParseNameAddr does (fields read before an error included), and reports
+// false when there is none; it raises no Malformed reason.
+func TestContactIsTheFirstNonEmptyContactElement(t *testing.T) {
+	const head = "OPTIONS sip:b@h SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@h>;tag=1\r\nTo: <sip:b@h>\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\n"
+	for _, tc := range []struct {
+		name, headers string
+		ok            bool
+		uri, host     string
+		port          int
+		params        string
+	}{
+		{"none", "", false, "", "", 0, ""},
+		{"one", "Contact: <sip:a@10.0.0.1:5062>;expires=60\r\n", true, "sip:a@10.0.0.1:5062", "10.0.0.1", 5062, ";expires=60"},
+		{"compact form", "m: <sip:a@10.0.0.2>\r\n", true, "sip:a@10.0.0.2", "10.0.0.2", 0, ""},
+		{"first element of a list", "Contact: <sip:a@h1>, <sip:a@h2>\r\n", true, "sip:a@h1", "h1", 0, ""},
+		{"an empty header is skipped", "Contact:\r\nContact: <sip:a@h3>\r\n", true, "sip:a@h3", "h3", 0, ""},
+		{"a list of nothing is skipped", "Contact: ,\r\nm: sip:a@h4;expires=0\r\n", true, "sip:a@h4", "h4", 0, ";expires=0"},
+		{"the star", "Contact: *\r\n", true, "*", "", 0, ""},
+		{"a bad port keeps what was read", "Contact: <sip:a@h5:99999>\r\n", true, "sip:a@h5:99999", "h5", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustParse(t, head+tc.headers+"Content-Length: 0\r\n\r\n")
+			c, ok := m.Contact()
+			if ok != tc.ok || c.URI != tc.uri || c.Host != tc.host || c.Port != tc.port || c.Params != tc.params {
+				t.Errorf("Contact() = %+v, %v; want ok %v uri %q host %q port %d params %q", c, ok, tc.ok, tc.uri, tc.host, tc.port, tc.params)
+			}
+			if len(m.Malformed) != 0 {
+				t.Errorf("Malformed = %q, want none", m.Malformed)
+			}
+		})
+	}
+}
+
+// TestParserLooksThenParseEqualsParse: a Parse from the start line
+// Parser.Looks found makes the Message Parse makes, and what Looks
+// remembered of other bytes (another slice of the same length, a longer
+// view of the same bytes, bytes that were no SIP, a Parse in between) is
+// not trusted.
+func TestParserLooksThenParseEqualsParse(t *testing.T) {
+	request := []byte(crlf(inviteText))
+	// A response as long as the request: what Looks found in one must not
+	// be used for the other.
+	response := []byte("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nFrom: <sip:a@h>;tag=1\r\nTo: <sip:b@h>;tag=2\r\nContent-Length: 0\r\n\r\n")
+	response = append(response, bytes.Repeat([]byte{'x'}, len(request)-len(response))...)
+	looks := func(b []byte) func(*Parser, []byte) {
+		return func(ps *Parser, _ []byte) { ps.Looks(b) }
+	}
+	itself := func(ps *Parser, b []byte) { ps.Looks(b) }
+	reused := slices.Clone(request)
+	for _, tc := range []struct {
+		name  string
+		b     []byte
+		first func(ps *Parser, b []byte) // what the Parser does before Parse(b)
+	}{
+		{"request", request, itself},
+		{"response", response, itself},
+		{"CRLF keepalive before the start line", []byte("\r\n\r\nSIP/2.0 180 Ringing\r\nCall-ID: c\r\n\r\n"), itself},
+		{"junk before the start line", []byte("\x00\x00xx INVITE sip:a SIP/2.0\r\nCall-ID: c\r\n\r\n"), itself},
+		{"two messages in one datagram", []byte("SIP/2.0 200 OK\r\nl: 0\r\n\r\nSIP/2.0 180 Ringing\r\n\r\n"), itself},
+		{"not SIP", []byte("GET / HTTP/1.1\r\n\r\n"), itself},
+		{"nothing looked at", request, func(*Parser, []byte) {}},
+		{"another slice of the same length", request, looks(response)},
+		{"a longer view of the same bytes", request[:20], looks(request)},
+		{"a Parse in between", request, func(ps *Parser, b []byte) {
+			ps.Looks(response)
+			_, _ = ps.Parse(request)
+			ps.Looks(b[:0])
+		}},
+		{"the same slice changed after its Parse", reused, func(ps *Parser, b []byte) {
+			ps.Looks(b)
+			_, _ = ps.Parse(b)
+			copy(b, response) // a reader's buffer, reused for the next packet
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := NewParser(Limits{})
+			tc.first(ps, tc.b)
+			want, werr := Parse(tc.b)
+			got, err := ps.Parse(tc.b)
+			if err != werr {
+				t.Fatalf("Parse after Looks: error %v, Parse error %v", err, werr)
+			}
+			if d := messageDiff(got, want); d != "" {
+				t.Error(d)
+			}
+		})
+	}
+}
+
+// TestParserLooksAgreesWithLooks: Parser.Looks says what Looks says.
+func TestParserLooksAgreesWithLooks(t *testing.T) {
+	ps := NewParser(Limits{})
+	for _, b := range [][]byte{
+		[]byte(crlf(inviteText)),
+		[]byte("SIP/2.0 200 OK\r\n\r\n"),
+		[]byte("\r\n\r\nSIP/2.0 200 OK\r\n\r\n"),
+		[]byte("GET / HTTP/1.1\r\n\r\n"),
+		[]byte("\r\n\r\n"),
+		{0x80, 0x08, 0x12, 0x34},
+		nil,
+	} {
+		if got, want := ps.Looks(b), Looks(b); got != want {
+			t.Errorf("%q: Parser.Looks %v, Looks %v", b, got, want)
 		}
 	}
 }

@@ -48,7 +48,11 @@ func digestParsed(h hash.Hash, ps *Parser, b []byte) string {
 		if m != nil {
 			v := reflect.ValueOf(m).Elem()
 			for i := 0; i < v.NumField(); i++ {
-				fmt.Fprintf(h, "%s %+v\n", v.Type().Field(i).Name, fieldOf(v, i))
+				name := v.Type().Field(i).Name
+				fmt.Fprintf(h, "%s %+v\n", name, fieldOf(v, i))
+				for _, lf := range lazyFields[name] {
+					fmt.Fprintf(h, "%s %+v\n", lf.name, lf.get(m))
+				}
 			}
 		}
 		if lim == (Limits{}) {
@@ -62,6 +66,32 @@ func digestParsed(h hash.Hash, ps *Parser, b []byte) string {
 		}
 	}
 	return ""
+}
+
+// lazyField is a value the parser once kept in a Message field and now
+// parses on demand: the digest reads it through its accessor and writes
+// it where the field was, as the field printed, so the golden written by
+// the eager parser proves the lazy value equal to the eager one.
+type lazyField struct {
+	name string
+	get  func(*Message) any
+}
+
+// lazyFields are the lazy values by the field they followed.
+var lazyFields = map[string][]lazyField{
+	// Contact was a *NameAddr (nil without a Contact), printed as its
+	// pointee.
+	"Vias": {{"Contact", func(m *Message) any {
+		if c, ok := m.Contact(); ok {
+			return fmt.Sprintf("%+v", c)
+		}
+		return nil
+	}}},
+	// contact was the NameAddr Contact pointed at (zero without one).
+	"Malformed": {{"contact", func(m *Message) any {
+		c, _ := m.Contact()
+		return c
+	}}},
 }
 
 // readParsedGolden returns the golden's lines by key (none when the file
