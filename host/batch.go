@@ -152,6 +152,10 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger, write func(*eng
 	}
 	count := uint64(cfg.Count)
 
+	if !src.streaming() {
+		// the load's collections free little (gcpace.go)
+		defer pauseGCForLoad(storeBudget(cfg))()
+	}
 	e, err = startEngine(runCtx, cfg, log, nil)
 	if err != nil {
 		return nil, false, err
