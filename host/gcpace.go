@@ -4,15 +4,16 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 
 	"github.com/sipnab/sipnab/core/dialog"
 )
 
 // pauseGCForLoad turns the garbage collector off while a batch run loads
-// its files, up to a memory limit, and returns the function that ends the
-// pause (collect calls it when the load ends; calling it again does
-// nothing).
+// its files, once the live heap has reached pauseFrom, up to a memory
+// limit, and returns the function that ends the pause (collect calls it
+// when the load ends; calling it again does nothing).
 //
 // What a file load allocates is nearly all kept until the output is
 // written: the retained messages' bytes, the dialogs, the media endpoints
@@ -21,7 +22,9 @@ import (
 // each time the heap doubles: five on the signaling workload, the last of
 // them over half the final heap. Paused, the load runs none; when it ends,
 // the previous settings come back and one collection frees the load's
-// garbage before the output is written, which reuses it.
+// garbage before the output is written, which reuses it. A small load (a
+// live heap under pauseFrom) is never paused: its collections cost little,
+// and they keep what the start-up leaves behind from adding to its peak.
 //
 // The limit is the store's byte budget (--max-store-mb, or the machine's
 // default: dialog.DefaultMaxBytes), the heap a full store holds anyway: a
@@ -29,9 +32,10 @@ import (
 // that collection ends the pause (past the limit a live heap would keep
 // the collector running back to back). GOGC or GOMEMLIMIT in the
 // environment is the user's choice: left alone. Live captures, HEP
-// listeners and the MCP server keep the defaults (their reads do not end).
-// Loads in one process (tests) share one pause: the last to end it
-// restores the settings the first found.
+// listeners and the MCP server keep the defaults (their reads do not end),
+// and so does a load on two cores or more (collect). Loads in one process
+// (tests) share one pause: the last to end restores the settings the
+// first found.
 func pauseGCForLoad(budget int64) (resume func()) {
 	if budget <= 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
@@ -39,12 +43,8 @@ func pauseGCForLoad(budget int64) (resume func()) {
 	p := &gcPause
 	p.mu.Lock()
 	if p.loads == 0 {
-		p.percent = debug.SetGCPercent(-1)
-		p.limit = debug.SetMemoryLimit(budget)
-		p.ended = false
-		// The first collection from here on finds the sentinel unreachable
-		// and runs its cleanup: paused, only the limit starts one.
-		runtime.AddCleanup(new(gcSentinel), func(struct{}) { p.limitReached() }, struct{}{})
+		p.budget, p.paused, p.ended = budget, false, false
+		p.watch()
 	}
 	p.loads++
 	p.mu.Unlock()
@@ -52,42 +52,97 @@ func pauseGCForLoad(budget int64) (resume func()) {
 	return func() { once.Do(p.loadEnded) }
 }
 
+// pauseFrom is the live heap from which a load is paused.
+const pauseFrom = 8 << 20
+
 // gcPause is the process's pause (pauseGCForLoad).
 var gcPause gcPauseState
 
 type gcPauseState struct {
 	mu      sync.Mutex
-	loads   int   // loads running paused
-	percent int   // the settings the first found
-	limit   int64 //
-	ended   bool  // settings restored while loads still run (the limit was reached)
+	loads   int    // loads running
+	budget  int64  // the memory limit while paused
+	paused  bool   // the collector is off
+	ended   bool   // the pause is over while loads still run (the limit was reached)
+	seen    uint64 // the collection afterGC last looked at (one look per collection)
+	checks  int    // collections looked at with loads running (tests wait on it)
+	percent int    // the settings the pause found
+	limit   int64  //
+}
+
+// watch runs afterGC after the next collection: a sentinel allocated now
+// is found unreachable by it, which runs the sentinel's cleanup.
+func (p *gcPauseState) watch() {
+	runtime.AddCleanup(new(gcSentinel), func(p *gcPauseState) { p.afterGC() }, p)
+}
+
+// afterGC pauses a load whose live heap has reached pauseFrom (and watches
+// the next collection until then), and ends the pause at the first
+// collection it meets: the memory limit started it.
+func (p *gcPauseState) afterGC() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A collection may find more than one sentinel (one left from a load
+	// that ended before it): the first cleanup it runs decides.
+	c := gcCycles()
+	if c == p.seen {
+		return
+	}
+	p.seen = c
+	if p.loads > 0 {
+		p.checks++
+	}
+	switch {
+	case p.loads == 0 || p.ended:
+	case p.paused:
+		p.restore()
+		p.ended = true
+	case liveHeap() >= pauseFrom:
+		p.percent = debug.SetGCPercent(-1)
+		p.limit = debug.SetMemoryLimit(p.budget)
+		p.paused = true
+		p.watch()
+	default:
+		p.watch()
+	}
 }
 
 func (p *gcPauseState) restore() {
 	debug.SetMemoryLimit(p.limit)
 	debug.SetGCPercent(p.percent)
-	p.ended = true
+	p.paused = false
 }
 
-// loadEnded ends one load's pause; the last one restores the settings and
-// collects the loads' garbage.
+// loadEnded ends one load; the last one ends the pause and collects the
+// loads' garbage.
 func (p *gcPauseState) loadEnded() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.loads--
-	if p.loads == 0 && !p.ended {
+	if p.loads == 0 && p.paused {
 		p.restore()
 		runtime.GC()
 	}
 }
 
-// limitReached ends the pause after its first collection.
-func (p *gcPauseState) limitReached() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.loads > 0 && !p.ended {
-		p.restore()
+// gcCycles counts the collections completed.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
 	}
+	return s[0].Value.Uint64()
+}
+
+// liveHeap is the heap the last collection found live.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // gcSentinel holds a pointer so that it is an allocation of its own (the

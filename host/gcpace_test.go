@@ -29,12 +29,39 @@ func withDefaultGC(t *testing.T) {
 	})
 }
 
-// TestGCPauseForLoadRestoresTheSettings: paused, the collector is off with
-// the budget as the memory limit; the last load to end puts GOGC=100 and no
-// limit back, and a second call of the same resume changes nothing.
-func TestGCPauseForLoadRestoresTheSettings(t *testing.T) {
+// collectAndWait runs one collection and waits for the pause's cleanup to
+// have looked at it (cleanups run on their own goroutine).
+func collectAndWait(t *testing.T) {
+	t.Helper()
+	runtime.GC()
+	done := gcCycles()
+	for range 5000 {
+		gcPause.mu.Lock()
+		seen := gcPause.seen
+		gcPause.mu.Unlock()
+		if seen >= done {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("no cleanup ran after the collection")
+}
+
+func wantSettings(t *testing.T, when string, percent, limit int64) {
+	t.Helper()
+	if p, l := gcSettings(); p != percent || l != limit {
+		t.Fatalf("%s: GOGC %d, limit %d; want %d, %d", when, p, l, percent, limit)
+	}
+}
+
+const neverReached = 1 << 40
+
+// TestGCPauseStartsOnceTheLiveHeapIsLarge: a load is paused (collector off,
+// the budget as the memory limit) once a collection finds pauseFrom live,
+// not before; the last load to end puts GOGC=100 and no limit back, and a
+// second call of the same resume changes nothing.
+func TestGCPauseStartsOnceTheLiveHeapIsLarge(t *testing.T) {
 	withDefaultGC(t)
-	const budget = 1 << 40 // never reached
 	tests := []struct {
 		name  string
 		loads int
@@ -44,57 +71,69 @@ func TestGCPauseForLoadRestoresTheSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			kept := make([]byte, 2*pauseFrom)
+			runtime.GC()
 			var resumes []func()
 			for range tc.loads {
-				resumes = append(resumes, pauseGCForLoad(budget))
+				resume := pauseGCForLoad(neverReached)
+				t.Cleanup(resume)
+				resumes = append(resumes, resume)
 			}
-			for i, resume := range resumes {
-				if pct, limit := gcSettings(); pct != -1 || limit != budget {
-					t.Fatalf("with %d of %d loads running: GOGC %d, limit %d; want off (-1), %d", tc.loads-i, tc.loads, pct, limit, budget)
-				}
+			wantSettings(t, "before a collection", 100, math.MaxInt64)
+			collectAndWait(t)
+			wantSettings(t, "after a collection with twice pauseFrom live", -1, neverReached)
+			for _, resume := range resumes {
+				wantSettings(t, "with loads running", -1, neverReached)
 				resume()
 				resume()
 			}
-			if pct, limit := gcSettings(); pct != 100 || limit != math.MaxInt64 {
-				t.Fatalf("after the loads: GOGC %d, limit %d; want 100, %d", pct, limit, int64(math.MaxInt64))
-			}
+			wantSettings(t, "after the loads", 100, math.MaxInt64)
+			runtime.KeepAlive(kept)
 		})
 	}
 }
 
-// TestGCPauseEndsAtItsFirstCollection: a load that reaches the limit gets
-// the previous settings back with its first collection (past the limit a
-// live heap would keep the collector running back to back).
+// TestGCPauseLeavesASmallLoadAlone: under pauseFrom live, collections run
+// as they do without a pause.
+func TestGCPauseLeavesASmallLoadAlone(t *testing.T) {
+	withDefaultGC(t)
+	resume := pauseGCForLoad(neverReached)
+	t.Cleanup(resume)
+	collectAndWait(t)
+	wantSettings(t, "a small load after a collection", 100, math.MaxInt64)
+	resume()
+	wantSettings(t, "after the load", 100, math.MaxInt64)
+}
+
+// TestGCPauseEndsAtItsFirstCollection: paused, a collection (which only the
+// memory limit starts) puts the previous settings back: past the limit a
+// live heap would keep the collector running back to back.
 func TestGCPauseEndsAtItsFirstCollection(t *testing.T) {
 	withDefaultGC(t)
-	resume := pauseGCForLoad(1 << 40)
-	defer resume()
-	runtime.GC() // as the limit would start it
-	// The cleanup runs on its own goroutine after the collection.
-	for range 1000 {
-		if pct, limit := gcSettings(); pct == 100 && limit == math.MaxInt64 {
-			resume() // nothing left to restore
-			if pct, limit := gcSettings(); pct != 100 || limit != math.MaxInt64 {
-				t.Fatalf("after the load: GOGC %d, limit %d; want 100, %d", pct, limit, int64(math.MaxInt64))
-			}
-			return
-		}
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
-	pct, limit := gcSettings()
-	t.Fatalf("after a collection: GOGC %d, limit %d; want 100, %d", pct, limit, int64(math.MaxInt64))
+	kept := make([]byte, 2*pauseFrom)
+	runtime.GC()
+	resume := pauseGCForLoad(neverReached)
+	t.Cleanup(resume)
+	collectAndWait(t)
+	wantSettings(t, "paused", -1, neverReached)
+	collectAndWait(t) // as the limit would start it
+	wantSettings(t, "after the paused load's collection", 100, math.MaxInt64)
+	runtime.GC() // the pause is over: nothing watches it
+	wantSettings(t, "after one more collection", 100, math.MaxInt64)
+	resume()
+	wantSettings(t, "after the load", 100, math.MaxInt64)
+	runtime.KeepAlive(kept)
 }
 
 // TestGCPauseLeavesTheUsersSettings: GOGC or GOMEMLIMIT in the environment,
-// or no budget, and the settings stay as they are.
+// or no budget, and nothing is armed: the settings stay as they are.
 func TestGCPauseLeavesTheUsersSettings(t *testing.T) {
 	tests := []struct {
 		name, env, value string
 		budget           int64
 	}{
-		{"GOGC set", "GOGC", "100", 1 << 40},
-		{"GOMEMLIMIT set", "GOMEMLIMIT", "1GiB", 1 << 40},
+		{"GOGC set", "GOGC", "100", neverReached},
+		{"GOMEMLIMIT set", "GOMEMLIMIT", "1GiB", neverReached},
 		{"no budget", "", "", 0},
 	}
 	for _, tc := range tests {
@@ -103,11 +142,19 @@ func TestGCPauseLeavesTheUsersSettings(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv(tc.env, tc.value)
 			}
+			kept := make([]byte, 2*pauseFrom)
 			resume := pauseGCForLoad(tc.budget)
-			if pct, limit := gcSettings(); pct != 100 || limit != math.MaxInt64 {
-				t.Fatalf("paused: GOGC %d, limit %d; want 100, %d (untouched)", pct, limit, int64(math.MaxInt64))
+			runtime.GC()
+			runtime.GC()
+			wantSettings(t, "with the load running", 100, math.MaxInt64)
+			gcPause.mu.Lock()
+			loads := gcPause.loads
+			gcPause.mu.Unlock()
+			if loads != 0 {
+				t.Errorf("%d loads counted, want 0 (not armed)", loads)
 			}
 			resume()
+			runtime.KeepAlive(kept)
 		})
 	}
 }
