@@ -152,10 +152,7 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger, write func(*eng
 	}
 	count := uint64(cfg.Count)
 
-	if !src.streaming() && cfg.Cores <= 1 {
-		// The load's collections free little (gcpace.go). Not with --cores
-		// 2 or more: the workers' batches are garbage (paused, signaling's
-		// peak RSS rose by a sixth).
+	if loadPausesGC(src, cfg.Cores) {
 		defer pauseGCForLoad(storeBudget(cfg))()
 	}
 	e, err = startEngine(runCtx, cfg, log, nil)

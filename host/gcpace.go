@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 
 	"github.com/sipnab/sipnab/core/dialog"
@@ -32,8 +33,8 @@ import (
 // that collection ends the pause (past the limit a live heap would keep
 // the collector running back to back). GOGC or GOMEMLIMIT in the
 // environment is the user's choice: left alone. Live captures, HEP
-// listeners and the MCP server keep the defaults (their reads do not end),
-// and so does a load on two cores or more (collect). Loads in one process
+// listeners, standard input and the MCP server keep the defaults (their
+// reads may not end), and so does a load on two cores or more (collect). Loads in one process
 // (tests) share one pause: the last to end restores the settings the
 // first found.
 func pauseGCForLoad(budget int64) (resume func()) {
@@ -50,6 +51,15 @@ func pauseGCForLoad(budget int64) (resume func()) {
 	p.mu.Unlock()
 	var once sync.Once
 	return func() { once.Do(p.loadEnded) }
+}
+
+// loadPausesGC reports whether a batch run's load pauses the collector:
+// files only (not live interfaces or HEP listeners, whose reads end on
+// request, nor standard input, a pipe that may not end), on one core (with
+// --cores 2 or more the workers' batches are garbage: paused, signaling's
+// peak RSS rose by a sixth).
+func loadPausesGC(src batchSources, cores int) bool {
+	return len(src.files) > 0 && !src.streaming() && !slices.Contains(src.files, "-") && cores <= 1
 }
 
 // pauseFrom is the live heap from which a load is paused.

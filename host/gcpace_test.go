@@ -158,3 +158,29 @@ func TestGCPauseLeavesTheUsersSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadPausesGCOnlyForFilesOnOneCore: the pause is for a load that ends
+// by itself and keeps what it allocates.
+func TestLoadPausesGCOnlyForFilesOnOneCore(t *testing.T) {
+	tests := []struct {
+		name  string
+		src   batchSources
+		cores int
+		want  bool
+	}{
+		{"a file on one core", batchSources{files: []string{"a.pcap"}}, 1, true},
+		{"files, cores unset", batchSources{files: []string{"a.pcap", "dir"}}, 0, true},
+		{"two cores", batchSources{files: []string{"a.pcap"}}, 2, false},
+		{"standard input", batchSources{files: []string{"-"}}, 1, false},
+		{"a file and a live interface", batchSources{files: []string{"a.pcap"}, interfaces: []string{"eth0"}}, 1, false},
+		{"a HEP listener", batchSources{listeners: []string{":9060"}}, 1, false},
+		{"nothing", batchSources{}, 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := loadPausesGC(tc.src, tc.cores); got != tc.want {
+				t.Errorf("loadPausesGC(%+v, %d) = %v, want %v", tc.src, tc.cores, got, tc.want)
+			}
+		})
+	}
+}
