@@ -7,6 +7,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sipnab/sipnab/core/dialog"
 )
@@ -34,18 +35,31 @@ import (
 // the collector running back to back). GOGC or GOMEMLIMIT in the
 // environment is the user's choice: left alone. Live captures, HEP
 // listeners, standard input and the MCP server keep the defaults (their
-// reads may not end), and so does a load on two cores or more (collect). Loads in one process
-// (tests) share one pause: the last to end restores the settings the
-// first found.
-func pauseGCForLoad(budget int64) (resume func()) {
+// reads may not end), and so does a load on two cores or more (collect).
+// Loads in one process (tests) share one pause: the last to end restores
+// the settings the first found.
+//
+// The pause pays only while what the load allocates is kept. held reports
+// what the load's dialog store holds (its held_bytes); while paused, a
+// guard compares it every guardEvery with the heap's objects, live and
+// dead, and ends the pause once they exceed it by more than guardSlack or
+// a quarter of it: a capture whose store evicts (a full store replaces
+// dialogs), or whose traffic is mostly garbage, gets its collector back
+// long before the budget, so its peak stays near what the default pacing
+// gives. held may be nil (nothing held: the slack alone).
+func pauseGCForLoad(budget int64, held func() int64) (resume func()) {
 	if budget <= 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
 	p := &gcPause
 	p.mu.Lock()
 	if p.loads == 0 {
-		p.budget, p.paused, p.ended = budget, false, false
+		p.budget, p.paused, p.ended, p.guarded = budget, false, false, false
+		p.held = p.held[:0]
 		p.watch()
+	}
+	if held != nil {
+		p.held = append(p.held, held)
 	}
 	p.loads++
 	p.mu.Unlock()
@@ -78,6 +92,46 @@ type gcPauseState struct {
 	checks  int    // collections looked at with loads running (tests wait on it)
 	percent int    // the settings the pause found
 	limit   int64  //
+	held    []func() int64
+	stop    chan struct{} // closed when the pause ends: the guard returns
+	guarded bool          // the guard ended the pause (garbage outgrew the store)
+}
+
+// The guard's period and slack (pauseGCForLoad).
+const (
+	guardEvery = 10 * time.Millisecond
+	guardSlack = 32 << 20
+)
+
+// guard ends the pause once the heap's objects exceed what the stores hold
+// by more than the slack; it returns when the pause ends.
+func (p *gcPauseState) guard(stop <-chan struct{}) {
+	t := time.NewTicker(guardEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		held := slices.Clone(p.held)
+		p.mu.Unlock()
+		var h int64
+		for _, f := range held {
+			h += f()
+		}
+		if heapObjects() <= h+max(guardSlack, h/4) {
+			continue
+		}
+		p.mu.Lock()
+		if p.paused && !p.ended {
+			p.restore()
+			p.ended, p.guarded = true, true
+		}
+		p.mu.Unlock()
+		return
+	}
 }
 
 // watch runs afterGC after the next collection: a sentinel allocated now
@@ -111,6 +165,8 @@ func (p *gcPauseState) afterGC() {
 		p.percent = debug.SetGCPercent(-1)
 		p.limit = debug.SetMemoryLimit(p.budget)
 		p.paused = true
+		p.stop = make(chan struct{})
+		go p.guard(p.stop)
 		p.watch()
 	default:
 		p.watch()
@@ -121,6 +177,10 @@ func (p *gcPauseState) restore() {
 	debug.SetMemoryLimit(p.limit)
 	debug.SetGCPercent(p.percent)
 	p.paused = false
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
 }
 
 // loadEnded ends one load; the last one ends the pause and collects the
@@ -153,6 +213,17 @@ func liveHeap() uint64 {
 		return 0
 	}
 	return s[0].Value.Uint64()
+}
+
+// heapObjects is the heap's objects now: live, and dead ones no collection
+// has freed yet.
+func heapObjects() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }
 
 // gcSentinel holds a pointer so that it is an allocation of its own (the

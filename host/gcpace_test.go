@@ -75,7 +75,7 @@ func TestGCPauseStartsOnceTheLiveHeapIsLarge(t *testing.T) {
 			runtime.GC()
 			var resumes []func()
 			for range tc.loads {
-				resume := pauseGCForLoad(neverReached)
+				resume := pauseGCForLoad(neverReached, nil)
 				t.Cleanup(resume)
 				resumes = append(resumes, resume)
 			}
@@ -97,7 +97,7 @@ func TestGCPauseStartsOnceTheLiveHeapIsLarge(t *testing.T) {
 // as they do without a pause.
 func TestGCPauseLeavesASmallLoadAlone(t *testing.T) {
 	withDefaultGC(t)
-	resume := pauseGCForLoad(neverReached)
+	resume := pauseGCForLoad(neverReached, nil)
 	t.Cleanup(resume)
 	collectAndWait(t)
 	wantSettings(t, "a small load after a collection", 100, math.MaxInt64)
@@ -112,7 +112,7 @@ func TestGCPauseEndsAtItsFirstCollection(t *testing.T) {
 	withDefaultGC(t)
 	kept := make([]byte, 2*pauseFrom)
 	runtime.GC()
-	resume := pauseGCForLoad(neverReached)
+	resume := pauseGCForLoad(neverReached, nil)
 	t.Cleanup(resume)
 	collectAndWait(t)
 	wantSettings(t, "paused", -1, neverReached)
@@ -143,7 +143,7 @@ func TestGCPauseLeavesTheUsersSettings(t *testing.T) {
 				t.Setenv(tc.env, tc.value)
 			}
 			kept := make([]byte, 2*pauseFrom)
-			resume := pauseGCForLoad(tc.budget)
+			resume := pauseGCForLoad(tc.budget, nil)
 			runtime.GC()
 			runtime.GC()
 			wantSettings(t, "with the load running", 100, math.MaxInt64)
@@ -181,6 +181,61 @@ func TestLoadPausesGCOnlyForFilesOnOneCore(t *testing.T) {
 			if got := loadPausesGC(tc.src, tc.cores); got != tc.want {
 				t.Errorf("loadPausesGC(%+v, %d) = %v, want %v", tc.src, tc.cores, got, tc.want)
 			}
+		})
+	}
+}
+
+// TestGCPauseGuardEndsThePauseWhenGarbageOutgrowsTheStore: paused, a load
+// whose heap fills with what its store does not hold (evicted dialogs,
+// unretained traffic) gets its collector back from the guard, long before
+// the memory limit; a load whose store holds its heap stays paused.
+func TestGCPauseGuardEndsThePauseWhenGarbageOutgrowsTheStore(t *testing.T) {
+	tests := []struct {
+		name      string
+		held      int64 // what the store says it holds
+		garbage   int   // MiB allocated and dropped while paused
+		wantEnded bool
+	}{
+		{"garbage past the slack", 2 * pauseFrom, 96, true},
+		{"garbage within a large store's quarter", 1 << 30, 96, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			withDefaultGC(t)
+			kept := make([]byte, 2*pauseFrom)
+			runtime.GC()
+			resume := pauseGCForLoad(neverReached, func() int64 { return tc.held })
+			t.Cleanup(resume)
+			collectAndWait(t)
+			wantSettings(t, "paused", -1, neverReached)
+			var sink []byte
+			for range tc.garbage {
+				sink = make([]byte, 1<<20)
+				sink[0] = 1
+			}
+			ended := false
+			for range 300 { // the guard looks every guardEvery (10 ms)
+				gcPause.mu.Lock()
+				ended = gcPause.guarded
+				gcPause.mu.Unlock()
+				if ended {
+					break
+				}
+				time.Sleep(guardEvery)
+			}
+			if ended != tc.wantEnded {
+				t.Fatalf("guard ended the pause: %v, want %v (heap objects %d MiB, held %d MiB)",
+					ended, tc.wantEnded, heapObjects()>>20, tc.held>>20)
+			}
+			if tc.wantEnded {
+				wantSettings(t, "after the guard", 100, math.MaxInt64)
+			} else {
+				wantSettings(t, "still paused", -1, neverReached)
+			}
+			resume()
+			wantSettings(t, "after the load", 100, math.MaxInt64)
+			runtime.KeepAlive(kept)
+			runtime.KeepAlive(sink)
 		})
 	}
 }
