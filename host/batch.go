@@ -7,12 +7,14 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sipnab/sipnab/core/callreport"
 	"github.com/sipnab/sipnab/core/correlate"
+	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/report"
 )
@@ -152,10 +154,20 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger, write func(*eng
 	}
 	count := uint64(cfg.Count)
 
+	var store atomic.Pointer[dialog.Store] // the load's, once started
+	if loadPausesGC(src, cfg.Cores) {
+		defer pauseGCForLoad(storeBudget(cfg), func() int64 {
+			if s := store.Load(); s != nil {
+				return s.Stats().Bytes
+			}
+			return 0
+		})()
+	}
 	e, err = startEngine(runCtx, cfg, log, nil)
 	if err != nil {
 		return nil, false, err
 	}
+	store.Store(e.capture.Dialogs())
 	if !src.streaming() {
 		// The file load stops itself at --count (LoadOptions.MaxFrames)
 		// and on a cancelled context; its snapshot says stopped on request.

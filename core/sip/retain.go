@@ -5,12 +5,15 @@ import "unsafe"
 // Retained is a parsed message reduced to what rebuilds it: its bytes
 // (Message.Raw, shared, not copied), the parser limits and the two counts
 // of bytes around it that are not in Raw. A store that keeps many messages
-// keeps these (about 40 bytes besides the message's own bytes) and parses
+// keeps these (32 bytes besides the message's own bytes) and parses
 // again when a reader asks, instead of holding the parser's whole structure
 // (headers, Vias, name-addrs: about four times the message's size).
 type Retained struct {
-	raw []byte
+	// raw and n are Message.Raw without its capacity (nobody appends to
+	// it): 8 bytes less per message kept than a slice.
+	raw *byte
 	lim *Limits
+	n   uint32
 	// junk is JunkPrefixBytes, negated when the junk was not only CRLF
 	// (MalJunkBeforeStartLine).
 	junk     int32
@@ -27,7 +30,7 @@ type Retained struct {
 // as a cheap guard, a Message whose start line or Call-ID no longer lies in
 // Raw is not retained.
 func (m *Message) Retain() (Retained, bool) {
-	if m == nil || m.lim == nil || m.JunkPrefixBytes > 1<<30 || m.TrailingBytes > 1<<30 ||
+	if m == nil || m.lim == nil || m.JunkPrefixBytes > 1<<30 || m.TrailingBytes > 1<<30 || len(m.Raw) > 1<<30 ||
 		!inRaw(m.Raw, m.StartLine) || (m.CallID != "" && !inRaw(m.Raw, m.CallID)) {
 		return Retained{}, false
 	}
@@ -35,7 +38,13 @@ func (m *Message) Retain() (Retained, bool) {
 	if len(m.Malformed) > 0 && m.Malformed[0] == MalJunkBeforeStartLine {
 		junk = -junk // the junk was not CRLF: flagged again on Message
 	}
-	return Retained{raw: m.Raw, lim: m.lim, junk: junk, trailing: int32(m.TrailingBytes)}, true
+	r := Retained{lim: m.lim, junk: junk, trailing: int32(m.TrailingBytes)}
+	if len(m.Raw) > 0 {
+		// (an empty Raw keeps no pointer: its data pointer may lie just
+		// past another object)
+		r.raw, r.n = unsafe.SliceData(m.Raw), uint32(len(m.Raw))
+	}
+	return r, true
 }
 
 // inRaw reports whether s is a view into raw (an empty s is).
@@ -52,7 +61,12 @@ func inRaw(raw []byte, s string) bool {
 }
 
 // Raw returns the message's bytes (start line through body). Read-only.
-func (r Retained) Raw() []byte { return r.raw }
+func (r Retained) Raw() []byte {
+	if r.raw == nil {
+		return nil
+	}
+	return unsafe.Slice(r.raw, r.n)
+}
 
 // Message parses the bytes again and returns the Message Parse gave the
 // first time. Each call returns a new Message.
@@ -60,7 +74,7 @@ func (r Retained) Message() *Message {
 	if r.lim == nil {
 		return nil
 	}
-	m, err := ParseLimits(r.raw, *r.lim)
+	m, err := ParseLimits(r.Raw(), *r.lim)
 	if err != nil {
 		return nil // cannot happen: these bytes parsed before
 	}

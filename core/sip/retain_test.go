@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/sipnab/sipnab/internal/testcap"
 )
@@ -25,6 +26,9 @@ func checkRetained(t *testing.T, m *Message) {
 		}
 		return
 	}
+	if raw := r.Raw(); len(raw) != len(m.Raw) || len(raw) > 0 && &raw[0] != &m.Raw[0] {
+		t.Fatalf("Raw() is %d bytes at %p, want the message's own %d at %p", len(raw), raw, len(m.Raw), m.Raw)
+	}
 	got := r.Message()
 	if got == nil {
 		t.Fatalf("the retained bytes do not parse: %q", r.Raw())
@@ -34,6 +38,19 @@ func checkRetained(t *testing.T, m *Message) {
 	}
 	if &got.Raw[0] == &m.Raw[0] {
 		t.Fatal("the rebuilt message shares the retained bytes (it must own a copy)")
+	}
+}
+
+// TestRetainedIsThirtyTwoBytes: a store keeps one per message (the bytes'
+// pointer and length, the limits, the two counts), so its size is part of
+// every retained message's cost (core/dialog membudget.go counts it).
+func TestRetainedIsThirtyTwoBytes(t *testing.T) {
+	if n := unsafe.Sizeof(Retained{}); n != 32 {
+		t.Fatalf("Retained is %d bytes, want 32", n)
+	}
+	var zero Retained
+	if zero.Raw() != nil || zero.Message() != nil {
+		t.Fatalf("the zero Retained gives Raw %v, Message %v; want nil, nil", zero.Raw(), zero.Message())
 	}
 }
 
