@@ -687,7 +687,7 @@ func (c *Capture) onSDP(callID string, ts time.Time, s *sdp.Session, offer bool,
 // may carry more than one). On a sharded file load without a tap it hands
 // the packet to the SIP pipeline instead (sipshard.go).
 func (c *Capture) routeSIP(p *packet.Packet, b []byte) {
-	if c.shard != nil && c.shard.sip != nil && c.tap == nil && len(b) == len(p.Payload) {
+	if c.shard != nil && c.shard.sip != nil && c.tap == nil && len(b) == len(p.Payload) && c.shard.sip.batching() {
 		c.shard.sip.take(p)
 		return
 	}

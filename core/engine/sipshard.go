@@ -23,6 +23,24 @@ package engine
 // applySIP (the dialog store, the SDP hand-over to media). What left it: the
 // SIP parse, the SDP parse and the SHA-256 of the frame pointer.
 //
+// The router never idles waiting for a worker: the items of a sent batch
+// are claimed one at a time (sipBatch.claim) by its worker and, when the
+// router must apply the batch before the worker is through, by the router
+// too, which parses the first unclaimed item instead of waiting and waits
+// only for the one item the worker is parsing. On a machine whose cores are
+// busy (or during the garbage collector's turn) a worker may get no core
+// for a while; the router then does the parse itself, and two cores cost
+// the copy into the batch, not the worker's wait. A batch the router
+// applied wholly while its worker had not yet looked at it is reused once
+// the worker gives it back (recycle), not waited for.
+//
+// Batching starts with a run of SIP: the first sipRunToBatch SIP packets
+// after a drain (or at the start) are parsed and applied where they are
+// met, as on one core, and only the packets after them go into batches.
+// So SIP interleaved with media (a carrier's capture, where every media
+// packet drains) is not copied for nothing, and the workers start at the
+// first batch sent: a load that sends none costs no goroutine.
+//
 // Order with everything else: anything whose outcome a pending SIP message
 // could change waits until every pending message is applied (drain): a
 // media packet or frame (the media path must have seen the SDP of every
@@ -66,6 +84,17 @@ var sipWorkerBatches atomic.Uint64
 // parsed and one waiting, so a worker never idles while the router applies.
 const sipInflightPerWorker = 2
 
+// sipRetiredPerWorker bounds the batches applied but not yet given back by
+// their worker (see recycle): past it the router waits for the oldest.
+const sipRetiredPerWorker = 4
+
+// sipRunToBatch is how many SIP packets must follow one another, with
+// nothing between them that drains the pipeline, before the router starts
+// copying them into batches: an eighth of a batch. A shorter run (a
+// carrier's SIP between its media) is parsed where it is met, as on one
+// core, and costs no copy.
+func sipRunToBatch() int { return sipBatchItems / 8 }
+
 // sipPipe is the SIP pipeline of a sharded load. Every method but the
 // workers' run is the router's (under the capture's wmu).
 type sipPipe struct {
@@ -74,15 +103,19 @@ type sipPipe struct {
 	next     int         // the worker the next full batch goes to
 	cur      *sipBatch   // being filled; nil when none
 	inflight []*sipBatch // sent to workers, oldest first
+	retired  []*sipBatch // applied, not yet given back by their worker
 	free     []*sipBatch
 	wg       sync.WaitGroup
+	started  bool // the workers run (started at the first batch sent)
+	run      int  // SIP packets since the last drain (sipRunToBatch)
 }
 
 // sipBatch is a run of SIP packets in packet order.
 type sipBatch struct {
 	items []sipItem // len: the packets taken; cap: sipBatchItems
 	arena []byte
-	done  chan struct{} // a worker parsed the batch (capacity 1)
+	claim atomic.Int32  // items claimed for parsing, by the worker or the router
+	done  chan struct{} // the worker is done with the batch (capacity 1)
 }
 
 // sipItem is one SIP packet: its copy, then what the parse made of it.
@@ -92,6 +125,7 @@ type sipItem struct {
 	hasFrame bool
 	msgs     []sipParsed
 	parsers  []*sip.Parser // one per message of the datagram, kept for reuse
+	ready    atomic.Bool   // msgs are parsed
 }
 
 // sipParsed is one parsed message and what applySIP would otherwise compute
@@ -104,16 +138,24 @@ type sipParsed struct {
 	sdpErr error           // the body did not parse
 }
 
-// startSIPPipe starts the parse workers of a sharded load.
+// startSIPPipe sets up the parse workers of a sharded load; they start at
+// the first batch sent, so a load that never sends one (a short capture,
+// SIP interleaved with media) costs no goroutine.
 func (s *sharder) startSIPPipe(n int) {
 	q := &sipPipe{c: s.c}
 	for i := 0; i < n; i++ {
-		ch := make(chan *sipBatch, sipInflightPerWorker)
-		q.workers = append(q.workers, ch)
-		q.wg.Add(1)
-		go q.run(ch)
+		q.workers = append(q.workers, make(chan *sipBatch, sipInflightPerWorker+sipRetiredPerWorker))
 	}
 	s.sip = q
+}
+
+// start starts the parse workers.
+func (q *sipPipe) start() {
+	q.started = true
+	for _, ch := range q.workers {
+		q.wg.Add(1)
+		go q.work(ch)
+	}
 }
 
 // stop applies what is pending and ends the workers.
@@ -125,22 +167,59 @@ func (q *sipPipe) stop() {
 	q.wg.Wait()
 }
 
-// run is a parse worker.
-func (q *sipPipe) run(in <-chan *sipBatch) {
+// work is a parse worker. It claims the items of a batch one at a time,
+// as the router does when it must apply a batch the worker has not
+// finished (applyOldest): so the router never idles waiting for a worker
+// that has no core (a busy machine, or the garbage collector's turn).
+func (q *sipPipe) work(in <-chan *sipBatch) {
 	defer q.wg.Done()
 	for b := range in {
-		b.parse()
+		b.parseClaimed()
 		sipWorkerBatches.Add(1)
 		b.done <- struct{}{}
 	}
 }
 
-// drainSIP applies every SIP message the pipeline holds (wmu held); nothing
-// when the load is not sharded or nothing is pending.
-func (c *Capture) drainSIP() {
-	if c.shard != nil && c.shard.sip != nil && c.shard.sip.pending() {
-		c.shard.sip.drain()
+// parseClaimed parses the items of the batch no one has claimed yet.
+func (b *sipBatch) parseClaimed() {
+	n := int32(len(b.items))
+	for {
+		k := b.claim.Add(1) - 1
+		if k >= n {
+			return
+		}
+		it := &b.items[k]
+		it.parse()
+		it.ready.Store(true)
 	}
+}
+
+// drainSIP applies every SIP message the pipeline holds (wmu held); nothing
+// when the load is not sharded or nothing is pending. It also ends the
+// current run of SIP packets (sipRunToBatch).
+func (c *Capture) drainSIP() {
+	if c.shard != nil && c.shard.sip != nil {
+		q := c.shard.sip
+		q.run = 0
+		if q.pending() {
+			q.drain()
+		}
+	}
+}
+
+// batching reports whether the SIP packet met now goes to the pipeline:
+// when something is pending (order), or once the current run of SIP is
+// long enough for a batch to be worth a copy. Else the router parses it
+// where it is met, as on one core.
+func (q *sipPipe) batching() bool {
+	if q.pending() {
+		return true
+	}
+	if q.run < sipRunToBatch() {
+		q.run++
+		return false
+	}
+	return true
 }
 
 // pending reports whether any SIP packet waits to be applied.
@@ -158,6 +237,7 @@ func (q *sipPipe) drain() {
 		q.cur = nil
 		b.parse()
 		q.apply(b)
+		q.free = append(q.free, b)
 	}
 }
 
@@ -189,20 +269,38 @@ func (q *sipPipe) take(p *packet.Packet) {
 		it.pkt.Frame = &it.frame
 	}
 	it.msgs = it.msgs[:0]
+	it.ready.Store(false)
 }
 
-// batch returns an empty batch.
+// batch returns an empty batch: a free one, one a worker gave back since
+// it was retired, or a new one.
 func (q *sipPipe) batch() *sipBatch {
 	if n := len(q.free); n > 0 {
 		b := q.free[n-1]
 		q.free = q.free[:n-1]
-		return b
+		return b.reset()
+	}
+	for i, b := range q.retired {
+		select {
+		case <-b.done:
+			q.retired = append(q.retired[:i], q.retired[i+1:]...)
+			return b.reset()
+		default:
+		}
 	}
 	return &sipBatch{
 		items: make([]sipItem, 0, sipBatchItems),
 		arena: make([]byte, 0, sipBatchArena),
 		done:  make(chan struct{}, 1),
 	}
+}
+
+// reset empties an applied batch no worker holds.
+func (b *sipBatch) reset() *sipBatch {
+	b.items = b.items[:0]
+	b.arena = b.arena[:0]
+	b.claim.Store(0)
+	return b
 }
 
 // send hands the batch being filled to the next worker, first applying the
@@ -216,35 +314,81 @@ func (q *sipPipe) send() {
 	if len(q.inflight) >= sipInflightPerWorker*len(q.workers) {
 		q.applyOldest()
 	}
+	if !q.started {
+		q.start()
+	}
 	q.workers[q.next] <- b
 	q.next = (q.next + 1) % len(q.workers)
 	q.inflight = append(q.inflight, b)
 }
 
-// applyOldest waits for the oldest batch sent and applies it.
+// applyOldest applies the oldest batch sent, item by item as they are
+// parsed. When the next item is not parsed yet the router parses the first
+// item no one has claimed (in this batch) instead of waiting, and waits
+// for the worker only when the worker holds the last unparsed items.
 func (q *sipPipe) applyOldest() {
 	b := q.inflight[0]
 	copy(q.inflight, q.inflight[1:])
 	q.inflight[len(q.inflight)-1] = nil
 	q.inflight = q.inflight[:len(q.inflight)-1]
-	<-b.done
-	q.apply(b)
-}
-
-// apply applies a parsed batch in packet order and recycles it.
-func (q *sipPipe) apply(b *sipBatch) {
+	n := int32(len(b.items))
+	given := false // the worker gave the batch back
 	for i := range b.items {
 		it := &b.items[i]
-		q.c.ref.f = nil // item frames are reused: frameRef (a malformed example) hashes again
-		for j := range it.msgs {
-			q.c.applySIP(&it.pkt, it.msgs[j].m, &it.msgs[j])
-			it.msgs[j] = sipParsed{}
+		for !it.ready.Load() {
+			if k := b.claim.Add(1) - 1; k < n {
+				o := &b.items[k]
+				o.parse()
+				o.ready.Store(true)
+				continue
+			}
+			<-b.done // every item is claimed: the worker parses this one
+			given = true
 		}
-		it.msgs = it.msgs[:0]
+		q.applyItem(it)
 	}
-	b.items = b.items[:0]
-	b.arena = b.arena[:0]
-	q.free = append(q.free, b)
+	q.recycle(b, given)
+}
+
+// recycle takes an applied batch back: at once when its worker gave it
+// back, else once it does (retired), so the router does not wait for a
+// worker that claims nothing more.
+func (q *sipPipe) recycle(b *sipBatch, given bool) {
+	if !given {
+		select {
+		case <-b.done:
+			given = true
+		default:
+		}
+	}
+	if given {
+		q.free = append(q.free, b)
+		return
+	}
+	q.retired = append(q.retired, b)
+	if len(q.retired) > sipRetiredPerWorker*len(q.workers) {
+		o := q.retired[0]
+		q.retired = q.retired[1:]
+		<-o.done
+		q.free = append(q.free, o)
+	}
+}
+
+// apply applies a batch the router parsed itself, in packet order.
+func (q *sipPipe) apply(b *sipBatch) {
+	for i := range b.items {
+		q.applyItem(&b.items[i])
+	}
+}
+
+// applyItem applies one parsed packet and empties its item for reuse.
+func (q *sipPipe) applyItem(it *sipItem) {
+	q.c.ref.f = nil // item frames are reused: frameRef (a malformed example) hashes again
+	for j := range it.msgs {
+		q.c.applySIP(&it.pkt, it.msgs[j].m, &it.msgs[j])
+		it.msgs[j] = sipParsed{}
+	}
+	it.msgs = it.msgs[:0]
 }
 
 // parse parses every item of the batch (on a worker, or on the router when
