@@ -296,9 +296,17 @@ func (s *sharder) worker(a, b netip.Addr) *shardWorker {
 	if len(s.workers) == 1 && s.inline == nil {
 		return s.workers[0]
 	}
-	h := hostPairHash(a, b)
+	return s.workerOf(hostPairHash(a, b))
+}
+
+// workerOf picks the worker of a host pair's hash; nil when the router
+// keeps it.
+func (s *sharder) workerOf(h uint64) *shardWorker {
 	if h%64 < s.inlineBuckets {
 		return nil
+	}
+	if len(s.workers) == 1 {
+		return s.workers[0] // (no division: the usual two-core case)
 	}
 	return s.workers[(h/64)%uint64(len(s.workers))]
 }
@@ -355,7 +363,10 @@ func (s *sharder) takeFrame(k sourceKind, f *packet.Frame) bool {
 	if !ok {
 		return false
 	}
-	w := s.worker(netip.AddrFrom4(a), netip.AddrFrom4(b))
+	w := s.workers[0]
+	if len(s.workers) > 1 || s.inline != nil {
+		w = s.workerOf(hostPairHash4(a, b))
+	}
 	if w == nil {
 		return false // the router's own host pair: decoded and kept here
 	}
@@ -529,9 +540,27 @@ func hostPairHash(a, b netip.Addr) uint64 {
 	return mix(addrKey(a)) ^ mix(addrKey(b))
 }
 
+// hostPairHash4 is hostPairHash of two IPv4 addresses, from their bytes
+// (the router's path for a plain frame, which never builds a netip.Addr).
+func hostPairHash4(a, b [4]byte) uint64 {
+	return mix(addrKey4(a)) ^ mix(addrKey4(b))
+}
+
+const golden = 0x9E3779B97F4A7C15
+
 func addrKey(a netip.Addr) uint64 {
+	if a.Is4() || a.Is4In6() {
+		return addrKey4(a.Unmap().As4())
+	}
 	x := a.As16()
-	return binary.LittleEndian.Uint64(x[:8]) ^ binary.LittleEndian.Uint64(x[8:])*0x9E3779B97F4A7C15
+	return binary.LittleEndian.Uint64(x[:8]) ^ binary.LittleEndian.Uint64(x[8:])*golden
+}
+
+// addrKey4 is addrKey of an IPv4 address: its IPv4-mapped form
+// (::ffff:a.b.c.d, RFC 4291 §2.5.5.2) has eight zero bytes, then 00 00 ff
+// ff and the address.
+func addrKey4(a [4]byte) uint64 {
+	return (0xffff0000 | uint64(binary.LittleEndian.Uint32(a[:]))<<32) * golden
 }
 
 // mix is SplitMix64's finalizer.

@@ -56,6 +56,37 @@ func TestHostPairHashIsSymmetric(t *testing.T) {
 	}
 }
 
+// TestHostPairHashOfIPv4BytesEqualsTheGeneralHash: the router's hash of a
+// plain frame's address bytes, and the shortcut for IPv4 addresses, give
+// the value of the general formula over the IPv4-mapped form, so a host
+// pair lands on one shard whichever path (plain frame, decoded packet,
+// IPv4-mapped IPv6) carried it.
+func TestHostPairHashOfIPv4BytesEqualsTheGeneralHash(t *testing.T) {
+	general := func(a netip.Addr) uint64 {
+		x := a.As16() // As16 maps IPv4
+		return mix(binary.LittleEndian.Uint64(x[:8]) ^ binary.LittleEndian.Uint64(x[8:])*0x9E3779B97F4A7C15)
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"192.0.2.10", "198.51.100.20"},
+		{"0.0.0.0", "255.255.255.255"},
+		{"10.0.0.1", "10.0.0.1"},
+		{"::ffff:192.0.2.10", "198.51.100.20"},
+		{"2001:db8::1", "192.0.2.10"},
+		{"2001:db8::1", "fe80::2"},
+	} {
+		a, b := netip.MustParseAddr(tc.a), netip.MustParseAddr(tc.b)
+		want := general(a) ^ general(b)
+		if got := hostPairHash(a, b); got != want {
+			t.Errorf("hostPairHash(%s, %s) = %#x, want %#x", a, b, got, want)
+		}
+		if a.Unmap().Is4() && b.Is4() {
+			if got := hostPairHash4(a.Unmap().As4(), b.As4()); got != want {
+				t.Errorf("hostPairHash4(%s, %s) = %#x, want %#x", a, b, got, want)
+			}
+		}
+	}
+}
+
 // TestWithin finds a payload inside its frame and nowhere else.
 func TestWithin(t *testing.T) {
 	frame := make([]byte, 100)
