@@ -12,7 +12,7 @@ package engine
 // workers, sharded by host pair (the unordered pair of IP addresses, ports
 // ignored): a stream, its reverse direction and the RTCP between the same
 // hosts always land on one worker, and the stream store matches RTCP to
-// streams on the report's host pair only. Every worker owns a decoder and a
+// streams on the report's host pair only. Every worker owns a
 // media.Store; every SDP offer or answer is sent to every worker in the same
 // queue as the media, so each worker sees the endpoints exactly when one
 // store would. When the load ends the workers drain and their stores are
@@ -27,8 +27,10 @@ package engine
 //     router reads its addresses and payload at fixed offsets, classifies the
 //     payload as classify would (media), advances its own decoder's clock
 //     (Decoder.Tick: reassembly entries expire at the same frames as on one
-//     core) and hands the frame over; the worker's decoder decodes it to the
-//     packet the router's would have made (the frame needs no decoder state).
+//     core) and hands the frame over; the worker reads the packet the
+//     router's decoder would have made at the same fixed offsets
+//     (plainPacket: such a frame needs no decoder state), so the frame is
+//     decoded once, not twice.
 //   - Any other media packet, decoded by the router (VLAN, IPv6, tunnels,
 //     reassembled datagrams, HEP payloads).
 //   - SDP events, to every worker.
@@ -104,9 +106,9 @@ const inlineShare = 6
 
 type shardWorker struct {
 	store *media.Store
-	dec   *decode.Decoder
 	in    chan *shardBatch
-	cur   *shardBatch // being filled by the router
+	cur   *shardBatch   // being filled by the router
+	pkt   packet.Packet // the packet of a plain frame (plainPacket)
 	// counts of the batch being applied (worker goroutine only)
 	taken, other, packets uint64
 }
@@ -163,7 +165,6 @@ func (c *Capture) startSharding() {
 	for i := 0; i < n; i++ {
 		w := &shardWorker{
 			store: media.NewStore(st.Config()),
-			dec:   decode.New(c.cfg.Decode),
 			in:    make(chan *shardBatch, shardQueue),
 		}
 		s.workers = append(s.workers, w)
@@ -247,7 +248,8 @@ func (s *sharder) run(w *shardWorker) {
 				held = true
 			}
 			if op.kind == opFrame {
-				w.dec.Decode(&op.frame, w)
+				plainPacket(&w.pkt, &op.frame)
+				w.HandlePacket(&w.pkt)
 				continue
 			}
 			if op.hasFrame {
@@ -410,6 +412,27 @@ func mediaFrame(f *packet.Frame) (src, dst [4]byte, ok bool) {
 		return src, dst, false
 	}
 	return [4]byte(d[26:30]), [4]byte(d[30:34]), true
+}
+
+// plainPacket fills p with the packet a decoder makes of a plain frame
+// (one mediaFrame accepted: Ethernet, IPv4 without options, unfragmented,
+// UDP whose lengths are the frame's, not a tunnel's port, a payload): the
+// addresses, ports, DSCP and Identification (RFC 791) at their fixed
+// offsets, the payload after the UDP header. FuzzPlainPacketEqualsDecoder
+// holds it to the decoder's packet.
+func plainPacket(p *packet.Packet, f *packet.Frame) {
+	d := f.Data
+	p.TS = f.TS
+	p.Src = netip.AddrPortFrom(netip.AddrFrom4([4]byte(d[26:30])), binary.BigEndian.Uint16(d[34:36]))
+	p.Dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(d[30:34])), binary.BigEndian.Uint16(d[36:38]))
+	p.Transport = packet.TransportUDP
+	p.Payload = d[42:]
+	p.Origin = packet.OriginWire
+	p.DSCP, p.HasDSCP = d[15]>>2, true
+	p.IPID, p.HasIPID = binary.BigEndian.Uint16(d[18:20]), true
+	p.Frame = f
+	p.Reassembled = false
+	p.HEPAgentID = 0
 }
 
 // route copies a media packet the router decoded into its host pair's
