@@ -99,10 +99,16 @@ type sharder struct {
 var inlineQueueMax = 1024
 
 // inlineShare is the router's share of the host pairs on two cores, in
-// 64ths: measured on the bench carrier capture, where the router's own work
-// (read, decode what it must, classify, SIP, hand frames over) is about two
-// thirds of a worker's, 6/64 leaves the two goroutines equal CPU.
-const inlineShare = 6
+// 64ths (a variable for the tests). It was 6 while the router hashed every
+// host pair through netip.Addr and the worker decoded every frame again;
+// now that a plain frame costs the router a check, a copy and no hash, and
+// the worker no decode, the router on the bench carrier capture spends
+// about what the worker does with no share at all (CPU profile of
+// Load/cores=2: router 37-43 ms, worker 37-39 ms per load at shares 0, 2
+// and 6), and at 0 it skips the hash and the SDP queue, and the worker's
+// store is adopted whole when the load ends (media.Store.Merge) — the
+// least CPU of the three on both the carrier and memory presets.
+var inlineShare uint64 = 0
 
 type shardWorker struct {
 	store *media.Store
@@ -159,7 +165,7 @@ func (c *Capture) startSharding() {
 	}
 	c.releaseMedia()
 	s := &sharder{c: c, free: make(chan *shardBatch, n*(shardQueue+2))}
-	if n == 1 {
+	if n == 1 && inlineShare > 0 {
 		s.inline, s.inlineBuckets = media.NewStore(st.Config()), inlineShare
 	}
 	for i := 0; i < n; i++ {
