@@ -31,8 +31,8 @@ func (st *Store) Merge(others ...*Store) {
 	if st.empty() {
 		big := -1
 		for i, o := range others {
-			if o == nil || o == st {
-				continue
+			if o == nil || o == st || !sameCaps(o.cfg, st.cfg) {
+				continue // (a store of other caps could hold more than st's)
 			}
 			if big < 0 || o.size() > others[big].size() {
 				big = i
@@ -144,6 +144,14 @@ func (st *Store) empty() bool {
 	return st.streams.len() == 0 && st.cands.len() == 0 && st.eps.len() == 0 && len(st.epByCall) == 0 &&
 		len(st.order) == 0 && len(st.candQ) == 0 && st.ordinal == 0 && st.lastNs == 0 &&
 		st.stats == (Stats{}) && st.orphans == 0 && st.faxes == 0
+}
+
+// sameCaps reports whether two configurations cap streams, candidates and
+// endpoints alike and shape a stream's state alike (quality interval, lost
+// sequence ring): a store of the one can be adopted by a store of the other.
+func sameCaps(a, b Config) bool {
+	return a.MaxStreams == b.MaxStreams && a.MaxCandidates == b.MaxCandidates && a.MaxEndpoints == b.MaxEndpoints &&
+		a.QualityInterval == b.QualityInterval && a.LostSeqRing == b.LostSeqRing
 }
 
 // size is how much a merge of o would move: its streams, candidates and

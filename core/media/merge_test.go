@@ -154,3 +154,20 @@ func TestMergeIntoAStoreHoldingStreamsDoesNotAdopt(t *testing.T) {
 		t.Fatalf("got %+v, want 2 streams of 10 RTP packets", got)
 	}
 }
+
+// TestMergeDoesNotAdoptAStoreOfOtherCaps: an empty store merging a store
+// configured with a larger stream cap copies its streams under its own cap
+// (evicting and counting) instead of taking the other's tables whole.
+func TestMergeDoesNotAdoptAStoreOfOtherCaps(t *testing.T) {
+	st, other := NewStore(Config{MaxStreams: 1}), NewStore(Config{MaxStreams: 4})
+	for seq := uint16(1); seq <= 5; seq++ {
+		ts := t0.Add(time.Duration(seq) * 20 * time.Millisecond)
+		for i, src := range []string{"10.1.0.1:7000", "10.3.0.1:7000"} {
+			other.Observe(udp(netip.MustParseAddrPort(src), netip.MustParseAddrPort("10.1.0.2:7002"), ts, rtpPkt(0, false, seq, uint32(seq)*160, uint32(i+1), make([]byte, 160))))
+		}
+	}
+	st.Merge(other)
+	if got := st.Stats(); got.Streams != 1 || got.StreamsEvicted != 1 {
+		t.Fatalf("got %d streams, %d evicted; want 1 kept under the cap of 1 and 1 evicted", got.Streams, got.StreamsEvicted)
+	}
+}
