@@ -75,9 +75,9 @@ type sharder struct {
 	free    chan *shardBatch
 	wg      sync.WaitGroup
 
-	// On two cores the router, which would finish its own work first,
+	// On two cores with inlineShare above 0 (not by default) the router
 	// keeps the host pairs of inlineBuckets of every 64 hash buckets itself,
-	// in a store of its own, so the two goroutines have about the same work.
+	// in a store of its own, to give the two goroutines the same work.
 	inline        *media.Store
 	inlineBuckets uint64
 	inlineHeld    bool // the router holds inline's writer lock (a run)
