@@ -20,3 +20,11 @@ func SetInlineQueueMax(n int) (restore func()) {
 	inlineQueueMax = n
 	return func() { inlineQueueMax = old }
 }
+
+// SetInlineShare sets the router's share of host pairs on two cores (in
+// 64ths) for a test and returns the restore.
+func SetInlineShare(n uint64) func() {
+	old := inlineShare
+	inlineShare = n
+	return func() { inlineShare = old }
+}

@@ -12,7 +12,7 @@ package engine
 // workers, sharded by host pair (the unordered pair of IP addresses, ports
 // ignored): a stream, its reverse direction and the RTCP between the same
 // hosts always land on one worker, and the stream store matches RTCP to
-// streams on the report's host pair only. Every worker owns a decoder and a
+// streams on the report's host pair only. Every worker owns a
 // media.Store; every SDP offer or answer is sent to every worker in the same
 // queue as the media, so each worker sees the endpoints exactly when one
 // store would. When the load ends the workers drain and their stores are
@@ -27,8 +27,10 @@ package engine
 //     router reads its addresses and payload at fixed offsets, classifies the
 //     payload as classify would (media), advances its own decoder's clock
 //     (Decoder.Tick: reassembly entries expire at the same frames as on one
-//     core) and hands the frame over; the worker's decoder decodes it to the
-//     packet the router's would have made (the frame needs no decoder state).
+//     core) and hands the frame over; the worker reads the packet the
+//     router's decoder would have made at the same fixed offsets
+//     (plainPacket: such a frame needs no decoder state), so the frame is
+//     decoded once, not twice.
 //   - Any other media packet, decoded by the router (VLAN, IPv6, tunnels,
 //     reassembled datagrams, HEP payloads).
 //   - SDP events, to every worker.
@@ -59,10 +61,10 @@ import (
 )
 
 const (
-	maxShards  = 63        // workers at most, whatever Cores says
-	shardOps   = 1024      // items per batch
-	shardArena = 384 << 10 // bytes per batch
-	shardQueue = 4         // batches queued per worker
+	maxShards  = 63       // workers at most, whatever Cores says
+	shardOps   = 256      // items per batch
+	shardArena = 96 << 10 // bytes per batch (1024 ops, 384 KiB took 2-4 % more CPU: Load/cores=2, carrier)
+	shardQueue = 4        // batches queued per worker
 )
 
 // sharder is the media half of a sharded load. Its router-side methods run
@@ -73,9 +75,9 @@ type sharder struct {
 	free    chan *shardBatch
 	wg      sync.WaitGroup
 
-	// On two cores the router, which would finish its own work first,
+	// On two cores with inlineShare above 0 (not by default) the router
 	// keeps the host pairs of inlineBuckets of every 64 hash buckets itself,
-	// in a store of its own, so the two goroutines have about the same work.
+	// in a store of its own, to give the two goroutines the same work.
 	inline        *media.Store
 	inlineBuckets uint64
 	inlineHeld    bool // the router holds inline's writer lock (a run)
@@ -97,16 +99,22 @@ type sharder struct {
 var inlineQueueMax = 1024
 
 // inlineShare is the router's share of the host pairs on two cores, in
-// 64ths: measured on the bench carrier capture, where the router's own work
-// (read, decode what it must, classify, SIP, hand frames over) is about two
-// thirds of a worker's, 6/64 leaves the two goroutines equal CPU.
-const inlineShare = 6
+// 64ths (a variable for the tests). It was 6 while the router hashed every
+// host pair through netip.Addr and the worker decoded every frame again;
+// now that a plain frame costs the router a check, a copy and no hash, and
+// the worker no decode, the router on the bench carrier capture spends
+// about what the worker does with no share at all (CPU profile of
+// Load/cores=2: router 37-43 ms, worker 37-39 ms per load at shares 0, 2
+// and 6), and at 0 it skips the hash and the SDP queue, and the worker's
+// store is adopted whole when the load ends (media.Store.Merge) — the
+// least CPU of the three on both the carrier and memory presets.
+var inlineShare uint64 = 0
 
 type shardWorker struct {
 	store *media.Store
-	dec   *decode.Decoder
 	in    chan *shardBatch
-	cur   *shardBatch // being filled by the router
+	cur   *shardBatch   // being filled by the router
+	pkt   packet.Packet // the packet of a plain frame (plainPacket)
 	// counts of the batch being applied (worker goroutine only)
 	taken, other, packets uint64
 }
@@ -157,13 +165,12 @@ func (c *Capture) startSharding() {
 	}
 	c.releaseMedia()
 	s := &sharder{c: c, free: make(chan *shardBatch, n*(shardQueue+2))}
-	if n == 1 {
+	if n == 1 && inlineShare > 0 {
 		s.inline, s.inlineBuckets = media.NewStore(st.Config()), inlineShare
 	}
 	for i := 0; i < n; i++ {
 		w := &shardWorker{
 			store: media.NewStore(st.Config()),
-			dec:   decode.New(c.cfg.Decode),
 			in:    make(chan *shardBatch, shardQueue),
 		}
 		s.workers = append(s.workers, w)
@@ -247,7 +254,8 @@ func (s *sharder) run(w *shardWorker) {
 				held = true
 			}
 			if op.kind == opFrame {
-				w.dec.Decode(&op.frame, w)
+				plainPacket(&w.pkt, &op.frame)
+				w.HandlePacket(&w.pkt)
 				continue
 			}
 			if op.hasFrame {
@@ -296,9 +304,17 @@ func (s *sharder) worker(a, b netip.Addr) *shardWorker {
 	if len(s.workers) == 1 && s.inline == nil {
 		return s.workers[0]
 	}
-	h := hostPairHash(a, b)
+	return s.workerOf(hostPairHash(a, b))
+}
+
+// workerOf picks the worker of a host pair's hash; nil when the router
+// keeps it.
+func (s *sharder) workerOf(h uint64) *shardWorker {
 	if h%64 < s.inlineBuckets {
 		return nil
+	}
+	if len(s.workers) == 1 {
+		return s.workers[0] // (no division: the usual two-core case)
 	}
 	return s.workers[(h/64)%uint64(len(s.workers))]
 }
@@ -355,7 +371,10 @@ func (s *sharder) takeFrame(k sourceKind, f *packet.Frame) bool {
 	if !ok {
 		return false
 	}
-	w := s.worker(netip.AddrFrom4(a), netip.AddrFrom4(b))
+	w := s.workers[0]
+	if len(s.workers) > 1 || s.inline != nil {
+		w = s.workerOf(hostPairHash4(a, b))
+	}
 	if w == nil {
 		return false // the router's own host pair: decoded and kept here
 	}
@@ -399,6 +418,27 @@ func mediaFrame(f *packet.Frame) (src, dst [4]byte, ok bool) {
 		return src, dst, false
 	}
 	return [4]byte(d[26:30]), [4]byte(d[30:34]), true
+}
+
+// plainPacket fills p with the packet a decoder makes of a plain frame
+// (one mediaFrame accepted: Ethernet, IPv4 without options, unfragmented,
+// UDP whose lengths are the frame's, not a tunnel's port, a payload): the
+// addresses, ports, DSCP and Identification (RFC 791) at their fixed
+// offsets, the payload after the UDP header. FuzzPlainPacketEqualsDecoder
+// holds it to the decoder's packet.
+func plainPacket(p *packet.Packet, f *packet.Frame) {
+	d := f.Data
+	p.TS = f.TS
+	p.Src = netip.AddrPortFrom(netip.AddrFrom4([4]byte(d[26:30])), binary.BigEndian.Uint16(d[34:36]))
+	p.Dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(d[30:34])), binary.BigEndian.Uint16(d[36:38]))
+	p.Transport = packet.TransportUDP
+	p.Payload = d[42:]
+	p.Origin = packet.OriginWire
+	p.DSCP, p.HasDSCP = d[15]>>2, true
+	p.IPID, p.HasIPID = binary.BigEndian.Uint16(d[18:20]), true
+	p.Frame = f
+	p.Reassembled = false
+	p.HEPAgentID = 0
 }
 
 // route copies a media packet the router decoded into its host pair's
@@ -529,9 +569,27 @@ func hostPairHash(a, b netip.Addr) uint64 {
 	return mix(addrKey(a)) ^ mix(addrKey(b))
 }
 
+// hostPairHash4 is hostPairHash of two IPv4 addresses, from their bytes
+// (the router's path for a plain frame, which never builds a netip.Addr).
+func hostPairHash4(a, b [4]byte) uint64 {
+	return mix(addrKey4(a)) ^ mix(addrKey4(b))
+}
+
+const golden = 0x9E3779B97F4A7C15
+
 func addrKey(a netip.Addr) uint64 {
+	if a.Is4() || a.Is4In6() {
+		return addrKey4(a.Unmap().As4())
+	}
 	x := a.As16()
-	return binary.LittleEndian.Uint64(x[:8]) ^ binary.LittleEndian.Uint64(x[8:])*0x9E3779B97F4A7C15
+	return binary.LittleEndian.Uint64(x[:8]) ^ binary.LittleEndian.Uint64(x[8:])*golden
+}
+
+// addrKey4 is addrKey of an IPv4 address: its IPv4-mapped form
+// (::ffff:a.b.c.d, RFC 4291 §2.5.5.2) has eight zero bytes, then 00 00 ff
+// ff and the address.
+func addrKey4(a [4]byte) uint64 {
+	return (0xffff0000 | uint64(binary.LittleEndian.Uint32(a[:]))<<32) * golden
 }
 
 // mix is SplitMix64's finalizer.

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -53,6 +56,37 @@ func TestHostPairHashIsSymmetric(t *testing.T) {
 	}
 	if len(seen) != 2 {
 		t.Fatal("256 host pairs all hash to one of two shards")
+	}
+}
+
+// TestHostPairHashOfIPv4BytesEqualsTheGeneralHash: the router's hash of a
+// plain frame's address bytes, and the shortcut for IPv4 addresses, give
+// the value of the general formula over the IPv4-mapped form, so a host
+// pair lands on one shard whichever path (plain frame, decoded packet,
+// IPv4-mapped IPv6) carried it.
+func TestHostPairHashOfIPv4BytesEqualsTheGeneralHash(t *testing.T) {
+	general := func(a netip.Addr) uint64 {
+		x := a.As16() // As16 maps IPv4
+		return mix(binary.LittleEndian.Uint64(x[:8]) ^ binary.LittleEndian.Uint64(x[8:])*0x9E3779B97F4A7C15)
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"192.0.2.10", "198.51.100.20"},
+		{"0.0.0.0", "255.255.255.255"},
+		{"10.0.0.1", "10.0.0.1"},
+		{"::ffff:192.0.2.10", "198.51.100.20"},
+		{"2001:db8::1", "192.0.2.10"},
+		{"2001:db8::1", "fe80::2"},
+	} {
+		a, b := netip.MustParseAddr(tc.a), netip.MustParseAddr(tc.b)
+		want := general(a) ^ general(b)
+		if got := hostPairHash(a, b); got != want {
+			t.Errorf("hostPairHash(%s, %s) = %#x, want %#x", a, b, got, want)
+		}
+		if a.Unmap().Is4() && b.Is4() {
+			if got := hostPairHash4(a.Unmap().As4(), b.As4()); got != want {
+				t.Errorf("hostPairHash4(%s, %s) = %#x, want %#x", a, b, got, want)
+			}
+		}
 	}
 }
 
@@ -195,6 +229,75 @@ func TestMediaFrame(t *testing.T) {
 			}
 			if ok && (src != [4]byte{192, 0, 2, 1} || dst != [4]byte{198, 51, 100, 2}) {
 				t.Fatalf("got %v -> %v", src, dst)
+			}
+		})
+	}
+}
+
+// TestCoresGiveOneCoresAnswersWhateverTheRouterShare: RTP and RTCP-less
+// media between 40 host pairs, half of them announced in SDP, loaded on
+// one core and on two (the router keeping no host pair, or 6 of 64 hash
+// buckets of them) and three cores, give the same counters, dialogs and
+// streams.
+func TestCoresGiveOneCoresAnswersWhateverTheRouterShare(t *testing.T) {
+	const pairs = 40
+	addr := func(i int) [4]byte { return [4]byte{10, byte(i / 200), byte(i % 200), 1} }
+	var frames [][]byte
+	for i := 0; i < pairs; i += 2 {
+		body := fmt.Sprintf("v=0\r\no=- 1 1 IN IP4 %d.%d.%d.%d\r\ns=-\r\nc=IN IP4 %d.%d.%d.%d\r\nt=0 0\r\nm=audio %d RTP/AVP 0\r\n",
+			10, i/200, i%200, 1, 10, i/200, i%200, 1, 20000+i)
+		frames = append(frames, ethIPv4UDP([]byte(sipText("INVITE sip:bob@b SIP/2.0", fmt.Sprintf("share-%d", i), 1, "INVITE", body))))
+	}
+	for seq := 1; seq <= 12; seq++ {
+		for i := 0; i < pairs; i++ {
+			rtp := append([]byte{0x80, 0, byte(seq >> 8), byte(seq), 0, 0, byte(seq), 160, 0, 0, 1, byte(i)}, make([]byte, 160)...)
+			d := ethIPv4UDP(rtp)
+			a, b := addr(i), addr(1000+i)
+			if seq%2 == 0 {
+				a, b = b, a // the reverse direction: the same host pair
+			}
+			copy(d[26:30], a[:])
+			copy(d[30:34], b[:])
+			binary.BigEndian.PutUint16(d[34:36], uint16(30000+i))
+			binary.BigEndian.PutUint16(d[36:38], uint16(20000+i))
+			frames = append(frames, d)
+		}
+	}
+	load := func(cores int) ([]byte, int) {
+		c := New(Config{Cores: cores}, nil)
+		c.startSharding()
+		s := &fileSink{c: c}
+		for i, d := range frames {
+			s.HandleFrame(&packet.Frame{TS: ts0.Add(time.Duration(i) * time.Millisecond), LinkType: 1, Data: d,
+				OrigLen: len(d), Source: "share", Ordinal: uint64(i + 1)})
+			if i%50 == 49 {
+				s.EndBatch()
+			}
+		}
+		s.EndBatch()
+		c.flush(kindFile)
+		c.stopSharding()
+		out := storeAnswers(t, c)
+		all, _ := json.Marshal(c.Media().All())
+		return append(out, all...), c.Media().Stats().Streams
+	}
+	want, streams := load(1)
+	if streams != 2*pairs {
+		t.Fatalf("one core holds %d streams, want %d (both directions of every pair)", streams, 2*pairs)
+	}
+	for _, tc := range []struct {
+		name  string
+		cores int
+		share uint64
+	}{
+		{"two cores, the worker keeps every host pair", 2, 0},
+		{"two cores, the router keeps 6 of 64 buckets", 2, 6},
+		{"three cores", 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer SetInlineShare(tc.share)()
+			if got, _ := load(tc.cores); !bytes.Equal(got, want) {
+				t.Fatalf("differs from one core:\n one: %s\n got: %s", want, got)
 			}
 		})
 	}
