@@ -68,7 +68,18 @@ var DefaultLimits = Limits{MaxHeaders: MaxHeaders, MaxLineBytes: MaxLineBytes}
 // its default.
 func ParseLimits(b []byte, lim Limits) (*Message, error) {
 	m := new(Message)
-	if err := parseInto(m, b, lim, nil); err != nil {
+	if err := parseInto(m, b, lim, nil, false); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseOwned is ParseLimits of bytes the Message may keep as its Raw
+// without a copy: a Retained message's, which nobody writes (Retained.Raw)
+// and which start at the start line.
+func parseOwned(b []byte, lim Limits) (*Message, error) {
+	m := new(Message)
+	if err := parseInto(m, b, lim, nil, true); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -131,7 +142,7 @@ func (ps *Parser) Parse(b []byte) (*Message, error) {
 		found = &ps.looked
 	}
 	ps.lookedLen, ps.lookedAt = 0, nil
-	if err := parseInto(m, b, ps.lim, found); err != nil {
+	if err := parseInto(m, b, ps.lim, found, false); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -139,7 +150,9 @@ func (ps *Parser) Parse(b []byte) (*Message, error) {
 
 // parseInto parses b into m (zero but for the spare capacity of Headers and
 // Vias). found, when not nil, is findStartLine(b).
-func parseInto(m *Message, b []byte, lim Limits, found *startLine) error {
+// owned: b's bytes from the start line on may be Raw as they are (they are
+// read-only and outlive the Message); else Raw is a copy.
+func parseInto(m *Message, b []byte, lim Limits, found *startLine, owned bool) error {
 	if lim.MaxHeaders <= 0 {
 		lim.MaxHeaders = MaxHeaders
 	}
@@ -159,9 +172,11 @@ func parseInto(m *Message, b []byte, lim Limits, found *startLine) error {
 	// buffer, reused for the next packet).
 	// make+copy of the same length compiles to one allocation the copy
 	// fills (no zeroing first).
-	src := b[sl.off:]
-	raw := make([]byte, len(src))
-	copy(raw, src)
+	raw := b[sl.off:]
+	if !owned {
+		raw = make([]byte, len(b)-sl.off)
+		copy(raw, b[sl.off:])
+	}
 	m.Raw = raw
 	m.JunkPrefixBytes = sl.off
 	m.MaxForwards = -1

@@ -74,7 +74,9 @@ func (r Retained) Message() *Message {
 	if r.lim == nil {
 		return nil
 	}
-	m, err := ParseLimits(r.Raw(), *r.lim)
+	// Raw is shared as Retain shared it, not copied again: the
+	// Message's strings are views into the retained bytes.
+	m, err := parseOwned(r.Raw(), *r.lim)
 	if err != nil {
 		return nil // cannot happen: these bytes parsed before
 	}
