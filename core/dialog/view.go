@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
 )
 
 // Summary is the list row of one Call-ID: the list_dialogs row
@@ -339,6 +341,16 @@ func (d *dialog) summary() Summary { return d.summaryWith(nil) }
 
 // summaryWith is summary taking the timing box from b.
 func (d *dialog) summaryWith(b *boxes) Summary {
+	s := d.rowWith(b)
+	if !d.firstFrame.IsZero() {
+		s.Frame = d.firstFrame.String()
+	}
+	return s
+}
+
+// rowWith is summaryWith without Frame (EachRow's rows: the writer appends
+// the pointer itself instead of a string made per row).
+func (d *dialog) rowWith(b *boxes) Summary {
 	s := Summary{
 		CallID:    d.callID,
 		MsgCount:  d.msgCount,
@@ -368,9 +380,6 @@ func (d *dialog) summaryWith(b *boxes) Summary {
 		}
 	}
 	s.Timing = d.rowTiming(b)
-	if !d.firstFrame.IsZero() {
-		s.Frame = d.firstFrame.String()
-	}
 	s.FinalStatusCode = int(d.finalCode)
 	s.InputOrigin = d.firstOrigin.String()
 	return s
@@ -575,11 +584,30 @@ func (s *Store) keys(o Order) []rowKey {
 // lock, and fn runs with the lock released. It stops at fn's first error
 // and returns it. A dialog evicted during the walk is skipped.
 func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
+	return s.eachRow(o, true, func(r *Summary, _ packet.FrameRef) error { return fn(r) })
+}
+
+// EachRow is EachSummary for a writer that writes the row's frame pointer
+// itself: in created_at order each row's Frame is left empty and fn gets
+// the pointer it would hold (the zero FrameRef when Frame would be absent),
+// so no string is made per row. A row may instead come with Frame set and
+// a zero FrameRef (ByUpdated): the row's pointer is Frame when set, else
+// the FrameRef.
+func (s *Store) EachRow(o Order, fn func(*Summary, packet.FrameRef) error) error {
+	return s.eachRow(o, false, fn)
+}
+
+// eachRow walks the rows for EachSummary (withFrame: Frame set) and EachRow.
+// The rows' timing values come from shared blocks (boxes): a row a caller
+// keeps keeps its values, which nothing overwrites.
+func (s *Store) eachRow(o Order, withFrame bool, fn func(*Summary, packet.FrameRef) error) error {
 	if o == ByUpdated {
 		// rows may move while they are read: Summaries sorts them again
 		rows := s.Summaries(o)
 		for i := range rows {
-			if err := fn(&rows[i]); err != nil {
+			// Frame stays set (EachRow's other form): this order is the
+			// tail's, not a batch writer's
+			if err := fn(&rows[i], packet.FrameRef{}); err != nil {
 				return err
 			}
 		}
@@ -591,17 +619,32 @@ func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
 	ds := s.created.merged(make([]*dialog, 0, s.created.len()))
 	s.mu.RUnlock()
 	rows := make([]Summary, 0, min(chunk, len(ds)))
+	var refs []packet.FrameRef
+	if !withFrame {
+		refs = make([]packet.FrameRef, 0, min(chunk, len(ds)))
+	}
+	var b boxes
 	for i := 0; i < len(ds); i += chunk {
-		rows = rows[:0]
+		rows, refs = rows[:0], refs[:0]
 		s.mu.RLock()
 		for _, d := range ds[i:min(i+chunk, len(ds))] {
-			if !d.gone {
-				rows = append(rows, d.summary())
+			if d.gone {
+				continue
+			}
+			if withFrame {
+				rows = append(rows, d.summaryWith(&b))
+			} else {
+				rows = append(rows, d.rowWith(&b))
+				refs = append(refs, d.firstFrame)
 			}
 		}
 		s.mu.RUnlock()
 		for j := range rows {
-			if err := fn(&rows[j]); err != nil {
+			var ref packet.FrameRef
+			if !withFrame {
+				ref = refs[j]
+			}
+			if err := fn(&rows[j], ref); err != nil {
 				return err
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/stun"
 	"github.com/sipnab/sipnab/internal/textsafe"
 )
@@ -70,6 +71,19 @@ type DialogRow struct {
 	// INVITE final (REGISTER 401/403, SUBSCRIBE 489, ...): the code the
 	// diagnosis's final_failure names, for the text report's Code column.
 	failCode int
+	// frame is the row's frame pointer while Summary.Frame is empty
+	// (dialog.Store.EachRow): the appender writes it as Frame would be
+	// written, and withFrame makes Frame of it for encoding/json.
+	frame packet.FrameRef
+}
+
+// withFrame returns r with Frame set from frame, as encoding/json must see
+// it.
+func (r *DialogRow) withFrame() *DialogRow {
+	if r.Frame == "" && !r.frame.IsZero() {
+		r.Frame = r.frame.String()
+	}
+	return r
 }
 
 // rows makes DialogRows: it knows where the capture ends.
@@ -93,6 +107,14 @@ func newRows(c *engine.Capture) rows {
 func (r rows) row(s *dialog.Summary) DialogRow {
 	out := DialogRow{Summary: *s}
 	r.ds.MarkInProgress(&out.Summary, r.end)
+	return out
+}
+
+// rowRef is row for a summary of dialog.Store.EachRow and its frame
+// pointer.
+func (r rows) rowRef(s *dialog.Summary, ref packet.FrameRef) DialogRow {
+	out := r.row(s)
+	out.frame = ref
 	return out
 }
 
@@ -135,8 +157,8 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 	// encoding/json (rowElem), its encoder takes it as an interface, so a
 	// row made per dialog would escape to the heap.
 	var r DialogRow
-	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
-		r = rs.row(s)
+	if err := c.Dialogs().EachRow(dialog.ByCreated, func(s *dialog.Summary, ref packet.FrameRef) error {
+		r = rs.rowRef(s, ref)
 		jw.rowElem(&r)
 		return jw.err
 	}); err != nil {
@@ -237,7 +259,7 @@ func (j *jsonWriter) rowElem(r *DialogRow) {
 	b, ok := appendRowJSON(b, r, true)
 	j.ind = b
 	if !ok {
-		j.elem(r)
+		j.elem(r.withFrame())
 		return
 	}
 	j.n++
