@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/sip"
 )
 
 // Summary is the list row of one Call-ID: the list_dialogs row
@@ -229,6 +230,31 @@ type Options struct {
 	RevealDigits bool
 	// NoMessages leaves Detail.Messages empty.
 	NoMessages bool
+	// Scratch, when set, is where the messages are rebuilt (Scratch).
+	Scratch *Scratch
+}
+
+// Scratch is memory a reader lends GetWith to rebuild a dialog's messages
+// in, so that reading dialog after dialog allocates no Message and no
+// header array per message: the Detail's Messages slice and their
+// *sip.Message are the Scratch's, overwritten by the next read with it.
+// What stays valid is every string, Raw and Body of those messages (views
+// into the bytes the store keeps, or their own) and the rest of the
+// Detail. The zero Scratch is ready; it is not safe for concurrent use.
+// It holds as many messages as the largest dialog read with it (at most
+// the per-dialog retention cap).
+type Scratch struct {
+	views []Message
+	msgs  []sip.Message
+}
+
+// messages returns n Message views and n sip.Messages to rebuild into.
+func (sc *Scratch) messages(n int) ([]Message, []sip.Message) {
+	if len(sc.msgs) < n {
+		sc.msgs = append(sc.msgs, make([]sip.Message, n-len(sc.msgs))...)
+		sc.views = make([]Message, len(sc.msgs))
+	}
+	return sc.views[:n], sc.msgs[:n]
 }
 
 func msBetween(a, b stamp) *int64 {
@@ -452,9 +478,17 @@ func (d *dialog) detail(opt Options) Detail {
 		DTMFDropped: int(rare.dtmfDropped),
 	}
 	if !opt.NoMessages {
-		det.Messages = make([]Message, len(d.msgs))
-		for i := range d.msgs {
-			det.Messages[i] = d.message(i)
+		if opt.Scratch != nil {
+			views, msgs := opt.Scratch.messages(len(d.msgs))
+			for i := range d.msgs {
+				views[i] = d.messageInto(i, &msgs[i])
+			}
+			det.Messages = views
+		} else {
+			det.Messages = make([]Message, len(d.msgs))
+			for i := range d.msgs {
+				det.Messages[i] = d.message(i)
+			}
 		}
 	}
 	return det

@@ -346,21 +346,23 @@ func (s storeRows) each(fn func(*DialogRow)) {
 		src = m
 	}
 	var r DialogRow
+	var sc dialog.Scratch
 	_ = s.c.Dialogs().EachSummary(dialog.ByCreated, func(sum *dialog.Summary) error {
 		r = s.rs.row(sum)
-		r.failCode = failCodeOf(s.c, src, s.ao, &r)
+		r.failCode = failCodeOf(s.c, src, s.ao, &r, &sc)
 		fn(&r)
 		return nil
 	})
 }
 
 // failCodeOf is the final failure's code of a row without an INVITE final
-// (0 when it has one, or none failed).
-func failCodeOf(c *engine.Capture, src analysis.MediaSource, ao analysis.Options, r *DialogRow) int {
+// (0 when it has one, or none failed). The dialog's messages are rebuilt
+// into sc: the facts keep none of them but their strings.
+func failCodeOf(c *engine.Capture, src analysis.MediaSource, ao analysis.Options, r *DialogRow, sc *dialog.Scratch) int {
 	if r.FinalStatusCode != 0 {
 		return 0
 	}
-	d, ok := c.Dialogs().Get(r.CallID)
+	d, ok := c.Dialogs().GetWith(r.CallID, dialog.Options{Scratch: sc})
 	if !ok {
 		return 0
 	}
@@ -380,8 +382,9 @@ func textDocument(c *engine.Capture, opts Options) (Document, analysis.Report) {
 		src = m
 	}
 	ao := opts.Analysis()
+	var sc dialog.Scratch
 	for i := range doc.Dialogs {
-		doc.Dialogs[i].failCode = failCodeOf(c, src, ao, &doc.Dialogs[i])
+		doc.Dialogs[i].failCode = failCodeOf(c, src, ao, &doc.Dialogs[i], &sc)
 	}
 	return doc, rep
 }

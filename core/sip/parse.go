@@ -74,17 +74,6 @@ func ParseLimits(b []byte, lim Limits) (*Message, error) {
 	return m, nil
 }
 
-// parseOwned is ParseLimits of bytes the Message may keep as its Raw
-// without a copy: a Retained message's, which nobody writes (Retained.Raw)
-// and which start at the start line.
-func parseOwned(b []byte, lim Limits) (*Message, error) {
-	m := new(Message)
-	if err := parseInto(m, b, lim, nil, true); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
 // Parser parses a stream of messages into one Message it reuses, so that
 // the parsed form (the Message, its Headers and its Vias)
 // costs no allocation per message and none per header: each message costs
