@@ -307,7 +307,7 @@ func WriteTextWith(w io.Writer, c *engine.Capture, opts Options) error {
 	doc.STUN = stunReport(c, rs.end)
 	rep, _ := Analyze(c, opts.Analysis())
 	ew := &errWriter{w: w}
-	writeTextFrom(ew, &doc, storeRows{c: c, rs: rs, ao: opts.Analysis()}, &rep, opts)
+	writeTextFrom(ew, &doc, storeRows{c: c, rs: rs, ao: opts.Analysis(), codes: map[string]int{}}, &rep, opts)
 	if ew.err != nil {
 		return fmt.Errorf("writing report: %w", ew.err)
 	}
@@ -338,6 +338,10 @@ type storeRows struct {
 	c  *engine.Capture
 	rs rows
 	ao analysis.Options
+	// codes are the failure codes the first walk diagnosed, by Call-ID
+	// (rows without an INVITE final only): the table's walk reads them
+	// instead of diagnosing each such dialog again. Nil: not kept.
+	codes map[string]int
 }
 
 func (s storeRows) each(fn func(*DialogRow)) {
@@ -349,7 +353,16 @@ func (s storeRows) each(fn func(*DialogRow)) {
 	var sc dialog.Scratch
 	_ = s.c.Dialogs().EachSummary(dialog.ByCreated, func(sum *dialog.Summary) error {
 		r = s.rs.row(sum)
-		r.failCode = failCodeOf(s.c, src, s.ao, &r, &sc)
+		if r.FinalStatusCode == 0 {
+			code, ok := s.codes[r.CallID]
+			if !ok {
+				code = failCodeOf(s.c, src, s.ao, &r, &sc)
+				if s.codes != nil {
+					s.codes[r.CallID] = code
+				}
+			}
+			r.failCode = code
+		}
 		fn(&r)
 		return nil
 	})
