@@ -622,7 +622,8 @@ func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
 }
 
 // EachRow is EachSummary for a writer that writes the row's frame pointer
-// itself: in created_at order each row's Frame is left empty and fn gets
+// itself, and keeps nothing of a row past fn (its timing values are
+// overwritten by a later chunk's): in created_at order each row's Frame is left empty and fn gets
 // the pointer it would hold (the zero FrameRef when Frame would be absent),
 // so no string is made per row. A row may instead come with Frame set and
 // a zero FrameRef (ByUpdated): the row's pointer is Frame when set, else
@@ -632,8 +633,9 @@ func (s *Store) EachRow(o Order, fn func(*Summary, packet.FrameRef) error) error
 }
 
 // eachRow walks the rows for EachSummary (withFrame: Frame set) and EachRow.
-// The rows' timing values come from shared blocks (boxes): a row a caller
-// keeps keeps its values, which nothing overwrites.
+// The rows' timing values come from shared blocks (boxes): for
+// EachSummary, fresh ones, so a row a caller keeps keeps its values; for
+// EachRow, one block reused chunk after chunk.
 func (s *Store) eachRow(o Order, withFrame bool, fn func(*Summary, packet.FrameRef) error) error {
 	if o == ByUpdated {
 		// rows may move while they are read: Summaries sorts them again
@@ -658,8 +660,15 @@ func (s *Store) eachRow(o Order, withFrame bool, fn func(*Summary, packet.FrameR
 		refs = make([]packet.FrameRef, 0, min(chunk, len(ds)))
 	}
 	var b boxes
+	var blk [][4]int64 // EachRow: one block of boxes, a chunk's, reused
+	if !withFrame {
+		blk = make([][4]int64, min(chunk, len(ds)))
+	}
 	for i := 0; i < len(ds); i += chunk {
 		rows, refs = rows[:0], refs[:0]
+		if !withFrame {
+			b.free = blk
+		}
 		s.mu.RLock()
 		for _, d := range ds[i:min(i+chunk, len(ds))] {
 			if d.gone {
