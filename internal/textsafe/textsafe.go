@@ -268,6 +268,14 @@ func ID(s string, n int) string {
 func JSON(dst, src []byte) []byte {
 	in := false
 	for i := 0; i < len(src); {
+		// A run of printable ASCII other than the quote and the backslash
+		// is copied as it is inside a string or out, and changes neither:
+		// copied whole (most of a line is such runs).
+		if j := plainRun(src[i:]); j > 0 {
+			dst = append(dst, src[i:i+j]...)
+			i += j
+			continue
+		}
 		c := src[i]
 		if !in {
 			dst = append(dst, c)
@@ -309,4 +317,23 @@ func JSON(dst, src []byte) []byte {
 		i += size
 	}
 	return dst
+}
+
+// plainJSON marks the bytes JSON copies whatever its state: printable
+// ASCII but the quote and the backslash.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// plainRun is the length of b's leading run of plainJSON bytes.
+func plainRun(b []byte) int {
+	for i, c := range b {
+		if !plainJSON[c] {
+			return i
+		}
+	}
+	return len(b)
 }
