@@ -271,6 +271,13 @@ func (n *ndjson) writeRow(r *DialogRow) error {
 	if !ok {
 		return n.line(r.withFrame())
 	}
+	if textsafe.JSONUnchanged(n.row) {
+		// nothing for textsafe.JSON to escape (the common row): written
+		// as it is, without its copy
+		n.row = append(n.row, '\n')
+		_, n.err = n.w.Write(n.row)
+		return n.err
+	}
 	n.row = append(n.row, '\n')
 	n.out = textsafe.JSON(n.out[:0], n.row)
 	_, n.err = n.w.Write(n.out)

@@ -337,3 +337,24 @@ func plainRun(b []byte) int {
 	}
 	return len(b)
 }
+
+// JSONUnchanged reports whether JSON leaves src as it is: src is printable
+// ASCII (no control, DEL or byte from 0x80, which are what JSON rewrites)
+// and ends outside a string, so a line break after it is copied too. A
+// writer that made src itself can then write it without JSON's copy.
+func JSONUnchanged(src []byte) bool {
+	in := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if c-0x20 > 0x7e-0x20 { // below 0x20 (wraps), DEL, or from 0x80
+			return false
+		}
+		switch {
+		case c == '"':
+			in = !in
+		case c == '\\' && in:
+			i++ // the escaped byte: JSON copies it whatever it is
+		}
+	}
+	return !in
+}

@@ -291,9 +291,11 @@ func jsonByteByByte(dst, src []byte) []byte {
 
 // FuzzJSONEqualsByteByByte: on any bytes, JSON or not (a quote or a
 // backslash anywhere, controls, DEL, bad UTF-8, a trailing backslash),
-// JSON writes what the byte-at-a-time walk writes.
+// JSON writes what the byte-at-a-time walk writes; and when JSONUnchanged
+// says so, that walk writes the bytes and a line break after them as they
+// are.
 func FuzzJSONEqualsByteByByte(f *testing.F) {
-	for _, s := range []string{"", `{"a":"b\"c\\","d":1}`, "{\"x\":\"\x7f\x01\u202e\xff\"}\n", `"\`, `ab"cd\"ef\`, "\"\u2028 \U0001F600\u200d\"", "plain \t\n outside"} {
+	for _, s := range []string{"", `{"a":"b\"c\\","d":1}`, "{\"x\":\"\x7f\x01\u202e\xff\"}\n", `"\`, `ab"cd\"ef\`, "\"\u2028 \U0001F600\u200d\"", "plain \t\n outside", `{"a":"b\"c\\"}`, `{"a":"b\"}`, `x"\`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
@@ -301,5 +303,40 @@ func FuzzJSONEqualsByteByByte(f *testing.F) {
 		if got := JSON([]byte("keep"), src); !bytes.Equal(got, want) {
 			t.Fatalf("JSON(%q) = %q, want %q", src, got, want)
 		}
+		if JSONUnchanged(src) {
+			line := append(append([]byte(nil), src...), '\n')
+			if got := jsonByteByByte(nil, line); !bytes.Equal(got, line) {
+				t.Fatalf("JSONUnchanged(%q) but JSON writes %q", src, got)
+			}
+		}
 	})
+}
+
+// TestJSONUnchanged: printable ASCII ending outside a string is left as it
+// is; a control, DEL, a byte from 0x80 or an open string is not.
+func TestJSONUnchanged(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"a":"b"}`, true},
+		{`{"a":"b\"}"}`, true},
+		{`{"a":"b\\"}`, true},
+		{`{"a":"b\"}`, false},
+		{`{"a":"b`, false},
+		{"{\"a\":\"\x7f\"}", false},
+		{"{\"a\":\"\x1b\"}", false},
+		{"{\"a\":\"\u00e9\"}", false},
+		{"{}\n", false},
+		{"", true},
+	} {
+		if got := JSONUnchanged([]byte(c.in)); got != c.want {
+			t.Errorf("JSONUnchanged(%q) = %v, want %v", c.in, got, c.want)
+		}
+		if c.want {
+			if got := JSON(nil, []byte(c.in+"\n")); string(got) != c.in+"\n" {
+				t.Errorf("JSON(%q) = %q, want it unchanged", c.in+"\n", got)
+			}
+		}
+	}
 }
