@@ -163,8 +163,7 @@ func parseInto(m *Message, b []byte, lim Limits, found *startLine, owned bool) e
 	// fills (no zeroing first).
 	raw := b[sl.off:]
 	if !owned {
-		raw = make([]byte, len(b)-sl.off)
-		copy(raw, b[sl.off:])
+		raw = ownCopy(raw)
 	}
 	m.Raw = raw
 	m.JunkPrefixBytes = sl.off
@@ -183,6 +182,14 @@ func parseInto(m *Message, b []byte, lim Limits, found *startLine, owned bool) e
 		m.Vias = nil // as a Message without Vias always was
 	}
 	return nil
+}
+
+// ownCopy returns a copy of src: make+copy of the same length compiles to
+// one allocation the copy fills (no zeroing first).
+func ownCopy(src []byte) []byte {
+	raw := make([]byte, len(src))
+	copy(raw, src)
+	return raw
 }
 
 // onlyCRLF reports whether b holds nothing but CR and LF.
