@@ -158,8 +158,11 @@ func CaptureReportFromStore(ds *dialog.Store, src MediaSource, cf CaptureFacts, 
 		opts.CaptureEnd = CaptureEnd(ds, src)
 	}
 	return captureReport(func(yield func(*DialogFacts)) {
+		// The messages are rebuilt into one Scratch: the facts keep
+		// none of them but their strings (FactsFrom).
+		var sc dialog.Scratch
 		for _, id := range ds.CallIDs() {
-			if d, ok := ds.Get(id); ok {
+			if d, ok := ds.GetWith(id, dialog.Options{Scratch: &sc}); ok {
 				f := FactsFrom(d)
 				yield(&f)
 			}

@@ -141,7 +141,11 @@ func (d *dialog) retain(o *Observation, index, leg int, retrans bool) {
 }
 
 // message rebuilds retained message i as readers see it.
-func (d *dialog) message(i int) Message {
+func (d *dialog) message(i int) Message { return d.messageInto(i, nil) }
+
+// messageInto is message with the Message rebuilt into into
+// (sip.Retained.MessageInto) when into is not nil.
+func (d *dialog) messageInto(i int, into *sip.Message) Message {
 	r := &d.msgs[i]
 	m := Message{
 		TS: time.Unix(r.sec, int64(r.nsec)).UTC(), Transport: r.transport,
@@ -153,6 +157,8 @@ func (d *dialog) message(i int) Message {
 	m.Src, m.Dst = d.addrsOf(i)
 	if r.flags&retWhole != 0 {
 		m.Msg = d.rare.whole[i] // retWhole: rare holds it
+	} else if into != nil {
+		m.Msg = r.msg.MessageInto(into)
 	} else {
 		m.Msg = r.msg.Message()
 	}

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/sip"
 )
 
 // Summary is the list row of one Call-ID: the list_dialogs row
@@ -227,6 +230,31 @@ type Options struct {
 	RevealDigits bool
 	// NoMessages leaves Detail.Messages empty.
 	NoMessages bool
+	// Scratch, when set, is where the messages are rebuilt (Scratch).
+	Scratch *Scratch
+}
+
+// Scratch is memory a reader lends GetWith to rebuild a dialog's messages
+// in, so that reading dialog after dialog allocates no Message and no
+// header array per message: the Detail's Messages slice and their
+// *sip.Message are the Scratch's, overwritten by the next read with it.
+// What stays valid is every string, Raw and Body of those messages (views
+// into the bytes the store keeps, or their own) and the rest of the
+// Detail. The zero Scratch is ready; it is not safe for concurrent use.
+// It holds as many messages as the largest dialog read with it (at most
+// the per-dialog retention cap).
+type Scratch struct {
+	views []Message
+	msgs  []sip.Message
+}
+
+// messages returns n Message views and n sip.Messages to rebuild into.
+func (sc *Scratch) messages(n int) ([]Message, []sip.Message) {
+	if len(sc.msgs) < n {
+		sc.msgs = append(sc.msgs, make([]sip.Message, n-len(sc.msgs))...)
+		sc.views = make([]Message, len(sc.msgs))
+	}
+	return sc.views[:n], sc.msgs[:n]
 }
 
 func msBetween(a, b stamp) *int64 {
@@ -339,6 +367,16 @@ func (d *dialog) summary() Summary { return d.summaryWith(nil) }
 
 // summaryWith is summary taking the timing box from b.
 func (d *dialog) summaryWith(b *boxes) Summary {
+	s := d.rowWith(b)
+	if !d.firstFrame.IsZero() {
+		s.Frame = d.firstFrame.String()
+	}
+	return s
+}
+
+// rowWith is summaryWith without Frame (EachRow's rows: the writer appends
+// the pointer itself instead of a string made per row).
+func (d *dialog) rowWith(b *boxes) Summary {
 	s := Summary{
 		CallID:    d.callID,
 		MsgCount:  d.msgCount,
@@ -368,9 +406,6 @@ func (d *dialog) summaryWith(b *boxes) Summary {
 		}
 	}
 	s.Timing = d.rowTiming(b)
-	if !d.firstFrame.IsZero() {
-		s.Frame = d.firstFrame.String()
-	}
 	s.FinalStatusCode = int(d.finalCode)
 	s.InputOrigin = d.firstOrigin.String()
 	return s
@@ -443,9 +478,17 @@ func (d *dialog) detail(opt Options) Detail {
 		DTMFDropped: int(rare.dtmfDropped),
 	}
 	if !opt.NoMessages {
-		det.Messages = make([]Message, len(d.msgs))
-		for i := range d.msgs {
-			det.Messages[i] = d.message(i)
+		if opt.Scratch != nil {
+			views, msgs := opt.Scratch.messages(len(d.msgs))
+			for i := range d.msgs {
+				views[i] = d.messageInto(i, &msgs[i])
+			}
+			det.Messages = views
+		} else {
+			det.Messages = make([]Message, len(d.msgs))
+			for i := range d.msgs {
+				det.Messages[i] = d.message(i)
+			}
 		}
 	}
 	return det
@@ -575,11 +618,32 @@ func (s *Store) keys(o Order) []rowKey {
 // lock, and fn runs with the lock released. It stops at fn's first error
 // and returns it. A dialog evicted during the walk is skipped.
 func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
+	return s.eachRow(o, true, func(r *Summary, _ packet.FrameRef) error { return fn(r) })
+}
+
+// EachRow is EachSummary for a writer that writes the row's frame pointer
+// itself, and keeps nothing of a row past fn (its timing values are
+// overwritten by a later chunk's): in created_at order each row's Frame is left empty and fn gets
+// the pointer it would hold (the zero FrameRef when Frame would be absent),
+// so no string is made per row. A row may instead come with Frame set and
+// a zero FrameRef (ByUpdated): the row's pointer is Frame when set, else
+// the FrameRef.
+func (s *Store) EachRow(o Order, fn func(*Summary, packet.FrameRef) error) error {
+	return s.eachRow(o, false, fn)
+}
+
+// eachRow walks the rows for EachSummary (withFrame: Frame set) and EachRow.
+// The rows' timing values come from shared blocks (boxes): for
+// EachSummary, fresh ones, so a row a caller keeps keeps its values; for
+// EachRow, one block reused chunk after chunk.
+func (s *Store) eachRow(o Order, withFrame bool, fn func(*Summary, packet.FrameRef) error) error {
 	if o == ByUpdated {
 		// rows may move while they are read: Summaries sorts them again
 		rows := s.Summaries(o)
 		for i := range rows {
-			if err := fn(&rows[i]); err != nil {
+			// Frame stays set (EachRow's other form): this order is the
+			// tail's, not a batch writer's
+			if err := fn(&rows[i], packet.FrameRef{}); err != nil {
 				return err
 			}
 		}
@@ -591,17 +655,39 @@ func (s *Store) EachSummary(o Order, fn func(*Summary) error) error {
 	ds := s.created.merged(make([]*dialog, 0, s.created.len()))
 	s.mu.RUnlock()
 	rows := make([]Summary, 0, min(chunk, len(ds)))
+	var refs []packet.FrameRef
+	if !withFrame {
+		refs = make([]packet.FrameRef, 0, min(chunk, len(ds)))
+	}
+	var b boxes
+	var blk [][4]int64 // EachRow: one block of boxes, a chunk's, reused
+	if !withFrame {
+		blk = make([][4]int64, min(chunk, len(ds)))
+	}
 	for i := 0; i < len(ds); i += chunk {
-		rows = rows[:0]
+		rows, refs = rows[:0], refs[:0]
+		if !withFrame {
+			b.free = blk
+		}
 		s.mu.RLock()
 		for _, d := range ds[i:min(i+chunk, len(ds))] {
-			if !d.gone {
-				rows = append(rows, d.summary())
+			if d.gone {
+				continue
+			}
+			if withFrame {
+				rows = append(rows, d.summaryWith(&b))
+			} else {
+				rows = append(rows, d.rowWith(&b))
+				refs = append(refs, d.firstFrame)
 			}
 		}
 		s.mu.RUnlock()
 		for j := range rows {
-			if err := fn(&rows[j]); err != nil {
+			var ref packet.FrameRef
+			if !withFrame {
+				ref = refs[j]
+			}
+			if err := fn(&rows[j], ref); err != nil {
 				return err
 			}
 		}

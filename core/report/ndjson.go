@@ -12,6 +12,7 @@ import (
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
@@ -205,11 +206,11 @@ func WriteDialogsJSON(w io.Writer, c *engine.Capture, sel Selection) (int, error
 	rs := newRows(c)
 	n := 0
 	var r DialogRow // one row reused: a row per dialog would escape (WriteJSON)
-	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
+	if err := c.Dialogs().EachRow(dialog.ByCreated, func(s *dialog.Summary, ref packet.FrameRef) error {
 		if sel != nil && !sel(s.CallID) {
 			return nil
 		}
-		r = rs.row(s)
+		r = rs.rowRef(s, ref)
 		n++
 		return nw.writeRow(&r)
 	}); err != nil {
@@ -268,7 +269,14 @@ func (n *ndjson) writeRow(r *DialogRow) error {
 	b, ok := appendRowJSON(n.row[:0], r, false)
 	n.row = b
 	if !ok {
-		return n.line(r)
+		return n.line(r.withFrame())
+	}
+	if textsafe.JSONUnchanged(n.row) {
+		// nothing for textsafe.JSON to escape (the common row): written
+		// as it is, without its copy
+		n.row = append(n.row, '\n')
+		_, n.err = n.w.Write(n.row)
+		return n.err
 	}
 	n.row = append(n.row, '\n')
 	n.out = textsafe.JSON(n.out[:0], n.row)

@@ -82,3 +82,33 @@ func BenchmarkWriteJSON(b *testing.B) {
 	}
 	b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N*n), "cpu-ns/dialog")
 }
+
+// BenchmarkWriteText: the --report text of benchCapture; reported per
+// dialog, in CPU time too.
+func BenchmarkWriteText(b *testing.B) {
+	c := benchCapture(b)
+	n := c.Dialogs().Len()
+	b.ReportAllocs()
+	cpu0 := benchload.CPUNow()
+	for b.Loop() {
+		if err := WriteText(io.Discard, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N*n), "cpu-ns/dialog")
+}
+
+// BenchmarkWriteAnalysisJSON: the --json-analyze document of
+// benchCapture; reported per dialog, in CPU time too.
+func BenchmarkWriteAnalysisJSON(b *testing.B) {
+	c := benchCapture(b)
+	n := c.Dialogs().Len()
+	b.ReportAllocs()
+	cpu0 := benchload.CPUNow()
+	for b.Loop() {
+		if err := WriteAnalysisJSON(io.Discard, c, DefaultOptions()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(benchload.CPUNow()-cpu0)/float64(b.N*n), "cpu-ns/dialog")
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/stun"
 	"github.com/sipnab/sipnab/internal/textsafe"
 )
@@ -70,6 +71,19 @@ type DialogRow struct {
 	// INVITE final (REGISTER 401/403, SUBSCRIBE 489, ...): the code the
 	// diagnosis's final_failure names, for the text report's Code column.
 	failCode int
+	// frame is the row's frame pointer while Summary.Frame is empty
+	// (dialog.Store.EachRow): the appender writes it as Frame would be
+	// written, and withFrame makes Frame of it for encoding/json.
+	frame packet.FrameRef
+}
+
+// withFrame returns r with Frame set from frame, as encoding/json must see
+// it.
+func (r *DialogRow) withFrame() *DialogRow {
+	if r.Frame == "" && !r.frame.IsZero() {
+		r.Frame = r.frame.String()
+	}
+	return r
 }
 
 // rows makes DialogRows: it knows where the capture ends.
@@ -93,6 +107,14 @@ func newRows(c *engine.Capture) rows {
 func (r rows) row(s *dialog.Summary) DialogRow {
 	out := DialogRow{Summary: *s}
 	r.ds.MarkInProgress(&out.Summary, r.end)
+	return out
+}
+
+// rowRef is row for a summary of dialog.Store.EachRow and its frame
+// pointer.
+func (r rows) rowRef(s *dialog.Summary, ref packet.FrameRef) DialogRow {
+	out := r.row(s)
+	out.frame = ref
 	return out
 }
 
@@ -135,8 +157,8 @@ func WriteJSON(w io.Writer, c *engine.Capture) error {
 	// encoding/json (rowElem), its encoder takes it as an interface, so a
 	// row made per dialog would escape to the heap.
 	var r DialogRow
-	if err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
-		r = rs.row(s)
+	if err := c.Dialogs().EachRow(dialog.ByCreated, func(s *dialog.Summary, ref packet.FrameRef) error {
+		r = rs.rowRef(s, ref)
 		jw.rowElem(&r)
 		return jw.err
 	}); err != nil {
@@ -237,7 +259,7 @@ func (j *jsonWriter) rowElem(r *DialogRow) {
 	b, ok := appendRowJSON(b, r, true)
 	j.ind = b
 	if !ok {
-		j.elem(r)
+		j.elem(r.withFrame())
 		return
 	}
 	j.n++
@@ -285,7 +307,7 @@ func WriteTextWith(w io.Writer, c *engine.Capture, opts Options) error {
 	doc.STUN = stunReport(c, rs.end)
 	rep, _ := Analyze(c, opts.Analysis())
 	ew := &errWriter{w: w}
-	writeTextFrom(ew, &doc, storeRows{c: c, rs: rs, ao: opts.Analysis()}, &rep, opts)
+	writeTextFrom(ew, &doc, storeRows{c: c, rs: rs, ao: opts.Analysis(), codes: map[string]int{}}, &rep, opts)
 	if ew.err != nil {
 		return fmt.Errorf("writing report: %w", ew.err)
 	}
@@ -316,6 +338,10 @@ type storeRows struct {
 	c  *engine.Capture
 	rs rows
 	ao analysis.Options
+	// codes are the failure codes the first walk diagnosed, by Call-ID
+	// (rows without an INVITE final only): the table's walk reads them
+	// instead of diagnosing each such dialog again. Nil: not kept.
+	codes map[string]int
 }
 
 func (s storeRows) each(fn func(*DialogRow)) {
@@ -324,21 +350,32 @@ func (s storeRows) each(fn func(*DialogRow)) {
 		src = m
 	}
 	var r DialogRow
+	var sc dialog.Scratch
 	_ = s.c.Dialogs().EachSummary(dialog.ByCreated, func(sum *dialog.Summary) error {
 		r = s.rs.row(sum)
-		r.failCode = failCodeOf(s.c, src, s.ao, &r)
+		if r.FinalStatusCode == 0 {
+			code, ok := s.codes[r.CallID]
+			if !ok {
+				code = failCodeOf(s.c, src, s.ao, &r, &sc)
+				if s.codes != nil {
+					s.codes[r.CallID] = code
+				}
+			}
+			r.failCode = code
+		}
 		fn(&r)
 		return nil
 	})
 }
 
 // failCodeOf is the final failure's code of a row without an INVITE final
-// (0 when it has one, or none failed).
-func failCodeOf(c *engine.Capture, src analysis.MediaSource, ao analysis.Options, r *DialogRow) int {
+// (0 when it has one, or none failed). The dialog's messages are rebuilt
+// into sc: the facts keep none of them but their strings.
+func failCodeOf(c *engine.Capture, src analysis.MediaSource, ao analysis.Options, r *DialogRow, sc *dialog.Scratch) int {
 	if r.FinalStatusCode != 0 {
 		return 0
 	}
-	d, ok := c.Dialogs().Get(r.CallID)
+	d, ok := c.Dialogs().GetWith(r.CallID, dialog.Options{Scratch: sc})
 	if !ok {
 		return 0
 	}
@@ -358,8 +395,9 @@ func textDocument(c *engine.Capture, opts Options) (Document, analysis.Report) {
 		src = m
 	}
 	ao := opts.Analysis()
+	var sc dialog.Scratch
 	for i := range doc.Dialogs {
-		doc.Dialogs[i].failCode = failCodeOf(c, src, ao, &doc.Dialogs[i])
+		doc.Dialogs[i].failCode = failCodeOf(c, src, ao, &doc.Dialogs[i], &sc)
 	}
 	return doc, rep
 }

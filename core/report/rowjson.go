@@ -1,12 +1,14 @@
 package report
 
 import (
+	"encoding/hex"
 	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/dialog"
+	"github.com/sipnab/sipnab/core/packet"
 )
 
 // The dialog rows of the batch outputs (--json-run's dialogs[], the
@@ -95,6 +97,20 @@ func (a *rowAppender) elem() {
 
 func (a *rowAppender) str(s string) { a.b = appendJSONString(a.b, s) }
 
+// frameRef writes f as the string f.String() quoted: the source escaped
+// as appendJSONString escapes it (the '#' after it is ASCII, so escaping
+// the source alone gives the same bytes as escaping the whole string),
+// then the ordinal and the digest, which need no escaping.
+func (a *rowAppender) frameRef(f packet.FrameRef) {
+	a.b = append(a.b, '"')
+	a.b = appendJSONStringBody(a.b, f.Source)
+	a.b = append(a.b, '#')
+	a.b = strconv.AppendUint(a.b, f.Ordinal, 10)
+	a.b = append(a.b, '@')
+	a.b = hex.AppendEncode(a.b, f.Digest[:])
+	a.b = append(a.b, '"')
+}
+
 func (a *rowAppender) int(n int64) { a.b = strconv.AppendInt(a.b, n, 10) }
 
 func (a *rowAppender) bool(v bool) { a.b = strconv.AppendBool(a.b, v) }
@@ -149,6 +165,9 @@ func (a *rowAppender) row(r *DialogRow) {
 	if s.Frame != "" {
 		a.key(`"frame":`)
 		a.str(s.Frame)
+	} else if !r.frame.IsZero() {
+		a.key(`"frame":`)
+		a.frameRef(r.frame)
 	}
 	if s.FinalStatusCode != 0 {
 		a.key(`"final_status_code":`)
@@ -267,6 +286,12 @@ func plainRun(s string) int {
 // \u2028 and \u2029; everything else as it is.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	dst = appendJSONStringBody(dst, s)
+	return append(dst, '"')
+}
+
+// appendJSONStringBody is appendJSONString without the quotes.
+func appendJSONStringBody(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		i += plainRun(s[i:])
@@ -311,8 +336,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		i += size
 		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // appendJSONFloat appends f as encoding/json writes a float64: the

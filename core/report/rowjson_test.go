@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"io/fs"
 	"math"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -41,14 +43,20 @@ func encodeRow(r *DialogRow, indent bool, prefix string) ([]byte, error) {
 // rowMismatch says how the appender's bytes for r differ from
 // encoding/json's, compact and indented, and how the two writers that use
 // it (WriteJSON's rowElem, --json-dialogs' writeRow) differ from their
-// encoding/json paths; "" when nothing differs.
+// encoding/json paths; "" when nothing differs. A row whose frame pointer
+// is held as a FrameRef (dialog.Store.EachRow) is compared with
+// encoding/json's bytes for the row with Frame its string.
 func rowMismatch(r *DialogRow) string {
+	want := *r
+	if want.Frame == "" && !want.frame.IsZero() {
+		want.Frame = want.frame.String()
+	}
 	var why []string
 	for _, m := range []struct {
 		indent bool
 		prefix string
 	}{{false, ""}, {true, "    "}} {
-		want, werr := encodeRow(r, m.indent, m.prefix)
+		want, werr := encodeRow(&want, m.indent, m.prefix)
 		got, ok := appendRowJSON([]byte("keep:"), r, m.indent)
 		switch {
 		case werr != nil && ok:
@@ -60,12 +68,14 @@ func rowMismatch(r *DialogRow) string {
 		}
 	}
 	// WriteJSON's element and the --json-dialogs line, with their
-	// encoding/json fallbacks and errors.
+	// encoding/json fallbacks and errors (each writer gets its own copy
+	// of r: a fallback sets Frame on the row it is given).
 	var fast, slow bytes.Buffer
 	jf, js := newJSONWriter(&fast), newJSONWriter(&slow)
 	for range 2 {
-		jf.rowElem(r)
-		js.elem(r)
+		rf, rs := *r, want
+		jf.rowElem(&rf)
+		js.elem(&rs)
 	}
 	ef, es := jf.flush(), js.flush()
 	if errString(ef) != errString(es) || !bytes.Equal(fast.Bytes(), slow.Bytes()) {
@@ -74,7 +84,8 @@ func rowMismatch(r *DialogRow) string {
 	fast.Reset()
 	slow.Reset()
 	nf, ns := newNDJSON(&fast), newNDJSON(&slow)
-	ef, es = nf.writeRow(r), ns.line(r)
+	rf, rs := *r, want
+	ef, es = nf.writeRow(&rf), ns.line(&rs)
 	if ef == nil {
 		ef = nf.flush()
 	}
@@ -119,7 +130,9 @@ func captureFiles(t *testing.T) []string {
 
 // TestRowAppenderWritesEveryCapturedRowAsEncodingJSON: every dialog row of
 // every capture under testdata/ (and of $SIPNAB_BENCH_PCAP) comes out of
-// the appender, compact and indented, as encoding/json writes it.
+// the appender, compact and indented, as encoding/json writes it: the row
+// as EachSummary makes it (Frame a string) and as EachRow makes it (the
+// frame pointer beside it), which must be the same row.
 func TestRowAppenderWritesEveryCapturedRowAsEncodingJSON(t *testing.T) {
 	files := captureFiles(t)
 	if len(files) < 50 {
@@ -135,7 +148,9 @@ func TestRowAppenderWritesEveryCapturedRowAsEncodingJSON(t *testing.T) {
 			c.Wait()
 			rs := newRows(c)
 			bad := 0
+			var sums []dialog.Summary
 			err := c.Dialogs().EachSummary(dialog.ByCreated, func(s *dialog.Summary) error {
+				sums = append(sums, *s)
 				r := rs.row(s)
 				total++
 				if why := rowMismatch(&r); why != "" {
@@ -147,6 +162,34 @@ func TestRowAppenderWritesEveryCapturedRowAsEncodingJSON(t *testing.T) {
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			i := 0
+			err = c.Dialogs().EachRow(dialog.ByCreated, func(s *dialog.Summary, ref packet.FrameRef) error {
+				if i >= len(sums) {
+					t.Fatalf("EachRow gave more rows than EachSummary's %d", len(sums))
+				}
+				if s.Frame != "" {
+					t.Fatalf("row %q: EachRow set Frame %q", s.CallID, s.Frame)
+				}
+				whole := *s
+				whole.Frame = ref.String()
+				if !reflect.DeepEqual(whole, sums[i]) {
+					t.Fatalf("EachRow's row with its pointer differs from EachSummary's:\n got %+v\nwant %+v", whole, sums[i])
+				}
+				i++
+				r := rs.rowRef(s, ref)
+				if why := rowMismatch(&r); why != "" {
+					if bad++; bad <= 3 {
+						t.Errorf("row %q (EachRow): %s", r.CallID, why)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i != len(sums) {
+				t.Errorf("EachRow gave %d rows, EachSummary %d", i, len(sums))
 			}
 			if bad > 0 {
 				t.Errorf("%d rows differ", bad)
@@ -477,6 +520,7 @@ func FuzzRowAppender(f *testing.F) {
 		f.Add(s, "InCall", "sip:"+s, uint16(i*97), int64(i)-3, hostileFloats[i%len(hostileFloats)], int64(1700000000e9)+int64(i), hostileInts[i%len(hostileInts)])
 	}
 	f.Add("", "", "", uint16(0xffff), int64(0), 0.0, int64(0), int64(0))
+	f.Add("src\xe2\x80\u2028\"#@", "", "", uint16(0x0800), int64(1), 0.5, int64(7), int64(-1))
 	f.Add("a\u2028", "\xff", "<>", uint16(0x5555), int64(-1), math.Inf(1), int64(math.MinInt64), int64(math.MinInt64))
 	f.Fuzz(func(t *testing.T, s1, s2, s3 string, shape uint16, n int64, fl float64, ns int64, ms int64) {
 		bit := func(i int) bool { return shape&(1<<i) != 0 }
@@ -501,6 +545,12 @@ func FuzzRowAppender(f *testing.F) {
 		}}
 		if bit(5) {
 			r.FromUser, r.ToUser, r.Frame = s2, s1, s3+"#"+s1
+		}
+		if bit(11) {
+			// the pointer as EachRow gives it: Frame written from it
+			r.Frame = ""
+			r.frame = packet.FrameRef{Source: s1, Ordinal: uint64(ns)}
+			binary.BigEndian.PutUint64(r.frame.Digest[:], uint64(ms))
 		}
 		if bit(6) {
 			r.Challenges, r.Timing.Duplicates = int(n), int(ms)

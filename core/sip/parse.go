@@ -68,7 +68,7 @@ var DefaultLimits = Limits{MaxHeaders: MaxHeaders, MaxLineBytes: MaxLineBytes}
 // its default.
 func ParseLimits(b []byte, lim Limits) (*Message, error) {
 	m := new(Message)
-	if err := parseInto(m, b, lim, nil); err != nil {
+	if err := parseInto(m, b, lim, nil, false); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -131,7 +131,7 @@ func (ps *Parser) Parse(b []byte) (*Message, error) {
 		found = &ps.looked
 	}
 	ps.lookedLen, ps.lookedAt = 0, nil
-	if err := parseInto(m, b, ps.lim, found); err != nil {
+	if err := parseInto(m, b, ps.lim, found, false); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -139,7 +139,9 @@ func (ps *Parser) Parse(b []byte) (*Message, error) {
 
 // parseInto parses b into m (zero but for the spare capacity of Headers and
 // Vias). found, when not nil, is findStartLine(b).
-func parseInto(m *Message, b []byte, lim Limits, found *startLine) error {
+// owned: b's bytes from the start line on may be Raw as they are (they are
+// read-only and outlive the Message); else Raw is a copy.
+func parseInto(m *Message, b []byte, lim Limits, found *startLine, owned bool) error {
 	if lim.MaxHeaders <= 0 {
 		lim.MaxHeaders = MaxHeaders
 	}
@@ -159,9 +161,10 @@ func parseInto(m *Message, b []byte, lim Limits, found *startLine) error {
 	// buffer, reused for the next packet).
 	// make+copy of the same length compiles to one allocation the copy
 	// fills (no zeroing first).
-	src := b[sl.off:]
-	raw := make([]byte, len(src))
-	copy(raw, src)
+	raw := b[sl.off:]
+	if !owned {
+		raw = ownCopy(raw)
+	}
 	m.Raw = raw
 	m.JunkPrefixBytes = sl.off
 	m.MaxForwards = -1
@@ -179,6 +182,14 @@ func parseInto(m *Message, b []byte, lim Limits, found *startLine) error {
 		m.Vias = nil // as a Message without Vias always was
 	}
 	return nil
+}
+
+// ownCopy returns a copy of src: make+copy of the same length compiles to
+// one allocation the copy fills (no zeroing first).
+func ownCopy(src []byte) []byte {
+	raw := make([]byte, len(src))
+	copy(raw, src)
+	return raw
 }
 
 // onlyCRLF reports whether b holds nothing but CR and LF.

@@ -70,12 +70,27 @@ func (r Retained) Raw() []byte {
 
 // Message parses the bytes again and returns the Message Parse gave the
 // first time. Each call returns a new Message.
-func (r Retained) Message() *Message {
+func (r Retained) Message() *Message { return r.into(new(Message)) }
+
+// MessageInto is Message parsed into m, reusing the arrays of m's Headers
+// and Vias: a reader that rebuilds message after message into the same m
+// allocates them once. Whatever m held is overwritten, the arrays too; the
+// strings, Raw and Body of a Message rebuilt before stay valid (views into
+// the retained bytes, or their own). The result equals Message's
+// (TestRetainedMessageEqualsParsed, FuzzRetain).
+func (r Retained) MessageInto(m *Message) *Message {
+	*m = Message{Headers: m.Headers[:0], Vias: m.Vias[:0]}
+	return r.into(m)
+}
+
+// into parses the retained bytes into the reset m.
+func (r Retained) into(m *Message) *Message {
 	if r.lim == nil {
 		return nil
 	}
-	m, err := ParseLimits(r.Raw(), *r.lim)
-	if err != nil {
+	// Raw is shared as Retain shared it, not copied again: the
+	// Message's strings are views into the retained bytes.
+	if err := parseInto(m, r.Raw(), *r.lim, nil, true); err != nil {
 		return nil // cannot happen: these bytes parsed before
 	}
 	m.lim = r.lim

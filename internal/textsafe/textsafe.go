@@ -268,6 +268,14 @@ func ID(s string, n int) string {
 func JSON(dst, src []byte) []byte {
 	in := false
 	for i := 0; i < len(src); {
+		// A run of printable ASCII other than the quote and the backslash
+		// is copied as it is inside a string or out, and changes neither:
+		// copied whole (most of a line is such runs).
+		if j := plainRun(src[i:]); j > 0 {
+			dst = append(dst, src[i:i+j]...)
+			i += j
+			continue
+		}
 		c := src[i]
 		if !in {
 			dst = append(dst, c)
@@ -309,4 +317,44 @@ func JSON(dst, src []byte) []byte {
 		i += size
 	}
 	return dst
+}
+
+// plainJSON marks the bytes JSON copies whatever its state: printable
+// ASCII but the quote and the backslash.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// plainRun is the length of b's leading run of plainJSON bytes.
+func plainRun(b []byte) int {
+	for i, c := range b {
+		if !plainJSON[c] {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// JSONUnchanged reports whether JSON leaves src as it is: src is printable
+// ASCII (no control, DEL or byte from 0x80, which are what JSON rewrites)
+// and ends outside a string, so a line break after it is copied too. A
+// writer that made src itself can then write it without JSON's copy.
+func JSONUnchanged(src []byte) bool {
+	in := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if c-0x20 > 0x7e-0x20 { // below 0x20 (wraps), DEL, or from 0x80
+			return false
+		}
+		switch {
+		case c == '"':
+			in = !in
+		case c == '\\' && in:
+			i++ // the escaped byte: JSON copies it whatever it is
+		}
+	}
+	return !in
 }

@@ -1,9 +1,12 @@
 package textsafe
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -236,4 +239,104 @@ func FuzzJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// jsonByteByByte is JSON as it was written before it copied plain runs
+// whole: one byte at a time.
+func jsonByteByByte(dst, src []byte) []byte {
+	in := false
+	for i := 0; i < len(src); {
+		c := src[i]
+		if !in {
+			dst = append(dst, c)
+			in = c == '"'
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			dst = append(dst, c)
+			in = false
+			i++
+			continue
+		case c == '\\' && i+1 < len(src):
+			dst = append(dst, c, src[i+1])
+			i += 2
+			continue
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			if c < 0x20 || c == 0x7f {
+				dst = fmt.Appendf(dst[:len(dst)-1], `\u%04x`, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size <= 1 {
+			dst = append(dst, `\ufffd`...)
+		} else if invisibleInID(r) {
+			if r > 0xFFFF {
+				r1, r2 := utf16.EncodeRune(r)
+				dst = fmt.Appendf(dst, `\u%04x\u%04x`, r1, r2)
+			} else {
+				dst = fmt.Appendf(dst, `\u%04x`, r)
+			}
+		} else {
+			dst = append(dst, src[i:i+size]...)
+		}
+		i += size
+	}
+	return dst
+}
+
+// FuzzJSONEqualsByteByByte: on any bytes, JSON or not (a quote or a
+// backslash anywhere, controls, DEL, bad UTF-8, a trailing backslash),
+// JSON writes what the byte-at-a-time walk writes; and when JSONUnchanged
+// says so, that walk writes the bytes and a line break after them as they
+// are.
+func FuzzJSONEqualsByteByByte(f *testing.F) {
+	for _, s := range []string{"", `{"a":"b\"c\\","d":1}`, "{\"x\":\"\x7f\x01\u202e\xff\"}\n", `"\`, `ab"cd\"ef\`, "\"\u2028 \U0001F600\u200d\"", "plain \t\n outside", `{"a":"b\"c\\"}`, `{"a":"b\"}`, `x"\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		want := jsonByteByByte([]byte("keep"), src)
+		if got := JSON([]byte("keep"), src); !bytes.Equal(got, want) {
+			t.Fatalf("JSON(%q) = %q, want %q", src, got, want)
+		}
+		if JSONUnchanged(src) {
+			line := append(append([]byte(nil), src...), '\n')
+			if got := jsonByteByByte(nil, line); !bytes.Equal(got, line) {
+				t.Fatalf("JSONUnchanged(%q) but JSON writes %q", src, got)
+			}
+		}
+	})
+}
+
+// TestJSONUnchanged: printable ASCII ending outside a string is left as it
+// is; a control, DEL, a byte from 0x80 or an open string is not.
+func TestJSONUnchanged(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"a":"b"}`, true},
+		{`{"a":"b\"}"}`, true},
+		{`{"a":"b\\"}`, true},
+		{`{"a":"b\"}`, false},
+		{`{"a":"b`, false},
+		{"{\"a\":\"\x7f\"}", false},
+		{"{\"a\":\"\x1b\"}", false},
+		{"{\"a\":\"\u00e9\"}", false},
+		{"{}\n", false},
+		{"", true},
+	} {
+		if got := JSONUnchanged([]byte(c.in)); got != c.want {
+			t.Errorf("JSONUnchanged(%q) = %v, want %v", c.in, got, c.want)
+		}
+		if c.want {
+			if got := JSON(nil, []byte(c.in+"\n")); string(got) != c.in+"\n" {
+				t.Errorf("JSON(%q) = %q, want it unchanged", c.in+"\n", got)
+			}
+		}
+	}
 }
