@@ -264,19 +264,7 @@ func TestCoresGiveOneCoresAnswersWhateverTheRouterShare(t *testing.T) {
 		}
 	}
 	load := func(cores int) ([]byte, int) {
-		c := New(Config{Cores: cores}, nil)
-		c.startSharding()
-		s := &fileSink{c: c}
-		for i, d := range frames {
-			s.HandleFrame(&packet.Frame{TS: ts0.Add(time.Duration(i) * time.Millisecond), LinkType: 1, Data: d,
-				OrigLen: len(d), Source: "share", Ordinal: uint64(i + 1)})
-			if i%50 == 49 {
-				s.EndBatch()
-			}
-		}
-		s.EndBatch()
-		c.flush(kindFile)
-		c.stopSharding()
+		c := loadFrames(cores, frames, "share", 50)
 		out := storeAnswers(t, c)
 		all, _ := json.Marshal(c.Media().All())
 		return append(out, all...), c.Media().Stats().Streams

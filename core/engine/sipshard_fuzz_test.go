@@ -14,14 +14,25 @@ import (
 // the given number of cores, ending a run after every third frame, and
 // returns the capture once the load ended (pipeline drained, stores merged).
 func feedFrames(cores int, payloads [][]byte) *Capture {
+	frames := make([][]byte, len(payloads))
+	for i, p := range payloads {
+		frames[i] = ethIPv4UDP(p)
+	}
+	return loadFrames(cores, frames, "fuzz", 3)
+}
+
+// loadFrames runs frames (link type Ethernet, 1 ms apart) through a file
+// load of source on the given number of cores, ending a run after every
+// runEvery frames, and returns the capture once the load ended (pipeline
+// drained, stores merged).
+func loadFrames(cores int, frames [][]byte, source string, runEvery int) *Capture {
 	c := New(Config{Cores: cores}, nil)
 	c.startSharding()
 	s := &fileSink{c: c}
-	for i, p := range payloads {
-		d := ethIPv4UDP(p)
+	for i, d := range frames {
 		s.HandleFrame(&packet.Frame{TS: ts0.Add(time.Duration(i) * time.Millisecond), LinkType: 1, Data: d,
-			OrigLen: len(d), Source: "fuzz", Ordinal: uint64(i + 1)})
-		if i%3 == 2 {
+			OrigLen: len(d), Source: source, Ordinal: uint64(i + 1)})
+		if i%runEvery == runEvery-1 {
 			s.EndBatch()
 		}
 	}

@@ -265,16 +265,22 @@ func ID(s string, n int) string {
 // and the fence code points. The escape is the same JSON string, so a JSON
 // reader gets the value back byte for byte; a terminal showing the text
 // shows no invisible character. Bytes outside strings are copied.
-func JSON(dst, src []byte) []byte {
+func JSON(dst, src []byte) []byte { return appendJSON(dst, src, true) }
+
+// appendJSON is JSON; runs false walks every byte one at a time, the
+// reference the fast path of plain runs is held to (FuzzJSONEqualsByteByByte).
+func appendJSON(dst, src []byte, runs bool) []byte {
 	in := false
 	for i := 0; i < len(src); {
 		// A run of printable ASCII other than the quote and the backslash
 		// is copied as it is inside a string or out, and changes neither:
 		// copied whole (most of a line is such runs).
-		if j := plainRun(src[i:]); j > 0 {
-			dst = append(dst, src[i:i+j]...)
-			i += j
-			continue
+		if runs {
+			if j := plainRun(src[i:]); j > 0 {
+				dst = append(dst, src[i:i+j]...)
+				i += j
+				continue
+			}
 		}
 		c := src[i]
 		if !in {

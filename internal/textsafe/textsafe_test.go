@@ -3,10 +3,8 @@ package textsafe
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -243,51 +241,7 @@ func FuzzJSON(f *testing.F) {
 
 // jsonByteByByte is JSON as it was written before it copied plain runs
 // whole: one byte at a time.
-func jsonByteByByte(dst, src []byte) []byte {
-	in := false
-	for i := 0; i < len(src); {
-		c := src[i]
-		if !in {
-			dst = append(dst, c)
-			in = c == '"'
-			i++
-			continue
-		}
-		switch {
-		case c == '"':
-			dst = append(dst, c)
-			in = false
-			i++
-			continue
-		case c == '\\' && i+1 < len(src):
-			dst = append(dst, c, src[i+1])
-			i += 2
-			continue
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			if c < 0x20 || c == 0x7f {
-				dst = fmt.Appendf(dst[:len(dst)-1], `\u%04x`, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(src[i:])
-		if r == utf8.RuneError && size <= 1 {
-			dst = append(dst, `\ufffd`...)
-		} else if invisibleInID(r) {
-			if r > 0xFFFF {
-				r1, r2 := utf16.EncodeRune(r)
-				dst = fmt.Appendf(dst, `\u%04x\u%04x`, r1, r2)
-			} else {
-				dst = fmt.Appendf(dst, `\u%04x`, r)
-			}
-		} else {
-			dst = append(dst, src[i:i+size]...)
-		}
-		i += size
-	}
-	return dst
-}
+func jsonByteByByte(dst, src []byte) []byte { return appendJSON(dst, src, false) }
 
 // FuzzJSONEqualsByteByByte: on any bytes, JSON or not (a quote or a
 // backslash anywhere, controls, DEL, bad UTF-8, a trailing backslash),
