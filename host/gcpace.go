@@ -196,34 +196,23 @@ func (p *gcPauseState) loadEnded() {
 }
 
 // gcCycles counts the collections completed.
-func gcCycles() uint64 {
-	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
+func gcCycles() uint64 { return readUint64Metric("/gc/cycles/total:gc-cycles") }
 
 // liveHeap is the heap the last collection found live.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
+func liveHeap() uint64 { return readUint64Metric("/gc/heap/live:bytes") }
 
 // heapObjects is the heap's objects now: live, and dead ones no collection
 // has freed yet.
-func heapObjects() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+func heapObjects() int64 { return int64(readUint64Metric("/memory/classes/heap/objects:bytes")) }
+
+// readUint64Metric reads one runtime metric (0 when this runtime lacks it).
+func readUint64Metric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return int64(s[0].Value.Uint64())
+	return s[0].Value.Uint64()
 }
 
 // gcSentinel holds a pointer so that it is an allocation of its own (the
