@@ -294,15 +294,12 @@ func (st *Store) newCallEndpoint(h uint64, callID string, n int) *endpoint {
 		b := &callEndpointsBlock{}
 		b.blk.ep.formats = b.blk.formats[:0]
 		ce, ep = &b.ce, &b.blk.ep
+		st.listCall(h, callID, ce)
 	case ce == nil:
 		ce, ep = &callEndpoints{}, newEndpoint(n)
+		st.listCall(h, callID, ce)
 	default:
 		ep = newEndpoint(n)
-	}
-	if ce.callID == "" { // new: listed under h, ahead of the Call-IDs sharing it
-		ce.callID, ce.next = callID, st.epByCall[h]
-		ce.l = ce.buf[:0]
-		st.epByCall[h] = ce
 	}
 	ce.l = append(ce.l, ep)
 	return ep
@@ -315,17 +312,20 @@ func (st *Store) addCallEndpoint(callID string, ep *endpoint) {
 
 // addCallEndpointAt is addCallEndpoint with callID's hash h.
 func (st *Store) addCallEndpointAt(h uint64, callID string, ep *endpoint) {
-	head := st.epByCall[h]
-	ce := head
-	for ce != nil && ce.callID != callID {
-		ce = ce.next
-	}
+	ce := st.callEndpointsOf(callID, h)
 	if ce == nil {
-		ce = &callEndpoints{callID: callID, next: head}
-		ce.l = ce.buf[:0]
-		st.epByCall[h] = ce
+		ce = &callEndpoints{}
+		st.listCall(h, callID, ce)
 	}
 	ce.l = append(ce.l, ep)
+}
+
+// listCall lists ce, a new empty endpoint list, as callID's under h, ahead
+// of the Call-IDs sharing h.
+func (st *Store) listCall(h uint64, callID string, ce *callEndpoints) {
+	ce.callID, ce.next = callID, st.epByCall[h]
+	ce.l = ce.buf[:0]
+	st.epByCall[h] = ce
 }
 
 func (st *Store) unindexEndpoint(ep *endpoint) {
