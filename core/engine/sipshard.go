@@ -182,16 +182,21 @@ func (q *sipPipe) work(in <-chan *sipBatch) {
 
 // parseClaimed parses the items of the batch no one has claimed yet.
 func (b *sipBatch) parseClaimed() {
-	n := int32(len(b.items))
-	for {
-		k := b.claim.Add(1) - 1
-		if k >= n {
-			return
-		}
-		it := &b.items[k]
-		it.parse()
-		it.ready.Store(true)
+	for b.parseNext() {
 	}
+}
+
+// parseNext claims the first item no one has claimed and parses it; false
+// when every item is claimed.
+func (b *sipBatch) parseNext() bool {
+	k := b.claim.Add(1) - 1
+	if k >= int32(len(b.items)) {
+		return false
+	}
+	it := &b.items[k]
+	it.parse()
+	it.ready.Store(true)
+	return true
 }
 
 // drainSIP applies every SIP message the pipeline holds (wmu held); nothing
@@ -331,15 +336,11 @@ func (q *sipPipe) applyOldest() {
 	copy(q.inflight, q.inflight[1:])
 	q.inflight[len(q.inflight)-1] = nil
 	q.inflight = q.inflight[:len(q.inflight)-1]
-	n := int32(len(b.items))
 	given := false // the worker gave the batch back
 	for i := range b.items {
 		it := &b.items[i]
 		for !it.ready.Load() {
-			if k := b.claim.Add(1) - 1; k < n {
-				o := &b.items[k]
-				o.parse()
-				o.ready.Store(true)
+			if b.parseNext() {
 				continue
 			}
 			<-b.done // every item is claimed: the worker parses this one
