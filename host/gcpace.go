@@ -87,7 +87,7 @@ type gcPauseState struct {
 	loads   int    // loads running
 	budget  int64  // the memory limit while paused
 	paused  bool   // the collector is off
-	ended   bool   // the pause is over while loads still run (the limit was reached)
+	ended   bool   // the pause is over while loads still run (the limit was reached, or the guard)
 	seen    uint64 // the collection afterGC last looked at (one look per collection)
 	checks  int    // collections looked at with loads running (tests wait on it)
 	percent int    // the settings the pause found
