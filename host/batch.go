@@ -90,6 +90,9 @@ func runBatch(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) int {
 		live = &liveMessages{sink: messageSink(sio.Stdout, out, cfg, isTerminal(sio.Stdout))}
 	}
 	e, onRequest, err := collect(ctx, cfg, log, live.tick(cfg))
+	if e != nil {
+		defer e.endGCPause()
+	}
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		if isUsage(err) {
@@ -155,18 +158,21 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger, write func(*eng
 	count := uint64(cfg.Count)
 
 	var store atomic.Pointer[dialog.Store] // the load's, once started
+	endPause := func() {}
 	if loadPausesGC(src, cfg.Cores) {
-		defer pauseGCForLoad(storeBudget(cfg), func() int64 {
+		endPause = pauseGCForLoad(storeBudget(cfg), func() int64 {
 			if s := store.Load(); s != nil {
 				return s.Stats().Bytes
 			}
 			return 0
-		})()
+		})
 	}
 	e, err = startEngine(runCtx, cfg, log, nil)
 	if err != nil {
+		endPause()
 		return nil, false, err
 	}
+	e.endGCPause = endPause
 	store.Store(e.capture.Dialogs())
 	if !src.streaming() {
 		// The file load stops itself at --count (LoadOptions.MaxFrames)
@@ -294,6 +300,9 @@ func runCallReport(ctx context.Context, cfg *Config, sio IO, log hclog.Logger) i
 		return exitUsage
 	}
 	e, onRequest, err := collect(ctx, cfg, log, nil)
+	if e != nil {
+		defer e.endGCPause()
+	}
 	if err != nil {
 		fmt.Fprintf(sio.Stderr, "sipnab: %v\n", err)
 		if isUsage(err) {

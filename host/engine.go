@@ -26,6 +26,9 @@ type engineHandle struct {
 	capture *engine.Capture
 	live    []*live.Capture
 	egress  *egress // -O and -H (egress.go); nil when neither is set
+	// endGCPause ends a batch load's pause of the collector (gcpace.go)
+	// once the output is written; collect sets it.
+	endGCPause func()
 }
 
 // stopEgress removes the -O/-H tap from the router, closes the file and

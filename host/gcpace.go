@@ -13,18 +13,21 @@ import (
 )
 
 // pauseGCForLoad turns the garbage collector off while a batch run loads
-// its files, once the live heap has reached pauseFrom, up to a memory
-// limit, and returns the function that ends the pause (collect calls it
-// when the load ends; calling it again does nothing).
+// its files and writes its output, once the live heap has reached
+// pauseFrom, up to a memory limit, and returns the function that ends the
+// pause (the batch run calls it once its output is written; calling it
+// again does nothing).
 //
 // What a file load allocates is nearly all kept until the output is
 // written: the retained messages' bytes, the dialogs, the media endpoints
 // (bench/README.md, memory). A collection during the load marks everything
 // kept so far and frees little, and the default pacing (GOGC=100) runs one
 // each time the heap doubles: five on the signaling workload, the last of
-// them over half the final heap. Paused, the load runs none; when it ends,
-// the previous settings come back and one collection frees the load's
-// garbage before the output is written, which reuses it. A small load (a
+// them over half the final heap. Paused, the load runs none, and neither
+// does the output that follows unless it makes garbage (the documents are
+// written with little; the analysis outputs re-derive each dialog and are
+// the guard's to catch, below); the previous settings come back once the
+// output is written, just before the process exits. A small load (a
 // live heap under pauseFrom) is never paused: its collections cost little,
 // and they keep what the start-up leaves behind from adding to its peak.
 //
@@ -54,6 +57,7 @@ func pauseGCForLoad(budget int64, held func() int64) (resume func()) {
 	p := &gcPause
 	p.mu.Lock()
 	if p.loads == 0 {
+		p.gen++
 		p.budget, p.paused, p.ended, p.guarded = budget, false, false, false
 		p.held = p.held[:0]
 		p.watch()
@@ -85,6 +89,7 @@ var gcPause gcPauseState
 type gcPauseState struct {
 	mu      sync.Mutex
 	loads   int    // loads running
+	gen     uint64 // the pause's generation: a sentinel watched by an earlier one is not this one's
 	budget  int64  // the memory limit while paused
 	paused  bool   // the collector is off
 	ended   bool   // the pause is over while loads still run (the limit was reached, or the guard)
@@ -135,17 +140,31 @@ func (p *gcPauseState) guard(stop <-chan struct{}) {
 }
 
 // watch runs afterGC after the next collection: a sentinel allocated now
-// is found unreachable by it, which runs the sentinel's cleanup.
+// is found unreachable by it, which runs the sentinel's cleanup. Call it
+// with p.mu held.
 func (p *gcPauseState) watch() {
-	runtime.AddCleanup(new(gcSentinel), func(p *gcPauseState) { p.afterGC() }, p)
+	runtime.AddCleanup(new(gcSentinel), func(w gcWatch) { w.p.afterGC(w.gen) }, gcWatch{p, p.gen})
+}
+
+// gcWatch is what a sentinel's cleanup gets: the pause and the generation
+// that watched.
+type gcWatch struct {
+	p   *gcPauseState
+	gen uint64
 }
 
 // afterGC pauses a load whose live heap has reached pauseFrom (and watches
 // the next collection until then), and ends the pause at the first
-// collection it meets: the memory limit started it.
-func (p *gcPauseState) afterGC() {
+// collection it meets: the memory limit started it. A sentinel left by an
+// earlier pause (its loads ended before a collection found it) decides
+// nothing: the collection that freed it may have run before this pause's
+// loads started.
+func (p *gcPauseState) afterGC(gen uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if gen != p.gen {
+		return
+	}
 	// A collection may find more than one sentinel (one left from a load
 	// that ended before it): the first cleanup it runs decides.
 	c := gcCycles()
@@ -183,15 +202,17 @@ func (p *gcPauseState) restore() {
 	}
 }
 
-// loadEnded ends one load; the last one ends the pause and collects the
-// loads' garbage.
+// loadEnded ends one load; the last one ends the pause. It collects
+// nothing: the batch run ends it once its output is written, when the
+// process is about to exit (a collection then would mark the whole store
+// to free a few megabytes nobody reuses); the collector's settings come
+// back for whatever the process does next.
 func (p *gcPauseState) loadEnded() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.loads--
 	if p.loads == 0 && p.paused {
 		p.restore()
-		runtime.GC()
 	}
 }
 

@@ -1,12 +1,18 @@
 package host
 
 import (
+	"bytes"
+	"context"
 	"math"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipnab/sipnab/bench/gen"
 )
 
 // gcSettings reads GOGC and the memory limit without changing them.
@@ -238,4 +244,52 @@ func TestGCPauseGuardEndsThePauseWhenGarbageOutgrowsTheStore(t *testing.T) {
 			runtime.KeepAlive(sink)
 		})
 	}
+}
+
+// settingsAtFirstWrite records the collector's settings when the output's
+// first byte is written.
+type settingsAtFirstWrite struct {
+	seen           bool
+	percent, limit int64
+}
+
+func (w *settingsAtFirstWrite) Write(b []byte) (int, error) {
+	if !w.seen {
+		w.seen = true
+		w.percent, w.limit = gcSettings()
+	}
+	return len(b), nil
+}
+
+// TestGCPauseLastsThroughTheBatchOutput: a file load on one core that was
+// paused stays paused while its output is written (a collection there
+// would mark the whole store just before the process exits), and the run
+// puts the collector's settings back once the output is written.
+func TestGCPauseLastsThroughTheBatchOutput(t *testing.T) {
+	withDefaultGC(t)
+	cfg := gen.Signaling(1)
+	cfg.Calls, cfg.Registers = 3000, 100 // about 20,000 SIP messages: a load of ~20 MB
+	path := filepath.Join(t.TempDir(), "signaling.pcap")
+	if _, err := gen.WriteFiles(cfg, path, ""); err != nil {
+		t.Fatal(err)
+	}
+	// 16 MiB live: the load's first collection (GOGC=100, at 32 MiB) finds
+	// pauseFrom live and pauses it.
+	kept := make([]byte, 2*pauseFrom)
+	runtime.GC()
+	out := &settingsAtFirstWrite{}
+	var errb bytes.Buffer
+	code := Run(context.Background(), []string{"-N", "-I", path, "--json-run", "--cores", "1", "--max-store-mb", "512"}, nil,
+		IO{Stdin: strings.NewReader(""), Stdout: out, Stderr: &errb})
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !out.seen {
+		t.Fatal("no output written")
+	}
+	if out.percent != -1 || out.limit != 512<<20 {
+		t.Fatalf("while the output was written: GOGC %d, limit %d; want the pause (-1, %d)", out.percent, out.limit, 512<<20)
+	}
+	wantSettings(t, "after the run", 100, math.MaxInt64)
+	runtime.KeepAlive(kept)
 }
