@@ -22,6 +22,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/report"
+	"github.com/sipnab/sipnab/core/sip"
 )
 
 func capturePath(tb testing.TB) string {
@@ -115,6 +116,93 @@ func BenchmarkReadDecode(b *testing.B) {
 		}
 		r.Close()
 	})
+}
+
+// floorSink keeps, for every SIP payload, what a load must keep whatever
+// the store: its frame's evidence pointer (spec/engine.md, frame
+// provenance: the digest is taken when the frame is read, so that a
+// changed file is caught on re-read) and, with retain, a copy of its
+// bytes (get_dialog, the ladder and search_messages read them); with
+// parse, the copy is the parser's own (sip.Parser.Parse copies the
+// message it parses).
+type floorSink struct {
+	digest        bool
+	retain, parse bool
+	ps            *sip.Parser
+	refs          []packet.FrameRef
+	kept          [][]byte
+	msgs          int
+}
+
+func (s *floorSink) HandlePacket(p *packet.Packet) {
+	if len(p.Payload) == 0 || !s.ps.Looks(p.Payload) {
+		return
+	}
+	s.msgs++
+	if s.digest {
+		s.refs = append(s.refs, packet.RefOf(p.Frame))
+	}
+	switch {
+	case s.parse:
+		m, err := s.ps.Parse(p.Payload)
+		if err == nil {
+			s.kept = append(s.kept, m.Raw)
+		}
+	case s.retain:
+		s.kept = append(s.kept, append([]byte(nil), p.Payload...))
+	}
+}
+
+// BenchmarkEvidenceFloor is what any load of the capture pays before a
+// store or an output does anything: read and decode every frame, take the
+// evidence pointer of every SIP payload's frame, keep a copy of its bytes,
+// parse it. It reports CPU time per SIP message, the lower bound of the
+// whole process's per-message cost (bench/README.md, "The floor");
+// "retain+parse" is the same without the digest.
+func BenchmarkEvidenceFloor(b *testing.B) {
+	path := capturePath(b)
+	for _, step := range []struct {
+		name                  string
+		digest, retain, parse bool
+	}{
+		{"digest", true, false, false},
+		{"digest+retain", true, true, false},
+		{"digest+retain+parse", true, true, true},
+		{"retain+parse", false, true, true},
+	} {
+		b.Run(step.name, func(b *testing.B) {
+			n := frames(b, path) // the lists are made at their size: no growth is counted
+			msgs := 0
+			b.ReportAllocs()
+			runtime.GC()
+			start := cpuTime()
+			for i := 0; i < b.N; i++ {
+				r, err := capture.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				d := decode.New(decode.Config{})
+				s := &floorSink{digest: step.digest, retain: step.retain, parse: step.parse, ps: sip.NewParser(sip.Limits{}),
+					refs: make([]packet.FrameRef, 0, n), kept: make([][]byte, 0, n)}
+				for {
+					f, err := r.Next()
+					if err != nil {
+						break
+					}
+					d.Decode(f, s)
+				}
+				r.Close()
+				msgs = s.msgs
+				runtime.KeepAlive(s)
+			}
+			cpu := float64(cpuTime()-start) / float64(b.N)
+			if msgs == 0 {
+				b.Fatal("no SIP message in the capture")
+			}
+			b.ReportMetric(cpu/float64(msgs), "cpu-ns/msg")
+			b.ReportMetric(float64(msgs), "msgs/op")
+		})
+	}
 }
 
 func load(b *testing.B, path string, cfg engine.Config) *engine.Capture {
