@@ -100,22 +100,24 @@ func (s *nopSink) HandlePacket(p *packet.Packet) { s.n += len(p.Payload) }
 // payload.
 func BenchmarkReadDecode(b *testing.B) {
 	path := capturePath(b)
-	measure(b, path, func() {
-		r, err := capture.Open(path)
+	measure(b, path, func() { readDecode(b, path, &nopSink{}) })
+}
+
+// readDecode reads every frame of the capture and decodes it into s.
+func readDecode(b *testing.B, path string, s packet.Sink) {
+	r, err := capture.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	d := decode.New(decode.Config{})
+	for {
+		f, err := r.Next()
 		if err != nil {
-			b.Fatal(err)
+			return
 		}
-		d := decode.New(decode.Config{})
-		s := &nopSink{}
-		for {
-			f, err := r.Next()
-			if err != nil {
-				break
-			}
-			d.Decode(f, s)
-		}
-		r.Close()
-	})
+		d.Decode(f, s)
+	}
 }
 
 // floorSink keeps, for every SIP payload, what a load must keep whatever
@@ -177,21 +179,9 @@ func BenchmarkEvidenceFloor(b *testing.B) {
 			runtime.GC()
 			start := cpuTime()
 			for i := 0; i < b.N; i++ {
-				r, err := capture.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				d := decode.New(decode.Config{})
 				s := &floorSink{digest: step.digest, retain: step.retain, parse: step.parse, ps: sip.NewParser(sip.Limits{}),
 					refs: make([]packet.FrameRef, 0, n), kept: make([][]byte, 0, n)}
-				for {
-					f, err := r.Next()
-					if err != nil {
-						break
-					}
-					d.Decode(f, s)
-				}
-				r.Close()
+				readDecode(b, path, s)
 				msgs = s.msgs
 				runtime.KeepAlive(s)
 			}
