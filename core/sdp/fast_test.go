@@ -16,6 +16,9 @@ func FuzzFastPathsChangeNothing(f *testing.F) {
 	for _, b := range fastPathBodies {
 		f.Add([]byte(b))
 	}
+	for _, b := range corpusBodies(f) {
+		f.Add([]byte(b))
+	}
 	f.Add([]byte(offer))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fast, fastErr := parseWith(string(b), &sessionBlock{}, false)
