@@ -44,6 +44,9 @@ type parser struct {
 	sawO      bool
 	sawS      bool
 	sawT      bool
+	// general turns the fast paths for the usual line shapes off (fast.go),
+	// for the tests that check they change nothing.
+	general bool
 }
 
 func (p *parser) errorf(format string, args ...any) {
@@ -148,8 +151,14 @@ func trimLineEnd(line string) string {
 
 // parseInto parses text into blk, whose Session is zero.
 func parseInto(text string, blk *sessionBlock) (*Session, error) {
+	return parseWith(text, blk, false)
+}
+
+// parseWith is parseInto, with the fast paths for the usual line shapes
+// turned off when general is true.
+func parseWith(text string, blk *sessionBlock, general bool) (*Session, error) {
 	s := &blk.s
-	p := parser{blk: blk, s: s}
+	p := parser{blk: blk, s: s, general: general}
 	// The attributes and the media sections start in the block; past it
 	// they move once to the heap, sized by the lines left (grow). A run of
 	// attributes handed out before the move keeps the block's entries.
@@ -273,6 +282,9 @@ func (p *parser) line(typ byte, v string) {
 			return
 		}
 		p.sawO = true
+		if !p.general && p.originFast(v) {
+			return
+		}
 		var buf [8]string
 		f := fields(v, buf[:])
 		if len(f) != 6 {
@@ -300,7 +312,9 @@ func (p *parser) line(typ byte, v string) {
 			p.errorf("t= line inside a media section")
 			return
 		}
-		if !p.sawT {
+		if !p.sawT && !p.general && spacedTokens(v) {
+			s.Timing = v // the usual "0 0"
+		} else if !p.sawT {
 			var buf [4]string
 			s.Timing = joinFields(fields(v, buf[:]), v)
 			if s.Timing == "" {
@@ -309,7 +323,13 @@ func (p *parser) line(typ byte, v string) {
 		}
 		p.sawT = true
 	case 'c':
-		addr, typ, ok := parseConn(v)
+		addr, typ, ok := "", "", false
+		if !p.general {
+			addr, typ, ok = connFast(v)
+		}
+		if !ok {
+			addr, typ, ok = parseConn(v)
+		}
 		if !ok {
 			p.errorf("bad c= line")
 			return
@@ -332,9 +352,17 @@ func (p *parser) line(typ byte, v string) {
 		if p.cur == nil && len(s.Media) == 0 {
 			s.Attrs = p.run() // the session's run ends at the first m=
 		}
-		p.media(v)
+		if p.general || !p.mediaFast(v) {
+			p.media(v)
+		}
 	case 'a':
-		a := parseAttr(v)
+		a, ok := Attr{}, false
+		if !p.general {
+			a, ok = attrFast(v)
+		}
+		if !ok {
+			a = parseAttr(v)
+		}
 		if len(p.attrs) == cap(p.attrs) {
 			p.attrs = grow(p.attrs, 1+linesLeft(p.rest, 'a'))
 		}
@@ -424,14 +452,28 @@ func parseConn(v string) (addr, typ string, ok bool) {
 	return addr, f[1], true
 }
 
-func (p *parser) media(v string) {
+// newMedia starts a media section and returns it.
+func (p *parser) newMedia() *Media {
 	if len(p.s.Media) == cap(p.s.Media) {
 		p.s.Media = grow(p.s.Media, 1+linesLeft(p.rest, 'm'))
 	}
 	p.s.Media = append(p.s.Media, Media{})
 	p.cur = &p.s.Media[len(p.s.Media)-1]
 	p.curConn = false
-	m := p.cur
+	return p.cur
+}
+
+// formats returns the empty Formats of the current section, with room for
+// n formats: the first section's few in the block.
+func (p *parser) formats(n int) []Format {
+	if b := p.blk; b != nil && n <= len(b.formats) && len(p.s.Media) == 1 {
+		return b.formats[:0:n]
+	}
+	return make([]Format, 0, n)
+}
+
+func (p *parser) media(v string) {
+	m := p.newMedia()
 	var buf [16]string
 	f := fields(v, buf[:])
 	if len(f) < 3 {
@@ -467,11 +509,7 @@ func (p *parser) media(v string) {
 		p.errorf("m= line has no formats")
 	}
 	if n := len(f) - 3; n > 0 {
-		if b := p.blk; b != nil && n <= len(b.formats) && len(p.s.Media) == 1 {
-			m.Formats = b.formats[:0:n] // the first section's, in the block
-		} else {
-			m.Formats = make([]Format, 0, n)
-		}
+		m.Formats = p.formats(n)
 	}
 	for _, t := range f[min(3, len(f)):] {
 		pt := -1
@@ -494,7 +532,8 @@ func (p *parser) endMedia() {
 	if !p.curConn {
 		m.Conn, m.ConnAddrType = s.Conn, s.ConnAddrType
 	}
-	isRTP := strings.Contains(strings.ToUpper(m.Proto), "RTP")
+	// RTP/AVP, RTP/SAVP, RTP/AVPF...: the usual protocols need no case fold.
+	isRTP := strings.HasPrefix(m.Proto, "RTP/") || strings.Contains(strings.ToUpper(m.Proto), "RTP")
 	if len(m.Formats) <= linearFormats {
 		p.resolveAttrs(m, nil)
 	} else {
@@ -565,6 +604,14 @@ func (p *parser) resolveAttrs(m *Media, byPT *[128]int32) {
 	for _, a := range m.Attrs {
 		switch a.Key {
 		case "rtpmap":
+			if !p.general {
+				if pt, r, ok := rtpmapFast(a.Value); ok {
+					if f := format(pt); f != nil && !seenMap.add(pt) {
+						f.Encoding, f.ClockRate, f.Channels = r.enc, r.clock, r.channels
+					}
+					continue
+				}
+			}
 			pt, rest, ok := ptAndRest(a.Value)
 			if !ok {
 				p.errorf("bad rtpmap %q", clip(a.Value))
@@ -598,7 +645,13 @@ func (p *parser) resolveAttrs(m *Media, byPT *[128]int32) {
 				}
 			}
 		case "fmtp":
-			pt, rest, ok := ptAndRest(a.Value)
+			pt, rest, ok := 0, "", false
+			if !p.general {
+				pt, rest, ok = ptAndRestFast(a.Value)
+			}
+			if !ok {
+				pt, rest, ok = ptAndRest(a.Value)
+			}
 			if !ok {
 				continue // non-RTP fmtp (a=fmtp:t38 ..., a=fmtp:* ...)
 			}
@@ -606,7 +659,9 @@ func (p *parser) resolveAttrs(m *Media, byPT *[128]int32) {
 				f.Fmtp = rest
 			}
 		case "ptime":
-			if n, ok := atoiPrefix(a.Value); ok {
+			if n, ok := digits(a.Value, 6); ok && !p.general {
+				m.Ptime = n // the usual "20"
+			} else if n, ok := atoiPrefix(a.Value); ok {
 				m.Ptime = n
 			} else {
 				p.errorf("bad ptime %q", clip(a.Value))

@@ -11,7 +11,7 @@ import (
 
 // corpusBodies returns the bodies of the FuzzSDP seed corpus (the SDP
 // bodies of the public captures and the fuzzer's finds).
-func corpusBodies(t *testing.T) []string {
+func corpusBodies(t testing.TB) []string {
 	files, err := filepath.Glob("testdata/fuzz/FuzzSDP/*")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no FuzzSDP corpus: %v", err)
