@@ -360,8 +360,8 @@ type dialog struct {
 	// Extra): the first non-empty User-Agent.
 	ua string
 
-	// LRU links (most recently updated at the store's head).
-	prev, next *dialog
+	// slot is the dialog's entry in the store's LRU list (lru.go).
+	slot int32
 
 	// first holds what a dialog's first leg, identities, addresses and
 	// transactions need at first (what a call uses): one allocation with
