@@ -9,8 +9,9 @@ package dialog
 // dialogs touched at random (on a large capture, two cache misses per
 // message); held here, they are entries of an array of 8 bytes per held
 // dialog, which stays in the processor's cache. The arrays hold one entry
-// per held dialog (MaxDialogs bounds them); a slot freed by an eviction is
-// reused by the next dialog.
+// per held dialog (MaxDialogs bounds them), in chunks of lruChunkSlots so
+// that growing never copies them nor leaves the old arrays to the
+// collector; a slot freed by an eviction is reused by the next dialog.
 
 // lruLink is one slot's neighbours: the slots of the more and the less
 // recently updated dialogs, noSlot at the ends.
@@ -18,12 +19,35 @@ type lruLink struct{ prev, next int32 }
 
 const noSlot = -1
 
+// lruChunkSlots is how many slots a chunk holds (a power of two): 8 KiB.
+const lruChunkSlots = 512
+
+// lruChunk holds the links and dialogs of lruChunkSlots slots.
+type lruChunk struct {
+	links [lruChunkSlots]lruLink
+	ds    [lruChunkSlots]*dialog // nil: free
+}
+
 // lruList is the store's LRU list.
 type lruList struct {
-	links      []lruLink // by slot
-	ds         []*dialog // by slot; nil: free
-	free       []int32   // free slots
-	head, tail int32     // head: the most recently updated; noSlot when empty
+	chunks     []*lruChunk // slot i is in chunks[i/lruChunkSlots]
+	n          int32       // slots handed out (free ones included)
+	free       []int32     // free slots
+	head, tail int32       // head: the most recently updated; noSlot when empty
+}
+
+// link returns slot i's links.
+func (l *lruList) link(i int32) *lruLink {
+	return &l.chunks[i/lruChunkSlots].links[i%lruChunkSlots]
+}
+
+// dialogAt returns slot i's dialog.
+func (l *lruList) dialogAt(i int32) *dialog {
+	return l.chunks[i/lruChunkSlots].ds[i%lruChunkSlots]
+}
+
+func (l *lruList) setDialog(i int32, d *dialog) {
+	l.chunks[i/lruChunkSlots].ds[i%lruChunkSlots] = d
 }
 
 // lruEntryBytes is what the list holds per dialog (membudget.go).
@@ -39,17 +63,17 @@ func (l *lruList) back() *dialog { return l.at(l.tail) }
 
 // after returns the dialog updated before d (toward the back); nil at the
 // back.
-func (l *lruList) after(d *dialog) *dialog { return l.at(l.links[d.slot].next) }
+func (l *lruList) after(d *dialog) *dialog { return l.at(l.link(d.slot).next) }
 
 // before returns the dialog updated after d (toward the front); nil at the
 // front.
-func (l *lruList) before(d *dialog) *dialog { return l.at(l.links[d.slot].prev) }
+func (l *lruList) before(d *dialog) *dialog { return l.at(l.link(d.slot).prev) }
 
 func (l *lruList) at(i int32) *dialog {
 	if i == noSlot {
 		return nil
 	}
-	return l.ds[i]
+	return l.dialogAt(i)
 }
 
 // pushFront adds a dialog not on the list at the front, giving it a slot.
@@ -59,11 +83,13 @@ func (l *lruList) pushFront(d *dialog) {
 		i = l.free[n-1]
 		l.free = l.free[:n-1]
 	} else {
-		i = int32(len(l.ds))
-		l.ds = append(l.ds, nil)
-		l.links = append(l.links, lruLink{})
+		i = l.n
+		l.n++
+		if int(i/lruChunkSlots) == len(l.chunks) {
+			l.chunks = append(l.chunks, new(lruChunk))
+		}
 	}
-	l.ds[i] = d
+	l.setDialog(i, d)
 	d.slot = i
 	l.linkFront(i)
 }
@@ -72,7 +98,7 @@ func (l *lruList) pushFront(d *dialog) {
 func (l *lruList) remove(d *dialog) {
 	i := d.slot
 	l.unlink(i)
-	l.ds[i] = nil
+	l.setDialog(i, nil)
 	l.free = append(l.free, i)
 	d.slot = noSlot
 }
@@ -88,9 +114,9 @@ func (l *lruList) moveFront(d *dialog) {
 }
 
 func (l *lruList) linkFront(i int32) {
-	l.links[i] = lruLink{prev: noSlot, next: l.head}
+	*l.link(i) = lruLink{prev: noSlot, next: l.head}
 	if l.head != noSlot {
-		l.links[l.head].prev = i
+		l.link(l.head).prev = i
 	}
 	l.head = i
 	if l.tail == noSlot {
@@ -99,16 +125,16 @@ func (l *lruList) linkFront(i int32) {
 }
 
 func (l *lruList) unlink(i int32) {
-	k := l.links[i]
+	k := *l.link(i)
 	if k.prev != noSlot {
-		l.links[k.prev].next = k.next
+		l.link(k.prev).next = k.next
 	} else {
 		l.head = k.next
 	}
 	if k.next != noSlot {
-		l.links[k.next].prev = k.prev
+		l.link(k.next).prev = k.prev
 	} else {
 		l.tail = k.prev
 	}
-	l.links[i] = lruLink{prev: noSlot, next: noSlot}
+	*l.link(i) = lruLink{prev: noSlot, next: noSlot}
 }

@@ -41,6 +41,7 @@ func TestLRUListKeepsTheOrderOfALinkedList(t *testing.T) {
 		{"churn: pushes and evictions", 5000, 0.45, 0.45, 16, 1},
 		{"removals anywhere", 5000, 0.3, 0.3, 32, 0.2},
 		{"one dialog", 200, 0.5, 0.5, 1, 1},
+		{"past one chunk", 20000, 0.6, 0.1, 3 * lruChunkSlots, 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, uint64(tc.ops)))
@@ -78,8 +79,8 @@ func TestLRUListKeepsTheOrderOfALinkedList(t *testing.T) {
 					t.Fatal("back is not the least recently updated")
 				}
 			}
-			if len(l.ds) != peak || len(l.links) != peak {
-				t.Fatalf("arrays hold %d/%d slots, the most dialogs held at once was %d", len(l.ds), len(l.links), peak)
+			if int(l.n) != peak || len(l.chunks) != (peak+lruChunkSlots-1)/lruChunkSlots {
+				t.Fatalf("%d slots in %d chunks, the most dialogs held at once was %d", l.n, len(l.chunks), peak)
 			}
 		})
 	}
