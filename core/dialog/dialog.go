@@ -335,6 +335,7 @@ type dialog struct {
 	firstFrame packet.FrameRef
 	final      *tx
 	seq        uint64
+	idB        uint64 // the Call-ID's second hash (ids.go)
 
 	// Bounds reached, and malformed messages (int32: see tx). legsDropped
 	// counts the messages that joined no leg because the leg cap was
