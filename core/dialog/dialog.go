@@ -335,6 +335,7 @@ type dialog struct {
 	firstFrame packet.FrameRef
 	final      *tx
 	seq        uint64
+	idB        uint64 // the Call-ID's second hash (ids.go)
 
 	// Bounds reached, and malformed messages (int32: see tx). legsDropped
 	// counts the messages that joined no leg because the leg cap was
@@ -360,8 +361,8 @@ type dialog struct {
 	// Extra): the first non-empty User-Agent.
 	ua string
 
-	// LRU links (most recently updated at the store's head).
-	prev, next *dialog
+	// slot is the dialog's entry in the store's LRU list (lru.go).
+	slot int32
 
 	// first holds what a dialog's first leg, identities, addresses and
 	// transactions need at first (what a call uses): one allocation with

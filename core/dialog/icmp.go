@@ -397,7 +397,7 @@ func (s *Store) icmpByTuple(q *ICMPQuote) (*dialog, int, string) {
 	bestPos := -1
 	from := q.TS.Add(-ICMPWindow)
 	n := 0
-	for d := s.head; d != nil && n < icmpScanDialogs; d = d.next {
+	for d := s.lru.front(); d != nil && n < icmpScanDialogs; d = s.lru.after(d) {
 		n++
 		pos := d.icmpMessage(q, from)
 		if pos < 0 {

@@ -15,6 +15,9 @@ import (
 // pair (about 10^-29 for a store of 100,000 dialogs), and a sender cannot
 // aim at it without the seeds. The order of the map is never read (every
 // listing sorts or walks the LRU list), so the seeds change no answer.
+// The map holds the dialog under its first hash; the second is kept in
+// the dialog (idB), next to the fields Apply reads first, so an entry is
+// 16 bytes instead of 24 and checking it reads no line Apply would not.
 
 // idSeedA and idSeedB key the two hashes of a Call-ID.
 var idSeedA, idSeedB = maphash.MakeSeed(), maphash.MakeSeed()
@@ -31,23 +34,17 @@ func keyOfBytes(callID []byte) idKey {
 	return idKey{maphash.Bytes(idSeedA, callID), maphash.Bytes(idSeedB, callID)}
 }
 
-// idSlot is a dialog held under its first hash, with its second.
-type idSlot struct {
-	d *dialog
-	b uint64
-}
-
 // callIDs is the store's index of held dialogs: by the first hash, and the
 // rare key whose first hash another held key has already taken in a map of
 // its own (so a collision of the first hash merges nothing).
 type callIDs struct {
-	m    map[uint64]idSlot
+	m    map[uint64]*dialog // by the first hash; the dialog holds the second
 	more map[idKey]*dialog
 }
 
 func (c *callIDs) get(k idKey) *dialog {
-	if e, ok := c.m[k.a]; ok && e.b == k.b {
-		return e.d
+	if d := c.m[k.a]; d != nil && d.idB == k.b {
+		return d
 	}
 	if len(c.more) > 0 {
 		return c.more[k]
@@ -58,10 +55,11 @@ func (c *callIDs) get(k idKey) *dialog {
 // put adds d under k; k must not be held.
 func (c *callIDs) put(k idKey, d *dialog) {
 	if c.m == nil {
-		c.m = map[uint64]idSlot{}
+		c.m = map[uint64]*dialog{}
 	}
+	d.idB = k.b
 	if _, taken := c.m[k.a]; !taken {
-		c.m[k.a] = idSlot{d: d, b: k.b}
+		c.m[k.a] = d
 		return
 	}
 	if c.more == nil {
@@ -71,7 +69,7 @@ func (c *callIDs) put(k idKey, d *dialog) {
 }
 
 func (c *callIDs) del(k idKey) {
-	if e, ok := c.m[k.a]; ok && e.b == k.b {
+	if d := c.m[k.a]; d != nil && d.idB == k.b {
 		delete(c.m, k.a)
 		return
 	}
@@ -83,8 +81,8 @@ func (c *callIDs) len() int { return len(c.m) + len(c.more) }
 // all yields every held dialog, in no particular order.
 func (c *callIDs) all() iter.Seq[*dialog] {
 	return func(yield func(*dialog) bool) {
-		for _, e := range c.m {
-			if !yield(e.d) {
+		for _, d := range c.m {
+			if !yield(d) {
 				return
 			}
 		}

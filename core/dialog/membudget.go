@@ -13,8 +13,8 @@ import "unsafe"
 var (
 	// dialogOverhead is a dialog's structures before its messages: the
 	// dialog (its first leg, transactions, addresses and identities
-	// inside), the LRU and index entries.
-	dialogOverhead = int64(unsafe.Sizeof(dialog{})) + 256
+	// inside), the LRU (lru.go) and index entries.
+	dialogOverhead = int64(unsafe.Sizeof(dialog{})) + lruEntryBytes + 240
 	// messageOverhead is one retained message's entry beside its bytes,
 	// and its share of the duplicate table and of the transactions and
 	// identities past the first ones (which the dialog holds).

@@ -51,7 +51,7 @@ type RetainedCount struct {
 func (s *Store) RetainedCounts(dst []RetainedCount) []RetainedCount {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for d := s.head; d != nil; d = d.next {
+	for d := s.lru.front(); d != nil; d = s.lru.after(d) {
 		dst = append(dst, RetainedCount{CallID: d.callID, Retained: len(d.msgs)})
 	}
 	return dst

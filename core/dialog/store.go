@@ -129,17 +129,17 @@ type Result struct {
 type Store struct {
 	cfg Config
 
-	mu         sync.RWMutex
-	byID       callIDs // the held dialogs by Call-ID (ids.go)
-	head, tail *dialog // LRU list: head is the most recently updated
-	created    createdIndex
-	methods    map[string]int // dialogs held per row method, the primary leg's ("" for none)
-	seq        uint64
-	stats      Stats
-	dup        dupTable
-	bytes      int64 // sum of the held dialogs' bytes
-	chg        changeLog
-	victims    []*dialog // the dialogs evicted by the batch running (dropLocked)
+	mu      sync.RWMutex
+	byID    callIDs // the held dialogs by Call-ID (ids.go)
+	lru     lruList // the held dialogs, most recently updated first (lru.go)
+	created createdIndex
+	methods map[string]int // dialogs held per row method, the primary leg's ("" for none)
+	seq     uint64
+	stats   Stats
+	dup     dupTable
+	bytes   int64 // sum of the held dialogs' bytes
+	chg     changeLog
+	victims []*dialog // the dialogs evicted by the batch running (dropLocked)
 
 	rev atomic.Uint64
 	gen atomic.Uint64
@@ -149,7 +149,9 @@ type Store struct {
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg.withDefaults(), methods: map[string]int{}}
+	s := &Store{cfg: cfg.withDefaults(), methods: map[string]int{}}
+	s.lru.init()
+	return s
 }
 
 // Config returns the store's bounds, defaults filled in.
@@ -227,11 +229,11 @@ func (s *Store) Apply(o Observation) Result {
 		s.seq++
 		d = newDialog(callID, s.seq, &o)
 		s.byID.put(id, d)
-		s.pushFront(d)
+		s.lru.pushFront(d)
 		s.created.add(d)
 		res.Created = true
 	} else {
-		s.moveFront(d)
+		s.lru.moveFront(d)
 	}
 	before, retained, bytesBefore := d.msgsDropped, len(d.msgs), d.bytes
 	if res.Created {
@@ -286,8 +288,8 @@ func (s *Store) evictLocked() int {
 		n = 1
 	}
 	evicted := 0
-	for evicted < n && s.tail != nil {
-		s.dropLocked(s.tail)
+	for evicted < n && s.lru.back() != nil {
+		s.dropLocked(s.lru.back())
 		evicted++
 	}
 	s.dropVictims()
@@ -302,8 +304,8 @@ func (s *Store) evictLocked() int {
 // single dialog larger than the budget stays, bounded by MaxMessages.
 func (s *Store) evictForBytesLocked(keep *dialog) int {
 	evicted := 0
-	for s.bytes > s.cfg.MaxBytes && s.tail != nil && s.tail != keep {
-		s.dropLocked(s.tail)
+	for s.bytes > s.cfg.MaxBytes && s.lru.back() != nil && s.lru.back() != keep {
+		s.dropLocked(s.lru.back())
 		evicted++
 	}
 	if evicted == 0 {
@@ -328,7 +330,7 @@ func (s *Store) dropVictims() {
 // dropVictims, which takes it off the created index.
 func (s *Store) dropLocked(d *dialog) {
 	s.victims = append(s.victims, d)
-	s.unlink(d)
+	s.lru.remove(d)
 	s.byID.del(keyOf(d.callID))
 	s.icmp.drop(d.callID)
 	d.gone = true
@@ -345,38 +347,4 @@ func (s *Store) uncountMethod(m string) {
 	} else {
 		s.methods[m]--
 	}
-}
-
-func (s *Store) pushFront(d *dialog) {
-	d.prev = nil
-	d.next = s.head
-	if s.head != nil {
-		s.head.prev = d
-	}
-	s.head = d
-	if s.tail == nil {
-		s.tail = d
-	}
-}
-
-func (s *Store) unlink(d *dialog) {
-	if d.prev != nil {
-		d.prev.next = d.next
-	} else {
-		s.head = d.next
-	}
-	if d.next != nil {
-		d.next.prev = d.prev
-	} else {
-		s.tail = d.prev
-	}
-	d.prev, d.next = nil, nil
-}
-
-func (s *Store) moveFront(d *dialog) {
-	if s.head == d {
-		return
-	}
-	s.unlink(d)
-	s.pushFront(d)
 }

@@ -605,7 +605,7 @@ func (s *Store) keys(o Order) []rowKey {
 	}
 	s.mu.RLock()
 	keys := make([]rowKey, 0, s.byID.len())
-	for d := s.tail; d != nil; d = d.prev {
+	for d := s.lru.back(); d != nil; d = s.lru.before(d) {
 		keys = append(keys, rowKey{at: d.updated, id: d.callID, d: d})
 	}
 	s.mu.RUnlock()
@@ -766,7 +766,7 @@ func (s *Store) Count(activeSince time.Time) Counts {
 	c := Counts{ByState: map[string]int{}}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for d := s.head; d != nil; d = d.next {
+	for d := s.lru.front(); d != nil; d = s.lru.after(d) {
 		c.Total++
 		st := StateNone
 		if l := d.primary(); l != nil {
