@@ -1,16 +1,17 @@
 package host
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"math"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/sipnab/sipnab/bench/gen"
 )
@@ -246,50 +247,42 @@ func TestGCPauseGuardEndsThePauseWhenGarbageOutgrowsTheStore(t *testing.T) {
 	}
 }
 
-// settingsAtFirstWrite records the collector's settings when the output's
-// first byte is written.
-type settingsAtFirstWrite struct {
-	seen           bool
-	percent, limit int64
-}
-
-func (w *settingsAtFirstWrite) Write(b []byte) (int, error) {
-	if !w.seen {
-		w.seen = true
-		w.percent, w.limit = gcSettings()
-	}
-	return len(b), nil
-}
-
-// TestGCPauseLastsThroughTheBatchOutput: a file load on one core that was
-// paused stays paused while its output is written (a collection there
-// would mark the whole store just before the process exits), and the run
-// puts the collector's settings back once the output is written.
-func TestGCPauseLastsThroughTheBatchOutput(t *testing.T) {
+// TestGCPauseLastsUntilTheBatchRunEndsIt: the load collect runs keeps
+// the pause's load open when it returns (the output is written under the
+// pause: a collection there would mark the whole store just before the
+// process exits), so a collection after the load still pauses the
+// collector, and only the engine handle's endGCPause, which the batch run
+// calls once its output is written, puts the settings back.
+func TestGCPauseLastsUntilTheBatchRunEndsIt(t *testing.T) {
 	withDefaultGC(t)
-	cfg := gen.Signaling(1)
-	cfg.Calls, cfg.Registers = 3000, 100 // about 20,000 SIP messages: a load of ~20 MB
+	gc := gen.Signaling(1)
+	gc.Calls, gc.Registers = 300, 10
 	path := filepath.Join(t.TempDir(), "signaling.pcap")
-	if _, err := gen.WriteFiles(cfg, path, ""); err != nil {
+	if _, err := gen.WriteFiles(gc, path, ""); err != nil {
 		t.Fatal(err)
 	}
-	// 16 MiB live: the load's first collection (GOGC=100, at 32 MiB) finds
-	// pauseFrom live and pauses it.
-	kept := make([]byte, 2*pauseFrom)
+	cfg, err := loadConfig([]string{"-N", "-I", path, "--json-run", "--cores", "1", "--max-store-mb", "512"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := make([]byte, 2*pauseFrom) // live: the next collection pauses a running load
 	runtime.GC()
-	out := &settingsAtFirstWrite{}
-	var errb bytes.Buffer
-	code := Run(context.Background(), []string{"-N", "-I", path, "--json-run", "--cores", "1", "--max-store-mb", "512"}, nil,
-		IO{Stdin: strings.NewReader(""), Stdout: out, Stderr: &errb})
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	// No collection during the load: the one below is the first the
+	// pause sees, whenever the load's own would have come.
+	debug.SetGCPercent(1 << 20)
+	e, _, err := collect(context.Background(), cfg, hclog.NewNullLogger(), nil)
+	debug.SetGCPercent(100)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !out.seen {
-		t.Fatal("no output written")
+	if got := e.capture.Dialogs().Stats().Dialogs; got != 310 {
+		t.Fatalf("loaded %d dialogs, want 310", got)
 	}
-	if out.percent != -1 || out.limit != 512<<20 {
-		t.Fatalf("while the output was written: GOGC %d, limit %d; want the pause (-1, %d)", out.percent, out.limit, 512<<20)
-	}
-	wantSettings(t, "after the run", 100, math.MaxInt64)
+	collectAndWait(t)
+	wantSettings(t, "after the load, before endGCPause", -1, 512<<20)
+	e.endGCPause()
+	wantSettings(t, "after endGCPause", 100, math.MaxInt64)
+	e.endGCPause()
+	wantSettings(t, "after a second endGCPause", 100, math.MaxInt64)
 	runtime.KeepAlive(kept)
 }
