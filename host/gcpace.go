@@ -165,8 +165,8 @@ func (p *gcPauseState) afterGC(gen uint64) {
 	if gen != p.gen {
 		return
 	}
-	// A collection may find more than one sentinel (one left from a load
-	// that ended before it): the first cleanup it runs decides.
+	// One look per collection: seen is the collection looked at (the
+	// tests wait on it); a sentinel of an earlier pause returned above.
 	c := gcCycles()
 	if c == p.seen {
 		return

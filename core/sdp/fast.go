@@ -157,7 +157,9 @@ func (p *parser) mediaFast(v string) bool {
 	return true
 }
 
-// cutSpace cuts v at its first space.
+// cutSpace cuts v at its first space. A loop and not strings.Cut: the
+// tokens of an m= line are a few bytes, and strings.Cut's call to
+// IndexByte made BenchmarkParseText's signaling body 4-5 % slower.
 func cutSpace(v string) (before, after string) {
 	for i := 0; i < len(v); i++ {
 		if v[i] == ' ' {
