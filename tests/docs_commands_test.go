@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/sipnab/sipnab/core/hep"
+	"github.com/sipnab/sipnab/internal/heptest"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -78,12 +79,8 @@ func newDocFiles(t *testing.T) docFiles {
 		text = strings.ReplaceAll(text, ":8731", ":0")
 		writeFile(t, filepath.Join(dir, "configs"), filepath.Base(c), text)
 	}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.hepPort = strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
-	pc.Close()
+	// -L binds UDP and TCP on the port: free for both.
+	_, f.hepPort, _ = net.SplitHostPort(heptest.FreeAddr(t))
 	return f
 }
 

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sipnab/sipnab/internal/heptest"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -130,13 +130,10 @@ func TestLiveMessagesAreWrittenAsTheRunReads(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			port := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
-			pc.Close()
-			args := []string{"-N", "-L", "127.0.0.1:" + port}
+			// -L binds UDP and TCP on the port: free for both.
+			addr := heptest.FreeAddr(t)
+			_, port, _ := net.SplitHostPort(addr)
+			args := []string{"-N", "-L", addr}
 			if tc.output != "" {
 				args = append(args, tc.output)
 			}

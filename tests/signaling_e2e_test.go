@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/sipnab/sipnab/core/hep"
+	"github.com/sipnab/sipnab/internal/heptest"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -406,12 +407,10 @@ func TestSignalingE2EAwaitCondition(t *testing.T) {
 		}
 	})
 	t.Run("hep feed", func(t *testing.T) {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := pc.LocalAddr().String()
-		pc.Close()
+		// The listener binds UDP and TCP on one port: FreeAddr finds a
+		// number free for both (a UDP-only probe lost to a TCP socket of a
+		// test running beside it, and the server exited at start).
+		addr := heptest.FreeAddr(t)
 		s := sigSession(t, ctx, "-L", addr)
 		var a sigAwait
 		sigCall(t, ctx, s, "await_condition", map[string]any{"filter": "method == MESSAGE", "timeout_seconds": 1}, &a)
