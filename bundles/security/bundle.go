@@ -32,7 +32,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "security",
 		Summary:    "participants rather than calls: top talkers, one endpoint's whole story, registration diagnosis, the capture judged against an expectation suite",
-		ByteBudget: sdk.Budget{Default: 20000, WithOutputSchemas: 80000},
+		ByteBudget: sdk.Budget{Default: 4900, WithOutputSchemas: 26400},
 	}
 }
 

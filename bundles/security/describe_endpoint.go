@@ -126,8 +126,8 @@ type EndpointDescription struct {
 	EndpointKind     string         `json:"endpoint_kind" enum:"ip|user" desc:"selector used"`
 	Endpoint         string         `json:"endpoint" desc:"selector value"`
 	Dialogs          int            `json:"dialogs" desc:"dialogs the endpoint took part in"`
-	ByMethod         map[string]int `json:"by_method" desc:"dialogs per opening method"`
-	ByState          map[string]int `json:"by_state" desc:"dialogs per state"`
+	ByMethod         map[string]int `json:"by_method" nonnull:"true" desc:"dialogs per opening method"`
+	ByState          map[string]int `json:"by_state" nonnull:"true" desc:"dialogs per state"`
 	MessagesSent     int            `json:"messages_sent" desc:"messages the address sent (0 for a user)"`
 	MessagesReceived int            `json:"messages_received" desc:"messages sent to the address (0 for a user)"`
 	// MessagesNotRead counts messages of its dialogs past the per-dialog
