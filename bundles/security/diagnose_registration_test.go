@@ -12,14 +12,14 @@ import (
 )
 
 type drAnswer struct {
-	CallID              string `json:"call_id"`
-	Applicable          bool   `json:"applicable"`
-	Reason              string `json:"reason"`
-	Requests            *int   `json:"requests"`
-	FinalStatusCode     int    `json:"final_status_code"`
-	Registered          *bool  `json:"registered"`
-	AuthLoop            *bool  `json:"auth_loop"`
-	AuthLoopDetail      *struct {
+	CallID          string `json:"call_id"`
+	Applicable      bool   `json:"applicable"`
+	Reason          string `json:"reason"`
+	Requests        *int   `json:"requests"`
+	FinalStatusCode int    `json:"final_status_code"`
+	Registered      *bool  `json:"registered"`
+	AuthLoop        *bool  `json:"auth_loop"`
+	AuthLoopDetail  *struct {
 		Kind       string `json:"kind"`
 		Challenges int    `json:"challenges"`
 	} `json:"auth_loop_detail"`
