@@ -2,14 +2,10 @@ package security
 
 import (
 	"context"
-	"encoding/json"
-	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
-	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
@@ -45,38 +41,18 @@ func tools(t *testing.T, c *engine.Capture, root string) map[string]sdk.Tool {
 // into into (when not nil).
 func call(t *testing.T, c *engine.Capture, tool, args string, into any) sdk.Reply {
 	t.Helper()
-	tl := tools(t, c, "")[tool]
-	r, err := tl.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool, args, err)
-	}
-	if into != nil {
-		if err := json.Unmarshal([]byte(r.Blocks[0]), into); err != nil {
-			t.Fatalf("%s: decoding %s: %v", tool, r.Blocks[0], err)
-		}
-	}
-	return r
+	return testengine.Call(t, tools(t, c, "")[tool], args, into)
 }
 
 // callErr invokes a tool that must fail and returns its error.
 func callErr(t *testing.T, c *engine.Capture, tool, args string) *sdk.Error {
 	t.Helper()
-	_, err := tools(t, c, "")[tool].Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err == nil {
-		t.Fatalf("%s %s: got success, want an error", tool, args)
-	}
-	return sdk.AsError(err)
+	return testengine.CallErr(t, tools(t, c, "")[tool], args)
 }
 
 // sipPacket builds a UDP packet carrying one SIP message written with "\n"
 // line ends.
-func sipPacket(ts time.Time, src, dst, msg string) *packet.Packet {
-	return &packet.Packet{
-		TS: ts, Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
-		Transport: packet.TransportUDP, Origin: packet.OriginWire,
-		Payload: []byte(strings.ReplaceAll(msg, "\n", "\r\n")),
-	}
-}
+var sipPacket = testengine.SIPPacket
 
 // unfence strips the fence markers of one fenced field.
 func unfence(s string) string {
