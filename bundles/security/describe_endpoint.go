@@ -146,6 +146,8 @@ type EndpointDescription struct {
 	// RecentDialogs are the newest dialogs (updated_at), at most limit.
 	RecentDialogs []dialog.Summary `json:"recent_dialogs" nonnull:"true" desc:"newest dialogs first, at most limit; from_user and to_user fenced"`
 	Truncated     bool             `json:"truncated" desc:"more dialogs than recent_dialogs"`
+	// UserAgentsOmitted counts banners past limit or the response ceiling.
+	UserAgentsOmitted int `json:"user_agents_omitted,omitempty" desc:"banners past limit or --mcp-max-response-bytes"`
 	sdk.SourceFlags
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
 	SchemaVersion   int                 `json:"schema_version" desc:"response schema version"`
@@ -232,12 +234,36 @@ func describeEndpoint(ctx context.Context, d *deps, c *sdk.Call, in describeEndp
 		cr := contactRewriteOut(*r.Contact)
 		out.ContactRewrite = &cr
 	}
+	out.UserAgentsOmitted = len(r.Banners) - len(out.UserAgents)
 	for _, id := range r.Recent {
 		if row, ok := d.capture.Dialogs().Lookup(id); ok {
 			out.RecentDialogs = append(out.RecentDialogs, answer.FencedRow(c, row))
 		}
 	}
-	return out, nil
+	return fitDescription(c, out)
+}
+
+// fitDescription cuts the answer's three bounded lists (recent_dialogs,
+// user_agents, problem_call_ids) to the longest common length that fits
+// --mcp-max-response-bytes, saying what it left out (truncated and the
+// omitted counts); every count above them still covers every match.
+func fitDescription(c *sdk.Call, out EndpointDescription) (EndpointDescription, error) {
+	recent, uas, ids := out.RecentDialogs, out.UserAgents, out.Registration.ProblemCallIDs
+	build := func(k int) any {
+		o := out
+		o.RecentDialogs = recent[:min(k, len(recent))]
+		o.Truncated = out.Truncated || k < len(recent)
+		o.UserAgents = uas[:min(k, len(uas))]
+		o.UserAgentsOmitted += len(uas) - len(o.UserAgents)
+		o.Registration.ProblemCallIDs = ids[:min(k, len(ids))]
+		o.Registration.ProblemCallIDsOmitted += len(ids) - len(o.Registration.ProblemCallIDs)
+		return o
+	}
+	k, err := c.FitPage(max(len(recent), len(uas), len(ids)), 0, "dialog", build)
+	if err != nil {
+		return EndpointDescription{}, err
+	}
+	return build(k).(EndpointDescription), nil
 }
 
 // noFindings is the findings block of this build: no detector exists, so

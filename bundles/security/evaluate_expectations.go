@@ -71,6 +71,9 @@ type ExpectationVerdict struct {
 	SuppressionsApplied int          `json:"suppressions_applied" desc:"lint findings the suppression list withheld"`
 	SuppressionFile     *string      `json:"suppression_file" desc:"suppression list applied; null when none"`
 	Results             []RuleResult `json:"results" nonnull:"true" desc:"one per rule, in order"`
+	// ResultsOmitted counts the last results left out to fit
+	// --mcp-max-response-bytes; the verdict and counts cover every rule.
+	ResultsOmitted int `json:"results_omitted,omitempty" desc:"last results cut by --mcp-max-response-bytes; verdict and counts cover all"`
 	sdk.SourceFlags
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
 	SchemaVersion   int                 `json:"schema_version" desc:"response schema version"`
@@ -97,11 +100,11 @@ func evaluateExpectationsTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "suppression_file without --mcp-file-root, or one that is not a file name in the root or does not parse"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in evaluateExpectationsIn) (ExpectationVerdict, error) {
-		return evaluateExpectations(ctx, d, in)
+		return evaluateExpectations(ctx, d, c, in)
 	})
 }
 
-func evaluateExpectations(ctx context.Context, d *deps, in evaluateExpectationsIn) (ExpectationVerdict, error) {
+func evaluateExpectations(ctx context.Context, d *deps, c *sdk.Call, in evaluateExpectationsIn) (ExpectationVerdict, error) {
 	var rules []expect.Rule
 	switch {
 	case len(in.Rules) > 0 && in.RulesTOML != "":
@@ -162,5 +165,15 @@ func evaluateExpectations(ctx context.Context, d *deps, in evaluateExpectationsI
 			MinSample: r.MinSample, UngroundedExcluded: r.UngroundedExcluded, Verdict: r.Verdict, Reason: r.Reason, Notes: r.Notes,
 		})
 	}
-	return out, nil
+	results := out.Results
+	build := func(k int) any {
+		o := out
+		o.Results, o.ResultsOmitted = results[:k], len(results)-k
+		return o
+	}
+	k, err := c.FitPage(len(results), 0, "rule result", build)
+	if err != nil {
+		return ExpectationVerdict{}, err
+	}
+	return build(k).(ExpectationVerdict), nil
 }

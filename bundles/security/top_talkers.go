@@ -127,8 +127,20 @@ func topTalkers(ctx context.Context, d *deps, c *sdk.Call, in topTalkersIn) (Top
 		}
 		out.Talkers = append(out.Talkers, row)
 	}
-	out.Returned = len(out.Talkers)
-	more := len(ranked) > len(out.Talkers) || t.KeysDropped > 0
-	out.Truncated = sdk.NewPage(out.Returned, -1, more, "", src, 0).Truncated
-	return out, nil
+	rows := out.Talkers
+	build := func(k int) any {
+		o := out
+		o.Talkers = rows[:k]
+		o.Returned = k
+		more := len(ranked) > k || t.KeysDropped > 0
+		o.Truncated = sdk.NewPage(k, -1, more, "", src, 0).Truncated
+		return o
+	}
+	// The busiest rows that fit --mcp-max-response-bytes: a wide limit
+	// degrades to fewer rows, truncated true.
+	k, err := c.FitPage(len(rows), 0, "talker", build)
+	if err != nil {
+		return TopTalkers{}, err
+	}
+	return build(k).(TopTalkers), nil
 }
