@@ -240,6 +240,9 @@ func describeEndpoint(ctx context.Context, d *deps, c *sdk.Call, in describeEndp
 			out.RecentDialogs = append(out.RecentDialogs, answer.FencedRow(c, row))
 		}
 	}
+	// The rows list_dialogs would show: an answered call still in
+	// progress at capture end says so (ended false).
+	d.querier().MarkInProgress(out.RecentDialogs)
 	return fitDescription(c, out)
 }
 
