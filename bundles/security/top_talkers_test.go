@@ -43,6 +43,15 @@ type ttRow struct {
 //	  Z 3.3.21933 r21903 3/7, repro 1.9.7 1/1
 //
 // The shares sum above 100 %: a dialog counts for each of its talkers.
+//
+// and on three more captures, the same commands:
+//
+//	sipp-branch-scenario.pcapng: 8989 SIP messages, all from 127.0.0.1, in
+//	  1334 Call-IDs; INVITE answered 200 in 102 of them
+//	  (-Y 'sip.Status-Code==200 && sip.CSeq.method=="INVITE"'), 4xx-6xx in
+//	  1148 (-Y 'sip.Status-Code>=400 && sip.CSeq.method=="INVITE"')
+//	sip-proxy.pcap: 10.33.6.100 4, 10.33.6.102 4, 10.33.6.101 3 in one call
+//	Asterisk_ZFONE_XLITE.pcap: 192.168.10.2 14, 192.168.10.41 13 in 5
 func TestTopTalkersCountsWhatTsharkCounts(t *testing.T) {
 	b2bua := load(t, "b2bua-asterisk.pcapng")
 	reg := load(t, "sip-register.pcap")
@@ -77,6 +86,15 @@ func TestTopTalkersCountsWhatTsharkCounts(t *testing.T) {
 		}},
 		// sip-register.pcap: one REGISTER for 201 and its 200 OK.
 		{"a REGISTER's AoR is its prefix", reg, `{"by":"prefix"}`, 1, []ttRow{{"201", 1, 2, 0, 0, 0, 100}}},
+		{"one address, many calls", load(t, "sipp-branch-scenario.pcapng"), `{"by":"ip"}`, 1334, []ttRow{
+			{"127.0.0.1", 1334, 8989, 1334, 102, 1148, 100},
+		}},
+		{"a proxy in the middle: each end once", load(t, "sip-proxy.pcap"), `{"by":"ip"}`, 1, []ttRow{
+			{"10.33.6.100", 1, 4, 1, 1, 0, 100}, {"10.33.6.102", 1, 4, 1, 1, 0, 100}, {"10.33.6.101", 1, 3, 1, 1, 0, 100},
+		}},
+		{"two ends of five dialogs", load(t, "Asterisk_ZFONE_XLITE.pcap"), `{"by":"ip"}`, 5, []ttRow{
+			{"192.168.10.2", 5, 14, 1, 1, 0, 100}, {"192.168.10.41", 5, 13, 1, 1, 0, 100},
+		}},
 		{"limit keeps the busiest", b2bua, `{"by":"ip","limit":1}`, 12, []ttRow{{"172.16.98.101", 11, 30, 2, 2, 0, 91.67}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
