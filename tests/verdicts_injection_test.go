@@ -297,6 +297,17 @@ func injCalls(t *testing.T, tool injTool, start string) []map[string]any {
 			}
 		case name == "query":
 			calls = append(calls, with(name, "INJ-SDPSESSION"), with(name, "pwned"))
+		case name == "ip":
+			// describe_endpoint: the callee wrote the Server banner, the
+			// caller the User-Agent
+			calls = append(calls, with(name, "203.0.113.20"), with(name, "198.51.100.10"))
+		case name == "user":
+			calls = append(calls, with(name, "bob"))
+		case name == "rules":
+			calls = append(calls, with(name, []any{
+				map[string]any{"metric": "count", "op": ">=", "value": 1, "scope": "filter:state == Failed"},
+				map[string]any{"metric": "lint_errors", "op": "==", "value": 0, "scope": "severity:info"},
+			}))
 		}
 	}
 	// Per-call tools: every enumerated value against the failed call too.

@@ -33,9 +33,11 @@ type wireTool struct {
 }
 
 // wireSubjects are the calls the largest answers come from: the dialog
-// with the most messages and the one with the most RTP streams.
+// with the most messages and the one with the most RTP streams; and the
+// address that took part in the most dialogs (describe_endpoint's ip).
 type wireSubjects struct {
 	big, other, media string
+	ip                string
 }
 
 // largeArgs builds, from a tool's input schema, the argument sets that
@@ -108,8 +110,24 @@ func largeArgs(tl wireTool, sub wireSubjects) []map[string]any {
 			with(k, "2100-01-01T00:00:00Z")
 		case k == "query":
 			with(k, "SIP")
+		case (k == "group_by" || k == "by") && len(p.Enum) > 0:
+			vs := make([]any, len(p.Enum))
+			for i, e := range p.Enum {
+				vs[i] = e
+			}
+			with(k, vs...)
 		case k == "group_by" || k == "by":
 			with(k, "from.user")
+		case k == "ip" && sub.ip != "":
+			with(k, sub.ip)
+		case k == "rules":
+			// every metric, a scope of each kind
+			with(k, []any{
+				map[string]any{"metric": "count", "op": ">=", "value": 0, "scope": "filter:method == INVITE"},
+				map[string]any{"metric": "asr", "op": ">=", "value": 0, "min_sample": 1},
+				map[string]any{"metric": "lint_errors", "op": ">=", "value": 0, "scope": "severity:info"},
+				map[string]any{"metric": "mos_p10", "op": ">=", "value": 0, "min_sample": 1},
+			})
 		case k == "timeout_seconds":
 			with(k, 0)
 		case k == "index":
@@ -224,6 +242,12 @@ func wireSubjectsOf(t *testing.T, s *rawSession) wireSubjects {
 	for _, st := range m["streams"].([]any) {
 		if id, _ := st.(map[string]any)["associated_dialog"].(string); id != "" {
 			streams[id]++
+		}
+	}
+	if s.tools()["top_talkers"] {
+		m, _ := s.ok("top_talkers", map[string]any{"by": "ip", "limit": 1})
+		if rows, _ := m["talkers"].([]any); len(rows) > 0 {
+			sub.ip, _ = rows[0].(map[string]any)["key"].(string)
 		}
 	}
 	sub.media = sub.big

@@ -58,20 +58,8 @@ func dialogCursor(s string) (*query.Cursor, error) {
 }
 
 // fencedRow returns a copy of a dialog row with its sender-written values
-// (from_user, to_user) fenced and its method token, sender-written too but
-// shown unfenced, given the fence's hygiene (answer.Unfenced). Everything
-// else in the row is sipnab's own derivation or an identifier, shown
-// verbatim.
-func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary {
-	r.Method = answer.Unfenced(r.Method)
-	if r.FromUser != "" {
-		r.FromUser = c.Fence(r.FromUser)
-	}
-	if r.ToUser != "" {
-		r.ToUser = c.Fence(r.ToUser)
-	}
-	return r
-}
+// fenced (answer.FencedRow).
+func fencedRow(c *sdk.Call, r dialog.Summary) dialog.Summary { return answer.FencedRow(c, r) }
 
 // cleanByMethod copies a by_method tally with each method given the
 // fence's hygiene (answer.Unfenced); never nil.

@@ -197,42 +197,11 @@ func (d *deps) qualityInterval() time.Duration {
 	return 0
 }
 
-// suppression resolves the suppression list: the named file inside the file
-// root, or the .sipnablint discovered beside the first capture file, up to
-// its project root (nil when none applies).
+// suppression resolves the suppression list (answer.Suppression: the
+// named file inside the file root, or the .sipnablint discovered beside the
+// first capture file, up to its project root; nil when none applies).
 func (d *deps) suppression(name string) (*lint.Suppression, error) {
-	if name != "" {
-		if !d.root.Enabled() {
-			return nil, sdk.NotEnabled("suppression_file", "file tools are disabled: suppression_file needs the server started with --mcp-file-root")
-		}
-		// Read through the sandbox's one open (beneath the root, regular
-		// files only), then parse the bytes: never reopened by path.
-		data, err := d.root.ReadFile(name, lint.MaxSuppressionBytes)
-		if err != nil {
-			return nil, err
-		}
-		pats, err := lint.ParseSuppression(data)
-		if err != nil {
-			return nil, sdk.InvalidParams("suppression_file %q: %v", answer.Clip(name), err)
-		}
-		return &lint.Suppression{File: name, Patterns: pats}, nil
-	}
-	files := d.capture.Status().Files
-	if len(files) == 0 {
-		return nil, nil
-	}
-	path, err := lint.DiscoverSuppression(files[0].Path)
-	if err != nil {
-		return nil, sdk.Internal("discovering the suppression list: %v", err)
-	}
-	if path == "" {
-		return nil, nil
-	}
-	s, err := lint.ReadSuppression(path)
-	if err != nil {
-		return nil, sdk.Internal("%v", err)
-	}
-	return s, nil
+	return answer.Suppression(d.root, d.capture, name)
 }
 
 // lintAnswer renders an evaluation; observed text is fenced.

@@ -1,9 +1,7 @@
 package signaling
 
 import (
-	"context"
 	"encoding/json"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,26 +27,13 @@ func sxLoad(t *testing.T, name string) *engine.Capture {
 // answer into into (when not nil).
 func sxCall(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
 	t.Helper()
-	r, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool.Name, args, err)
-	}
-	if into != nil {
-		if err := json.Unmarshal([]byte(r.Blocks[0]), into); err != nil {
-			t.Fatalf("%s: decoding %s: %v", tool.Name, r.Blocks[0], err)
-		}
-	}
-	return r
+	return testengine.Call(t, tool, args, into)
 }
 
 // sxCallErr invokes a tool that must fail and returns its error.
 func sxCallErr(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
 	t.Helper()
-	_, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err == nil {
-		t.Fatalf("%s %s: got success, want an error", tool.Name, args)
-	}
-	return sdk.AsError(err)
+	return testengine.CallErr(t, tool, args)
 }
 
 func sxItoa(n int) string { return strconv.Itoa(n) }
@@ -62,11 +47,7 @@ func sxJSON(s string) string {
 // sxSIP builds a UDP packet carrying one SIP message written with "\n"
 // line ends.
 func sxSIP(ts time.Time, src, dst, msg string) *packet.Packet {
-	return &packet.Packet{
-		TS: ts, Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
-		Transport: packet.TransportUDP, Origin: packet.OriginWire,
-		Payload: []byte(strings.ReplaceAll(msg, "\n", "\r\n")),
-	}
+	return testengine.SIPPacket(ts, src, dst, msg)
 }
 
 // sxUnfence strips the fence markers of one fenced field.

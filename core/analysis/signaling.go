@@ -695,3 +695,13 @@ func diagnoseSignalingFull(d *DialogFacts, src []time.Time, opts Options) (*Sign
 	}
 	return &s, c.nj
 }
+
+// DiagnoseSignaling runs the signaling half of Diagnose alone on one
+// dialog: the same detections (final_failure, auth_loop,
+// registration_failure, ...) with no media read, for a caller that asks
+// only about signaling (core/endpoint's registration questions). It returns
+// nil when nothing fired and there is nothing to hint, and the detections
+// the capture could not decide.
+func DiagnoseSignaling(d DialogFacts, opts Options) (*SignalingDiagnosis, []NotJudged) {
+	return diagnoseSignalingFull(&d, nil, opts.withDefaults())
+}
