@@ -193,10 +193,10 @@ func TestDecodeEvidenceSampleFrame(t *testing.T) {
 	}
 }
 
-// TestDecodeEvidenceNotSIPAndUnresolvable: an RTP frame of the sample
-// (frame 6, tshark: RTP 10.0.2.15:6000 → 10.0.2.20:6000... checked by the
-// engine's own pointer being absent, so the digest is hashed here) is not
-// SIP; a tampered digest is unresolvable with no decode; a malformed
+// TestDecodeEvidenceNotSIPAndUnresolvable: frame 6 of the sample is RTP
+// (tshark -d udp.port==6000,rtp: 10.0.2.15:27942 → 10.0.2.20:6000; the
+// engine makes no pointer for media, so it is hashed here): decoded, not
+// SIP. A wrong digest is unresolvable with nothing decoded; a malformed
 // pointer and a missing root are refused.
 func TestDecodeEvidenceNotSIPAndUnresolvable(t *testing.T) {
 	root := cpRoot(t, sampleCapture)
@@ -204,7 +204,8 @@ func TestDecodeEvidenceNotSIPAndUnresolvable(t *testing.T) {
 	rtp := cpFramePointer(t, filepath.Join(root, sampleCapture), 6)
 	var got DecodeEvidence
 	cpCall(t, tools["decode_evidence"], `{"frame_ref":"`+rtp+`"}`, &got)
-	if got.Status != statusVerified || got.SIP != nil || got.NotSIP == "" || got.Network == nil || got.Network.Transport != "UDP" {
+	if got.Status != statusVerified || got.SIP != nil || got.NotSIP == "" || got.Network == nil ||
+		*got.Network != (Network{SrcAddr: "10.0.2.15", SrcPort: 27942, DstAddr: "10.0.2.20", DstPort: 6000, Transport: "UDP"}) {
 		t.Errorf("RTP frame: %+v", got)
 	}
 	var bad DecodeEvidence
