@@ -225,8 +225,6 @@ type decoded struct {
 	reassembled bool
 }
 
-
-
 // decodeFrame decodes one frame alone with a fresh decoder (core/decode:
 // the same link, tunnel and transport walk the engine's load makes) and
 // returns its first payload that looks like SIP, else its first payload;
