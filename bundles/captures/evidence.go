@@ -30,8 +30,10 @@ const (
 
 // ringReason is why a live or HEP pointer cannot be resolved: such frames
 // are kept nowhere a later read can reach, unless an evidence ring keeps
-// them (--mcp-evidence-ring), which this build does not have.
-const ringReason = "frames of live interfaces and HEP listeners are kept only by an evidence ring (--mcp-evidence-ring), which this build does not have"
+// them (the reference's mcp-evidence-ring setting), which this build does
+// not have. The setting is named without its dashes: this binary has no
+// such flag to send an operator to (TestEveryFlagNamedExists).
+const ringReason = "frames of live interfaces and HEP listeners are kept only by an evidence ring (mcp-evidence-ring), which this build does not have"
 
 // resolved is one pointer's resolution.
 type resolved struct {

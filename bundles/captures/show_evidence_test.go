@@ -93,7 +93,7 @@ func TestShowEvidenceRefusesWhatItCannotVerify(t *testing.T) {
 		{strings.Replace(samplePointer, "#1@", "#853@", 1), statusUnresolvable, sampleCapture, "holds 852 frames"},
 		{strings.Replace(samplePointer, "#1@", "#2@", 1), statusUnresolvable, sampleCapture, "digest mismatch"},
 		{"gone.pcap#1@436e86580983e304", statusUnresolvable, "gone.pcap", "no such file"},
-		{"hep:127.0.0.1:9060#1@436e86580983e304", statusUnresolvable, "hep:127.0.0.1:9060", "--mcp-evidence-ring"},
+		{"hep:127.0.0.1:9060#1@436e86580983e304", statusUnresolvable, "hep:127.0.0.1:9060", "evidence ring (mcp-evidence-ring), which this build does not have"},
 		{"not-a-pointer", statusUnresolvable, "", "<source>#<ordinal>@"},
 	}
 	refs := make([]string, len(cases))
