@@ -210,7 +210,7 @@ func soleOffset(frame, payload []byte) int {
 		return -1
 	}
 	i := bytes.Index(frame, payload)
-	if i < 0 || bytes.Index(frame[i+1:], payload) >= 0 {
+	if i < 0 || bytes.Contains(frame[i+1:], payload) {
 		return -1
 	}
 	return i

@@ -19,10 +19,9 @@ const (
 	// statusVerified: the frame was read from the file in the root and
 	// its SHA-256 matches the pointer's digest.
 	statusVerified = "verified"
-	// statusUnverified: bytes found without a digest to check them
-	// against (a retained frame of an evidence ring). This build has no
-	// ring, so it never answers it.
-	statusUnverified = "unverified"
+	// "unverified" (bytes found without a file to check them against: a
+	// retained frame of an evidence ring) is in the answers' enum but never
+	// answered: this build has no ring.
 	// statusUnresolvable: no bytes, or bytes whose digest differs (the
 	// file changed since the pointer was made): never shown.
 	statusUnresolvable = "unresolvable"
