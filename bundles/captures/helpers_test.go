@@ -2,7 +2,6 @@ package captures
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sipnab/sipnab/bundles/internal/tooltest"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/internal/testengine"
@@ -76,40 +76,19 @@ func cpTools(t *testing.T, capture *engine.Capture, root string, o sdk.EnvOption
 	if root != "" {
 		o.FileRoot = sdk.NewFileRoot(root, nil)
 	}
-	tools, err := Bundle{}.Provision(context.Background(), sdk.NewEnv(o))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]sdk.Tool{}
-	for _, tl := range tools {
-		out[tl.Name] = tl
-	}
-	return out
+	return tooltest.Tools(t, Bundle{}, sdk.NewEnv(o))
 }
 
 // cpCall invokes a tool and decodes its answer into into (when not nil).
 func cpCall(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
 	t.Helper()
-	r, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool.Name, args, err)
-	}
-	if into != nil {
-		if err := json.Unmarshal([]byte(r.Blocks[0]), into); err != nil {
-			t.Fatalf("%s: decoding %s: %v", tool.Name, r.Blocks[0], err)
-		}
-	}
-	return r
+	return tooltest.Call(t, tool, args, into)
 }
 
 // cpRefused invokes a tool that must refuse and returns its error.
 func cpRefused(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
 	t.Helper()
-	_, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err == nil {
-		t.Fatalf("%s %s: got success, want a refusal", tool.Name, args)
-	}
-	return sdk.AsError(err)
+	return tooltest.Refused(t, tool, args)
 }
 
 // cpJSON quotes a value as JSON.
