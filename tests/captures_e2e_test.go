@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,6 +117,21 @@ func TestCapturesE2E(t *testing.T) {
 		}
 	}
 
+	// compare_captures reads two other files into scratch captures: the
+	// loaded capture keeps its identity and its dialogs. sip-over-tcp.pcap
+	// holds one INVITE call, the sample two (tshark -Y sip).
+	before, _ := s.ok("capture_status", nil)
+	cmp, _ := s.ok("compare_captures", map[string]any{"a": "sip-over-tcp.pcap", "b": "sip-rtp-g711.pcap", "dimensions": []string{"method"}})
+	m := cmp["dimensions"].([]any)[0].(map[string]any)["buckets"].([]any)[0].(map[string]any)
+	if cmp["a"].(map[string]any)["dialogs"] != float64(1) || cmp["b"].(map[string]any)["dialogs"] != float64(2) ||
+		m["value"] != "INVITE" || m["delta"] != float64(1) {
+		t.Errorf("compare_captures: %v", cmp)
+	}
+	after, _ := s.ok("capture_status", nil)
+	if fmt.Sprint(before["capture_identity"]) != fmt.Sprint(after["capture_identity"]) || after["dialog_count"] != before["dialog_count"] {
+		t.Errorf("compare_captures changed the loaded capture: %v → %v", before["capture_identity"], after["capture_identity"])
+	}
+
 	// The file changes after the pointers were made: the same pointer is a
 	// digest mismatch, its bytes never shown.
 	data, _ := os.ReadFile(input)
@@ -148,14 +164,14 @@ func TestCapturesE2E(t *testing.T) {
 	// Without a root and the flag: listed, refused.
 	bare := startRaw(t, "-N", "--mcp", "-I", sampleCapture())
 	have := bare.tools()
-	for _, tool := range []string{"list_captures", "show_evidence", "decode_evidence", "export_capture", "save_findings"} {
+	for _, tool := range []string{"list_captures", "show_evidence", "decode_evidence", "export_capture", "compare_captures", "save_findings"} {
 		if !have[tool] {
 			t.Errorf("%s is not listed without its gate", tool)
 		}
 	}
 	for tool, args := range map[string]map[string]any{
 		"list_captures": nil, "show_evidence": {"refs": refs[:1]}, "decode_evidence": {"frame_ref": refs[0]},
-		"export_capture": {"filename": "x.pcap"}, "save_findings": {"summary": "x"},
+		"export_capture": {"filename": "x.pcap"}, "compare_captures": {"a": "x.pcap", "b": "y.pcap"}, "save_findings": {"summary": "x"},
 	} {
 		if rf := bare.call(tool, args).refused(t); rf == nil || rf.Code != "not_enabled" {
 			t.Errorf("%s without its gate: %+v", tool, rf)

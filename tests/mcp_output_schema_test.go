@@ -408,21 +408,24 @@ func (c toolCall) label() string {
 // (sdk.Descriptor.Examples), so a new tool's answers meet its schema without
 // an edit here.
 // fileToolArgs enables the file tools (captures bundle) on a root of their
-// own holding a copy of the capture, and save_findings: their examples
-// then answer. The root is open to every user (sharedDir, then writable):
+// own holding a copy of the capture and of the public sip_call.pcap
+// (compare_captures' example compares it with the sample), and
+// save_findings: their examples then answer. The root is open to every user (sharedDir, then writable):
 // the HTTP server drops root privileges to nobody, and export_capture
 // writes there.
 func fileToolArgs(t *testing.T, capture string) []string {
 	t.Helper()
 	root := sharedDir(t)
-	data, err := os.ReadFile(capture)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(root, filepath.Base(capture)), data, 0o644)
+	for _, c := range []string{capture, testcap.Public("sip_call.pcap")} {
+		data, err := os.ReadFile(c)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(root, filepath.Base(c)), data, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err == nil {
-		err = os.Chmod(root, 0o777)
-	}
-	if err != nil {
+	if err := os.Chmod(root, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	return []string{"--mcp-file-root", root, "--mcp-allow-save-findings"}

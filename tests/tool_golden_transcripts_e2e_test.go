@@ -111,14 +111,18 @@ var handChecked = map[string]goldenCheck{
 		[]string{`"phrase":"Not Acceptable Here"`, `"reference":"RFC 3261 §21.4.26"`}},
 	"generate_repro": {plain,
 		[]string{`"format":"sipp"`, `"final":200`, `"run":"sipp \"$TARGET\" -sf repro.xml -m 1 -t u1"`}},
-	// The captures bundle runs with a file root holding a copy of the sample
-	// (frame 1: 500 bytes, the first INVITE; tshark -x, -T pdml). The
+	// The captures bundle runs with a file root holding copies of the
+	// sample (frame 1: 500 bytes, the first INVITE; tshark -x, -T pdml) and
+	// of sip_call.pcap (one INVITE call, Completed: tshark -Y sip). The
 	// examples run in name order: export_capture's file is in the root
 	// when list_captures lists it (its first frame is the sample's first
 	// INVITE, so the same first_packet).
 	"list_captures": {plain,
 		[]string{`"filename":"sip-rtp-g711.pcap","bytes":198831,"first_packet":"2016-11-26T14:52:59.666393Z","encrypted":false`,
-			`"filename":"exported-sip.pcap","bytes":5673,"first_packet":"2016-11-26T14:52:59.666393Z"`, `"returned":2`}},
+			`"filename":"exported-sip.pcap","bytes":5673,"first_packet":"2016-11-26T14:52:59.666393Z"`, `"filename":"sip_call.pcap","bytes":2171`, `"returned":3`}},
+	"compare_captures": {plain,
+		[]string{`"dialogs":1`, `{"value":"InCall","a":0,"b":1,"delta":1},{"value":"Completed","a":1,"b":1,"delta":0}`,
+			`{"value":"INVITE","a":1,"b":2,"delta":1}`}},
 	"show_evidence": {plain,
 		[]string{`"verified":1`, `"status":"verified"`, `"frame_bytes":500,"hex_bytes_shown":64,"truncated":true,"hex":"0000000000000000000000000800450001e6`}},
 	"decode_evidence": {fenced,
@@ -171,13 +175,10 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 	// Refusals are no examples: recorded here by hand.
 	calls = append(calls, goldenCall{"signaling", "explain_rule-unknown", "explain_rule", map[string]any{"rule_id": "nope"}})
 
-	// The file tools (captures bundle) read a copy of the sample in a root
-	// of their own; save_findings is enabled.
-	root := t.TempDir()
-	if data, err := os.ReadFile(sampleCapture()); err != nil || os.WriteFile(filepath.Join(root, filepath.Base(sampleCapture())), data, 0o644) != nil {
-		t.Fatalf("copying the sample into the file root: %v", err)
-	}
-	s := startRaw(t, "-N", "--mcp", "--node-name", "e2e", "-I", sampleCapture(), "--mcp-file-root", root, "--mcp-allow-save-findings")
+	// The file tools (captures bundle) read a copy of the sample (and
+	// sip_call.pcap, compare_captures' second file) in a root of their own;
+	// save_findings is enabled.
+	s := startRaw(t, append([]string{"-N", "--mcp", "--node-name", "e2e", "-I", sampleCapture()}, fileToolArgs(t, sampleCapture())...)...)
 	have := s.tools()
 	s.waitLoaded()
 	for _, tc := range calls {

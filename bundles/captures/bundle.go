@@ -31,7 +31,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "captures",
 		Summary:    "capture files in the file root: list them, verify and decode the frames behind evidence pointers, export the held SIP as a pcap, record an agent's finding in the operator log",
-		ByteBudget: sdk.Budget{Default: 3800, WithOutputSchemas: 14300},
+		ByteBudget: sdk.Budget{Default: 4900, WithOutputSchemas: 18200},
 	}
 }
 
@@ -84,6 +84,7 @@ func tools(d *deps) []sdk.Tool {
 		decodeEvidenceTool(d),
 		exportCaptureTool(d),
 		saveFindingsTool(d),
+		compareCapturesTool(d),
 	}
 }
 
@@ -94,7 +95,12 @@ func tools(d *deps) []sdk.Tool {
 // captured bytes (hashed by hand from the pcap record; the engine's own
 // pointer for that message is checked equal in
 // TestShowEvidenceVerifiesTheEnginesPointers).
+//
+// compare_captures' example needs a second file: the end-to-end tests put
+// the public capture testdata/captures/public/sip_call.pcap beside the
+// sample in their root.
 const (
 	sampleCapture = "sip-rtp-g711.pcap"
 	samplePointer = sampleCapture + "#1@436e86580983e304"
+	secondCapture = "sip_call.pcap"
 )
