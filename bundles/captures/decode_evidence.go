@@ -133,7 +133,9 @@ func decodeEvidence(ctx context.Context, d *deps, c *sdk.Call, in decodeEvidence
 	payload := p.payload
 	out.Network = &Network{SrcAddr: addrString(p.src.Addr().String(), p.src.IsValid()), SrcPort: p.src.Port(),
 		DstAddr: addrString(p.dst.Addr().String(), p.dst.IsValid()), DstPort: p.dst.Port(), Transport: p.transport.String()}
-	if !sip.Looks(payload) {
+	// A HEP envelope is unwrapped first, as the engine's router does
+	// (its SIP would otherwise read as SIP behind junk).
+	if hep.Looks(payload) {
 		var m hep.Message
 		var hd hep.Decoder
 		if err := hd.DecodeInto(payload, &m); err == nil && len(m.Payload) > 0 && sip.Looks(m.Payload) {

@@ -12,6 +12,7 @@ import (
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -219,5 +220,42 @@ func TestDecodeEvidenceNotSIPAndUnresolvable(t *testing.T) {
 	none := cpTools(t, cpLoad(t, sampleCapture), "", sdk.EnvOptions{})
 	if e := cpRefused(t, none["decode_evidence"], `{"frame_ref":"`+samplePointer+`"}`); e.Kind != sdk.KindNotEnabled {
 		t.Errorf("no root: %+v", e)
+	}
+}
+
+// TestDecodeEvidenceUnwrapsHEP: testdata/verdicts/hep-two-agents.pcap
+// carries one call as HEP3 copies from two agents (10.30.0.11 and
+// 10.30.0.12 to 10.30.0.100:9060; this tshark has no HEP dissector). Each
+// pointer the engine made decodes through the envelope: network is the
+// envelope's addressing (frame 1: 10.30.0.10:5060 → 10.30.0.20:5060, the
+// call's INVITE), and every header's frame range holds, in the frame's own
+// bytes, that header's line: its name, a colon, its value.
+func TestDecodeEvidenceUnwrapsHEP(t *testing.T) {
+	path := filepath.Join(testcap.Root(), "testdata", "verdicts", "hep-two-agents.pcap")
+	capture := testengine.Load(t, engine.Config{}, path)
+	root := t.TempDir()
+	cpCopy(t, path, filepath.Join(root, "hep-two-agents.pcap"))
+	tools := cpTools(t, capture, root, sdk.EnvOptions{})
+	ptrs := cpPointers(capture)
+	if len(ptrs) == 0 {
+		t.Fatal("no pointers")
+	}
+	for i, p := range ptrs {
+		var got DecodeEvidence
+		cpCall(t, tools["decode_evidence"], `{"frame_ref":"`+p+`"}`, &got)
+		if got.Status != statusVerified || !got.ViaHEP || got.SIP == nil || got.PayloadOffset == nil {
+			t.Fatalf("%s: %+v", p, got)
+		}
+		if i == 0 && *got.Network != (Network{SrcAddr: "10.30.0.10", SrcPort: 5060, DstAddr: "10.30.0.20", DstPort: 5060, Transport: "UDP"}) {
+			t.Errorf("%s: network %+v", p, got.Network)
+		}
+		_, frame := cpFrame(t, path, got.Ordinal)
+		for _, h := range got.SIP.Headers {
+			line := string(frame[*h.FrameByteStart:*h.FrameByteEnd])
+			v := strings.TrimSuffix(strings.TrimPrefix(h.Value, sdk.FenceOpen), sdk.FenceClose)
+			if name, rest, ok := strings.Cut(line, ":"); !ok || strings.TrimSpace(name) != h.Name || strings.TrimSpace(rest) != v {
+				t.Errorf("%s %s: frame bytes %q", p, h.Name, line)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package captures
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -18,6 +19,13 @@ import (
 // without the engine.
 func cpFramePointer(t *testing.T, path string, ordinal uint64) string {
 	t.Helper()
+	p, _ := cpFrame(t, path, ordinal)
+	return p
+}
+
+// cpFrame is cpFramePointer with a copy of the frame's bytes.
+func cpFrame(t *testing.T, path string, ordinal uint64) (string, []byte) {
+	t.Helper()
 	r, err := capture.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +38,7 @@ func cpFramePointer(t *testing.T, path string, ordinal uint64) string {
 		}
 		if f.Ordinal == ordinal {
 			sum := sha256.Sum256(f.Data)
-			return fmt.Sprintf("%s#%d@%s", filepath.Base(path), ordinal, hex.EncodeToString(sum[:8]))
+			return fmt.Sprintf("%s#%d@%s", filepath.Base(path), ordinal, hex.EncodeToString(sum[:8])), bytes.Clone(f.Data)
 		}
 	}
 }
@@ -134,5 +142,24 @@ func TestShowEvidenceRefusesWhatItCannotVerify(t *testing.T) {
 	none := cpTools(t, cpLoad(t, sampleCapture), "", sdk.EnvOptions{})
 	if e := cpRefused(t, none["show_evidence"], `{"refs":["`+samplePointer+`"]}`); e.Kind != sdk.KindNotEnabled || !strings.Contains(e.Message, "--mcp-file-root") {
 		t.Errorf("no root: %+v", e)
+	}
+}
+
+// TestShowEvidenceLiveInterfaceNeedsARing: a pointer into a live
+// interface of the capture (eth9, attached as the host attaches -i) names
+// the evidence ring that would keep its frames, which this build lacks; a
+// file of the load in the same call still verifies.
+func TestShowEvidenceLiveInterfaceNeedsARing(t *testing.T) {
+	c := cpLoad(t, sampleCapture)
+	done := make(chan struct{})
+	c.AttachLive("eth9", func() error { close(done); return nil }, done, nil)
+	tools := cpTools(t, c, cpRoot(t, sampleCapture), sdk.EnvOptions{})
+	var got ShowEvidence
+	cpCall(t, tools["show_evidence"], `{"refs":["eth9#7@436e86580983e304","`+samplePointer+`"]}`, &got)
+	if f := got.Frames[0]; f.Status != statusUnresolvable || !strings.Contains(f.Reason, "live interface eth9") || !strings.Contains(f.Reason, "evidence ring") {
+		t.Errorf("live pointer: %+v", f)
+	}
+	if got.Verified != 1 || got.Frames[1].Status != statusVerified {
+		t.Errorf("file pointer beside it: %+v", got)
 	}
 }
