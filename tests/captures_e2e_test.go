@@ -161,6 +161,12 @@ func TestCapturesE2E(t *testing.T) {
 		t.Errorf("stderr does not hold the one finding:\n%s", log)
 	}
 
+	// triage-outage's four tools are all built now: the full selection
+	// lists it.
+	if got := listPrompts(t, s); !slices.Equal(got, []string{"triage-outage"}) {
+		t.Errorf("prompts/list: %v, want [triage-outage]", got)
+	}
+
 	// Without a root and the flag: listed, refused.
 	bare := startRaw(t, "-N", "--mcp", "-I", sampleCapture())
 	have := bare.tools()
