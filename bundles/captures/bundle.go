@@ -31,7 +31,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "captures",
 		Summary:    "capture files in the file root: list them, verify and decode the frames behind evidence pointers, export the held SIP as a pcap, record an agent's finding in the operator log",
-		ByteBudget: sdk.Budget{Default: 4900, WithOutputSchemas: 18200},
+		ByteBudget: sdk.Budget{Default: 4900, WithOutputSchemas: 18300},
 	}
 }
 

@@ -206,9 +206,7 @@ func compareCaptures(ctx context.Context, d *deps, c *sdk.Call, in compareCaptur
 	if err != nil {
 		return CompareCaptures{}, err
 	}
-	out := CompareCaptures{A: a.out, B: b.out, Dimensions: make([]CompareDimension, 0, len(dims)), Note: compareNote, SchemaVersion: compareSchemaVersion}
-	var biggest *CompareBucket
-	var biggestDim query.Dimension
+	ranked := make([][]CompareBucket, len(dims))
 	for i, dim := range dims {
 		type key struct {
 			v      string
@@ -238,15 +236,13 @@ func compareCaptures(ctx context.Context, d *deps, c *sdk.Call, in compareCaptur
 		for _, k := range order {
 			cb := counts[k]
 			cb.Delta = cb.B - cb.A
-			v := cb.Value
 			switch {
 			case k.absent:
 			case dim.SenderWritten():
-				v = c.Fence(v)
+				cb.Value = c.Fence(cb.Value)
 			case dim == query.DimMethod:
-				v = answer.Unfenced(v)
+				cb.Value = answer.Unfenced(cb.Value)
 			}
-			cb.Value = v
 			all = append(all, *cb)
 		}
 		slices.SortFunc(all, func(x, y CompareBucket) int {
@@ -255,29 +251,49 @@ func compareCaptures(ctx context.Context, d *deps, c *sdk.Call, in compareCaptur
 			}
 			return cmp.Compare(x.Value, y.Value)
 		})
-		cd := CompareDimension{Dimension: string(dim), Buckets: all, DistinctValues: len(all)}
-		if len(all) > top {
-			for _, r := range all[top:] {
-				cd.Other.Buckets++
-				cd.Other.A += r.A
-				cd.Other.B += r.B
+		ranked[i] = all
+	}
+	// build keeps the k largest movements of each dimension (k <= top_n),
+	// the rest summed in other.
+	build := func(k int) CompareCaptures {
+		out := CompareCaptures{A: a.out, B: b.out, Dimensions: make([]CompareDimension, 0, len(dims)), Note: compareNote, SchemaVersion: compareSchemaVersion}
+		var biggest *CompareBucket
+		var biggestDim query.Dimension
+		for i, dim := range dims {
+			all := ranked[i]
+			cd := CompareDimension{Dimension: string(dim), Buckets: all, DistinctValues: len(all)}
+			if len(all) > k {
+				for _, r := range all[k:] {
+					cd.Other.Buckets++
+					cd.Other.A += r.A
+					cd.Other.B += r.B
+				}
+				cd.Other.Delta = cd.Other.B - cd.Other.A
+				cd.Buckets = all[:k]
 			}
-			cd.Other.Delta = cd.Other.B - cd.Other.A
-			cd.Buckets = all[:top]
+			if len(all) > 0 && (biggest == nil || abs(all[0].Delta) > abs(biggest.Delta)) {
+				biggest, biggestDim = &all[0], dim
+			}
+			out.Dimensions = append(out.Dimensions, cd)
 		}
-		if len(cd.Buckets) > 0 && (biggest == nil || abs(cd.Buckets[0].Delta) > abs(biggest.Delta)) {
-			bb := cd.Buckets[0]
-			biggest, biggestDim = &bb, dim
+		out.Summary = fmt.Sprintf("%s: %d dialogs, %s: %d dialogs", in.A, a.out.Dialogs, in.B, b.out.Dialogs)
+		if biggest != nil && biggest.Delta != 0 {
+			out.Summary += fmt.Sprintf("; largest movement: %s %s %+d (%d → %d)", biggestDim, biggest.Value, biggest.Delta, biggest.A, biggest.B)
+		} else {
+			out.Summary += "; no bucket moved"
 		}
-		out.Dimensions = append(out.Dimensions, cd)
+		if k < top && slices.ContainsFunc(ranked, func(r []CompareBucket) bool { return len(r) > k }) {
+			out.Summary += fmt.Sprintf("; %d buckets per dimension kept (of top_n %d) to fit the response cap, the rest in other", k, top)
+		}
+		return out
 	}
-	out.Summary = fmt.Sprintf("%s: %d dialogs, %s: %d dialogs", in.A, a.out.Dialogs, in.B, b.out.Dialogs)
-	if biggest != nil && biggest.Delta != 0 {
-		out.Summary += fmt.Sprintf("; largest movement: %s %s %+d (%d → %d)", biggestDim, biggest.Value, biggest.Delta, biggest.A, biggest.B)
-	} else {
-		out.Summary += "; no bucket moved"
+	// Fewer buckets per dimension when the answer would pass
+	// --mcp-max-response-bytes (the rest still counted in other).
+	k, err := c.FitPage(top, 0, "bucket per dimension", func(k int) any { return build(k) })
+	if err != nil {
+		return CompareCaptures{}, err
 	}
-	return out, nil
+	return build(k), nil
 }
 
 func abs(n int) int {

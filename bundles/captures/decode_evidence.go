@@ -59,6 +59,8 @@ type DecodedSIP struct {
 	// payload does not sit at exactly one offset of the frame (reassembled
 	// from several frames, or its bytes occur twice).
 	RangesUnavailable bool `json:"ranges_unavailable,omitempty" desc:"frame-relative ranges dropped: the payload is not at exactly one offset of the frame"`
+	// HeadersTruncated: the headers past the response cap are left out.
+	HeadersTruncated bool `json:"headers_truncated,omitempty" desc:"headers past --mcp-max-response-bytes left out; field asks for one"`
 }
 
 // DecodeEvidence is decode_evidence's answer. It carries no timestamp: the
@@ -191,9 +193,20 @@ func decodeEvidence(ctx context.Context, d *deps, c *sdk.Call, in decodeEvidence
 		}
 		s.Headers = append(s.Headers, dh)
 	}
-	s.HeadersReturned = len(s.Headers)
-	out.SIP = s
-	return out, nil
+	// Headers past --mcp-max-response-bytes are left out, and said so
+	// (headers_truncated; field asks for one header).
+	all := s.Headers
+	build := func(k int) any {
+		o, sc := out, *s
+		sc.Headers, sc.HeadersReturned, sc.HeadersTruncated = all[:k], k, k < len(all)
+		o.SIP = &sc
+		return o
+	}
+	k, err := c.FitPage(len(all), 0, "header", build)
+	if err != nil {
+		return DecodeEvidence{}, err
+	}
+	return build(k).(DecodeEvidence), nil
 }
 
 // addrString is an address's text, "" when it is absent.

@@ -68,11 +68,11 @@ func showEvidenceTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "no refs, or more than 100"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in showEvidenceIn) (ShowEvidence, error) {
-		return showEvidence(ctx, d, in)
+		return showEvidence(ctx, d, c, in)
 	})
 }
 
-func showEvidence(ctx context.Context, d *deps, in showEvidenceIn) (ShowEvidence, error) {
+func showEvidence(ctx context.Context, d *deps, c *sdk.Call, in showEvidenceIn) (ShowEvidence, error) {
 	if !d.root.Enabled() {
 		return ShowEvidence{}, sdk.NotEnabled("", "file tools are disabled: this server was started without --mcp-file-root")
 	}
@@ -86,29 +86,48 @@ func showEvidence(ctx context.Context, d *deps, in showEvidenceIn) (ShowEvidence
 	if in.MaxBytes != nil {
 		show = *in.MaxBytes
 	}
-	out := ShowEvidence{Requested: len(in.Refs), Frames: make([]EvidenceFrame, 0, len(in.Refs)), SchemaVersion: showSchemaVersion}
-	unresolvable := 0
-	for _, r := range d.resolve(ctx, in.Refs) {
-		f := EvidenceFrame{Pointer: r.pointer, Status: r.status}
-		if r.parsed {
-			f.Source, f.Ordinal = r.file, r.ref.Ordinal
-		}
-		if r.status == statusUnresolvable {
-			f.Reason = r.reason
-			unresolvable++
+	rs := d.resolve(ctx, in.Refs)
+	asked := show
+	build := func(show int) ShowEvidence {
+		out := ShowEvidence{Requested: len(in.Refs), Frames: make([]EvidenceFrame, 0, len(in.Refs)), SchemaVersion: showSchemaVersion}
+		unresolvable := 0
+		for _, r := range rs {
+			f := EvidenceFrame{Pointer: r.pointer, Status: r.status}
+			if r.parsed {
+				f.Source, f.Ordinal = r.file, r.ref.Ordinal
+			}
+			if r.status == statusUnresolvable {
+				f.Reason = r.reason
+				unresolvable++
+				out.Frames = append(out.Frames, f)
+				continue
+			}
+			out.Resolved++
+			if r.status == statusVerified {
+				out.Verified++
+			}
+			n, shown := len(r.data), min(show, len(r.data))
+			trunc := shown < n
+			f.FrameBytes, f.HexBytesShown, f.Truncated = &n, &shown, &trunc
+			f.Hex = hex.EncodeToString(r.data[:shown])
 			out.Frames = append(out.Frames, f)
-			continue
 		}
-		out.Resolved++
-		if r.status == statusVerified {
-			out.Verified++
+		out.Summary = fmt.Sprintf("%d of %d pointers verified, %d unresolvable", out.Verified, out.Requested, unresolvable)
+		if show < asked {
+			out.Summary += fmt.Sprintf("; at most %d bytes of each frame shown (of %d asked) to fit the response cap", show, asked)
 		}
-		n, shown := len(r.data), min(show, len(r.data))
-		trunc := shown < n
-		f.FrameBytes, f.HexBytesShown, f.Truncated = &n, &shown, &trunc
-		f.Hex = hex.EncodeToString(r.data[:shown])
-		out.Frames = append(out.Frames, f)
+		return out
 	}
-	out.Summary = fmt.Sprintf("%d of %d pointers verified, %d unresolvable", out.Verified, out.Requested, unresolvable)
-	return out, nil
+	// The bytes shown per frame shrink to fit --mcp-max-response-bytes
+	// (hex_bytes_shown and truncated say so frame by frame); the frames
+	// themselves, one per pointer asked for, are never dropped.
+	budget, err := c.ResponseBudget(0)
+	if err != nil {
+		return ShowEvidence{}, err
+	}
+	fit, err := c.FitRows(show, budget, func(k int) any { return build(k) })
+	if err != nil {
+		return ShowEvidence{}, sdk.Internal("%v", err)
+	}
+	return build(fit), nil
 }
