@@ -3,9 +3,12 @@ package captures
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -73,5 +76,20 @@ func TestAnswersFitTheResponseCap(t *testing.T) {
 			t.Errorf("%s under the cap: %d buckets + %d other, sums %d/%d; whole: %d values, %d/%d dialogs",
 				d.Dimension, len(d.Buckets), d.Other.Buckets, sumA, sumB, w.DistinctValues, all.A.Dialogs, all.B.Dialogs)
 		}
+	}
+}
+
+// TestListCapturesFitsTheResponseCap: 30 captures under a cap that holds
+// fewer: the first rows by name, truncated.
+func TestListCapturesFitsTheResponseCap(t *testing.T) {
+	root := cpRoot(t)
+	for i := range 30 {
+		cpCopy(t, testcap.Public("sip_call.pcap"), filepath.Join(root, fmt.Sprintf("call-%02d.pcap", i)))
+	}
+	tools := cpTools(t, cpLoad(t, sampleCapture), root, sdk.EnvOptions{})
+	var got CaptureList
+	cpCallUnder(t, tools["list_captures"], `{}`, 4000, &got)
+	if got.Returned == 0 || got.Returned >= 30 || !got.Truncated || got.Captures[0].Filename != "call-00.pcap" || len(got.Captures) != got.Returned {
+		t.Errorf("under the cap: %d returned, truncated %v", got.Returned, got.Truncated)
 	}
 }

@@ -51,7 +51,7 @@ type CaptureList struct {
 	Returned int           `json:"returned" desc:"captures listed"`
 	// Truncated: the root holds more captures (or files) than one answer
 	// lists.
-	Truncated bool `json:"truncated" desc:"more captures than listed (over 1000 captures, or over 10000 files in the root)"`
+	Truncated bool `json:"truncated" desc:"more captures than listed (over 1000 captures, over 10000 files in the root, or past --mcp-max-response-bytes)"`
 	// NotListed counts the entries of the root that are not listed, so
 	// nothing is left out silently.
 	NotListed NotListed `json:"not_listed" desc:"entries of the file root not listed, by why"`
@@ -83,7 +83,22 @@ func listCapturesTool(d *deps) sdk.Tool {
 			{Code: sdk.CodeInvalidParams, When: "the server was started without --mcp-file-root (\"file tools are disabled\")"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in struct{}) (CaptureList, error) {
-		return listCaptures(ctx, d.root)
+		out, err := listCaptures(ctx, d.root)
+		if err != nil {
+			return CaptureList{}, err
+		}
+		// Rows past --mcp-max-response-bytes are left out: truncated.
+		rows := out.Captures
+		build := func(k int) any {
+			o := out
+			o.Captures, o.Returned, o.Truncated = rows[:k], k, out.Truncated || k < len(rows)
+			return o
+		}
+		k, err := c.FitPage(len(rows), 0, "capture", build)
+		if err != nil {
+			return CaptureList{}, err
+		}
+		return build(k).(CaptureList), nil
 	})
 }
 
