@@ -102,8 +102,8 @@ func compareCapturesTool(d *deps) sdk.Tool {
 }
 
 func compareCaptures(ctx context.Context, d *deps, c *sdk.Call, in compareCapturesIn) (CompareCaptures, error) {
-	if !d.root.Enabled() {
-		return CompareCaptures{}, sdk.NotEnabled("", "file tools are disabled: this server was started without --mcp-file-root")
+	if err := d.needRoot(); err != nil {
+		return CompareCaptures{}, err
 	}
 	// The vocabulary first: reading two captures is the most expensive
 	// thing the surface does.

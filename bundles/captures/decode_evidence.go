@@ -112,8 +112,8 @@ func decodeEvidenceTool(d *deps) sdk.Tool {
 }
 
 func decodeEvidence(ctx context.Context, d *deps, c *sdk.Call, in decodeEvidenceIn) (DecodeEvidence, error) {
-	if !d.root.Enabled() {
-		return DecodeEvidence{}, sdk.NotEnabled("", "file tools are disabled: this server was started without --mcp-file-root")
+	if err := d.needRoot(); err != nil {
+		return DecodeEvidence{}, err
 	}
 	if _, err := packet.ParseFrameRef(in.FrameRef); err != nil {
 		return DecodeEvidence{}, sdk.Refuse(sdk.KindInvalidArgument, "frame_ref", "frame_ref %q: %v", answer.Clip(in.FrameRef), err)

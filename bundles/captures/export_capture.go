@@ -93,8 +93,8 @@ type heldMessage struct {
 }
 
 func exportCapture(ctx context.Context, d *deps, in exportCaptureIn) (ExportCapture, error) {
-	if !d.root.Enabled() {
-		return ExportCapture{}, sdk.NotEnabled("", "file tools are disabled: this server was started without --mcp-file-root")
+	if err := d.needRoot(); err != nil {
+		return ExportCapture{}, err
 	}
 	if err := sdk.CheckName(in.Filename); err != nil {
 		return ExportCapture{}, err

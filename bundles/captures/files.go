@@ -52,3 +52,15 @@ func clipReason(s string) string {
 	}
 	return s
 }
+
+// needRoot refuses a file tool on a server started without
+// --mcp-file-root, before any argument is looked at (the tool stays listed;
+// mcp-surface §1.3), in the sandbox's own words: a disabled root refuses
+// every method with its not_enabled error, touching no filesystem.
+func (d *deps) needRoot() error {
+	if d.root.Enabled() {
+		return nil
+	}
+	_, err := d.root.List(1)
+	return err
+}

@@ -73,8 +73,8 @@ func showEvidenceTool(d *deps) sdk.Tool {
 }
 
 func showEvidence(ctx context.Context, d *deps, c *sdk.Call, in showEvidenceIn) (ShowEvidence, error) {
-	if !d.root.Enabled() {
-		return ShowEvidence{}, sdk.NotEnabled("", "file tools are disabled: this server was started without --mcp-file-root")
+	if err := d.needRoot(); err != nil {
+		return ShowEvidence{}, err
 	}
 	switch n := len(in.Refs); {
 	case n == 0:
