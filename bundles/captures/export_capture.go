@@ -2,17 +2,14 @@ package captures
 
 import (
 	"context"
-	"encoding/binary"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/pcapout"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -22,13 +19,6 @@ const exportSchemaVersion = 1
 // maxExportBytes bounds the file export_capture builds in memory before
 // writing it (the held SIP is already in memory; this bounds the copy).
 const maxExportBytes = 512 << 20
-
-// Largest UDP payloads an IPv4 / IPv6 datagram holds (RFC 768, RFC 791,
-// RFC 8200 without jumbograms).
-const (
-	maxUDP4 = 65535 - 20 - 8
-	maxUDP6 = 65535 - 8
-)
 
 type exportCaptureIn struct {
 	Filename string `json:"filename" desc:"new file in the file root, e.g. calls.pcap; never overwrites"`
@@ -123,7 +113,7 @@ func exportCapture(ctx context.Context, d *deps, in exportCaptureIn) (ExportCapt
 			case h.src.Addr().Is4() != h.dst.Addr().Is4():
 				out.Skipped.MixedFamily++
 				continue
-			case h.src.Addr().Is4() && len(h.raw) > maxUDP4, len(h.raw) > maxUDP6:
+			case h.src.Addr().Is4() && len(h.raw) > pcapout.MaxUDP4Payload, len(h.raw) > pcapout.MaxUDP6Payload:
 				out.Skipped.TooLarge++
 				continue
 			}
@@ -170,57 +160,17 @@ func unmap(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
-// Locally administered MAC addresses of the rebuilt frames (IEEE 802:
-// the second-least significant bit of the first octet set): no vendor's.
-var (
-	macSrc = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x01}
-	macDst = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x02}
-)
-
-// buildPcap writes msgs as a classic pcap (nanosecond magic 0xa1b23c4d,
-// LINKTYPE_ETHERNET), one Ethernet/IP/UDP frame per message with correct
-// lengths and checksums (gopacket serialization).
+// buildPcap writes msgs as a classic pcap (nanosecond timestamps,
+// LINKTYPE_ETHERNET), one rebuilt Ethernet/IP/UDP frame per message
+// (core/pcapout.UDPFrame: lengths and checksums computed).
 func buildPcap(msgs []heldMessage, size int) ([]byte, error) {
-	out := make([]byte, 0, size)
-	out = binary.LittleEndian.AppendUint32(out, 0xa1b23c4d)
-	out = binary.LittleEndian.AppendUint16(out, 2)
-	out = binary.LittleEndian.AppendUint16(out, 4)
-	out = binary.LittleEndian.AppendUint32(out, 0) // thiszone
-	out = binary.LittleEndian.AppendUint32(out, 0) // sigfigs
-	out = binary.LittleEndian.AppendUint32(out, 262144)
-	out = binary.LittleEndian.AppendUint32(out, 1) // LINKTYPE_ETHERNET
-	buf := gopacket.NewSerializeBuffer()
-	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	out := pcapout.AppendPcapHeader(make([]byte, 0, size), 1)
 	for _, m := range msgs {
-		udp := &layers.UDP{SrcPort: layers.UDPPort(m.src.Port()), DstPort: layers.UDPPort(m.dst.Port())}
-		eth := &layers.Ethernet{SrcMAC: macSrc, DstMAC: macDst}
-		var ip gopacket.SerializableLayer
-		if m.src.Addr().Is4() {
-			eth.EthernetType = layers.EthernetTypeIPv4
-			s, d := m.src.Addr().As4(), m.dst.Addr().As4()
-			ip4 := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.IP(s[:]), DstIP: net.IP(d[:])}
-			_ = udp.SetNetworkLayerForChecksum(ip4)
-			ip = ip4
-		} else {
-			eth.EthernetType = layers.EthernetTypeIPv6
-			s, d := m.src.Addr().As16(), m.dst.Addr().As16()
-			ip6 := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: net.IP(s[:]), DstIP: net.IP(d[:])}
-			_ = udp.SetNetworkLayerForChecksum(ip6)
-			ip = ip6
-		}
-		if err := gopacket.SerializeLayers(buf, opts, eth, ip, udp, gopacket.Payload(m.raw)); err != nil {
+		b, err := pcapout.UDPFrame(m.src, m.dst, m.raw)
+		if err != nil {
 			return nil, err
 		}
-		b := buf.Bytes()
-		ts := m.ts.UnixNano()
-		if ts < 0 {
-			ts = 0
-		}
-		out = binary.LittleEndian.AppendUint32(out, uint32(ts/1e9))
-		out = binary.LittleEndian.AppendUint32(out, uint32(ts%1e9))
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
-		out = append(out, b...)
+		out = pcapout.AppendPcapRecord(out, &packet.Frame{TS: m.ts, Data: b})
 	}
 	return out, nil
 }
