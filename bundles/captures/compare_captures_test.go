@@ -153,3 +153,24 @@ func TestCompareCapturesRefusals(t *testing.T) {
 		t.Errorf("no root: %+v", e)
 	}
 }
+
+// TestCompareCapturesReportsAReadCutShort: a copy of the sample cut in the
+// middle of a record (at 100,000 of its 198,831 bytes) still answers, with
+// what was read before the cut and the reason the read stopped.
+func TestCompareCapturesReportsAReadCutShort(t *testing.T) {
+	root := cpRoot(t, sampleCapture, "sip-proxy.pcap")
+	b, err := os.ReadFile(filepath.Join(root, sampleCapture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "cut.pcap"), b[:100000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools := cpTools(t, cpLoad(t, sampleCapture), root, sdk.EnvOptions{})
+	var got CompareCaptures
+	cpCall(t, tools["compare_captures"], `{"a":"sip-proxy.pcap","b":"cut.pcap"}`, &got)
+	if got.B.ReadError == "" || !strings.Contains(got.B.ReadError, "cut.pcap") || strings.Contains(got.B.ReadError, "stdin") ||
+		got.B.Dialogs == 0 || got.B.Packets == 0 || got.B.Packets >= 852 || got.A.ReadError != "" {
+		t.Errorf("sides: %+v / %+v", got.A, got.B)
+	}
+}
