@@ -136,6 +136,8 @@ var options = []option{
 	{flag: "mcp-tls-key", group: gSecurity, arg: "FILE", key: "mcp.tls_key", def: "", usage: "TLS key for the HTTP listener"},
 	{flag: "user", group: gSecurity, arg: "USER", key: "user", def: "", usage: "user to drop to when started as root (default nobody)"},
 	{flag: "mcp-file-root", group: gMCP, arg: "DIR", key: "mcp.file_root", def: "", usage: "sandbox directory for file tools"},
+	{flag: "mcp-allow-save-findings", group: gMCP, key: "mcp.allow_save_findings", def: false, usage: "enable save_findings: an agent's finding appended to this server's log (stderr), never readable over MCP"},
+	{flag: "mcp-max-findings", group: gLimits, key: "mcp.max_findings", def: 1000, usage: "save_findings budget: past it the tool refuses, never discards"},
 
 	// The run's analysis thresholds (filter.Thresholds): the filter aliases
 	// (problems, slow-setup, short-calls), sipnab://filter/<alias>, the

@@ -187,7 +187,7 @@ func checkStartup(cfg *Config) error {
 			key string
 			v   int
 		}{{"limits.mcp_max_rows", cfg.Limits.MCPMaxRows}, {"mcp.max_body_bytes", cfg.MCP.MaxBodyBytes},
-			{"mcp.max_response_bytes", cfg.MCP.MaxResponseBytes}, {"mcp.max_wait_seconds", cfg.MCP.MaxWaitSeconds}} {
+			{"mcp.max_response_bytes", cfg.MCP.MaxResponseBytes}, {"mcp.max_wait_seconds", cfg.MCP.MaxWaitSeconds}, {"mcp.max_findings", cfg.MCP.MaxFindings}} {
 			if c.v < 1 {
 				return usagef("%s must be at least 1", c.key)
 			}
@@ -232,7 +232,8 @@ type serviceList []any
 // buildRegistry provisions every compiled-in bundle.
 func buildRegistry(ctx context.Context, cfg *Config, bundles []sdk.Bundle, root hclog.Logger, services serviceList, limits sdk.Limits, files sdk.FileRoot) (*sdk.Registry, error) {
 	// The opt-in flags (mcp-allow-<verb>) handed to bundles. Each is added
-	// with the tool it enables, never before: this build defines none
+	// with the tool it enables, never before: this build defines
+	// mcp-allow-save-findings (save_findings) only
 	// (TestNoOptInFlagForAToolNotBuilt).
 	opts := map[string]bool{}
 	for _, o := range options {
@@ -261,6 +262,7 @@ func limitsFrom(cfg *Config) sdk.Limits {
 		MaxBodyBytes:     cfg.MCP.MaxBodyBytes,
 		MaxResponseBytes: cfg.MCP.MaxResponseBytes,
 		MaxWaitSeconds:   cfg.MCP.MaxWaitSeconds,
+		MaxFindings:      cfg.MCP.MaxFindings,
 	}
 }
 

@@ -129,6 +129,9 @@ type MCPSettings struct {
 	TLSCert          string   `koanf:"tls_cert"`
 	TLSKey           string   `koanf:"tls_key"`
 	FileRoot         string   `koanf:"file_root"`
+	// AllowSaveFindings and MaxFindings gate and bound save_findings.
+	AllowSaveFindings bool `koanf:"allow_save_findings"`
+	MaxFindings       int  `koanf:"max_findings"`
 	// Bundles are the custom bundles of [mcp.bundles]: name = [members].
 	Bundles map[string][]string `koanf:"bundles"`
 }

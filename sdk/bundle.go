@@ -67,6 +67,9 @@ type Limits struct {
 	MaxResponseBytes int
 	// MaxWaitSeconds caps waits and sweeps (--mcp-max-wait-seconds, 60).
 	MaxWaitSeconds int
+	// MaxFindings is save_findings' budget (--mcp-max-findings, 1000):
+	// past it the tool refuses, never discards.
+	MaxFindings int
 }
 
 // Default limits (mcp-surface §2.1).
@@ -76,12 +79,13 @@ const (
 	DefaultMaxBodyBytes     = 4096
 	DefaultMaxResponseBytes = 1048576
 	DefaultMaxWaitSeconds   = 60
+	DefaultMaxFindings      = 1000
 )
 
 // DefaultLimits returns the documented defaults.
 func DefaultLimits() Limits {
 	return Limits{MaxRows: DefaultMaxRows, MaxBodyBytes: DefaultMaxBodyBytes,
-		MaxResponseBytes: DefaultMaxResponseBytes, MaxWaitSeconds: DefaultMaxWaitSeconds}
+		MaxResponseBytes: DefaultMaxResponseBytes, MaxWaitSeconds: DefaultMaxWaitSeconds, MaxFindings: DefaultMaxFindings}
 }
 
 // Env is what a bundle receives at Provision. Build one with [NewEnv] (the
@@ -140,6 +144,9 @@ func NewEnv(o EnvOptions) Env {
 	}
 	if e.limits.MaxWaitSeconds <= 0 {
 		e.limits.MaxWaitSeconds = d.MaxWaitSeconds
+	}
+	if e.limits.MaxFindings <= 0 {
+		e.limits.MaxFindings = d.MaxFindings
 	}
 	return e
 }

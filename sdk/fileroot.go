@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -317,4 +318,98 @@ func (r FileRoot) String() string {
 // fileRefused is the sandbox's refusal of a file name (kind file_refused).
 func fileRefused(format string, a ...any) error {
 	return Refuse(KindFileRefused, "", format, a...)
+}
+
+// MaxListFiles bounds the regular files one List returns.
+const MaxListFiles = 10000
+
+// FileEntry is one regular file directly beneath the root.
+type FileEntry struct {
+	Name string
+	Size int64
+}
+
+// Listing is what List found directly beneath the root.
+type Listing struct {
+	// Files are the regular files, sorted by name (at most the bound).
+	Files []FileEntry
+	// Symlinks counts the symbolic links not listed: a link is never
+	// followed by a listing, so it is neither listed nor stat'ed through
+	// (open it by name, which resolves it inside the root, to read it).
+	Symlinks int
+	// Other counts the entries that are neither regular files nor links
+	// (directories, FIFOs, sockets, devices): never listed.
+	Other int
+	// Truncated is true when the root holds more regular files than the
+	// bound: Files then holds the first ones the directory returned.
+	Truncated bool
+}
+
+// List lists the regular files directly beneath the root, at most max of
+// them (max <= 0 or above MaxListFiles: MaxListFiles), sorted by name. The
+// directory is read through [os.Root] (the root itself, never a path
+// below it), each entry's type and size come from [os.Root.Lstat]
+// (fstatat with AT_SYMLINK_NOFOLLOW beneath the root's descriptor), so a symbolic link is counted in
+// Symlinks and never followed; directories and special files are counted
+// in Other. Nothing is skipped silently. Without a root it refuses like
+// every method ("file tools are disabled").
+func (r FileRoot) List(max int) (Listing, error) {
+	if !r.Enabled() {
+		return Listing{}, r.disabled()
+	}
+	if max <= 0 || max > MaxListFiles {
+		max = MaxListFiles
+	}
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return Listing{}, Internal("opening the file root: %s", hidePath(err, r.dir, "the file root"))
+	}
+	defer root.Close()
+	d, err := root.Open(".")
+	if err != nil {
+		return Listing{}, Internal("listing the file root: %s", hidePath(err, r.dir, "the file root"))
+	}
+	defer d.Close()
+	var l Listing
+	for !l.Truncated {
+		ents, err := d.ReadDir(256)
+		for _, e := range ents {
+			switch t := e.Type(); {
+			case t&fs.ModeSymlink != 0:
+				l.Symlinks++
+				continue
+			case !t.IsRegular():
+				l.Other++
+				continue
+			}
+			st, err := root.Lstat(e.Name()) // beneath the root, never following: a name swapped for a link meanwhile is not followed
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // removed since the directory was read
+				}
+				return Listing{}, Internal("listing the file root: %s", hidePath(err, r.dir, "the file root"))
+			}
+			switch m := st.Mode(); {
+			case m&fs.ModeSymlink != 0:
+				l.Symlinks++
+				continue
+			case !m.IsRegular():
+				l.Other++
+				continue
+			}
+			if len(l.Files) == max {
+				l.Truncated = true
+				break
+			}
+			l.Files = append(l.Files, FileEntry{Name: e.Name(), Size: st.Size()})
+		}
+		if err == io.EOF || (err == nil && len(ents) == 0) {
+			break
+		}
+		if err != nil {
+			return Listing{}, Internal("listing the file root: %s", hidePath(err, r.dir, "the file root"))
+		}
+	}
+	slices.SortFunc(l.Files, func(a, b FileEntry) int { return strings.Compare(a.Name, b.Name) })
+	return l, nil
 }

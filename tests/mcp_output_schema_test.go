@@ -22,6 +22,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -104,7 +106,9 @@ func TestOutputSchemasHoldOnTheLiveWire(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// --portrange 1-65535: every capture's SIP is analysed, whatever
 			// its ports (several run on 5080-5082 or 10270).
-			s := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "--mcp-max-response-bytes", "4194304", "--portrange", "1-65535", "-I", testcap.Public(name))
+			args := append([]string{"-N", "--mcp", "--mcp-output-schemas", "--mcp-max-response-bytes", "4194304", "--portrange", "1-65535", "-I", testcap.Public(name)},
+				fileToolArgs(t, testcap.Public(name))...)
+			s := startRaw(t, args...)
 			s.waitLoaded()
 			checks := outputSchemas(t, s)
 			for tool, c := range checks {
@@ -175,13 +179,13 @@ func TestOutputSchemasHoldOnTheLiveWire(t *testing.T) {
 // call the stdio test makes on the sample capture.
 func TestOutputSchemasHoldOverHTTPE2E(t *testing.T) {
 	// The calls, discovered over stdio on the same capture.
-	disc := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "-I", sampleCapture())
+	disc := startRaw(t, append([]string{"-N", "--mcp", "--mcp-output-schemas", "-I", sampleCapture()}, fileToolArgs(t, sampleCapture())...)...)
 	disc.waitLoaded()
 	calls := discoverCalls(t, disc, true)
 
 	token := "e2e-output-schemas-token-0123456789"
-	srv := startHTTP(t, []string{"SIPNAB_MCP_TOKEN=" + token}, "-N", "--mcp", "--mcp-transport", "http",
-		"--mcp-output-schemas", "--mcp-rate-limit-per-peer", "0", "-I", sampleCapture())
+	srv := startHTTP(t, []string{"SIPNAB_MCP_TOKEN=" + token}, append([]string{"-N", "--mcp", "--mcp-transport", "http",
+		"--mcp-output-schemas", "--mcp-rate-limit-per-peer", "0", "-I", sampleCapture()}, fileToolArgs(t, sampleCapture())...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := gosdk.NewClient(&gosdk.Implementation{Name: "e2e-output-schemas", Version: "1"}, nil)
@@ -403,6 +407,30 @@ func (c toolCall) label() string {
 // Call-IDs they name), every registered tool's example calls
 // (sdk.Descriptor.Examples), so a new tool's answers meet its schema without
 // an edit here.
+// fileToolArgs enables the file tools (captures bundle) on a root of their
+// own holding a copy of the capture and of the public sip_call.pcap
+// (compare_captures' example compares it with the sample), and
+// save_findings: their examples then answer. The root is open to every user (sharedDir, then writable):
+// the HTTP server drops root privileges to nobody, and export_capture
+// writes there.
+func fileToolArgs(t *testing.T, capture string) []string {
+	t.Helper()
+	root := sharedDir(t)
+	for _, c := range []string{capture, testcap.Public("sip_call.pcap")} {
+		data, err := os.ReadFile(c)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(root, filepath.Base(c)), data, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--mcp-file-root", root, "--mcp-allow-save-findings"}
+}
+
 func discoverCalls(t *testing.T, s *rawSession, sample bool) []toolCall {
 	t.Helper()
 	var examples []toolCall

@@ -778,7 +778,8 @@ func TestPromptsE2EHostListingRule(t *testing.T) {
 		want []string
 	}{
 		{"full", "full", []string{"carrier-escalation", "codec-interop-audit", "post-change-verification", "triage-outage"}},
-		{"without signaling", "core,promptstub", []string{"triage-outage"}},
+		// triage-outage's show_evidence is in captures.
+		{"without signaling", "core,captures,promptstub", []string{"triage-outage"}},
 		{"without triage_call", "capture_status,find_problems,show_evidence,group_dialogs,list_dialogs,get_call_tree,build_evidence_package",
 			[]string{"carrier-escalation"}},
 		{"each tool of post-change-verification", "capture_status,compare_captures,evaluate_expectations,timeline", []string{"post-change-verification"}},

@@ -30,6 +30,9 @@ import (
 // (build-dependent structure sizes) and budget (sized for the machine).
 var goldenVolatile = regexp.MustCompile(`(\\*"(?:uptime_sec|elapsed_sec|elapsed_ms|held_bytes|max_bytes)\\*":\s*)[0-9.eE+-]+`)
 
+// goldenWrittenAt is save_findings' written_at, the server's clock.
+var goldenWrittenAt = regexp.MustCompile(`(\\*"written_at\\*":\s*\\*")[0-9T:.Z+-]+`)
+
 // goldenShape says what a tool's answer must carry around sender text.
 type goldenShape int
 
@@ -108,6 +111,28 @@ var handChecked = map[string]goldenCheck{
 		[]string{`"phrase":"Not Acceptable Here"`, `"reference":"RFC 3261 §21.4.26"`}},
 	"generate_repro": {plain,
 		[]string{`"format":"sipp"`, `"final":200`, `"run":"sipp \"$TARGET\" -sf repro.xml -m 1 -t u1"`}},
+	// The captures bundle runs with a file root holding copies of the
+	// sample (frame 1: 500 bytes, the first INVITE; tshark -x, -T pdml) and
+	// of sip_call.pcap (one INVITE call, Completed: tshark -Y sip). The
+	// examples run in name order: export_capture's file is in the root
+	// when list_captures lists it (its first frame is the sample's first
+	// INVITE, so the same first_packet).
+	"list_captures": {plain,
+		[]string{`"filename":"sip-rtp-g711.pcap","bytes":198831,"first_packet":"2016-11-26T14:52:59.666393Z","encrypted":false`,
+			`"filename":"exported-sip.pcap","bytes":5673,"first_packet":"2016-11-26T14:52:59.666393Z"`, `"filename":"sip_call.pcap","bytes":2171`, `"returned":3`}},
+	"compare_captures": {plain,
+		[]string{`"dialogs":1`, `{"value":"InCall","a":0,"b":1,"delta":1},{"value":"Completed","a":1,"b":1,"delta":0}`,
+			`{"value":"INVITE","a":1,"b":2,"delta":1}`}},
+	"show_evidence": {plain,
+		[]string{`"verified":1`, `"status":"verified"`, `"frame_bytes":500,"hex_bytes_shown":64,"truncated":true,"hex":"0000000000000000000000000800450001e6`}},
+	"decode_evidence": {fenced,
+		[]string{`"payload_offset":42`, `"src_addr":"10.0.2.20","src_port":5060,"dst_addr":"10.0.2.15","dst_port":5060,"transport":"UDP"`, `"header_count":9`}},
+	"decode_evidence-2": {fenced,
+		[]string{`"headers_returned":1`, `"name":"Call-ID"`, `"frame_byte_start":226,"frame_byte_end":251`}},
+	"export_capture": {plain,
+		[]string{`"path":"exported-sip.pcap","messages":10`, `"dialogs":2`}},
+	"save_findings": {plain,
+		[]string{`"seq":1`, `"readable_over_mcp":false`, `"remaining":999`}},
 	"generate_wireshark_filter": {plain,
 		[]string{`"display_filter":"sip.Call-ID == \"` + sampleA + `\"`, `"sip_messages":6`, `"tshark":"tshark -r $BINDIR/sip-rtp-g711.pcap`}},
 }
@@ -150,7 +175,10 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 	// Refusals are no examples: recorded here by hand.
 	calls = append(calls, goldenCall{"signaling", "explain_rule-unknown", "explain_rule", map[string]any{"rule_id": "nope"}})
 
-	s := startRaw(t, "-N", "--mcp", "--node-name", "e2e", "-I", sampleCapture())
+	// The file tools (captures bundle) read a copy of the sample (and
+	// sip_call.pcap, compare_captures' second file) in a root of their own;
+	// save_findings is enabled.
+	s := startRaw(t, append([]string{"-N", "--mcp", "--node-name", "e2e", "-I", sampleCapture()}, fileToolArgs(t, sampleCapture())...)...)
 	have := s.tools()
 	s.waitLoaded()
 	for _, tc := range calls {
@@ -158,6 +186,7 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 			needTools(t, have, tc.tool)
 			r := s.on(t).call(tc.tool, tc.args)
 			got := goldenVolatile.ReplaceAll(transcript(t, r), []byte("${1}0"))
+			got = goldenWrittenAt.ReplaceAll(got, []byte("${1}WRITTEN_AT"))
 			got = bytes.ReplaceAll(got, []byte(filepath.Dir(bin)), []byte("$BINDIR"))
 			checkToolGolden(t, tc.bundle, tc.golden+".json", got)
 

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -230,8 +231,10 @@ type injTool struct {
 
 // injCalls builds the calls of one tool from its input schema: every
 // required argument from the capture, then one call per value of every
-// enumerated argument, per Call-ID and per message index.
-func injCalls(t *testing.T, tool injTool, start string) []map[string]any {
+// enumerated argument, per Call-ID, per message index and per evidence
+// pointer (refs: every message's frame, for the captures bundle, whose file
+// root holds a copy of the capture and sip_call.pcap).
+func injCalls(t *testing.T, tool injTool, start string, refs []string) []map[string]any {
 	t.Helper()
 	base := map[string]any{}
 	props := tool.InputSchema.Properties
@@ -255,6 +258,18 @@ func injCalls(t *testing.T, tool injTool, start string) []map[string]any {
 			base[name] = "SIP-3261-8.1.1.7-BRANCH-COOKIE"
 		case name == "start":
 			base[name] = start
+		case name == "frame_ref":
+			base[name] = refs[0]
+		case name == "refs":
+			base[name] = refs
+		case name == "a":
+			base[name] = injCapture
+		case name == "b":
+			base[name] = "sip_call.pcap"
+		case name == "filename":
+			base[name] = "inj-export.pcap"
+		case name == "summary":
+			base[name] = "finding about the injection capture"
 		case len(props[name].Enum) > 0:
 			base[name] = props[name].Enum[0]
 		default:
@@ -308,6 +323,12 @@ func injCalls(t *testing.T, tool injTool, start string) []map[string]any {
 				map[string]any{"metric": "count", "op": ">=", "value": 1, "scope": "filter:state == Failed"},
 				map[string]any{"metric": "lint_errors", "op": "==", "value": 0, "scope": "severity:info"},
 			}))
+		case name == "frame_ref":
+			for _, r := range refs[1:] {
+				calls = append(calls, with(name, r))
+			}
+		case name == "dimensions":
+			calls = append(calls, with(name, injDimensions[:9]))
 		}
 	}
 	// Per-call tools: every enumerated value against the failed call too.
@@ -350,8 +371,23 @@ func injStrings(v any, out *[]string) {
 }
 
 func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
-	s := startRaw(t, "-N", "--mcp", "--mcp-max-response-bytes", "4194304", "--mcp-file-root", t.TempDir(), "-I", verdictPath(injCapture))
+	s := startRaw(t, append([]string{"-N", "--mcp", "--mcp-max-response-bytes", "4194304", "-I", verdictPath(injCapture)},
+		fileToolArgs(t, verdictPath(injCapture))...)...)
 	s.waitLoaded()
+	// Every message's evidence pointer (get_dialog), for show_evidence and
+	// decode_evidence: the frames whose headers carry the injected text.
+	var refs []string
+	for _, id := range []string{injAnswered, injFailed} {
+		gd, _ := s.ok("get_dialog", map[string]any{"call_id": id})
+		for _, m := range gd["messages"].([]any) {
+			if f, ok := m.(map[string]any)["frame"].(string); ok && !slices.Contains(refs, f) {
+				refs = append(refs, f)
+			}
+		}
+	}
+	if len(refs) == 0 {
+		t.Fatal("no evidence pointer in get_dialog's messages")
+	}
 	_, line := s.request("tools/list", map[string]any{})
 	var list struct {
 		Result struct {
@@ -369,7 +405,7 @@ func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
 	unfenced := map[string]map[string]bool{}
 	calls := 0
 	for _, tool := range list.Result.Tools {
-		for _, args := range injCalls(t, tool, start) {
+		for _, args := range injCalls(t, tool, start, refs) {
 			calls++
 			label := tool.Name
 			if b, _ := json.Marshal(args); len(args) > 0 {

@@ -38,6 +38,11 @@ type wireTool struct {
 type wireSubjects struct {
 	big, other, media string
 	ip                string
+	// refs are evidence pointers of big's messages (get_dialog), file the
+	// capture's name in the file root (fileToolArgs), for the captures
+	// bundle.
+	refs []string
+	file string
 }
 
 // largeArgs builds, from a tool's input schema, the argument sets that
@@ -134,6 +139,22 @@ func largeArgs(tl wireTool, sub wireSubjects) []map[string]any {
 			with(k, 0)
 		case k == "code":
 			with(k, 486)
+		case k == "refs":
+			with(k, sub.refs)
+		case k == "frame_ref":
+			vs := make([]any, len(sub.refs))
+			for i, r := range sub.refs {
+				vs[i] = r
+			}
+			with(k, vs...)
+		case k == "max_bytes":
+			with(k, most(4096))
+		case k == "a":
+			with(k, sub.file)
+		case k == "b":
+			with(k, "sip_call.pcap")
+		case k == "dimensions":
+			with(k, []string{"state", "response_code", "method", "from.user", "to.user", "ua", "src.ip", "dst.ip", "rtp.codec"})
 		case required(k) && (k == "filter" || k == "expr"):
 			with(k, "method == INVITE")
 		case required(k) && len(p.Enum) > 0:
@@ -250,6 +271,12 @@ func wireSubjectsOf(t *testing.T, s *rawSession) wireSubjects {
 			sub.ip, _ = rows[0].(map[string]any)["key"].(string)
 		}
 	}
+	gd, _ := s.ok("get_dialog", map[string]any{"call_id": sub.big, "max_messages": 20})
+	for _, msg := range gd["messages"].([]any) {
+		if f, ok := msg.(map[string]any)["frame"].(string); ok && !slices.Contains(sub.refs, f) {
+			sub.refs = append(sub.refs, f)
+		}
+	}
 	sub.media = sub.big
 	for id, n := range streams {
 		if n > streams[sub.media] || (n == streams[sub.media] && id < sub.media) {
@@ -284,7 +311,8 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			s := startRaw(t, "-N", "--mcp", "--mcp-max-response-bytes", fmt.Sprint(wireCap), "-I", captures[name])
+			s := startRaw(t, append([]string{"-N", "--mcp", "--mcp-max-response-bytes", fmt.Sprint(wireCap), "-I", captures[name]},
+				fileToolArgs(t, captures[name])...)...)
 			s.waitLoaded()
 			_, line := s.request("tools/list", map[string]any{})
 			var list struct {
@@ -296,6 +324,7 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 				t.Fatalf("tools/list: %v %s", err, line)
 			}
 			sub := wireSubjectsOf(t, s)
+			sub.file = filepath.Base(captures[name])
 			answered, cut, largest := 0, 0, 0
 			silent := map[string]string{} // tool -> its last refusal, until one call answers
 			for _, tl := range list.Result.Tools {

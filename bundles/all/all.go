@@ -4,6 +4,7 @@
 package all
 
 import (
+	"github.com/sipnab/sipnab/bundles/captures"
 	"github.com/sipnab/sipnab/bundles/core"
 	"github.com/sipnab/sipnab/bundles/security"
 	"github.com/sipnab/sipnab/bundles/signaling"
@@ -15,6 +16,7 @@ func Bundles() []sdk.Bundle {
 	return []sdk.Bundle{
 		core.Bundle{},
 		signaling.Bundle{},
+		captures.Bundle{},
 		security.Bundle{},
 	}
 }

@@ -1,0 +1,186 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sipnab/sipnab/internal/testcap"
+	"github.com/sipnab/sipnab/sdk"
+)
+
+// capSIP lists a capture's SIP messages as tshark reads them
+// ("Call-ID|CSeq|method or status"), sorted; one message per frame in
+// the captures used here.
+func capSIP(t *testing.T, path string) []string {
+	t.Helper()
+	out, err := exec.Command("tshark", "-r", path, "-Y", "sip", "-T", "fields", "-E", "separator=|",
+		"-e", "sip.Call-ID", "-e", "sip.CSeq", "-e", "sip.Method", "-e", "sip.Status-Code").Output()
+	if err != nil {
+		t.Skipf("tshark: %v", err)
+	}
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(l, "|")
+		kind := f[3]
+		if kind == "" {
+			kind = f[2]
+		}
+		rows = append(rows, f[0]+"|"+f[1]+"|"+kind)
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+// TestCapturesE2E drives the captures bundle through the built binary
+// over stdio, reading public captures copied into --mcp-file-root: the
+// listing, the engine's evidence pointers (get_dialog's messages[].frame)
+// verified and decoded, the same pointers unresolvable once the file
+// changes, the held SIP exported and read back by tshark, a finding
+// recorded on stderr; and without a root the file tools stay listed and
+// refuse.
+func TestCapturesE2E(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"sip-auth-failure.pcapng", "sip-rtp-g711.pcap", "sip-over-tcp.pcap"} {
+		data, err := os.ReadFile(testcap.Public(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, n), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	input := filepath.Join(root, "sip-auth-failure.pcapng")
+	s := startRaw(t, "-N", "--mcp", "-I", input, "--mcp-file-root", root, "--mcp-allow-save-findings", "--mcp-max-findings", "1")
+	s.waitLoaded()
+
+	// The listing: three captures, sorted, first_packet from the first
+	// record (tshark -c1 -T fields -e frame.time_epoch on each).
+	list, _ := s.ok("list_captures", nil)
+	caps := list["captures"].([]any)
+	want := []struct{ name, first string }{
+		{"sip-auth-failure.pcapng", "2016-05-17T08:01:35.431471Z"},
+		{"sip-over-tcp.pcap", "2011-07-28T12:54:46.556175Z"},
+		{"sip-rtp-g711.pcap", "2016-11-26T14:52:59.666393Z"},
+	}
+	if len(caps) != len(want) {
+		t.Fatalf("list_captures: %v", list)
+	}
+	for i, w := range want {
+		c := caps[i].(map[string]any)
+		if c["filename"] != w.name || c["first_packet"] != w.first || c["encrypted"] != false {
+			t.Errorf("row %d: %v, want %s first_packet %s", i, c, w.name, w.first)
+		}
+	}
+
+	// Every message's pointer, as get_dialog gives it.
+	var refs []string
+	dl, _ := s.ok("list_dialogs", map[string]any{"fields": []string{"call_id"}})
+	for _, d := range dl["dialogs"].([]any) {
+		gd, _ := s.ok("get_dialog", map[string]any{"call_id": d.(map[string]any)["call_id"]})
+		for _, m := range gd["messages"].([]any) {
+			if f, ok := m.(map[string]any)["frame"].(string); ok && !slices.Contains(refs, f) {
+				refs = append(refs, f)
+			}
+		}
+	}
+	if len(refs) != 8 { // tshark -Y sip: 8 SIP frames
+		t.Fatalf("get_dialog gave %d pointers, want 8: %v", len(refs), refs)
+	}
+	ev, _ := s.ok("show_evidence", map[string]any{"refs": refs, "max_bytes": 8})
+	if ev["verified"] != float64(8) || ev["resolved"] != float64(8) {
+		t.Errorf("show_evidence: %v", ev)
+	}
+	dec, r := s.ok("decode_evidence", map[string]any{"frame_ref": refs[0], "field": "CSeq"})
+	sip, _ := dec["sip"].(map[string]any)
+	if dec["status"] != "verified" || sip == nil || sip["headers_returned"] != float64(1) || r.texts()[len(r.texts())-1] != sdk.ProvenanceNote ||
+		!strings.Contains(r.texts()[0], sdk.FenceOpen+"1 REGISTER"+sdk.FenceClose) {
+		t.Errorf("decode_evidence: %s", r.texts()[0])
+	}
+
+	// export_capture: the held SIP reads back in tshark as the source's
+	// messages; the -I input and a taken name are refused.
+	ex, exr := s.ok("export_capture", map[string]any{"filename": "export.pcap"})
+	if ex["path"] != "export.pcap" || ex["messages"] != float64(8) || strings.Contains(string(exr.Response), root) {
+		t.Errorf("export_capture: %v", ex)
+	}
+	if got, src := capSIP(t, filepath.Join(root, "export.pcap")), capSIP(t, input); !slices.Equal(got, src) {
+		t.Errorf("tshark reads back\n%v\nfrom the source\n%v", got, src)
+	}
+	for name, why := range map[string]string{"export.pcap": "is taken", "sip-auth-failure.pcapng": "is taken"} {
+		if rf := s.call("export_capture", map[string]any{"filename": name}).refused(t); rf == nil || rf.Code != "file_refused" || !strings.Contains(rf.Message, why) {
+			t.Errorf("export_capture over %s: %+v", name, rf)
+		}
+	}
+
+	// compare_captures reads two other files into scratch captures: the
+	// loaded capture keeps its identity and its dialogs. sip-over-tcp.pcap
+	// holds one INVITE call, the sample two (tshark -Y sip).
+	before, _ := s.ok("capture_status", nil)
+	cmp, _ := s.ok("compare_captures", map[string]any{"a": "sip-over-tcp.pcap", "b": "sip-rtp-g711.pcap", "dimensions": []string{"method"}})
+	m := cmp["dimensions"].([]any)[0].(map[string]any)["buckets"].([]any)[0].(map[string]any)
+	if cmp["a"].(map[string]any)["dialogs"] != float64(1) || cmp["b"].(map[string]any)["dialogs"] != float64(2) ||
+		m["value"] != "INVITE" || m["delta"] != float64(1) {
+		t.Errorf("compare_captures: %v", cmp)
+	}
+	after, _ := s.ok("capture_status", nil)
+	if fmt.Sprint(before["capture_identity"]) != fmt.Sprint(after["capture_identity"]) || after["dialog_count"] != before["dialog_count"] {
+		t.Errorf("compare_captures changed the loaded capture: %v → %v", before["capture_identity"], after["capture_identity"])
+	}
+
+	// The file changes after the pointers were made: the same pointer is a
+	// digest mismatch, its bytes never shown.
+	data, _ := os.ReadFile(input)
+	for i := range data[len(data)-64:] {
+		data[len(data)-64+i] ^= 0x5a
+	}
+	data[200] ^= 0x5a // inside the first packet
+	if err := os.WriteFile(input, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev2, _ := s.ok("show_evidence", map[string]any{"refs": refs[:1]})
+	f := ev2["frames"].([]any)[0].(map[string]any)
+	if f["status"] != "unresolvable" || !strings.Contains(f["reason"].(string), "digest mismatch") || f["hex"] != nil {
+		t.Errorf("after the file changed: %v", f)
+	}
+
+	// save_findings: recorded on stderr as one line, the budget of 1 then
+	// refuses.
+	sf, _ := s.ok("save_findings", map[string]any{"summary": "REGISTER challenged 401 and never retried", "call_id": "e2e"})
+	if sf["seq"] != float64(1) || sf["remaining"] != float64(0) || sf["readable_over_mcp"] != false {
+		t.Errorf("save_findings: %v", sf)
+	}
+	if rf := s.call("save_findings", map[string]any{"summary": "second"}).refused(t); rf == nil || !strings.Contains(rf.Message, "1 of 1") {
+		t.Errorf("second finding past a budget of 1: %+v", rf)
+	}
+	if log := s.stderr.String(); strings.Count(log, "agent finding") != 1 || !strings.Contains(log, "REGISTER challenged 401") {
+		t.Errorf("stderr does not hold the one finding:\n%s", log)
+	}
+
+	// triage-outage's four tools are all built now: the full selection
+	// lists it.
+	if got := listPrompts(t, s); !slices.Equal(got, []string{"triage-outage"}) {
+		t.Errorf("prompts/list: %v, want [triage-outage]", got)
+	}
+
+	// Without a root and the flag: listed, refused.
+	bare := startRaw(t, "-N", "--mcp", "-I", sampleCapture())
+	have := bare.tools()
+	for _, tool := range []string{"list_captures", "show_evidence", "decode_evidence", "export_capture", "compare_captures", "save_findings"} {
+		if !have[tool] {
+			t.Errorf("%s is not listed without its gate", tool)
+		}
+	}
+	for tool, args := range map[string]map[string]any{
+		"list_captures": nil, "show_evidence": {"refs": refs[:1]}, "decode_evidence": {"frame_ref": refs[0]},
+		"export_capture": {"filename": "x.pcap"}, "compare_captures": {"a": "x.pcap", "b": "y.pcap"}, "save_findings": {"summary": "x"},
+	} {
+		if rf := bare.call(tool, args).refused(t); rf == nil || rf.Code != "not_enabled" {
+			t.Errorf("%s without its gate: %+v", tool, rf)
+		}
+	}
+}
