@@ -161,10 +161,10 @@ func TestCapturesE2E(t *testing.T) {
 		t.Errorf("stderr does not hold the one finding:\n%s", log)
 	}
 
-	// triage-outage's four tools are all built now: the full selection
-	// lists it.
-	if got := listPrompts(t, s); !slices.Equal(got, []string{"triage-outage"}) {
-		t.Errorf("prompts/list: %v, want [triage-outage]", got)
+	// triage-outage's four tools are all built now, and with the security
+	// bundle post-change-verification's: the full selection lists both.
+	if got := listPrompts(t, s); !slices.Equal(got, []string{"post-change-verification", "triage-outage"}) {
+		t.Errorf("prompts/list: %v, want [post-change-verification triage-outage]", got)
 	}
 
 	// Without a root and the flag: listed, refused.

@@ -782,7 +782,7 @@ func TestPromptsE2EHostListingRule(t *testing.T) {
 		{"without signaling", "core,captures,promptstub", []string{"triage-outage"}},
 		{"without triage_call", "capture_status,find_problems,show_evidence,group_dialogs,list_dialogs,get_call_tree,build_evidence_package",
 			[]string{"carrier-escalation"}},
-		{"each tool of post-change-verification", "capture_status,compare_captures,evaluate_expectations,timeline", []string{"post-change-verification"}},
+		{"each tool of post-change-verification", "capture_status,list_captures,compare_captures,evaluate_expectations,timeline", []string{"post-change-verification"}},
 		{"all but timeline", "capture_status,compare_captures,evaluate_expectations", nil},
 	}
 	for _, tc := range tests {

@@ -218,8 +218,8 @@ func TestPrompts(t *testing.T) {
 	want := map[string][]string{
 		"carrier-escalation":       {"capture_status", "group_dialogs", "list_dialogs", "get_call_tree", "build_evidence_package"},
 		"codec-interop-audit":      {"capture_status", "list_dialogs", "check_codec_negotiation", "group_dialogs", "media_diagnostics"},
-		"post-change-verification": {"capture_status", "compare_captures", "evaluate_expectations", "timeline"},
-		"triage-outage":            {"capture_status", "find_problems", "triage_call", "show_evidence"},
+		"post-change-verification": {"capture_status", "list_captures", "compare_captures", "evaluate_expectations", "timeline"},
+		"triage-outage":            {"capture_status", "find_problems", "triage_call", "get_dialog", "show_evidence"},
 	}
 	if len(ps) != len(want) {
 		t.Fatalf("got %d prompts, want %d", len(ps), len(want))
