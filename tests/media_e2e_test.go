@@ -1,0 +1,116 @@
+package tests
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+// The media bundle driven over stdio through the built binary on
+// SIP_CALL_RTP_G711, with --one-way-delay and only capture_status and the
+// media bundle selected. The values are the ones the bundle's unit tests
+// check against tshark (bundles/media): three never-named orphans (the
+// 200.57.7.199:4800 legs and MGCP's 0x00002e3d), call 12013223@200.57.7.195
+// with its two PCMA streams, its endpoints named by frames 1 and 498.
+func TestMediaE2E(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := sigSession(t, ctx, "-I", testcap.Public("SIP_CALL_RTP_G711"), "--one-way-delay", "40", "--mcp-tools", "capture_status,media")
+	defer s.close()
+	waitLoaded(t, ctx, s)
+
+	names, err := s.tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	if want := []string{"capture_status", "explain_attribution", "media_diagnostics", "reconcile_orphans"}; !slices.Equal(names, want) {
+		t.Errorf("tools %v, want %v", names, want)
+	}
+
+	t.Run("reconcile_orphans", func(t *testing.T) {
+		var got struct {
+			Orphans []struct {
+				SSRC, Src, Dst, Reason, Note string
+				RelayWasConsulted            bool `json:"relay_was_consulted"`
+			} `json:"orphans"`
+			TotalOrphans      int  `json:"total_orphans"`
+			RelayWasConsulted bool `json:"relay_was_consulted"`
+			Truncated         *bool
+		}
+		sigCall(t, ctx, s, "reconcile_orphans", map[string]any{}, &got)
+		var ssrcs []string
+		for _, o := range got.Orphans {
+			ssrcs = append(ssrcs, o.SSRC+" "+o.Src)
+			if o.Reason != "never-named" || o.RelayWasConsulted || !strings.Contains(o.Note, "nobody asked") {
+				t.Errorf("orphan %+v", o)
+			}
+		}
+		slices.Sort(ssrcs)
+		want := []string{"0x00002e3d 200.57.7.202:30000", "0x58f33dea 200.57.7.199:4800", "0xd2bd4e3e 200.57.7.196:40378"}
+		if !slices.Equal(ssrcs, want) || got.TotalOrphans != 3 || got.RelayWasConsulted {
+			t.Errorf("orphans %v total %d, want %v", ssrcs, got.TotalOrphans, want)
+		}
+	})
+
+	t.Run("media_diagnostics", func(t *testing.T) {
+		var got struct {
+			Applicable bool
+			Streams    []struct {
+				SSRC  string
+				QoS   struct{ DSCP *int }
+				Delay struct {
+					Source   string
+					Assumed  bool
+					OneWayMs float64 `json:"one_way_ms"`
+				}
+				EndpointReported *struct{ CNAME string } `json:"endpoint_reported"`
+			}
+		}
+		sigCall(t, ctx, s, "media_diagnostics", map[string]any{"call_id": "12013223@200.57.7.195"}, &got)
+		if !got.Applicable || len(got.Streams) != 2 {
+			t.Fatalf("applicable %v with %d streams, want 2", got.Applicable, len(got.Streams))
+		}
+		for _, st := range got.Streams {
+			if st.Delay.Source != "declared" || st.Delay.Assumed || st.Delay.OneWayMs != 40 || st.QoS.DSCP == nil || *st.QoS.DSCP != 0 {
+				t.Errorf("%s: delay %+v dscp %v, want declared 40 ms and DSCP 0", st.SSRC, st.Delay, st.QoS.DSCP)
+			}
+			if st.EndpointReported == nil || !strings.HasPrefix(st.EndpointReported.CNAME, "\u27e6untrusted-capture-data\u27e7") {
+				t.Errorf("%s: endpoint_reported %+v, want a fenced CNAME", st.SSRC, st.EndpointReported)
+			}
+		}
+		raw := sigCall(t, ctx, s, "media_diagnostics", map[string]any{"call_id": "12015624@200.57.7.195"}, nil)
+		if _, ok := raw["streams"]; ok || string(raw["applicable"]) != "false" || !strings.Contains(string(raw["reason"]), "never answered") {
+			t.Errorf("an unanswered call: applicable %s reason %s streams present %v", raw["applicable"], raw["reason"], ok)
+		}
+		r, err := s.result(ctx, "media_diagnostics", map[string]any{"call_id": "no-such-call"})
+		if err != nil || !r.isError || len(r.texts) == 0 || !strings.Contains(r.texts[0], "unknown call_id") {
+			t.Errorf("unknown call_id: %+v, %v; want isError naming it", r, err)
+		}
+	})
+
+	t.Run("explain_attribution", func(t *testing.T) {
+		var got struct {
+			Endpoints []struct {
+				Address, InputOrigin string `json:"input_origin"`
+				Port                 int
+				AssertedBy           struct{ Frame string } `json:"asserted_by"`
+				DeliveryTrust        string                 `json:"delivery_trust"`
+			}
+			Unauthenticated []string `json:"unauthenticated_endpoints"`
+		}
+		sigCall(t, ctx, s, "explain_attribution", map[string]any{"call_id": "12013223@200.57.7.195"}, &got)
+		if len(got.Endpoints) != 2 || len(got.Unauthenticated) != 2 {
+			t.Fatalf("endpoints %+v unauthenticated %v, want 2 and 2", got.Endpoints, got.Unauthenticated)
+		}
+		for i, w := range []string{"SIP_CALL_RTP_G711#1@", "SIP_CALL_RTP_G711#498@"} {
+			if e := got.Endpoints[i]; !strings.HasPrefix(e.AssertedBy.Frame, w) || e.DeliveryTrust != "not-relay-asserted" {
+				t.Errorf("endpoint %d: %+v, want frame %s and not-relay-asserted", i, e, w)
+			}
+		}
+	})
+}
