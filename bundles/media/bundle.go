@@ -27,7 +27,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "media",
 		Summary:    "media facts beyond quality: DSCP marking, jitter clock, path delay, comfort noise and RTCP claims per stream; orphaned streams and why; who named each media endpoint",
-		ByteBudget: sdk.Budget{Default: 1950, WithOutputSchemas: 12400},
+		ByteBudget: sdk.Budget{Default: 2100, WithOutputSchemas: 12800},
 	}
 }
 

@@ -38,10 +38,14 @@ type explainAttributionIn struct {
 type ExplainAttribution struct {
 	CallID    string               `json:"call_id" desc:"Call-ID asked about, verbatim"`
 	Endpoints []AttributedEndpoint `json:"endpoints" nonnull:"true" desc:"media endpoints the call's SDP named, first naming first"`
-	// Unauthenticated lists the endpoints whose naming message reached
-	// sipnab with no authentication: every one, unless a HEP listener with
-	// an authentication hook delivered it.
-	Unauthenticated []string `json:"unauthenticated_endpoints" nonnull:"true" desc:"ip:port of endpoints whose naming message reached sipnab unauthenticated"`
+	// EndpointsOmitted counts the endpoints left out to fit the response
+	// byte cap (--mcp-max-response-bytes); truncated is true then.
+	EndpointsOmitted int   `json:"endpoints_omitted,omitempty" desc:"endpoints left out to fit the response byte cap"`
+	Truncated        *bool `json:"truncated,omitempty" desc:"true when endpoints were left out to fit the byte cap"`
+	// Unauthenticated lists, of the endpoints listed, those whose naming
+	// message reached sipnab with no authentication: every one, unless a
+	// HEP listener with an authentication hook delivered it.
+	Unauthenticated []string `json:"unauthenticated_endpoints" nonnull:"true" desc:"ip:port of the listed endpoints whose naming message reached sipnab unauthenticated"`
 	// Posture is the run's HEP ingest, as configured (empty: no listener).
 	Posture []engine.HEPIngest `json:"hep_ingest" nonnull:"true" desc:"the run's HEP listeners and their admission checks; empty: none"`
 	sdk.SourceFlags
@@ -92,20 +96,46 @@ func explainAttributionTool(d *deps) sdk.Tool {
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			answer.UnknownCallRefusal,
+			{Code: sdk.CodeInvalidParams, When: "--mcp-max-response-bytes too small for one endpoint (more endpoints than fit are left out, counted in endpoints_omitted)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in explainAttributionIn) (ExplainAttribution, error) {
-		return explainAttribution(d, in.CallID)
+		out, aps, err := explainAttribution(d, in.CallID)
+		if err != nil {
+			return out, err
+		}
+		build := func(k int) ExplainAttribution {
+			o := out
+			o.Endpoints = out.Endpoints[:k]
+			o.Unauthenticated = []string{}
+			for i, ap := range aps[:k] {
+				if !authenticatedDelivery(out.Endpoints[i], out.Posture) {
+					o.Unauthenticated = append(o.Unauthenticated, ap.String())
+				}
+			}
+			if k < len(out.Endpoints) {
+				t := true
+				o.EndpointsOmitted, o.Truncated = len(out.Endpoints)-k, &t
+			}
+			return o
+		}
+		k, err := c.FitPage(len(out.Endpoints), 0, "endpoint", func(k int) any { return build(k) })
+		if err != nil {
+			return ExplainAttribution{}, err
+		}
+		return build(k), nil
 	})
 }
 
-func explainAttribution(d *deps, callID string) (ExplainAttribution, error) {
+// explainAttribution builds the whole answer and the endpoints' addresses,
+// in order; the handler fits it to the byte cap.
+func explainAttribution(d *deps, callID string) (ExplainAttribution, []netip.AddrPort, error) {
 	if callID == "" {
-		return ExplainAttribution{}, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs")
+		return ExplainAttribution{}, nil, sdk.Refuse(sdk.KindMissingArgument, "call_id", "call_id is required: give a Call-ID from list_dialogs")
 	}
 	src := answer.SourceState(d.capture.Status())
 	det, ok := d.capture.Dialogs().Get(callID)
 	if !ok {
-		return ExplainAttribution{}, answer.UnknownCall("call_id", callID)
+		return ExplainAttribution{}, nil, answer.UnknownCall("call_id", callID)
 	}
 	posture := d.capture.HEPIngest()
 	out := ExplainAttribution{
@@ -184,12 +214,7 @@ func explainAttribution(d *deps, callID string) (ExplainAttribution, error) {
 			out.Endpoints = append(out.Endpoints, ep)
 		}
 	}
-	for i, ap := range aps {
-		if !authenticatedDelivery(out.Endpoints[i], posture) {
-			out.Unauthenticated = append(out.Unauthenticated, ap.String())
-		}
-	}
-	return out, nil
+	return out, aps, nil
 }
 
 // endpointOf parses an SDP stream's effective address and port: nothing

@@ -167,3 +167,19 @@ func TestExplainAttributionRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainAttributionFitsTheByteCap: under --mcp-max-response-bytes
+// 3000 rtp-protocol.pcap's call lists its first endpoint (the INVITE's,
+// 10.33.6.101:6040) and counts the other; unauthenticated_endpoints
+// covers the endpoints listed.
+func TestExplainAttributionFitsTheByteCap(t *testing.T) {
+	c := load(t, "rtp-protocol.pcap")
+	lim := sdk.DefaultLimits()
+	lim.MaxResponseBytes = 3000
+	var got ExplainAttribution
+	callWith(t, explainAttributionTool(&deps{capture: c}), `{"call_id":"1907983263271201083544@10.33.6.101"}`, lim, &got)
+	if len(got.Endpoints) != 1 || got.EndpointsOmitted != 1 || got.Truncated == nil || !*got.Truncated ||
+		fmt.Sprint(got.Unauthenticated) != "[10.33.6.101:6040]" {
+		t.Errorf("3000 bytes: %d endpoints, %d omitted, truncated %v, unauthenticated %v", len(got.Endpoints), got.EndpointsOmitted, got.Truncated, got.Unauthenticated)
+	}
+}

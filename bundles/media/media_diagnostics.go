@@ -34,6 +34,10 @@ type MediaDiagnostics struct {
 	// Streams are the call's streams, oldest first; absent when not
 	// applicable.
 	Streams []StreamDiagnostics `json:"streams,omitempty" desc:"the call's streams in first_seen order; absent when not applicable"`
+	// StreamsOmitted counts the streams left out to fit the response byte
+	// cap (--mcp-max-response-bytes); truncated is true then.
+	StreamsOmitted int   `json:"streams_omitted,omitempty" desc:"streams left out to fit the response byte cap"`
+	Truncated      *bool `json:"truncated,omitempty" desc:"true when streams were left out to fit the byte cap"`
 	sdk.SourceFlags
 	// CaptureIdentity names the capture the answer came from.
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the answer came from"`
@@ -97,6 +101,7 @@ func mediaDiagnosticsTool(d *deps) sdk.Tool {
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "an empty call_id"},
 			{Code: sdk.CodeInvalidParams, When: "an unknown call_id (no dialog and no stream)"},
+			{Code: sdk.CodeInvalidParams, When: "--mcp-max-response-bytes too small for one stream (more streams than fit are left out, counted in streams_omitted)"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in mediaDiagnosticsIn) (MediaDiagnostics, error) {
 		return mediaDiagnostics(d, c, in.CallID)
@@ -128,11 +133,24 @@ func mediaDiagnostics(d *deps, c *sdk.Call, callID string) (MediaDiagnostics, er
 		return out, nil
 	}
 	out.Applicable = true
-	out.Streams = make([]StreamDiagnostics, 0, len(streams))
+	all := make([]StreamDiagnostics, 0, len(streams))
 	for i := range streams {
-		out.Streams = append(out.Streams, streamDiagnostics(c, &streams[i]))
+		all = append(all, streamDiagnostics(c, &streams[i]))
 	}
-	return out, nil
+	build := func(k int) MediaDiagnostics {
+		o := out
+		o.Streams = all[:k]
+		if k < len(all) {
+			t := true
+			o.StreamsOmitted, o.Truncated = len(all)-k, &t
+		}
+		return o
+	}
+	k, err := c.FitPage(len(all), 0, "stream", func(k int) any { return build(k) })
+	if err != nil {
+		return MediaDiagnostics{}, err
+	}
+	return build(k), nil
 }
 
 // noMediaReason says why a call has no stream, in the media diagnosis'

@@ -1,6 +1,7 @@
 package media
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -237,5 +238,25 @@ func TestMediaDiagnosticsRefusals(t *testing.T) {
 				t.Errorf("got %d %s %q, want -32602 %s on call_id", e.Code, e.Kind, e.Argument, tc.kind)
 			}
 		})
+	}
+}
+
+// TestMediaDiagnosticsFitsTheByteCap: under --mcp-max-response-bytes 3000
+// rtp-protocol.pcap's call answers with its first stream and counts the
+// other (an answer with one stream is 2624 bytes on the wire, with both
+// over 4000); under 2000 not even one fits and the call is refused.
+func TestMediaDiagnosticsFitsTheByteCap(t *testing.T) {
+	c := load(t, "rtp-protocol.pcap")
+	lim := sdk.DefaultLimits()
+	lim.MaxResponseBytes = 3000
+	var got MediaDiagnostics
+	callWith(t, mediaDiagnosticsTool(&deps{capture: c}), `{"call_id":"1907983263271201083544@10.33.6.101"}`, lim, &got)
+	if len(got.Streams) != 1 || got.Streams[0].SSRC != "0x44c61afb" || got.StreamsOmitted != 1 || got.Truncated == nil || !*got.Truncated {
+		t.Errorf("3000 bytes: %d streams, %d omitted, truncated %v; want the first, one omitted", len(got.Streams), got.StreamsOmitted, got.Truncated)
+	}
+	lim.MaxResponseBytes = 2000
+	_, err := mediaDiagnosticsTool(&deps{capture: c}).Invoke(context.Background(), json.RawMessage(`{"call_id":"1907983263271201083544@10.33.6.101"}`), lim)
+	if e := sdk.AsError(err); e == nil || e.Kind != sdk.KindTooLarge {
+		t.Errorf("2000 bytes: got %v, want response_too_large", err)
 	}
 }
