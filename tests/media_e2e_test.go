@@ -96,10 +96,11 @@ func TestMediaE2E(t *testing.T) {
 	t.Run("explain_attribution", func(t *testing.T) {
 		var got struct {
 			Endpoints []struct {
-				Address, InputOrigin string `json:"input_origin"`
-				Port                 int
-				AssertedBy           struct{ Frame string } `json:"asserted_by"`
-				DeliveryTrust        string                 `json:"delivery_trust"`
+				Address       string
+				Port          int
+				InputOrigin   string                 `json:"input_origin"`
+				AssertedBy    struct{ Frame string } `json:"asserted_by"`
+				DeliveryTrust string                 `json:"delivery_trust"`
 			}
 			Unauthenticated []string `json:"unauthenticated_endpoints"`
 		}
@@ -108,7 +109,7 @@ func TestMediaE2E(t *testing.T) {
 			t.Fatalf("endpoints %+v unauthenticated %v, want 2 and 2", got.Endpoints, got.Unauthenticated)
 		}
 		for i, w := range []string{"SIP_CALL_RTP_G711#1@", "SIP_CALL_RTP_G711#498@"} {
-			if e := got.Endpoints[i]; !strings.HasPrefix(e.AssertedBy.Frame, w) || e.DeliveryTrust != "not-relay-asserted" {
+			if e := got.Endpoints[i]; !strings.HasPrefix(e.AssertedBy.Frame, w) || e.DeliveryTrust != "not-relay-asserted" || e.InputOrigin != "wire" || e.Address == "" {
 				t.Errorf("endpoint %d: %+v, want frame %s and not-relay-asserted", i, e, w)
 			}
 		}
