@@ -151,21 +151,7 @@ func TestExplainAttributionReadsTheHEPPosture(t *testing.T) {
 // TestExplainAttributionRefusals: an empty call_id is missing_argument, a
 // Call-ID without a dialog unknown_id, both -32602.
 func TestExplainAttributionRefusals(t *testing.T) {
-	c := load(t, "sip-rtp-g711.pcap")
-	for _, tc := range []struct {
-		args string
-		kind sdk.Kind
-	}{
-		{`{"call_id":""}`, sdk.KindMissingArgument},
-		{`{"call_id":"no-such-call"}`, sdk.KindUnknownID},
-	} {
-		t.Run(fmt.Sprint(tc.kind), func(t *testing.T) {
-			e := callErr(t, explainAttributionTool(&deps{capture: c}), tc.args)
-			if e.Code != sdk.CodeInvalidParams || e.Kind != tc.kind || e.Argument != "call_id" {
-				t.Errorf("got %d %s %q, want -32602 %s on call_id", e.Code, e.Kind, e.Argument, tc.kind)
-			}
-		})
-	}
+	testCallIDRefusals(t, explainAttributionTool)
 }
 
 // TestExplainAttributionFitsTheByteCap: under --mcp-max-response-bytes

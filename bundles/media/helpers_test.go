@@ -105,3 +105,25 @@ func invite(callID string) string {
 		"To: <sip:bob@198.51.100.20>\nCall-ID: " + callID + "\nCSeq: 1 INVITE\nContact: <sip:alice@192.0.2.10>\nMax-Forwards: 70\n" +
 		"Content-Type: application/sdp\nContent-Length: " + strconv.Itoa(len(body)) + "\n\n" + strings.ReplaceAll(body, "\r\n", "\n")
 }
+
+// testCallIDRefusals checks a call_id tool's refusals on the sample
+// capture: an empty call_id is missing_argument, a Call-ID the capture
+// does not hold unknown_id, both -32602 naming call_id.
+func testCallIDRefusals(t *testing.T, mk func(*deps) sdk.Tool) {
+	t.Helper()
+	c := load(t, "sip-rtp-g711.pcap")
+	for _, tc := range []struct {
+		args string
+		kind sdk.Kind
+	}{
+		{`{"call_id":""}`, sdk.KindMissingArgument},
+		{`{"call_id":"no-such-call"}`, sdk.KindUnknownID},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			e := callErr(t, mk(&deps{capture: c}), tc.args)
+			if e.Code != sdk.CodeInvalidParams || e.Kind != tc.kind || e.Argument != "call_id" {
+				t.Errorf("got %d %s %q, want -32602 %s on call_id", e.Code, e.Kind, e.Argument, tc.kind)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package media
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -224,21 +223,7 @@ func fmtQoS(q QoS) string {
 // TestMediaDiagnosticsRefusals: an empty call_id is missing_argument, a
 // Call-ID with neither dialog nor stream unknown_id, both -32602.
 func TestMediaDiagnosticsRefusals(t *testing.T) {
-	c := load(t, "sip-rtp-g711.pcap")
-	for _, tc := range []struct {
-		args string
-		kind sdk.Kind
-	}{
-		{`{"call_id":""}`, sdk.KindMissingArgument},
-		{`{"call_id":"no-such-call"}`, sdk.KindUnknownID},
-	} {
-		t.Run(fmt.Sprint(tc.kind), func(t *testing.T) {
-			e := callErr(t, mediaDiagnosticsTool(&deps{capture: c}), tc.args)
-			if e.Code != sdk.CodeInvalidParams || e.Kind != tc.kind || e.Argument != "call_id" {
-				t.Errorf("got %d %s %q, want -32602 %s on call_id", e.Code, e.Kind, e.Argument, tc.kind)
-			}
-		})
-	}
+	testCallIDRefusals(t, mediaDiagnosticsTool)
 }
 
 // TestMediaDiagnosticsFitsTheByteCap: under --mcp-max-response-bytes 3000
