@@ -28,6 +28,7 @@ const (
 
 // audioFrame is one retained payload.
 type audioFrame struct {
+	ns   int64  // arrival
 	ts   uint32 // RTP timestamp
 	seq  uint16
 	pt   uint8
@@ -84,7 +85,7 @@ func (c Config) audioMaxBytes() int64 {
 func isG711(c rtp.Codec) bool { return c.Name == "PCMU" || c.Name == "PCMA" }
 
 // retain keeps one G.711 payload of s (writer, under st.mu).
-func (st *Store) retain(s *stream, h *rtp.Header, payload []byte) {
+func (st *Store) retain(s *stream, ns int64, h *rtp.Header, payload []byte) {
 	if h.PayloadOffset < 0 || h.PayloadLen <= 0 || h.PayloadOffset+h.PayloadLen > len(payload) {
 		return
 	}
@@ -108,7 +109,7 @@ func (st *Store) retain(s *stream, h *rtp.Header, payload []byte) {
 	// Still over the budget with every other stream's audio gone: this
 	// stream's ring turns over at the length it has reached.
 	full := len(r.frames) >= st.cfg.audioFrames() || (st.audio.bytes+n > st.cfg.audioMaxBytes() && len(r.frames) > 0)
-	f := audioFrame{ts: h.Timestamp, seq: h.Seq, pt: h.PayloadType}
+	f := audioFrame{ns: ns, ts: h.Timestamp, seq: h.Seq, pt: h.PayloadType}
 	if !full {
 		f.data = append([]byte(nil), p...)
 		r.frames = append(r.frames, f)
@@ -210,6 +211,7 @@ func (st *Store) AudioStats() AudioStats {
 
 // AudioFrame is one retained payload as readers get it.
 type AudioFrame struct {
+	Arrival     time.Time
 	Timestamp   uint32 // RTP timestamp
 	Seq         uint16
 	PayloadType uint8
@@ -251,7 +253,7 @@ func (st *Store) AudioFor(callID string) []StreamAudio {
 		for i := range r.frames {
 			f := &r.frames[(r.next+i)%len(r.frames)]
 			c, _ := s.codecFor(f.pt)
-			a.Frames = append(a.Frames, AudioFrame{Timestamp: f.ts, Seq: f.seq, PayloadType: f.pt, Codec: c.Name, Payload: append([]byte(nil), f.data...)})
+			a.Frames = append(a.Frames, AudioFrame{Arrival: time.Unix(0, f.ns).UTC(), Timestamp: f.ts, Seq: f.seq, PayloadType: f.pt, Codec: c.Name, Payload: append([]byte(nil), f.data...)})
 		}
 		out = append(out, a)
 	}

@@ -665,7 +665,7 @@ func (st *Store) update(s *stream, ns int64, h *rtp.Header, payload []byte, dscp
 	}
 	codec, basis := s.codecFor(h.PayloadType)
 	if st.cfg.RetainAudio && payload != nil && isG711(codec) {
-		st.retain(s, h, payload)
+		st.retain(s, ns, h, payload)
 	}
 	cn := h.PayloadType == rtp.PTComfortNoise || h.PayloadType == rtp.PTComfortNoiseOld
 	switch {
