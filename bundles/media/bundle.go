@@ -38,6 +38,10 @@ type Config struct{}
 // deps is what the bundle's tools read.
 type deps struct {
 	capture *engine.Capture
+	// root is the server's file sandbox (--mcp-file-root): export_audio
+	// writes through it; the zero value refuses ("file tools are
+	// disabled").
+	root sdk.FileRoot
 }
 
 // Provision reads [bundles.media], fetches the capture engine and builds
@@ -51,7 +55,7 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("media bundle needs the capture engine: %w", err)
 	}
-	return tools(&deps{capture: capture}), nil
+	return tools(&deps{capture: capture, root: env.FileRoot()}), nil
 }
 
 // tools lists the bundle's tools, one line each (the registry orders tools
@@ -61,6 +65,7 @@ func tools(d *deps) []sdk.Tool {
 		mediaDiagnosticsTool(d),
 		reconcileOrphansTool(d),
 		explainAttributionTool(d),
+		exportAudioTool(d),
 	}
 }
 
