@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -104,7 +105,9 @@ func TestOutputSchemasHoldOnTheLiveWire(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// --portrange 1-65535: every capture's SIP is analysed, whatever
 			// its ports (several run on 5080-5082 or 10270).
-			s := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "--mcp-max-response-bytes", "4194304", "--portrange", "1-65535", "-I", testcap.Public(name))
+			// --retain-audio and a file root: export_audio's example answers.
+			s := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "--mcp-max-response-bytes", "4194304", "--portrange", "1-65535",
+				"--retain-audio", "--mcp-file-root", t.TempDir(), "-I", testcap.Public(name))
 			s.waitLoaded()
 			checks := outputSchemas(t, s)
 			for tool, c := range checks {
@@ -180,8 +183,14 @@ func TestOutputSchemasHoldOverHTTPE2E(t *testing.T) {
 	calls := discoverCalls(t, disc, true)
 
 	token := "e2e-output-schemas-token-0123456789"
+	// export_audio's example writes into the file root: one the server can
+	// still write after dropping root (a test's own directory).
+	root := sharedDir(t)
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	srv := startHTTP(t, []string{"SIPNAB_MCP_TOKEN=" + token}, "-N", "--mcp", "--mcp-transport", "http",
-		"--mcp-output-schemas", "--mcp-rate-limit-per-peer", "0", "-I", sampleCapture())
+		"--mcp-output-schemas", "--mcp-rate-limit-per-peer", "0", "--retain-audio", "--mcp-file-root", root, "-I", sampleCapture())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := gosdk.NewClient(&gosdk.Implementation{Name: "e2e-output-schemas", Version: "1"}, nil)

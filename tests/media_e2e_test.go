@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +21,9 @@ import (
 func TestMediaE2E(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := sigSession(t, ctx, "-I", testcap.Public("SIP_CALL_RTP_G711"), "--one-way-delay", "40", "--mcp-tools", "capture_status,media")
+	root := t.TempDir()
+	s := sigSession(t, ctx, "-I", testcap.Public("SIP_CALL_RTP_G711"), "--one-way-delay", "40", "--mcp-tools", "capture_status,media",
+		"--retain-audio", "--mcp-file-root", root)
 	defer s.close()
 	waitLoaded(t, ctx, s)
 
@@ -28,7 +32,7 @@ func TestMediaE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(names)
-	if want := []string{"capture_status", "explain_attribution", "media_diagnostics", "reconcile_orphans"}; !slices.Equal(names, want) {
+	if want := []string{"capture_status", "explain_attribution", "export_audio", "media_diagnostics", "reconcile_orphans"}; !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
 
@@ -114,4 +118,45 @@ func TestMediaE2E(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("export_audio", func(t *testing.T) {
+		var got struct {
+			Path     string
+			Bytes    int
+			Channels []struct {
+				SSRC   string
+				Frames int
+			}
+		}
+		sigCall(t, ctx, s, "export_audio", map[string]any{"call_id": "12013223@200.57.7.195", "filename": "call.wav"}, &got)
+		b, err := os.ReadFile(filepath.Join(root, "call.wav"))
+		if err != nil || len(b) != got.Bytes || got.Path != "call.wav" || string(b[:4]) != "RIFF" {
+			t.Fatalf("file: %d bytes (%v), answer %+v", len(b), err, got)
+		}
+		if len(got.Channels) != 2 || got.Channels[0].SSRC != "0xd2bd4e3e" || got.Channels[0].Frames != 548 || got.Channels[1].SSRC != "0x58f33dea" || got.Channels[1].Frames != 891 {
+			t.Errorf("channels %+v", got.Channels)
+		}
+		// The same name again: refused, the file untouched.
+		if r, err := s.result(ctx, "export_audio", map[string]any{"call_id": "12013223@200.57.7.195", "filename": "call.wav"}); err != nil || !r.isError {
+			t.Errorf("a taken name: %+v %v, want isError", r, err)
+		}
+		// A call without a stream: -32603, saying what was measured.
+		if _, _, err := s.call(ctx, "export_audio", map[string]any{"call_id": "12015624@200.57.7.195", "filename": "none.wav"}); err == nil || !strings.Contains(err.Error(), "nothing retained") {
+			t.Errorf("a call without audio: %v, want -32603 nothing retained", err)
+		}
+	})
+}
+
+// TestMediaE2EExportAudioNeedsRetainAudio: without --retain-audio the tool
+// stays listed and refuses, naming the flag.
+func TestMediaE2EExportAudioNeedsRetainAudio(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := sigSession(t, ctx, "-I", sampleCapture(), "--mcp-tools", "capture_status,media", "--mcp-file-root", t.TempDir())
+	defer s.close()
+	waitLoaded(t, ctx, s)
+	r, err := s.result(ctx, "export_audio", map[string]any{"call_id": "1-1966@10.0.2.20", "filename": "a.wav"})
+	if err != nil || !r.isError || len(r.texts) == 0 || !strings.Contains(r.texts[0], "--retain-audio") {
+		t.Errorf("got %+v, %v; want isError naming --retain-audio", r, err)
+	}
 }

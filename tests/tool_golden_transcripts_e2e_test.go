@@ -104,6 +104,8 @@ var handChecked = map[string]goldenCheck{
 	"explain_rule": {plain,
 		[]string{`"rfc":3264`, `"section":"6.1"`}},
 	"explain_rule-unknown": {refused, lint.IDs()},
+	"export_audio": {plain,
+		[]string{`"path":"call-1966.wav"`, `"bytes":272044`, `"ssrc":"0x343da99b"`, `"frames":425`}},
 	"explain_response_code": {plain,
 		[]string{`"phrase":"Not Acceptable Here"`, `"reference":"RFC 3261 §21.4.26"`}},
 	"generate_repro": {plain,
@@ -150,7 +152,9 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 	// Refusals are no examples: recorded here by hand.
 	calls = append(calls, goldenCall{"signaling", "explain_rule-unknown", "explain_rule", map[string]any{"rule_id": "nope"}})
 
-	s := startRaw(t, "-N", "--mcp", "--node-name", "e2e", "-I", sampleCapture())
+	// --retain-audio and a file root of its own: export_audio's example
+	// writes its WAV (a new name each run).
+	s := startRaw(t, "-N", "--mcp", "--node-name", "e2e", "--retain-audio", "--mcp-file-root", t.TempDir(), "-I", sampleCapture())
 	have := s.tools()
 	s.waitLoaded()
 	for _, tc := range calls {

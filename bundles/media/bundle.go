@@ -1,7 +1,9 @@
 // Package media is the media bundle: what the stream store knows about a
 // call's media beyond its quality score (media_diagnostics), the RTP
-// streams no dialog claims and why (reconcile_orphans), and who named each
-// media endpoint and what that claim is worth (explain_attribution).
+// streams no dialog claims and why (reconcile_orphans), who named each
+// media endpoint and what that claim is worth (explain_attribution), and
+// the call's retained audio as a WAV file (export_audio, with
+// --retain-audio and --mcp-file-root).
 // rtp_stats, the quality tool, is in the core bundle
 // (docs/bundles/media.md).
 package media
@@ -26,8 +28,8 @@ var _ sdk.Bundle = Bundle{}
 func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "media",
-		Summary:    "media facts beyond quality: DSCP marking, jitter clock, path delay, comfort noise and RTCP claims per stream; orphaned streams and why; who named each media endpoint",
-		ByteBudget: sdk.Budget{Default: 2100, WithOutputSchemas: 12800},
+		Summary:    "media facts beyond quality: DSCP marking, jitter clock, path delay, comfort noise and RTCP claims per stream; orphaned streams and why; who named each media endpoint; call audio to WAV",
+		ByteBudget: sdk.Budget{Default: 2600, WithOutputSchemas: 16500},
 	}
 }
 

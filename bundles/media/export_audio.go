@@ -29,7 +29,9 @@ type ExportAudio struct {
 	Format     string          `json:"format" desc:"the WAV layout"`
 	DurationMs float64         `json:"duration_ms" desc:"length of the file, ms"`
 	Channels   []AudioChannel  `json:"channels" nonnull:"true" desc:"what each channel holds"`
-	Skipped    []SkippedStream `json:"skipped_streams" nonnull:"true" desc:"streams with retained audio not in the file, and why"`
+	Skipped    []SkippedStream `json:"skipped_streams" nonnull:"true" desc:"streams with retained audio not in the file, and why (the first 16)"`
+	// SkippedTotal counts every stream with retained audio left out.
+	SkippedTotal int `json:"streams_skipped" desc:"streams with retained audio not in the file, all of them"`
 	// Retention is the run's audio retention account (--retain-audio).
 	Retention media.AudioStats `json:"retention" desc:"the run's audio retention: bytes held, frames and streams let go"`
 	sdk.SourceFlags
@@ -91,7 +93,7 @@ func exportAudio(d *deps, in exportAudioIn) (ExportAudio, error) {
 	}
 	out := ExportAudio{
 		CallID: in.CallID, Path: in.Filename, Bytes: n, Format: wavFormat, DurationMs: r.durationMs,
-		Channels: r.channels, Skipped: r.skipped, Retention: stats,
+		Channels: r.channels, Skipped: r.skipped, SkippedTotal: r.skippedTotal, Retention: stats,
 		SourceFlags: src.Flags(), CaptureIdentity: src.Identity, SchemaVersion: exportAudioSchemaVersion,
 	}
 	if out.Skipped == nil {

@@ -63,8 +63,14 @@ type rendered struct {
 	wav        []byte
 	durationMs float64
 	channels   []AudioChannel
-	skipped    []SkippedStream
+	skipped    []SkippedStream // the first maxSkippedListed
+	// skippedTotal counts every stream left out.
+	skippedTotal int
 }
+
+// maxSkippedListed bounds the streams an answer lists as skipped (a call
+// may hold thousands): the rest are counted.
+const maxSkippedListed = 16
 
 // pickChannels chooses the two directions among the streams (oldest
 // first): the first, and the first later stream flowing the other way.
@@ -166,7 +172,8 @@ func renderWAV(ss []media.StreamAudio) rendered {
 		length = max(length, len(pcm[ch]))
 		out.channels = append(out.channels, info)
 	}
-	for _, i := range skipped {
+	out.skippedTotal = len(skipped)
+	for _, i := range skipped[:min(len(skipped), maxSkippedListed)] {
 		out.skipped = append(out.skipped, SkippedStream{SSRC: ss[i].SSRC, Src: ss[i].Src, Dst: ss[i].Dst,
 			Reason: "the file holds two directions, and this stream is neither the call's first nor the first flowing back to it"})
 	}
