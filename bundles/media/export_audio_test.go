@@ -1,6 +1,7 @@
 package media
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
@@ -246,5 +248,27 @@ func TestExportAudioRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a.wav")); err == nil {
 		t.Error("a refused call wrote a file")
+	}
+}
+
+// TestRenderWAVBoundsSenderTimestamps: RTP timestamps are sender-written.
+// A frame 2^31 samples ahead of the first is counted out of range and not
+// placed; a late frame 100 samples behind the first becomes the origin
+// (the first frame then sits at sample 100). The file is as long as the
+// frames in range ask (100 + 320 samples), never what the timestamps ask.
+func TestRenderWAVBoundsSenderTimestamps(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	payload := bytes.Repeat([]byte{0x80}, 160) // µ-law 32124
+	frame := func(ts uint32) media.AudioFrame {
+		return media.AudioFrame{Arrival: at, Timestamp: ts, Codec: "PCMU", Payload: payload}
+	}
+	r := renderWAV([]media.StreamAudio{{SSRC: "0x00000001", Src: "192.0.2.1:4000", Dst: "192.0.2.2:5000",
+		Frames: []media.AudioFrame{frame(1000), frame(1160), frame(1000 + 1<<31 - 1), frame(900)}}})
+	ch := r.channels[0]
+	if ch.Frames != 3 || ch.FramesOutOfRange != 1 || r.durationMs != 52.5 || len(r.wav) != 44+420*4 {
+		t.Errorf("frames %d out of range %d, %g ms, %d bytes; want 3, 1, 52.5 ms, %d bytes", ch.Frames, ch.FramesOutOfRange, r.durationMs, len(r.wav), 44+420*4)
+	}
+	if left := wavChannel(t, r.wav, 0); left[0] != 32124 || left[419] != 32124 || ch.SilenceMs != 0 {
+		t.Errorf("samples %d and %d, silence %g ms; want 32124 and no silence", left[0], left[419], ch.SilenceMs)
 	}
 }

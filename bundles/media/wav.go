@@ -16,9 +16,10 @@ import (
 // the first's destination: the same ip:port, else the same ip), silent
 // when there is none. Each frame is decoded (G.711, core/rtp) and placed
 // by its RTP timestamp (RFC 3550 §5.1: G.711's clock is its sample rate,
-// RFC 3551 §4.5.14), counted from the channel's first retained frame,
-// which sits at its arrival after the earlier of the two channels' first
-// frames; what no frame covers (a lost packet, a gap) stays silence.
+// RFC 3551 §4.5.14), counted from the channel's earliest retained
+// timestamp, which sits at the arrival of the channel's first frame after
+// the earlier of the two channels' first frames; what no frame covers (a
+// lost packet, a gap) stays silence.
 
 const (
 	wavRate     = 8000
@@ -134,9 +135,18 @@ func renderWAV(ss []media.StreamAudio) rendered {
 		info.SSRC, info.Src, info.Dst, info.FramesEvicted, info.FirstFrameAt = s.SSRC, s.Src, s.Dst, s.FramesEvicted, &at
 		base := int64(at.Sub(t0)) * wavRate / int64(time.Second)
 		info.StartMs = float64(base) * 1000 / wavRate
+		// The frames are in arrival order: a packet that arrived late may
+		// carry an earlier timestamp than the first. The earliest timestamp
+		// within the timeline's length behind the first is the origin.
+		origin := first.Timestamp
+		for _, f := range s.Frames {
+			if d := int64(int32(f.Timestamp - first.Timestamp)); d < 0 && d > -maxWAVSamples && int32(f.Timestamp-origin) < 0 {
+				origin = f.Timestamp
+			}
+		}
 		lo, hi := int64(-1), int64(-1)
 		for _, f := range s.Frames {
-			off := base + int64(int32(f.Timestamp-first.Timestamp))
+			off := base + int64(int32(f.Timestamp-origin))
 			n := int64(len(f.Payload))
 			if off < 0 || off+n > maxWAVSamples {
 				info.FramesOutOfRange++
