@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -142,14 +141,7 @@ func TestAudioShardedMergeEqualsSingle(t *testing.T) {
 			}
 			return
 		}
-		a, b := p.Src.Addr(), p.Dst.Addr()
-		if b.Less(a) {
-			a, b = b, a
-		}
-		h := fnv.New32a()
-		h.Write(a.AsSlice())
-		h.Write(b.AsSlice())
-		shards[h.Sum32()%2].Observe(p)
+		shards[hostPairShard(p, 2)].Observe(p)
 	})
 	if err != nil {
 		t.Fatal(err)
