@@ -228,6 +228,9 @@ type injTool struct {
 	} `json:"inputSchema"`
 }
 
+// injFile numbers the files the calls name (filename arguments).
+var injFile int
+
 // injCalls builds the calls of one tool from its input schema: every
 // required argument from the capture, then one call per value of every
 // enumerated argument, per Call-ID and per message index.
@@ -255,6 +258,11 @@ func injCalls(t *testing.T, tool injTool, start string) []map[string]any {
 			base[name] = "SIP-3261-8.1.1.7-BRANCH-COOKIE"
 		case name == "start":
 			base[name] = start
+		case name == "filename":
+			// A new name per call: a taken one is refused before any
+			// answer (export_audio).
+			injFile++
+			base[name] = fmt.Sprintf("inj-%d.wav", injFile)
 		case len(props[name].Enum) > 0:
 			base[name] = props[name].Enum[0]
 		default:
@@ -339,7 +347,7 @@ func injStrings(v any, out *[]string) {
 }
 
 func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
-	s := startRaw(t, "-N", "--mcp", "--mcp-max-response-bytes", "4194304", "--mcp-file-root", t.TempDir(), "-I", verdictPath(injCapture))
+	s := startRaw(t, "-N", "--mcp", "--mcp-max-response-bytes", "4194304", "--mcp-file-root", t.TempDir(), "--retain-audio", "-I", verdictPath(injCapture))
 	s.waitLoaded()
 	_, line := s.request("tools/list", map[string]any{})
 	var list struct {
