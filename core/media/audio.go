@@ -45,8 +45,9 @@ type audioRing struct {
 
 // audioState is the store's account of the retained audio.
 type audioState struct {
-	q     []*stream // streams holding audio, in the order they began
+	q     []*stream // streams holding audio, in the order they began (entries whose audio went stay until compacted)
 	qHd   int
+	live  int // streams holding audio now
 	bytes int64
 	stats AudioStats
 }
@@ -101,7 +102,9 @@ func (st *Store) retain(s *stream, ns int64, h *rtp.Header, payload []byte) {
 	if r == nil {
 		r = &audioRing{}
 		s.ext.audio = r
+		st.audio.live++
 		st.audio.q = append(st.audio.q, s)
+		st.compactAudioQ()
 	}
 	n := int64(len(p))
 	for st.audio.bytes+n > st.cfg.audioMaxBytes() && st.evictAudio(s) {
@@ -163,6 +166,7 @@ func (st *Store) dropAudio(s *stream) int64 {
 	}
 	b := s.ext.audio.bytes
 	st.audio.bytes -= b
+	st.audio.live--
 	s.ext.audio = nil
 	return b
 }
@@ -174,7 +178,9 @@ func (st *Store) mergeAudio(s *stream) {
 		return
 	}
 	st.audio.bytes += s.ext.audio.bytes
+	st.audio.live++
 	st.audio.q = append(st.audio.q, s)
+	st.compactAudioQ()
 }
 
 // mergeAudioStats adds another store's audio counters and lets the oldest
@@ -189,14 +195,25 @@ func (st *Store) mergeAudioStats(o *Store) {
 	}
 }
 
+// compactAudioQ drops the queue's entries whose audio went (let go at the
+// budget, or with a stream evicted from the store) once they outnumber the
+// live ones: the queue stays within twice the streams holding audio (plus
+// 1024), and holds no evicted stream for long. Amortized O(1) per entry.
 func (st *Store) compactAudioQ() {
 	a := &st.audio
-	if a.qHd > 1024 && a.qHd*2 > len(a.q) {
-		n := copy(a.q, a.q[a.qHd:])
-		clear(a.q[n:])
-		a.q = a.q[:n]
-		a.qHd = 0
+	if len(a.q)-a.qHd <= 2*a.live+1024 {
+		return
 	}
+	n := 0
+	for _, s := range a.q[a.qHd:] {
+		if s != nil && s.ext != nil && s.ext.audio != nil {
+			a.q[n] = s
+			n++
+		}
+	}
+	clear(a.q[n:])
+	a.q = a.q[:n]
+	a.qHd = 0
 }
 
 // AudioStats returns the audio retention's counters.
