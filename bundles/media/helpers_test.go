@@ -86,16 +86,6 @@ func rtpPacket(ts time.Time, src, dst string, pt uint8, seq uint16, rtpTS, ssrc 
 		Transport: packet.TransportUDP, Origin: packet.OriginWire, Payload: b, DSCP: dscp, HasDSCP: true}
 }
 
-// sipPacket builds a UDP packet carrying one SIP message written with "\n"
-// line ends.
-func sipPacket(ts time.Time, src, dst, msg string) *packet.Packet {
-	return &packet.Packet{
-		TS: ts, Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
-		Transport: packet.TransportUDP, Origin: packet.OriginWire,
-		Payload: []byte(strings.ReplaceAll(msg, "\n", "\r\n")),
-	}
-}
-
 // invite is an INVITE from 192.0.2.10 offering PCMU at 192.0.2.10:4000
 // under Call-ID callID.
 func invite(callID string) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/internal/testengine"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -183,7 +184,7 @@ func TestMediaDiagnosticsRemarkedOnlyOnAChange(t *testing.T) {
 	c := engine.New(engine.Config{Node: "test"}, nil)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	const id = "remark-1@192.0.2.10"
-	c.HandlePacket(sipPacket(t0, "192.0.2.10:5060", "198.51.100.20:5060", invite(id)))
+	c.HandlePacket(testengine.SIP(t0, "192.0.2.10:5060", "198.51.100.20:5060", invite(id)))
 	for i := range 10 {
 		at := t0.Add(time.Duration(i+1) * 20 * time.Millisecond)
 		dscp := uint8(46)

@@ -3,7 +3,6 @@ package signaling
 import (
 	"context"
 	"encoding/json"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,11 +61,7 @@ func sxJSON(s string) string {
 // sxSIP builds a UDP packet carrying one SIP message written with "\n"
 // line ends.
 func sxSIP(ts time.Time, src, dst, msg string) *packet.Packet {
-	return &packet.Packet{
-		TS: ts, Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
-		Transport: packet.TransportUDP, Origin: packet.OriginWire,
-		Payload: []byte(strings.ReplaceAll(msg, "\n", "\r\n")),
-	}
+	return testengine.SIP(ts, src, dst, msg)
 }
 
 // sxUnfence strips the fence markers of one fenced field.
