@@ -76,6 +76,7 @@ func engineConfig(cfg *Config) engine.Config {
 	th := thresholdsOf(cfg) // quality-interval verdicts judge with --loss-threshold and --jitter-threshold, as high_loss/high_jitter do
 	ec.Media.LossThresholdPct, ec.Media.JitterThresholdMs = &th.LossPct, &th.JitterMs
 	ec.Media.MaxStreams = cfg.Media.MaxStreams
+	ec.Media.RetainAudio = cfg.Media.RetainAudio // export_audio (bundles/media); off: nothing retained
 	if d := cfg.Media.OneWayDelay; d >= 0 {
 		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
 	}

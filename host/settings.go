@@ -46,6 +46,8 @@ type Settings struct {
 	Media      struct {
 		MaxStreams  int     `koanf:"max_streams"`
 		OneWayDelay float64 `koanf:"one_way_delay"`
+		// RetainAudio is --retain-audio (core/media/audio.go).
+		RetainAudio bool `koanf:"retain_audio"`
 		// CodecIe is [media.codec_ie], a free section (host/codecie.go).
 		CodecIe        map[string]any `koanf:"codec_ie"`
 		AMRWBListening string         `koanf:"amr_wb_listening"`

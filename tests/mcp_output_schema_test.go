@@ -428,7 +428,7 @@ func fileToolArgs(t *testing.T, capture string) []string {
 	if err := os.Chmod(root, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	return []string{"--mcp-file-root", root, "--mcp-allow-save-findings"}
+	return []string{"--mcp-file-root", root, "--mcp-allow-save-findings", "--retain-audio"}
 }
 
 func discoverCalls(t *testing.T, s *rawSession, sample bool) []toolCall {

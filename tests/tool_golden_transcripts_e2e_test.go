@@ -107,6 +107,8 @@ var handChecked = map[string]goldenCheck{
 	"explain_rule": {plain,
 		[]string{`"rfc":3264`, `"section":"6.1"`}},
 	"explain_rule-unknown": {refused, lint.IDs()},
+	"export_audio": {plain,
+		[]string{`"path":"call-1966.wav"`, `"bytes":272044`, `"ssrc":"0x343da99b"`, `"frames":425`}},
 	"explain_response_code": {plain,
 		[]string{`"phrase":"Not Acceptable Here"`, `"reference":"RFC 3261 §21.4.26"`}},
 	"generate_repro": {plain,

@@ -229,6 +229,9 @@ type injTool struct {
 	} `json:"inputSchema"`
 }
 
+// injFile numbers the files the calls name (filename arguments).
+var injFile int
+
 // injCalls builds the calls of one tool from its input schema: every
 // required argument from the capture, then one call per value of every
 // enumerated argument, per Call-ID, per message index and per evidence
@@ -267,7 +270,10 @@ func injCalls(t *testing.T, tool injTool, start string, refs []string) []map[str
 		case name == "b":
 			base[name] = "sip_call.pcap"
 		case name == "filename":
-			base[name] = "inj-export.pcap"
+			// A new name per call: a taken one is refused before any
+			// answer (export_capture, export_audio).
+			injFile++
+			base[name] = fmt.Sprintf("inj-%d.out", injFile)
 		case name == "summary":
 			base[name] = "finding about the injection capture"
 		case len(props[name].Enum) > 0:

@@ -364,6 +364,9 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 			}
 			t.Logf("%s: %d tools, %d answers, %d listings cut by the cap, largest line %d bytes", name, len(list.Result.Tools), answered, cut, largest)
 			for name, why := range silent {
+				if name == "export_audio" && strings.Contains(why, "nothing retained for call") {
+					continue // no G.711 audio in the capture: the documented -32603, a few hundred bytes
+				}
 				t.Errorf("%s: no answer, only refusals (the test proves nothing for it): %.300s", name, why)
 			}
 			if name != "SIP_CALL_RTP_G711" && name != "SIP_DTMF2.cap" {

@@ -6,6 +6,7 @@ package all
 import (
 	"github.com/sipnab/sipnab/bundles/captures"
 	"github.com/sipnab/sipnab/bundles/core"
+	"github.com/sipnab/sipnab/bundles/media"
 	"github.com/sipnab/sipnab/bundles/security"
 	"github.com/sipnab/sipnab/bundles/signaling"
 	"github.com/sipnab/sipnab/sdk"
@@ -16,6 +17,7 @@ func Bundles() []sdk.Bundle {
 	return []sdk.Bundle{
 		core.Bundle{},
 		signaling.Bundle{},
+		media.Bundle{},
 		captures.Bundle{},
 		security.Bundle{},
 	}

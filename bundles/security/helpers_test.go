@@ -52,7 +52,7 @@ func callErr(t *testing.T, c *engine.Capture, tool, args string) *sdk.Error {
 
 // sipPacket builds a UDP packet carrying one SIP message written with "\n"
 // line ends.
-var sipPacket = testengine.SIPPacket
+var sipPacket = testengine.SIP
 
 // unfence strips the fence markers of one fenced field.
 func unfence(s string) string {

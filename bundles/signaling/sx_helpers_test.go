@@ -47,7 +47,7 @@ func sxJSON(s string) string {
 // sxSIP builds a UDP packet carrying one SIP message written with "\n"
 // line ends.
 func sxSIP(ts time.Time, src, dst, msg string) *packet.Packet {
-	return testengine.SIPPacket(ts, src, dst, msg)
+	return testengine.SIP(ts, src, dst, msg)
 }
 
 // sxUnfence strips the fence markers of one fenced field.

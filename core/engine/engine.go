@@ -486,6 +486,29 @@ func (c *Capture) StartHEP(ctx context.Context, cfg heplisten.Config) (*hepliste
 	return l, nil
 }
 
+// HEPIngest is one HEP listener of the capture as the stores' readers need
+// it: the source name its frames carry (the <source> of their evidence
+// pointers) and what it checks before admitting a datagram.
+type HEPIngest struct {
+	Name string `json:"name"`
+	heplisten.Admission
+}
+
+// HEPIngest returns the capture's HEP listeners' admission checks, in the
+// order they were started: the run's configured ingest posture. Ingest
+// refuses a datagram that fails them, so every message a listener
+// delivered arrived under its posture (a HEP envelope read from a file or
+// a live interface passed no listener and no check).
+func (c *Capture) HEPIngest() []HEPIngest {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	out := make([]HEPIngest, 0, len(c.hepL))
+	for _, l := range c.hepL {
+		out = append(out, HEPIngest{Name: l.Name(), Admission: l.Admission()})
+	}
+	return out
+}
+
 // AttachLive registers a running live source (the frames of which the
 // caller feeds to HandleFrame): its name, how to stop it, a channel closed
 // when it ends and the error it ended with.

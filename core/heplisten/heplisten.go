@@ -370,6 +370,27 @@ func (l *Listener) TCPAddr() netip.AddrPort { return l.tcpAddr }
 // Name returns the source name frames carry.
 func (l *Listener) Name() string { return l.name }
 
+// Admission is what a listener checks before it admits a datagram, beyond
+// its rate budgets: whether an authentication hook (Config.Authenticate)
+// must accept every datagram, and whether a source allowlist
+// (Config.Allow) gates who may send. A listener with neither listens on
+// loopback only (Listen refuses anything else).
+type Admission struct {
+	// Authenticated: Config.Authenticate accepted every datagram the
+	// listener admitted (the hook's kind, shared secret or HMAC, is the
+	// caller's: the listener does not know it).
+	Authenticated bool `json:"authenticated"`
+	// Allowlisted: only the sources Config.Allow names are admitted.
+	Allowlisted bool `json:"allowlisted"`
+}
+
+// Admission returns the listener's admission checks. Ingest refuses any
+// datagram that fails them, so everything the listener delivered arrived
+// under them.
+func (l *Listener) Admission() Admission {
+	return Admission{Authenticated: l.cfg.Authenticate != nil, Allowlisted: len(l.allow) > 0}
+}
+
 // Close stops listening, closes every connection and waits for the
 // listener's goroutines. It is safe to call more than once.
 func (l *Listener) Close() error {

@@ -449,3 +449,30 @@ func FuzzFramer(f *testing.F) {
 		}
 	})
 }
+
+// TestAdmissionSaysWhatTheListenerChecks: Admission reports the
+// authentication hook and the allowlist as configured, which is what
+// every admitted datagram passed (explain_attribution reads it).
+func TestAdmissionSaysWhatTheListenerChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want Admission
+	}{
+		{"loopback, nothing", Config{UDP: "127.0.0.1:0"}, Admission{}},
+		{"allowlist", Config{UDP: "127.0.0.1:0", Allow: []string{"127.0.0.0/8"}}, Admission{Allowlisted: true}},
+		{"authentication", Config{UDP: "127.0.0.1:0", Authenticate: func([]byte) bool { return true }}, Admission{Authenticated: true}},
+		{"both", Config{UDP: "127.0.0.1:0", Allow: []string{"127.0.0.1"}, Authenticate: func([]byte) bool { return true }}, Admission{Authenticated: true, Allowlisted: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Listen(context.Background(), tc.cfg, &recorder{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if got := l.Admission(); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

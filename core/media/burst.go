@@ -95,6 +95,7 @@ func (b *burstState) close() {
 type streamExt struct {
 	burst *burstState
 	amr   *amrStats
+	audio *audioRing // retained G.711 payloads (audio.go); nil unless --retain-audio
 }
 
 // burstOf returns the stream's loss pattern, allocating it.

@@ -35,6 +35,19 @@ type truthFile struct {
 
 func streamKey(ssrc, src, dst string) string { return ssrc + " " + src + " " + dst }
 
+// hostPairShard is the shard of n a packet's host pair goes to, as the
+// router shards a multi-core load: both directions of a flow together.
+func hostPairShard(p *packet.Packet, n uint32) uint32 {
+	a, b := p.Src.Addr(), p.Dst.Addr()
+	if b.Less(a) {
+		a, b = b, a
+	}
+	h := fnv.New32a()
+	h.Write(a.AsSlice())
+	h.Write(b.AsSlice())
+	return h.Sum32() % n
+}
+
 // TestPublicCapturesAgainstTshark checks every RTP stream tshark reports on
 // every public capture: packets and lost equal, max jitter within
 // max(0.05 ms, 2 %); streams tshark finds only with its RTP heuristic are
@@ -148,14 +161,7 @@ func TestShardedMergeEqualsSingle(t *testing.T) {
 					return
 				}
 				single.Observe(p)
-				a, b := p.Src.Addr(), p.Dst.Addr()
-				if b.Less(a) {
-					a, b = b, a
-				}
-				h := fnv.New32a()
-				h.Write(a.AsSlice())
-				h.Write(b.AsSlice())
-				shards[h.Sum32()%2].Observe(p)
+				shards[hostPairShard(p, 2)].Observe(p)
 			})
 			if errors.Is(err, capture.ErrUnsupportedFormat) {
 				t.Skip(err)

@@ -86,6 +86,7 @@ func (st *Store) Merge(others ...*Store) {
 			}
 			st.streams.set(s.key, s)
 			st.order = append(st.order, s)
+			st.mergeAudio(s)
 			st.bySSRC[s.key.SSRC] = append(st.bySSRC[s.key.SSRC], s)
 			if s.key.Fax {
 				st.faxes++
@@ -130,6 +131,7 @@ func (st *Store) Merge(others ...*Store) {
 		st.stats.RTCPUnknownSSRC += os.RTCPUnknownSSRC
 		st.stats.UDPTLPackets += os.UDPTLPackets
 		st.stats.Rejected += os.Rejected
+		st.mergeAudioStats(o)
 		o.mu.Unlock()
 	}
 	st.chg.all = st.chg.epoch != 0 // every dialog's streams may have moved
@@ -151,7 +153,8 @@ func (st *Store) empty() bool {
 // sequence ring): a store of the one can be adopted by a store of the other.
 func sameCaps(a, b Config) bool {
 	return a.MaxStreams == b.MaxStreams && a.MaxCandidates == b.MaxCandidates && a.MaxEndpoints == b.MaxEndpoints &&
-		a.QualityInterval == b.QualityInterval && a.LostSeqRing == b.LostSeqRing
+		a.QualityInterval == b.QualityInterval && a.LostSeqRing == b.LostSeqRing &&
+		a.RetainAudio == b.RetainAudio && a.AudioFramesPerStream == b.AudioFramesPerStream && a.AudioMaxBytes == b.AudioMaxBytes
 }
 
 // size is how much a merge of o would move: its streams, candidates and
@@ -190,6 +193,7 @@ func (st *Store) adopt(o *Store) {
 	st.lastNs = o.lastNs
 	st.orphans = o.orphans
 	st.faxes = o.faxes
+	st.audio, o.audio = o.audio, audioState{}
 }
 
 // keyCompare orders streams with the same first packet time

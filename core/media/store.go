@@ -86,6 +86,14 @@ type Config struct {
 	// WidebandListening is the G.113 Appendix IV listening context of
 	// AMR-WB's wideband score (--amr-wb-listening); "" is monotic.
 	WidebandListening mos.Listening
+	// RetainAudio keeps the payloads of G.711 packets for export_audio
+	// (--retain-audio; audio.go): call audio is content, so holding it is
+	// the operator's decision. AudioFramesPerStream bounds each stream's
+	// ring (0: DefaultAudioFrames, 1500), AudioMaxBytes the bytes of every
+	// stream together (0: DefaultAudioMaxBytes, 64 MiB).
+	RetainAudio          bool
+	AudioFramesPerStream int
+	AudioMaxBytes        int64
 	// Logger receives rare notices; nil discards them.
 	Logger *slog.Logger
 }
@@ -240,7 +248,8 @@ type Store struct {
 	lastNs   int64 // arrival of the latest packet taken (LastPacketAt)
 	orphans  int
 	faxes    int
-	chg      changeLog // changes.go
+	chg      changeLog  // changes.go
+	audio    audioState // retained audio (audio.go)
 }
 
 // NewStore returns an empty store.
@@ -617,6 +626,7 @@ func (st *Store) evictStream() {
 			st.bySSRC[s.key.SSRC] = l
 		}
 		st.unindexCalls(s)
+		st.dropAudio(s) // its bytes leave the budget with it (counted with the stream)
 		st.stats.StreamsEvicted++
 		break
 	}
@@ -654,6 +664,9 @@ func (st *Store) update(s *stream, ns int64, h *rtp.Header, payload []byte, dscp
 		}
 	}
 	codec, basis := s.codecFor(h.PayloadType)
+	if st.cfg.RetainAudio && payload != nil && isG711(codec) {
+		st.retain(s, ns, h, payload)
+	}
 	cn := h.PayloadType == rtp.PTComfortNoise || h.PayloadType == rtp.PTComfortNoiseOld
 	switch {
 	case cn:

@@ -4,9 +4,13 @@ package testengine
 
 import (
 	"context"
+	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -26,4 +30,15 @@ func Load(tb testing.TB, cfg engine.Config, paths ...string) *engine.Capture {
 func Public(tb testing.TB, cfg engine.Config, name string) *engine.Capture {
 	tb.Helper()
 	return Load(tb, cfg, testcap.Public(name))
+}
+
+// SIP builds a UDP packet carrying one SIP message written with "\n" line
+// ends (sent as CRLF), for tests that route crafted messages through
+// Capture.HandlePacket.
+func SIP(ts time.Time, src, dst, msg string) *packet.Packet {
+	return &packet.Packet{
+		TS: ts, Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
+		Transport: packet.TransportUDP, Origin: packet.OriginWire,
+		Payload: []byte(strings.ReplaceAll(msg, "\n", "\r\n")),
+	}
 }

@@ -3,24 +3,10 @@ package testengine
 import (
 	"context"
 	"encoding/json"
-	"net/netip"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/sdk"
 )
-
-// SIPPacket builds a UDP packet (seen on the wire) carrying one SIP
-// message written with "\n" line ends, which become "\r\n".
-func SIPPacket(ts time.Time, src, dst, msg string) *packet.Packet {
-	return &packet.Packet{
-		TS: ts, Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst),
-		Transport: packet.TransportUDP, Origin: packet.OriginWire,
-		Payload: []byte(strings.ReplaceAll(msg, "\n", "\r\n")),
-	}
-}
 
 // Call invokes a tool through the sdk's public path (arguments checked
 // against its input schema, default limits) and decodes its answer, the
