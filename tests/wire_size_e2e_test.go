@@ -155,6 +155,10 @@ func largeArgs(tl wireTool, sub wireSubjects) []map[string]any {
 			with(k, "sip_call.pcap")
 		case k == "dimensions":
 			with(k, []string{"state", "response_code", "method", "from.user", "to.user", "ua", "src.ip", "dst.ip", "rtp.codec"})
+		case k == "filename":
+			// a name of the tool's own: export_capture and export_audio
+			// share the file root, and a taken name is refused
+			with(k, tl.Name+".out")
 		case required(k) && (k == "filter" || k == "expr"):
 			with(k, "method == INVITE")
 		case required(k) && len(p.Enum) > 0:
