@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -148,6 +149,7 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 	for i, addr := range nonEmpty(cfg.HEP.Listen) {
 		hc := heplisten.Config{UDP: addr, TCP: addr, Allow: nonEmpty(cfg.HEP.Allow),
 			PerPeerRate: float64(cfg.HEP.RateLimitPerPeer), SourceID: uint16(200 + i),
+			SilenceWarn: time.Duration(cfg.HEP.SilenceWarn) * time.Second,
 			Logger: toSlog(log.Named("hep"))}
 		l, err := c.StartHEP(ctx, hc)
 		if err != nil {

@@ -157,6 +157,9 @@ func checkStartup(cfg *Config) error {
 	if n := cfg.Cores; n < 1 || n > 256 {
 		return usagef("--cores %d: want 1 to 256", n)
 	}
+	if n := cfg.HEP.SilenceWarn; n < 1 {
+		return usagef("--hep-silence-warn %d: want at least 1 second", n)
+	}
 	if cfg.CallReport == "" {
 		for f, on := range map[string]bool{"markdown": cfg.Markdown, "no-cli-print": cfg.NoCLIPrint} {
 			if on {
