@@ -88,6 +88,10 @@ type mcpHost struct {
 
 	res          *resourceHost
 	subscribable bool
+
+	// stop is shutdown_server's clean stop: the transports tell it of
+	// every message written (control.go); nil in tests.
+	stop *stopper
 }
 
 type hostOptions struct {

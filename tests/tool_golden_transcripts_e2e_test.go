@@ -28,7 +28,15 @@ import (
 // goldenVolatile are the values that change from run to run: wall-clock
 // durations of the load and of the call; the dialog store's byte account
 // (build-dependent structure sizes) and budget (sized for the machine).
-var goldenVolatile = regexp.MustCompile(`(\\*"(?:uptime_sec|elapsed_sec|elapsed_ms|held_bytes|max_bytes)\\*":\s*)[0-9.eE+-]+`)
+var goldenVolatile = regexp.MustCompile(`(\\*"(?:uptime_sec|elapsed_sec|elapsed_ms|held_bytes|max_bytes|uptime_seconds|observed_ms)\\*":\s*)[0-9.eE+-]+`)
+
+// goldenVolatileObjects are the server bundle's readings of this machine
+// and this moment (runtime_stats' process, host and impact; capture_health's
+// kernel clock), emptied; goldenVolatileText is the build's --version line.
+var (
+	goldenVolatileObjects = regexp.MustCompile(`(\\*"(?:process|host|impact|clock)\\*":\s*)\{[^{}]*\}`)
+	goldenVolatileText    = regexp.MustCompile(`(\\*"version_line\\*":\s*\\*")[^"\\]*`)
+)
 
 // goldenShape says what a tool's answer must carry around sender text.
 type goldenShape int
@@ -158,6 +166,8 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 			needTools(t, have, tc.tool)
 			r := s.on(t).call(tc.tool, tc.args)
 			got := goldenVolatile.ReplaceAll(transcript(t, r), []byte("${1}0"))
+			got = goldenVolatileObjects.ReplaceAll(got, []byte("${1}{}"))
+			got = goldenVolatileText.ReplaceAll(got, []byte("${1}"))
 			got = bytes.ReplaceAll(got, []byte(filepath.Dir(bin)), []byte("$BINDIR"))
 			checkToolGolden(t, tc.bundle, tc.golden+".json", got)
 

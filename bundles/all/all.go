@@ -5,6 +5,7 @@ package all
 
 import (
 	"github.com/sipnab/sipnab/bundles/core"
+	"github.com/sipnab/sipnab/bundles/server"
 	"github.com/sipnab/sipnab/bundles/signaling"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -14,5 +15,6 @@ func Bundles() []sdk.Bundle {
 	return []sdk.Bundle{
 		core.Bundle{},
 		signaling.Bundle{},
+		server.Bundle{},
 	}
 }

@@ -869,6 +869,19 @@ func (l *Listener) SilenceWarn() time.Duration {
 	return DefaultSilenceWarn
 }
 
+// Trust says on what a sender is admitted: "allowlist" (its address is in
+// Config.Allow), "shared_secret" (Config.Authenticate, no allowlist) or
+// "loopback" (neither: Listen permits that on loopback addresses only).
+func (l *Listener) Trust() string {
+	switch {
+	case len(l.allow) > 0:
+		return "allowlist"
+	case l.cfg.Authenticate != nil:
+		return "shared_secret"
+	}
+	return "loopback"
+}
+
 // MaxSenders and MaxRefused are the roster's and the refused-source
 // list's caps (Config, defaults applied).
 func (l *Listener) MaxSenders() int { return l.senders.max }
