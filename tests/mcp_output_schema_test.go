@@ -103,8 +103,9 @@ func TestOutputSchemasHoldOnTheLiveWire(t *testing.T) {
 	for _, name := range outputSchemaCaptures {
 		t.Run(name, func(t *testing.T) {
 			// --portrange 1-65535: every capture's SIP is analysed, whatever
-			// its ports (several run on 5080-5082 or 10270).
-			s := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "--mcp-max-response-bytes", "4194304", "--portrange", "1-65535", "-I", testcap.Public(name))
+			// its ports (several run on 5080-5082 or 10270). --mcp-allow-shutdown:
+			// shutdown_server answers its example (a dry run) instead of refusing.
+			s := startRaw(t, "-N", "--mcp", "--mcp-output-schemas", "--mcp-allow-shutdown", "--mcp-max-response-bytes", "4194304", "--portrange", "1-65535", "-I", testcap.Public(name))
 			s.waitLoaded()
 			checks := outputSchemas(t, s)
 			for tool, c := range checks {
@@ -181,7 +182,7 @@ func TestOutputSchemasHoldOverHTTPE2E(t *testing.T) {
 
 	token := "e2e-output-schemas-token-0123456789"
 	srv := startHTTP(t, []string{"SIPNAB_MCP_TOKEN=" + token}, "-N", "--mcp", "--mcp-transport", "http",
-		"--mcp-output-schemas", "--mcp-rate-limit-per-peer", "0", "-I", sampleCapture())
+		"--mcp-output-schemas", "--mcp-allow-shutdown", "--mcp-rate-limit-per-peer", "0", "-I", sampleCapture())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := gosdk.NewClient(&gosdk.Implementation{Name: "e2e-output-schemas", Version: "1"}, nil)

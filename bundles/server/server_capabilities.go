@@ -37,10 +37,10 @@ type Capabilities struct {
 // not_in_this_build, never reported false.
 type RuntimeFlags struct {
 	MCPFileRoot          bool     `json:"mcp_file_root" desc:"--mcp-file-root is set (the path is never shown)"`
-	MCPAllowShutdown     *bool    `json:"mcp_allow_shutdown,omitempty" desc:"--mcp-allow-shutdown"`
-	MCPAllowOpenCapture  *bool    `json:"mcp_allow_open_capture,omitempty" desc:"--mcp-allow-open-capture"`
-	MCPAllowTLSCapture   *bool    `json:"mcp_allow_tls_capture,omitempty" desc:"--mcp-allow-tls-capture"`
-	MCPAllowSaveFindings *bool    `json:"mcp_allow_save_findings,omitempty" desc:"--mcp-allow-save-findings"`
+	MCPAllowShutdown     *bool    `json:"mcp_allow_shutdown,omitempty" desc:"--mcp-allow-shutdown: shutdown_server enabled"`
+	MCPAllowOpenCapture  *bool    `json:"mcp_allow_open_capture,omitempty" desc:"open_capture enabled (absent: not in this build)"`
+	MCPAllowTLSCapture   *bool    `json:"mcp_allow_tls_capture,omitempty" desc:"start_tls_capture enabled (absent: not in this build)"`
+	MCPAllowSaveFindings *bool    `json:"mcp_allow_save_findings,omitempty" desc:"save_findings enabled (absent: not in this build)"`
 	NotInThisBuild       []string `json:"not_in_this_build,omitempty" desc:"opt-in flags this build does not have (absent above)"`
 	HEPListeners         int      `json:"hep_listeners" desc:"running HEP listeners (-L)"`
 	LiveInterfaces       int      `json:"live_interfaces" desc:"running live captures (-i)"`
