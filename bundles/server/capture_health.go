@@ -195,12 +195,8 @@ func captureHealth(ctx context.Context, d *deps, requested int) (CaptureHealth, 
 	}
 	applied := min(requested, maxSampleSeconds)
 	a := readHealth(d)
-	t := time.NewTimer(time.Duration(applied) * time.Second)
-	select {
-	case <-ctx.Done():
-		t.Stop()
+	if err := wait(ctx, time.Duration(applied)*time.Second); err != nil {
 		return CaptureHealth{}, sdk.Unavailable("capture_health: the call ended before its %d s window", applied)
-	case <-t.C:
 	}
 	b := readHealth(d)
 	st := b.st

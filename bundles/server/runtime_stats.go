@@ -134,12 +134,8 @@ func runtimeStats(ctx context.Context, d *deps, window time.Duration) (RuntimeSt
 	out := RuntimeStats{SchemaVersion: runtimeSchemaVersion, Interfaces: []InterfaceStat{}}
 	if window > 0 {
 		start := readCounters(d.capture)
-		t := time.NewTimer(window)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if err := wait(ctx, window); err != nil {
 			return RuntimeStats{}, sdk.Unavailable("runtime_stats: the call ended before its %v window", window)
-		case <-t.C:
 		}
 		end := readCounters(d.capture)
 		secs := end.at.Sub(start.at).Seconds()
@@ -200,4 +196,18 @@ func occupancy(used, capacity int) Occupancy {
 		o.Pct = 100 * float64(used) / float64(capacity)
 	}
 	return o
+}
+
+// wait sleeps for a sample window between the two readings, or until the
+// call ends. Tests replace it to act inside the window (and to see the
+// window asked) without sleeping.
+var wait = func(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
