@@ -150,7 +150,7 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 		hc := heplisten.Config{UDP: addr, TCP: addr, Allow: nonEmpty(cfg.HEP.Allow),
 			PerPeerRate: float64(cfg.HEP.RateLimitPerPeer), SourceID: uint16(200 + i),
 			SilenceWarn: time.Duration(cfg.HEP.SilenceWarn) * time.Second,
-			Logger: toSlog(log.Named("hep"))}
+			Logger:      toSlog(log.Named("hep"))}
 		l, err := c.StartHEP(ctx, hc)
 		if err != nil {
 			return fail(err)
