@@ -137,7 +137,7 @@ var options = []option{
 	{flag: "mcp-tls-key", group: gSecurity, arg: "FILE", key: "mcp.tls_key", def: "", usage: "TLS key for the HTTP listener"},
 	{flag: "user", group: gSecurity, arg: "USER", key: "user", def: "", usage: "user to drop to when started as root (default nobody)"},
 	{flag: "mcp-file-root", group: gMCP, arg: "DIR", key: "mcp.file_root", def: "", usage: "sandbox directory for file tools"},
-	{flag: "mcp-allow-shutdown", group: gMCP, key: "mcp.allow_shutdown", def: false, usage: "enable shutdown_server (stops the server; a dry run first; a live source also needs discard_unsaved)"},
+	{flag: "mcp-allow-shutdown", group: gMCP, key: "mcp.allow_shutdown", def: false, usage: "enable shutdown_server (stops the server; a dry run first; a live source also needs save_to or discard_unsaved)"},
 
 	// The run's analysis thresholds (filter.Thresholds): the filter aliases
 	// (problems, slow-setup, short-calls), sipnab://filter/<alias>, the
