@@ -142,10 +142,10 @@ type Sender struct {
 	// HEP2 and HEP3 count datagrams by HEP version.
 	HEP2 uint64 `json:"hep2,omitempty"`
 	HEP3 uint64 `json:"hep3,omitempty"`
-	// AgentID is the capture agent id the sender's last admitted datagram
-	// claimed (HEP3 chunk 0x000c, or the HEP2 capture id; hep.AgentIDOf);
-	// HasAgentID says one did. A claim, not a proof: any sender can write
-	// any id.
+	// AgentID is the last capture agent id the sender's admitted
+	// datagrams claimed (HEP3 chunk 0x000c, or the HEP2 capture id;
+	// hep.AgentIDOf); a datagram claiming none leaves it. HasAgentID says
+	// one did. A claim, not a proof: any sender can write any id.
 	AgentID    uint32 `json:"agent_id,omitempty"`
 	HasAgentID bool   `json:"-"`
 }
