@@ -289,3 +289,33 @@ func jsonInt(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestShutdownServerOverHTTPE2E: over streamable HTTP the stopping call is
+// answered (the reply reaches the client) and the process then exits 0.
+func TestShutdownServerOverHTTPE2E(t *testing.T) {
+	srv := startHTTP(t, nil, "--mcp-allow-shutdown", "-I", sampleCapture())
+	s := openSession(t, srv.URL, "")
+	text := func(m map[string]any) string {
+		res, _ := m["result"].(map[string]any)
+		content, _ := res["content"].([]any)
+		if len(content) == 0 {
+			t.Fatalf("no content: %v", m)
+		}
+		return content[0].(map[string]any)["text"].(string)
+	}
+	stopCall := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"shutdown_server","arguments":{"dry_run":false}}}`
+	if got := text(s.post(strings.Replace(stopCall, "%d", "1", 1))); !strings.Contains(got, `"dry_run":true`) {
+		t.Fatalf("first call %s", got)
+	}
+	if got := text(s.post(strings.Replace(stopCall, "%d", "2", 1))); !strings.Contains(got, `"stopping":true`) {
+		t.Fatalf("second call %s", got)
+	}
+	select {
+	case <-srv.exited:
+		if code := srv.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("exit %d\nstderr:\n%s", code, srv.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the server did not exit\nstderr:\n%s", srv.stderr.String())
+	}
+}
