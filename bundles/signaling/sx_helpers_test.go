@@ -1,7 +1,6 @@
 package signaling
 
 import (
-	"context"
 	"encoding/json"
 	"net/netip"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/tooltest"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
@@ -29,26 +29,13 @@ func sxLoad(t *testing.T, name string) *engine.Capture {
 // answer into into (when not nil).
 func sxCall(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
 	t.Helper()
-	r, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool.Name, args, err)
-	}
-	if into != nil {
-		if err := json.Unmarshal([]byte(r.Blocks[0]), into); err != nil {
-			t.Fatalf("%s: decoding %s: %v", tool.Name, r.Blocks[0], err)
-		}
-	}
-	return r
+	return tooltest.Call(t, tool, args, into)
 }
 
 // sxCallErr invokes a tool that must fail and returns its error.
 func sxCallErr(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
 	t.Helper()
-	_, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err == nil {
-		t.Fatalf("%s %s: got success, want an error", tool.Name, args)
-	}
-	return sdk.AsError(err)
+	return tooltest.CallErr(t, tool, args)
 }
 
 func sxItoa(n int) string { return strconv.Itoa(n) }
