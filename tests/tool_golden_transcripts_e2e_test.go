@@ -32,10 +32,13 @@ var goldenVolatile = regexp.MustCompile(`(\\*"(?:uptime_sec|elapsed_sec|elapsed_
 
 // goldenVolatileObjects are the server bundle's readings of this machine
 // and this moment (runtime_stats' process, host and impact; capture_health's
-// kernel clock), emptied; goldenVolatileText is the build's --version line.
+// kernel clock), emptied; goldenVolatileText is the build's --version line;
+// goldenVolatileList the bundles compiled in (server_capabilities), which
+// adding a bundle changes.
 var (
 	goldenVolatileObjects = regexp.MustCompile(`(\\*"(?:process|host|impact|clock)\\*":\s*)\{[^{}]*\}`)
 	goldenVolatileText    = regexp.MustCompile(`(\\*"version_line\\*":\s*\\*")[^"\\]*`)
+	goldenVolatileList    = regexp.MustCompile(`(\\*"bundles\\*":\s*)\[[^\]]*\]`)
 )
 
 // goldenShape says what a tool's answer must carry around sender text.
@@ -176,6 +179,7 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 			got := goldenVolatile.ReplaceAll(transcript(t, r), []byte("${1}0"))
 			got = goldenVolatileObjects.ReplaceAll(got, []byte("${1}{}"))
 			got = goldenVolatileText.ReplaceAll(got, []byte("${1}"))
+			got = goldenVolatileList.ReplaceAll(got, []byte("${1}[]"))
 			got = bytes.ReplaceAll(got, []byte(filepath.Dir(bin)), []byte("$BINDIR"))
 			checkToolGolden(t, tc.bundle, tc.golden+".json", got)
 

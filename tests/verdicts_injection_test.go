@@ -255,6 +255,8 @@ func injCalls(t *testing.T, tool injTool, start string) []map[string]any {
 			base[name] = "SIP-3261-8.1.1.7-BRANCH-COOKIE"
 		case name == "start":
 			base[name] = start
+		case name == "sample_seconds":
+			base[name] = 1 // capture_health's shortest window
 		case len(props[name].Enum) > 0:
 			base[name] = props[name].Enum[0]
 		default:
@@ -339,7 +341,8 @@ func injStrings(v any, out *[]string) {
 }
 
 func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
-	s := startRaw(t, "-N", "--mcp", "--mcp-max-response-bytes", "4194304", "--mcp-file-root", t.TempDir(), "-I", verdictPath(injCapture))
+	// --mcp-allow-shutdown: shutdown_server answers (a dry run, its default).
+	s := startRaw(t, "-N", "--mcp", "--mcp-allow-shutdown", "--mcp-max-response-bytes", "4194304", "--mcp-file-root", t.TempDir(), "-I", verdictPath(injCapture))
 	s.waitLoaded()
 	_, line := s.request("tools/list", map[string]any{})
 	var list struct {

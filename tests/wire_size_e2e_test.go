@@ -112,6 +112,8 @@ func largeArgs(tl wireTool, sub wireSubjects) []map[string]any {
 			with(k, "from.user")
 		case k == "timeout_seconds":
 			with(k, 0)
+		case k == "sample_seconds" && required(k):
+			with(k, 1) // capture_health's shortest window
 		case k == "index":
 			with(k, 0)
 		case k == "code":
@@ -260,7 +262,8 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			s := startRaw(t, "-N", "--mcp", "--mcp-max-response-bytes", fmt.Sprint(wireCap), "-I", captures[name])
+			// --mcp-allow-shutdown: shutdown_server answers (a dry run: dry_run is left to its default).
+			s := startRaw(t, "-N", "--mcp", "--mcp-allow-shutdown", "--mcp-max-response-bytes", fmt.Sprint(wireCap), "-I", captures[name])
 			s.waitLoaded()
 			_, line := s.request("tools/list", map[string]any{})
 			var list struct {
@@ -327,7 +330,7 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 // JSON-RPC message in the response body against the cap.
 func TestToolAnswersFitTheWireCapOverHTTP(t *testing.T) {
 	t.Parallel()
-	srv := startHTTP(t, nil, "--mcp-max-response-bytes", fmt.Sprint(wireCap), "--mcp-rate-limit-per-peer", "0",
+	srv := startHTTP(t, nil, "--mcp-max-response-bytes", fmt.Sprint(wireCap), "--mcp-rate-limit-per-peer", "0", "--mcp-allow-shutdown",
 		"-I", testcap.Public("sipp-branch-scenario.pcapng"))
 	resp, body := rawPost(t, srv.URL, initBody, nil)
 	sid := resp.Header.Get("Mcp-Session-Id")

@@ -2,14 +2,13 @@ package server
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/selfstat"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -149,45 +148,15 @@ func readHealth(d *deps) healthReading {
 	return r
 }
 
-// interfaceDrops sums rx_dropped of the captured interfaces
-// (/sys/class/net/<dev>/statistics; "any" is every interface). Absent
-// without a live capture or where it cannot be read.
+// interfaceDrops sums the captured interfaces' rx_dropped; absent without
+// a live capture or where it cannot be read (core/selfstat).
 func interfaceDrops(d *deps) *uint64 {
-	if len(d.live) == 0 {
-		return nil
-	}
-	var devs []string
+	devs := make([]string, 0, len(d.live))
 	for _, lc := range d.live {
-		dev := lc.Handle().Device()
-		if dev == "any" || dev == "" {
-			ents, err := os.ReadDir(filepath.Join(sysNet, "."))
-			if err != nil {
-				return nil
-			}
-			devs = devs[:0]
-			for _, e := range ents {
-				devs = append(devs, e.Name())
-			}
-			break
-		}
-		devs = append(devs, dev)
+		devs = append(devs, lc.Handle().Device())
 	}
-	var n uint64
-	for _, dev := range devs {
-		if strings.ContainsAny(dev, "/") {
-			continue
-		}
-		v, ok := readUint(filepath.Join(sysNet, dev, "statistics", "rx_dropped"))
-		if !ok {
-			return nil
-		}
-		n += v
-	}
-	return &n
+	return selfstat.InterfaceDrops(devs)
 }
-
-// sysNet is where the interfaces' counters are read.
-var sysNet = "/sys/class/net"
 
 func captureHealth(ctx context.Context, d *deps, requested int) (CaptureHealth, error) {
 	if requested < 1 {

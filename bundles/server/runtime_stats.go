@@ -6,6 +6,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/selfstat"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -152,17 +153,17 @@ func runtimeStats(ctx context.Context, d *deps, window time.Duration) (RuntimeSt
 		}
 		out.Rates = r
 	}
-	p := readProcess()
-	out.Process = ProcessStats{RSSBytes: p.rss, VirtualBytes: p.virt, Threads: p.threads, OpenFDs: p.fds, CPUSeconds: p.cpu}
-	h := readHost()
-	out.Host = HostStats{MemoryTotalBytes: h.total, MemoryAvailableBytes: h.available, CPUs: h.cpus, Basis: h.basis}
-	if p.rss != nil && h.total != nil && *h.total > 0 {
-		pct := 100 * float64(*p.rss) / float64(*h.total)
+	p := selfstat.ReadProcess()
+	out.Process = ProcessStats{RSSBytes: p.RSS, VirtualBytes: p.Virtual, Threads: p.Threads, OpenFDs: p.OpenFDs, CPUSeconds: p.CPUSeconds}
+	h := selfstat.ReadHost()
+	out.Host = HostStats{MemoryTotalBytes: h.MemoryTotal, MemoryAvailableBytes: h.MemoryAvailable, CPUs: h.CPUs, Basis: h.Basis}
+	if p.RSS != nil && h.MemoryTotal != nil && *h.MemoryTotal > 0 {
+		pct := 100 * float64(*p.RSS) / float64(*h.MemoryTotal)
 		im := &Impact{MemoryPct: pct, Significant: pct >= significantMemoryPct}
 		if im.Significant {
-			im.Note = "sipnab holds at least 10% of the " + h.basis + "'s memory: it may itself press the services it watches; lower --limit, --max-store-mb or --max-streams"
+			im.Note = "sipnab holds at least 10% of the " + h.Basis + "'s memory: it may itself press the services it watches; lower --limit, --max-store-mb or --max-streams"
 		} else {
-			im.Note = "sipnab holds under 10% of the " + h.basis + "'s memory"
+			im.Note = "sipnab holds under 10% of the " + h.Basis + "'s memory"
 		}
 		out.Impact = im
 	}
@@ -186,7 +187,7 @@ func runtimeStats(ctx context.Context, d *deps, window time.Duration) (RuntimeSt
 		o := occupancy(m.Stats().Streams, m.Config().MaxStreams)
 		out.Streams = &o
 	}
-	out.UptimeSeconds = uptimeSeconds()
+	out.UptimeSeconds = selfstat.UptimeSeconds()
 	return out, nil
 }
 

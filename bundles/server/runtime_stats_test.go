@@ -80,49 +80,6 @@ func TestRuntimeStatsReadsThisProcess(t *testing.T) {
 	}
 }
 
-// TestRuntimeStatsHostBasis reads prepared procfs and cgroup v2 trees: a
-// cgroup memory.max and cpu.max below the host's are the bound (basis
-// cgroup, available = max - current); "max" leaves the host's.
-func TestRuntimeStatsHostBasis(t *testing.T) {
-	for _, tc := range []struct {
-		name, memMax, cpuMax, basis string
-		total, avail                uint64
-		cpus                        float64
-	}{
-		{"cgroup limits", "1073741824", "150000 100000", "cgroup", 1 << 30, 1<<30 - 268435456, 1.5},
-		{"no limit", "max", "max 100000", "host", 16384000 * 1024, 8192000 * 1024, -1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			proc, cg := t.TempDir(), t.TempDir()
-			write := func(path, s string) {
-				t.Helper()
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			write(filepath.Join(proc, "meminfo"), "MemTotal:       16384000 kB\nMemFree:         1000 kB\nMemAvailable:    8192000 kB\n")
-			write(filepath.Join(proc, "self", "cgroup"), "0::/sipnab.slice\n")
-			write(filepath.Join(cg, "sipnab.slice", "cgroup.controllers"), "cpu memory\n")
-			write(filepath.Join(cg, "sipnab.slice", "memory.max"), tc.memMax+"\n")
-			write(filepath.Join(cg, "sipnab.slice", "memory.current"), "268435456\n")
-			write(filepath.Join(cg, "sipnab.slice", "cpu.max"), tc.cpuMax+"\n")
-			oldP, oldC := procRoot, cgroupRoot
-			procRoot, cgroupRoot = proc, cg
-			t.Cleanup(func() { procRoot, cgroupRoot = oldP, oldC })
-			h := readHost()
-			if h.basis != tc.basis || *h.total != tc.total || *h.available != tc.avail {
-				t.Errorf("basis %s total %d available %d; want %s %d %d", h.basis, *h.total, *h.available, tc.basis, tc.total, tc.avail)
-			}
-			if tc.cpus > 0 && *h.cpus != tc.cpus {
-				t.Errorf("cpus %v, want %v", *h.cpus, tc.cpus)
-			}
-		})
-	}
-}
-
 // TestRuntimeStatsRatesCountWhatArrivedInTheWindow: five SIP messages
 // routed inside the window (three INVITEs and a REGISTER opening four
 // Call-IDs, one INVITE retransmitted) are 5 packets and 4 new dialogs,

@@ -1,4 +1,11 @@
-package server
+// Package selfstat reads what this process costs its host and what the
+// host (or the cgroup limiting the process) has, from procfs, cgroup v2 and
+// getrusage(2) (Linux: proc(5), Documentation/admin-guide/cgroup-v2.rst),
+// and the captured interfaces' own drop counters (/sys/class/net). A value
+// that cannot be read here is nil, never 0: a 0 where nothing was read
+// reads as "all clear". It opens only those kernel files, never a file a
+// caller names.
+package selfstat
 
 import (
 	"bufio"
@@ -11,31 +18,33 @@ import (
 	"syscall"
 )
 
-// What runtime_stats reads of the process and its host, from procfs and
-// cgroup v2 (Linux, proc(5), Documentation/admin-guide/cgroup-v2.rst). A
-// value that cannot be read here is nil, never 0 (the answer omits it).
-
-// procRoot and cgroupRoot are the mounts read; tests point them elsewhere.
+// procRoot, cgroupRoot and sysNet are the mounts read; tests point them
+// elsewhere.
 var (
 	procRoot   = "/proc"
 	cgroupRoot = "/sys/fs/cgroup"
+	sysNet     = "/sys/class/net"
 )
 
-type processStats struct {
-	rss, virt, threads, fds *uint64
-	cpu                     *float64
+// Process is this process's cost.
+type Process struct {
+	// RSS and Virtual are VmRSS and VmSize, bytes; Threads the OS threads;
+	// OpenFDs the open descriptors.
+	RSS, Virtual, Threads, OpenFDs *uint64
+	// CPUSeconds is user + system CPU time.
+	CPUSeconds *float64
 }
 
-// readProcess reads /proc/self/status (VmRSS, VmSize, Threads), counts
+// ReadProcess reads /proc/self/status (VmRSS, VmSize, Threads), counts
 // /proc/self/fd and takes the CPU time from getrusage(2).
-func readProcess() processStats {
-	var p processStats
+func ReadProcess() Process {
+	var p Process
 	if b, err := os.ReadFile(filepath.Join(procRoot, "self", "status")); err == nil {
 		kv := keyValues(b)
-		p.rss = kib(kv["VmRSS"])
-		p.virt = kib(kv["VmSize"])
+		p.RSS = kib(kv["VmRSS"])
+		p.Virtual = kib(kv["VmSize"])
 		if n, err := strconv.ParseUint(firstField(kv["Threads"]), 10, 64); err == nil {
-			p.threads = &n
+			p.Threads = &n
 		}
 	}
 	if f, err := os.Open(filepath.Join(procRoot, "self", "fd")); err == nil {
@@ -46,50 +55,54 @@ func readProcess() processStats {
 			if n > 0 {
 				n-- // the descriptor reading the directory
 			}
-			p.fds = &n
+			p.OpenFDs = &n
 		}
 	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		s := float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-		p.cpu = &s
+		p.CPUSeconds = &s
 	}
 	return p
 }
 
-type hostStats struct {
-	total, available *uint64
-	cpus             *float64
-	basis            string // "host" or "cgroup"
+// Host is what the host, or the cgroup limiting this process, has.
+type Host struct {
+	// MemoryTotal and MemoryAvailable are bytes.
+	MemoryTotal, MemoryAvailable *uint64
+	// CPUs are the CPUs this process may use.
+	CPUs *float64
+	// Basis is "host", or "cgroup" when a cgroup v2 limit is the bound.
+	Basis string
 }
 
-// readHost reads /proc/meminfo (MemTotal, MemAvailable) and the CPUs this
-// process may use; a cgroup v2 limit (memory.max, cpu.max) below the host's
-// replaces it, basis "cgroup".
-func readHost() hostStats {
-	h := hostStats{basis: "host"}
+// ReadHost reads /proc/meminfo (MemTotal, MemAvailable) and the CPUs this
+// process may use (its affinity); a cgroup v2 limit (memory.max, cpu.max)
+// below the host's replaces it, basis "cgroup".
+func ReadHost() Host {
+	h := Host{Basis: "host"}
 	if b, err := os.ReadFile(filepath.Join(procRoot, "meminfo")); err == nil {
 		kv := keyValues(b)
-		h.total = kib(kv["MemTotal"])
-		h.available = kib(kv["MemAvailable"])
+		h.MemoryTotal = kib(kv["MemTotal"])
+		h.MemoryAvailable = kib(kv["MemAvailable"])
 	}
 	n := float64(runtime.NumCPU())
-	h.cpus = &n
+	h.CPUs = &n
 	dir := cgroupDir()
 	if dir == "" {
 		return h
 	}
-	if max, ok := readUint(filepath.Join(dir, "memory.max")); ok && (h.total == nil || max < *h.total) {
+	if max, ok := readUint(filepath.Join(dir, "memory.max")); ok && (h.MemoryTotal == nil || max < *h.MemoryTotal) {
 		t := max
-		h.total = &t
-		h.basis = "cgroup"
-		h.available = nil
+		h.MemoryTotal = &t
+		h.Basis = "cgroup"
+		h.MemoryAvailable = nil
 		if cur, ok := readUint(filepath.Join(dir, "memory.current")); ok {
 			a := uint64(0)
 			if cur < max {
 				a = max - cur
 			}
-			h.available = &a
+			h.MemoryAvailable = &a
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "cpu.max")); err == nil {
@@ -97,10 +110,10 @@ func readHost() hostStats {
 		if len(f) == 2 && f[0] != "max" {
 			q, e1 := strconv.ParseFloat(f[0], 64)
 			per, e2 := strconv.ParseFloat(f[1], 64)
-			if e1 == nil && e2 == nil && per > 0 && q/per < *h.cpus {
+			if e1 == nil && e2 == nil && per > 0 && q/per < *h.CPUs {
 				c := q / per
-				h.cpus = &c
-				h.basis = "cgroup"
+				h.CPUs = &c
+				h.Basis = "cgroup"
 			}
 		}
 	}
@@ -125,10 +138,10 @@ func cgroupDir() string {
 	return ""
 }
 
-// uptimeSeconds is the time since the process started: /proc/self/stat's
+// UptimeSeconds is the time since the process started: /proc/self/stat's
 // starttime (clock ticks after boot, field 22) against /proc/uptime. The
 // tick is USER_HZ, 100 on every Linux architecture's procfs ABI.
-func uptimeSeconds() *float64 {
+func UptimeSeconds() *float64 {
 	st, err1 := os.ReadFile(filepath.Join(procRoot, "self", "stat"))
 	up, err2 := os.ReadFile(filepath.Join(procRoot, "uptime"))
 	if err1 != nil || err2 != nil {
@@ -198,4 +211,41 @@ func readUint(path string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return n, err == nil
+}
+
+// InterfaceDrops sums the kernel's rx_dropped of the named interfaces
+// (/sys/class/net/<dev>/statistics/rx_dropped); "any" (or "") is every
+// interface. nil when one cannot be read or none is named. The kernel
+// counts since the interface came up: compare two readings.
+func InterfaceDrops(devs []string) *uint64 {
+	if len(devs) == 0 {
+		return nil
+	}
+	var names []string
+	for _, dev := range devs {
+		if dev == "any" || dev == "" {
+			ents, err := os.ReadDir(sysNet)
+			if err != nil {
+				return nil
+			}
+			names = names[:0]
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			break
+		}
+		names = append(names, dev)
+	}
+	var n uint64
+	for _, dev := range names {
+		if strings.ContainsAny(dev, "/") || dev == "." || dev == ".." {
+			continue
+		}
+		v, ok := readUint(filepath.Join(sysNet, dev, "statistics", "rx_dropped"))
+		if !ok {
+			return nil
+		}
+		n += v
+	}
+	return &n
 }
