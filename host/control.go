@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -33,33 +34,55 @@ func buildInfoOf(bundles []sdk.Bundle) sdk.BuildInfo {
 func builtFeatures() []string { return []string{"mcp", "mcp-http", "hep", "hep-send"} }
 
 // stopper is the host's clean stop (sdk.Shutdowner): Shutdown marks the
-// stop requested; the transport calls answered after every message it has
-// written, and the first one after the request (the stopping tool's
-// answer) cancels the serve context. The server then ends as it does on
-// EOF or a signal: sources stop, -O/-H are flushed, the audit file is
-// closed, exit 0.
+// stop requested by the call in flight (its JSON-RPC id, from the call's
+// context); the transports call answered after every message they write,
+// and the stopping call's own answer cancels the serve context. The server
+// then ends as it does on EOF or a signal: sources stop, -O/-H are
+// flushed, the audit file is closed, exit 0.
 type stopper struct {
 	log       hclog.Logger
 	cancel    context.CancelFunc
 	requested atomic.Bool
+	mu        sync.Mutex
+	id        string // the stopping call's id; "" when unknown
 	once      sync.Once
 }
 
 var _ sdk.Shutdowner = (*stopper)(nil)
 
-func (s *stopper) Shutdown(reason string) bool {
+// callIDKey carries a tool call's JSON-RPC id in its context
+// (runWithDeadline).
+type callIDKey struct{}
+
+func (s *stopper) Shutdown(ctx context.Context, reason string) bool {
 	if !s.requested.CompareAndSwap(false, true) {
 		return false
 	}
-	s.log.Warn("stopping the server on request", "reason", reason)
+	id, _ := ctx.Value(callIDKey{}).(string)
+	s.mu.Lock()
+	s.id = id
+	s.mu.Unlock()
+	s.log.Warn("stopping the server on request", "reason", reason, "id", id)
 	return true
 }
 
-// answered is called by the transports after each message written.
-func (s *stopper) answered() {
-	if s != nil && s.requested.Load() {
-		s.once.Do(s.cancel)
+// answered is told of each message written (msg nil: an HTTP request
+// answered whole); once the stop is requested, the stopping call's answer
+// (or, its id unknown, the next message) cancels the serve context.
+func (s *stopper) answered(msg []byte) {
+	if s == nil || !s.requested.Load() {
+		return
 	}
+	s.mu.Lock()
+	id := s.id
+	s.mu.Unlock()
+	if msg != nil && id != "" {
+		got, ok := responseID(msg)
+		if !ok || (got != id && got != strconv.Quote(id)) {
+			return // another message: the stopping call's answer is still to come
+		}
+	}
+	s.once.Do(s.cancel)
 }
 
 // elicitor asks the person behind the client (sdk.Elicitor) through

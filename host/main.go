@@ -438,7 +438,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	guarded := newBodyGuard(front, log.Named("http"))
 	answered := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		guarded.ServeHTTP(w, r)
-		stop.answered() // after a shutdown_server answer: stop (control.go)
+		stop.answered(nil) // after a shutdown_server answer: stop (control.go)
 	})
 	hs := &http.Server{Handler: answered, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		ConnState: guard.connState, ErrorLog: hclogStd(log.Named("http"))}

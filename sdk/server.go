@@ -25,9 +25,10 @@ type BuildInfo struct {
 // Shutdown arranges for the server to stop once the calling tool's answer
 // has been written: the serve context is cancelled, the sources stop, the
 // outputs (-O, -H) and the audit file are flushed and closed, and the
-// process exits 0. It reports false when a stop is already under way.
+// process exits 0. ctx is the calling tool's: the host knows from it which
+// answer to wait for. It reports false when a stop is already under way.
 type Shutdowner interface {
-	Shutdown(reason string) bool
+	Shutdown(ctx context.Context, reason string) bool
 }
 
 // Elicitor asks the person behind the client (MCP elicitation,

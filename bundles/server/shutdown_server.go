@@ -135,7 +135,7 @@ func shutdown(ctx context.Context, d *deps, in shutdownIn) (Shutdown, error) {
 		}
 		out.SavedTo, out.Saved = in.SaveTo, &saved
 	}
-	if !d.stop.Shutdown("shutdown_server") {
+	if !d.stop.Shutdown(ctx, "shutdown_server") {
 		out.Note = "a stop is already under way"
 		return out, nil
 	}

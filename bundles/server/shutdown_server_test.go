@@ -18,7 +18,7 @@ import (
 // fakeStop records the stops asked (sdk.Shutdowner).
 type fakeStop struct{ reasons []string }
 
-func (f *fakeStop) Shutdown(reason string) bool {
+func (f *fakeStop) Shutdown(_ context.Context, reason string) bool {
 	f.reasons = append(f.reasons, reason)
 	return len(f.reasons) == 1
 }
