@@ -20,9 +20,9 @@ import (
 )
 
 // engineHandle is the running capture engine as the host holds it. Its
-// services are handed to every bundle (sdk.Service): the *engine.Capture
-// and the running live captures ([]*live.Capture, for their kernel drop
-// counters).
+// services are handed to every bundle (sdk.Service): the *engine.Capture,
+// the running live captures ([]*live.Capture, for their kernel drop
+// counters) and, with -H, the HEP sender (*hepsend.Sender, its counters).
 type engineHandle struct {
 	capture *engine.Capture
 	live    []*live.Capture
@@ -49,7 +49,11 @@ func (e *engineHandle) services() serviceList {
 	if e == nil || e.capture == nil {
 		return nil
 	}
-	return serviceList{e.capture, e.live}
+	s := serviceList{e.capture, e.live}
+	if e.egress != nil && e.egress.hep != nil {
+		s = append(s, e.egress.hep) // -H's running counters (runtime_stats hep_export)
+	}
+	return s
 }
 
 func inputsOf(cfg *Config) []string { return nonEmpty(cfg.Input) }

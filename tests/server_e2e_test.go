@@ -319,3 +319,34 @@ func TestShutdownServerOverHTTPE2E(t *testing.T) {
 		t.Fatalf("the server did not exit\nstderr:\n%s", srv.stderr.String())
 	}
 }
+
+// TestHEPExportReachesAnotherSipnabE2E: one sipnab forwards the sample's
+// SIP (10 messages: tshark -r sip-rtp-g711.pcap -Y sip; no RTCP) with -H
+// and capture id 2001 to a second sipnab's -L; the first's runtime_stats
+// counts 10 sent, the second's hep_senders lists hep:2001@127.0.0.1 with
+// 10 packets.
+func TestHEPExportReachesAnotherSipnabE2E(t *testing.T) {
+	addr := heptest.FreeAddr(t)
+	rx := startRaw(t, "-N", "--mcp", "-L", addr)
+	tx := startRaw(t, "-N", "--mcp", "-I", sampleCapture(), "-H", addr, "--hep-capture-id", "2001")
+	needTools(t, tx.tools(), serverTools...)
+	tx.waitLoaded()
+	var sent, got map[string]any
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		sent, _ = tx.ok("runtime_stats", nil)
+		got, _ = rx.ok("hep_senders", nil)
+		if num(sent, "hep_export.sent") == 10 && num(got, "packets_admitted") == 10 {
+			break
+		}
+	}
+	if num(sent, "hep_export.sent") != 10 || num(sent, "hep_export.sent_sip") != 10 || num(sent, "hep_export.dropped_queue_full") != 0 {
+		t.Errorf("runtime_stats hep_export %v", sent["hep_export"])
+	}
+	senders, _ := got["senders"].([]any)
+	if len(senders) != 1 {
+		t.Fatalf("hep_senders %v", got)
+	}
+	if snd := senders[0].(map[string]any); snd["source"] != "hep:2001@127.0.0.1" || snd["capture_id"] != 2001.0 || snd["packets"] != 10.0 {
+		t.Errorf("sender %v", snd)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/hepsend"
 	"github.com/sipnab/sipnab/core/live"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -27,7 +28,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "server",
 		Summary:    "what sipnab costs the host, capture-path health, HEP senders, build capabilities, a guarded stop",
-		ByteBudget: sdk.Budget{Default: 3400, WithOutputSchemas: 19600},
+		ByteBudget: sdk.Budget{Default: 3400, WithOutputSchemas: 20500},
 	}
 }
 
@@ -43,6 +44,8 @@ type deps struct {
 	capture *engine.Capture
 	// live are the running live captures, when the host provides them.
 	live []*live.Capture
+	// hepSend is the -H HEP sender, when one runs.
+	hepSend *hepsend.Sender
 	// build is the binary's version and features (host service); hasBuild
 	// is false in a unit test that provides none.
 	build    sdk.BuildInfo
@@ -72,6 +75,9 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	d := &deps{env: env, capture: capture}
 	if l, err := sdk.Service[[]*live.Capture](env); err == nil {
 		d.live = l
+	}
+	if h, err := sdk.Service[*hepsend.Sender](env); err == nil {
+		d.hepSend = h
 	}
 	if b, err := sdk.Service[sdk.BuildInfo](env); err == nil {
 		d.build, d.hasBuild = b, true

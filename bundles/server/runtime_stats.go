@@ -6,6 +6,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/hepsend"
 	"github.com/sipnab/sipnab/core/selfstat"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -41,7 +42,9 @@ type RuntimeStats struct {
 	// the socket and the engine: capture_queue_depth_packets and
 	// capture_backpressure_blocks_total are not measured, so absent.
 	UptimeSeconds *float64 `json:"uptime_seconds,omitempty" desc:"seconds since the process started"`
-	Rates         *Rates   `json:"rates,omitempty" desc:"rates over the sample window (sample_seconds)"`
+	// HEPExport is -H's account so far: sent, queued, dropped by reason.
+	HEPExport *hepsend.Stats `json:"hep_export,omitempty" desc:"the -H HEP sender: sent, queue, drops by reason (absent without -H)"`
+	Rates     *Rates         `json:"rates,omitempty" desc:"rates over the sample window (sample_seconds)"`
 }
 
 // ProcessStats are the process's own costs.
@@ -188,6 +191,10 @@ func runtimeStats(ctx context.Context, d *deps, window time.Duration) (RuntimeSt
 		out.Streams = &o
 	}
 	out.UptimeSeconds = selfstat.UptimeSeconds()
+	if d.hepSend != nil {
+		hs := d.hepSend.Stats()
+		out.HEPExport = &hs
+	}
 	return out, nil
 }
 

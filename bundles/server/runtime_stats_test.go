@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/hep"
+	"github.com/sipnab/sipnab/core/hepsend"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/internal/testengine"
@@ -128,4 +131,41 @@ func sipRequest(ts time.Time, method string, id int) *packet.Packet {
 		method, id, id, id, method)
 	return &packet.Packet{TS: ts, Src: netip.MustParseAddrPort("192.0.2.10:5060"), Dst: netip.MustParseAddrPort("198.51.100.20:5060"),
 		Transport: packet.TransportUDP, Origin: packet.OriginWire, Payload: []byte(msg)}
+}
+
+// TestRuntimeStatsReportsTheHEPExport: with -H (a hepsend.Sender) the
+// answer carries its counters: one SIP message forwarded to a UDP receiver
+// on loopback, which reads the one datagram, is sent 1, sent_sip 1.
+func TestRuntimeStatsReportsTheHEPExport(t *testing.T) {
+	rx, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	snd, err := hepsend.Start(hepsend.Config{Addr: rx.LocalAddr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	p := sipRequest(time.Unix(1700000000, 0), "OPTIONS", 1)
+	if !snd.Forward(p, p.Payload, hep.ProtoSIP) {
+		t.Fatal("not queued")
+	}
+	_ = rx.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 65536)
+	n, _, err := rx.ReadFrom(buf)
+	if err != nil || !hep.Looks(buf[:n]) {
+		t.Fatalf("the receiver read %d bytes, %v", n, err)
+	}
+	waitFor(t, func() bool { return snd.Stats().Sent == 1 })
+	var got RuntimeStats
+	call(t, tools(t, engine.New(engine.Config{}, nil), nil, sdk.FileRoot{}, snd)["runtime_stats"], `{}`, &got)
+	if got.HEPExport == nil || got.HEPExport.Sent != 1 || got.HEPExport.SentSIP != 1 || got.HEPExport.Dropped() != 0 {
+		t.Errorf("hep_export %+v", got.HEPExport)
+	}
+	var none RuntimeStats
+	call(t, tools(t, engine.New(engine.Config{}, nil), nil, sdk.FileRoot{})["runtime_stats"], `{}`, &none)
+	if none.HEPExport != nil {
+		t.Errorf("hep_export without -H: %+v", none.HEPExport)
+	}
 }
