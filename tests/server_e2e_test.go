@@ -2,6 +2,8 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,5 +350,59 @@ func TestHEPExportReachesAnotherSipnabE2E(t *testing.T) {
 	}
 	if snd := senders[0].(map[string]any); snd["source"] != "hep:2001@127.0.0.1" || snd["capture_id"] != 2001.0 || snd["packets"] != 10.0 {
 		t.Errorf("sender %v", snd)
+	}
+}
+
+// TestServerToolsOnALiveCaptureE2E (root): a live capture on lo, 5 SIP
+// OPTIONS sent to its --portrange port. runtime_stats lists the interface
+// and capture_packets_total counts at least the 5 frames (other traffic on
+// the port may add some); capture_health reads it as a live attachment
+// (code 2) with the kernel's drop count and lo's rx_dropped over the
+// window; shutdown_server refuses to stop the unsaved live capture without
+// save_to or discard_unsaved, and with discard_unsaved the process exits 0.
+func TestServerToolsOnALiveCaptureE2E(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("live capture on lo needs root (CAP_NET_RAW); skipped")
+	}
+	port := bsFreeUDPPort(t)
+	s := startRaw(t, "-N", "--mcp", "-i", "lo", "--portrange", fmt.Sprint(port), "--mcp-allow-shutdown")
+	needTools(t, s.tools(), serverTools...)
+	conn, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var stats map[string]any
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		// Sent until seen: the capture may open after the first ones left.
+		for i := range 5 {
+			fmt.Fprintf(conn, "OPTIONS sip:probe@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1;branch=z9hG4bK-%d\r\nFrom: <sip:p@127.0.0.1>;tag=%d\r\nTo: <sip:probe@127.0.0.1>\r\nCall-ID: live-%d-%d\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n", i, i, port, i)
+		}
+		if stats, _ = s.ok("runtime_stats", nil); num(stats, "capture_packets_total") >= 5 {
+			break
+		}
+	}
+	ifaces, _ := stats["interfaces"].([]any)
+	if len(ifaces) != 1 || num(stats, "capture_packets_total") < 5 {
+		t.Fatalf("runtime_stats %v", stats)
+	}
+	if lo := ifaces[0].(map[string]any); lo["name"] != "lo" || lo["packets"] != stats["capture_packets_total"] {
+		t.Errorf("interface %v, capture_packets_total %v", lo, stats["capture_packets_total"])
+	}
+	health, _ := s.ok("capture_health", map[string]any{"sample_seconds": 1})
+	if num(health, "attachment") != 2 || num(health, "totals.kernel_dropped") < 0 || num(health, "in_window.interface_dropped") < 0 {
+		t.Errorf("capture_health %v", health)
+	}
+	if dry, _ := s.ok("shutdown_server", nil); dry["live"] != true || dry["unsaved"] != true || dry["would_stop"] != false {
+		t.Errorf("dry run %v", dry)
+	}
+	if rf := s.call("shutdown_server", map[string]any{"dry_run": false}).refused(t); rf == nil {
+		t.Fatal("the unsaved live capture was stopped without save_to or discard_unsaved")
+	}
+	if stop, _ := s.ok("shutdown_server", map[string]any{"dry_run": false, "discard_unsaved": true}); stop["stopping"] != true {
+		t.Fatalf("stop %v", stop)
+	}
+	if code := waitExit(t, s); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, s.stderr.String())
 	}
 }
