@@ -94,6 +94,7 @@ var options = []option{
 	{flag: "hep-listen", group: gSources, arg: "ADDR", short: "L", key: "hep.listen", def: []string{}, usage: "receive HEP on this address, UDP and TCP (repeatable)"},
 	{flag: "hep-allow", group: gSources, arg: "CIDR", key: "hep.allow", def: []string{}, usage: "HEP sources admitted: CIDR, address or host (repeatable; required off loopback)"},
 	{flag: "hep-rate-limit-per-peer", group: gSources, key: "hep.rate_limit_per_peer", def: 0, usage: "HEP datagrams per second per sender (0 = unlimited)"},
+	{flag: "hep-silence-warn", group: gSources, arg: "SECONDS", key: "hep.silence_warn", def: 30, usage: "a HEP sender not heard from for this many seconds counts as silent (hep_senders; at least 1)"},
 	{flag: "json-run", group: gBatch, key: "json_run", def: false, usage: "write the analysis as one JSON document to stdout", noConfig: true},
 	{flag: "report", group: gBatch, key: "report", def: false, usage: "write a readable report to stdout", noConfig: true},
 	{flag: "limit", group: gGeneral, key: "limit", def: 100000, usage: "dialog cap (evicts oldest past it)"},
@@ -139,6 +140,7 @@ var options = []option{
 	{flag: "mcp-file-root", group: gMCP, arg: "DIR", key: "mcp.file_root", def: "", usage: "sandbox directory for file tools"},
 	{flag: "mcp-allow-save-findings", group: gMCP, key: "mcp.allow_save_findings", def: false, usage: "enable save_findings: an agent's finding appended to this server's log (stderr), never readable over MCP"},
 	{flag: "mcp-max-findings", group: gLimits, key: "mcp.max_findings", def: 1000, usage: "save_findings budget: past it the tool refuses, never discards"},
+	{flag: "mcp-allow-shutdown", group: gMCP, key: "mcp.allow_shutdown", def: false, usage: "enable shutdown_server (stops the server; a dry run first; a live source also needs save_to or discard_unsaved)"},
 
 	// The run's analysis thresholds (filter.Thresholds): the filter aliases
 	// (problems, slow-setup, short-calls), sipnab://filter/<alias>, the

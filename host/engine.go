@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -19,9 +20,9 @@ import (
 )
 
 // engineHandle is the running capture engine as the host holds it. Its
-// services are handed to every bundle (sdk.Service): the *engine.Capture
-// and the running live captures ([]*live.Capture, for their kernel drop
-// counters).
+// services are handed to every bundle (sdk.Service): the *engine.Capture,
+// the running live captures ([]*live.Capture, for their kernel drop
+// counters) and, with -H, the HEP sender (*hepsend.Sender, its counters).
 type engineHandle struct {
 	capture *engine.Capture
 	live    []*live.Capture
@@ -48,7 +49,11 @@ func (e *engineHandle) services() serviceList {
 	if e == nil || e.capture == nil {
 		return nil
 	}
-	return serviceList{e.capture, e.live}
+	s := serviceList{e.capture, e.live}
+	if e.egress != nil && e.egress.hep != nil {
+		s = append(s, e.egress.hep) // -H's running counters (runtime_stats hep_export)
+	}
+	return s
 }
 
 func inputsOf(cfg *Config) []string { return nonEmpty(cfg.Input) }
@@ -149,7 +154,8 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 	for i, addr := range nonEmpty(cfg.HEP.Listen) {
 		hc := heplisten.Config{UDP: addr, TCP: addr, Allow: nonEmpty(cfg.HEP.Allow),
 			PerPeerRate: float64(cfg.HEP.RateLimitPerPeer), SourceID: uint16(200 + i),
-			Logger: toSlog(log.Named("hep"))}
+			SilenceWarn: time.Duration(cfg.HEP.SilenceWarn) * time.Second,
+			Logger:      toSlog(log.Named("hep"))}
 		l, err := c.StartHEP(ctx, hc)
 		if err != nil {
 			return fail(err)

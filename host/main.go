@@ -157,6 +157,9 @@ func checkStartup(cfg *Config) error {
 	if n := cfg.Cores; n < 1 || n > 256 {
 		return usagef("--cores %d: want 1 to 256", n)
 	}
+	if n := cfg.HEP.SilenceWarn; n < 1 {
+		return usagef("--hep-silence-warn %d: want at least 1 second", n)
+	}
 	if cfg.CallReport == "" {
 		for f, on := range map[string]bool{"markdown": cfg.Markdown, "no-cli-print": cfg.NoCLIPrint} {
 			if on {
@@ -343,6 +346,12 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 			return nil
 		}
 	}
+	// shutdown_server's clean stop (sdk.Shutdowner, host/control.go)
+	// cancels this context once its answer is written.
+	ctx, cancelServe := context.WithCancel(ctx)
+	defer cancelServe()
+	stop := &stopper{log: log, cancel: cancelServe}
+	elicit := &elicitor{}
 	eng, err := startEngine(ctx, cfg, root, drop)
 	if err != nil {
 		return 0, afterDrop(err, ranAs)
@@ -355,7 +364,7 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	}
 	th := thresholdsOf(cfg)
 	log.Debug("analysis thresholds", "thresholds", thresholdsLine(th))
-	services := append(eng.services(), th, correlationOf(cfg))
+	services := append(eng.services(), th, correlationOf(cfg), buildInfoOf(bundles), sdk.Shutdowner(stop), sdk.Elicitor(elicit))
 	reg, err := buildRegistry(ctx, cfg, bundles, root, services, limits, files)
 	// A bundle over its byte budget costs agents context, not correctness:
 	// the tests refuse it, startup only warns.
@@ -384,6 +393,8 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		maxConcurrent: cfg.MCP.MaxConcurrent, ratePerPeer: cfg.MCP.RateLimitPerPeer,
 		callTimeout: time.Duration(cfg.MCP.CallTimeout) * time.Second,
 		sourceless:  batchSourcesOf(cfg).none(), thresholds: th})
+	h.stop = stop
+	elicit.srv.Store(h.srv)
 	if batchSourcesOf(cfg).none() {
 		// Served all the same (mcp-surface §3: capture_status source
 		// "unknown"), but the operator hears it once at startup.
@@ -426,7 +437,12 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	}
 	// Slow and idle connections are bounded (host/httpguard.go).
 	guard := newConnGuard(ln, defaultConnCap(), log.Named("http"))
-	hs := &http.Server{Handler: newBodyGuard(front, log.Named("http")), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+	guarded := newBodyGuard(front, log.Named("http"))
+	answered := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		guarded.ServeHTTP(w, r)
+		stop.answered(nil) // after a shutdown_server answer: stop (control.go)
+	})
+	hs := &http.Server{Handler: answered, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		ConnState: guard.connState, ErrorLog: hclogStd(log.Named("http"))}
 	log.Info("serving MCP over streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "tools", len(sel), "max_connections", guard.max)
 	errc := make(chan error, 1)

@@ -88,6 +88,10 @@ type mcpHost struct {
 
 	res          *resourceHost
 	subscribable bool
+
+	// stop is shutdown_server's clean stop: the transports tell it of
+	// every message written (control.go); nil in tests.
+	stop *stopper
 }
 
 type hostOptions struct {
@@ -458,6 +462,7 @@ const defaultCallTimeoutSeconds = 120
 // (release), so --mcp-max-concurrent still bounds what runs; its late
 // return is logged.
 func (h *mcpHost) runWithDeadline(ctx context.Context, t sdk.Tool, args json.RawMessage, id string, release func()) (sdk.Reply, bool, error) {
+	ctx = context.WithValue(ctx, callIDKey{}, id) // the stopper waits for this call's answer (control.go)
 	ctx, cancel := context.WithTimeout(ctx, h.callTimeout)
 	type result struct {
 		reply sdk.Reply

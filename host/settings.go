@@ -22,6 +22,7 @@ type Settings struct {
 		Listen           []string `koanf:"listen"`
 		Allow            []string `koanf:"allow"`
 		RateLimitPerPeer int      `koanf:"rate_limit_per_peer"`
+		SilenceWarn      int      `koanf:"silence_warn"`
 		// HEP agent (-H, docs/egress.md).
 		Send          string `koanf:"send"`
 		SendTransport string `koanf:"send_transport"`
@@ -134,6 +135,7 @@ type MCPSettings struct {
 	// AllowSaveFindings and MaxFindings gate and bound save_findings.
 	AllowSaveFindings bool `koanf:"allow_save_findings"`
 	MaxFindings       int  `koanf:"max_findings"`
+	AllowShutdown     bool `koanf:"allow_shutdown"`
 	// Bundles are the custom bundles of [mcp.bundles]: name = [members].
 	Bundles map[string][]string `koanf:"bundles"`
 }

@@ -70,7 +70,7 @@ func serveStdio(ctx context.Context, h *mcpHost, in io.Reader, out io.Writer, lo
 	open := map[string]*ticket{}
 	// A ticket is settled before its answer is written: a client that
 	// sends its next call on reading the answer finds the slot free.
-	w := &answerWriter{w: out, answered: func(msg []byte) { p.answered(msg) }, answering: func(msg []byte) {
+	w := &answerWriter{w: out, answered: func(msg []byte) { p.answered(msg); h.stop.answered(msg) }, answering: func(msg []byte) {
 		id, ok := responseID(msg)
 		if !ok {
 			return

@@ -251,6 +251,18 @@ func (r FileRoot) protectedPath(name string) error {
 // already taken (a dangling symlink included: O_EXCL never follows a link).
 // A half-written file is removed. It returns the bytes written.
 func (r FileRoot) WriteNew(name string, data []byte) (int, error) {
+	n, err := r.WriteNewFrom(name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	return int(n), err
+}
+
+// WriteNewFrom is WriteNew for content produced as it is written (a capture
+// file too large to build in memory first): write receives the new file,
+// created with the same checks as WriteNew, and the file is removed when
+// write or the close fails. It returns the bytes written.
+func (r FileRoot) WriteNewFrom(name string, write func(io.Writer) error) (int64, error) {
 	if !r.Enabled() {
 		return 0, r.disabled()
 	}
@@ -264,16 +276,31 @@ func (r FileRoot) WriteNew(name string, data []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, werr := f.Write(data)
+	cw := &countingWriter{w: f}
+	werr := write(cw)
 	cerr := f.Close()
 	if werr != nil || cerr != nil {
 		if root, err := os.OpenRoot(r.dir); err == nil {
 			_ = root.Remove(name)
 			root.Close()
 		}
+		if e, ok := werr.(*Error); ok && cerr == nil {
+			return 0, e // the producer's own refusal or failure, as it said it
+		}
 		return 0, Internal("writing %q in the file root: %s", clip(name), hidePath(errors.Join(werr, cerr), f.Name(), name))
 	}
-	return n, nil
+	return cw.n, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // ReadFile reads a regular file of the root through Open, refusing one

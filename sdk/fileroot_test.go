@@ -206,6 +206,41 @@ func TestFileRootWriteNew(t *testing.T) {
 	}
 }
 
+// TestFileRootWriteNewFromStreamsAndRemovesAFailedFile: the streaming
+// write counts what it wrote, refuses a taken name like WriteNew, and a
+// producer that fails leaves no file behind and its own error standing.
+func TestFileRootWriteNewFromStreamsAndRemovesAFailedFile(t *testing.T) {
+	root, _, _ := sandbox(t)
+	r := NewFileRoot(root, nil)
+	n, err := r.WriteNewFrom("stream.bin", func(w io.Writer) error {
+		for range 3 {
+			if _, err := w.Write([]byte("abcd")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || n != 12 {
+		t.Fatalf("got %d, %v; want 12 bytes", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "stream.bin")); string(b) != "abcdabcdabcd" {
+		t.Errorf("file holds %q", b)
+	}
+	if _, err := r.WriteNewFrom("stream.bin", func(io.Writer) error { return nil }); code(err) != CodeInvalidParams {
+		t.Errorf("taken name: got %v", err)
+	}
+	_, err = r.WriteNewFrom("half.bin", func(w io.Writer) error {
+		_, _ = w.Write([]byte("half"))
+		return Internal("the producer failed")
+	})
+	if err == nil || !strings.Contains(err.Error(), "the producer failed") {
+		t.Errorf("got %v, want the producer's error", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "half.bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("half-written file left behind: %v", err)
+	}
+}
+
 func TestFileRootReadFile(t *testing.T) {
 	root, _, _ := sandbox(t)
 	r := NewFileRoot(root, nil)

@@ -136,6 +136,13 @@ func (r toolResult) object(t *testing.T) map[string]any {
 // get_dialog calls on sipp-branch-scenario.pcapng), not the limiter.
 func startRaw(t *testing.T, args ...string) *rawSession {
 	t.Helper()
+	return startRawCaps(t, map[string]any{}, args...)
+}
+
+// startRawCaps is startRaw with the client capabilities declared in
+// initialize (elicitation, for shutdown_server's question).
+func startRawCaps(t *testing.T, caps map[string]any, args ...string) *rawSession {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--mcp-rate-limit-per-peer", "0"}, args...)...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -174,7 +181,7 @@ func startRaw(t *testing.T, args ...string) *rawSession {
 			<-done
 		}
 	})
-	_, init := s.request("initialize", map[string]any{"protocolVersion": eraLegacy, "capabilities": map[string]any{},
+	_, init := s.request("initialize", map[string]any{"protocolVersion": eraLegacy, "capabilities": caps,
 		"clientInfo": map[string]any{"name": "core-e2e", "version": "1"}})
 	var ans struct {
 		Result struct {

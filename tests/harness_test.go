@@ -110,6 +110,9 @@ type httpServer struct {
 	URL    string // http://127.0.0.1:PORT
 	stderr *lockedBuffer
 	cmd    *exec.Cmd
+	// exited is closed once the process has ended (cmd.ProcessState is
+	// then set).
+	exited chan struct{}
 }
 
 var listenRE = regexp.MustCompile(`url=(https?://[^ ]+)/mcp`)
@@ -135,6 +138,7 @@ func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
+	s.exited = exited
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)

@@ -402,15 +402,12 @@ func (c toolCall) label() string {
 	return l
 }
 
-// discoverCalls builds valid calls to every tool from what the capture
-// holds, and, on the sample capture testdata/sip-rtp-g711.pcap (whose
-// Call-IDs they name), every registered tool's example calls
-// (sdk.Descriptor.Examples), so a new tool's answers meet its schema without
-// an edit here.
 // fileToolArgs enables the file tools (captures bundle) on a root of their
 // own holding a copy of the capture and of the public sip_call.pcap
 // (compare_captures' example compares it with the sample), and
-// save_findings: their examples then answer. The root is open to every user (sharedDir, then writable):
+// save_findings, export_audio (--retain-audio) and shutdown_server (a dry
+// run, its default): their examples then answer. The root is open to every
+// user (sharedDir, then writable):
 // the HTTP server drops root privileges to nobody, and export_capture
 // writes there.
 func fileToolArgs(t *testing.T, capture string) []string {
@@ -428,9 +425,14 @@ func fileToolArgs(t *testing.T, capture string) []string {
 	if err := os.Chmod(root, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	return []string{"--mcp-file-root", root, "--mcp-allow-save-findings", "--retain-audio"}
+	return []string{"--mcp-file-root", root, "--mcp-allow-save-findings", "--retain-audio", "--mcp-allow-shutdown"}
 }
 
+// discoverCalls builds valid calls to every tool from what the capture
+// holds, and, on the sample capture testdata/sip-rtp-g711.pcap (whose
+// Call-IDs they name), every registered tool's example calls
+// (sdk.Descriptor.Examples), so a new tool's answers meet its schema without
+// an edit here.
 func discoverCalls(t *testing.T, s *rawSession, sample bool) []toolCall {
 	t.Helper()
 	var examples []toolCall

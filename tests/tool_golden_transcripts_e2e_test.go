@@ -28,7 +28,18 @@ import (
 // goldenVolatile are the values that change from run to run: wall-clock
 // durations of the load and of the call; the dialog store's byte account
 // (build-dependent structure sizes) and budget (sized for the machine).
-var goldenVolatile = regexp.MustCompile(`(\\*"(?:uptime_sec|elapsed_sec|elapsed_ms|held_bytes|max_bytes)\\*":\s*)[0-9.eE+-]+`)
+var goldenVolatile = regexp.MustCompile(`(\\*"(?:uptime_sec|elapsed_sec|elapsed_ms|held_bytes|max_bytes|uptime_seconds|observed_ms)\\*":\s*)[0-9.eE+-]+`)
+
+// goldenVolatileObjects are the server bundle's readings of this machine
+// and this moment (runtime_stats' process, host and impact; capture_health's
+// kernel clock), emptied; goldenVolatileText is the build's --version line;
+// goldenVolatileList the bundles compiled in (server_capabilities), which
+// adding a bundle changes.
+var (
+	goldenVolatileObjects = regexp.MustCompile(`(\\*"(?:process|host|impact|clock)\\*":\s*)\{[^{}]*\}`)
+	goldenVolatileText    = regexp.MustCompile(`(\\*"version_line\\*":\s*\\*")[^"\\]*`)
+	goldenVolatileList    = regexp.MustCompile(`(\\*"bundles\\*":\s*)\[[^\]]*\]`)
+)
 
 // goldenWrittenAt is save_findings' written_at, the server's clock.
 var goldenWrittenAt = regexp.MustCompile(`(\\*"written_at\\*":\s*\\*")[0-9T:.Z+-]+`)
@@ -65,6 +76,14 @@ const sampleA, sampleB = "1-1966@10.0.2.20", "1-1968@10.0.2.20"
 // A golden without an entry is still recorded and must answer without an
 // error, its sender text fenced and the provenance note last.
 var handChecked = map[string]goldenCheck{
+	// server bundle: started without --mcp-allow-shutdown, no -L, no -i.
+	"shutdown_server":     {refused, []string{"--mcp-allow-shutdown"}},
+	"hep_senders":         {plain, []string{`"listening":false`, `"senders":[]`}},
+	"server_capabilities": {plain, []string{`"can_hep":true`, `"libpcap":false`, `"mcp_allow_shutdown":false`, `"mcp_file_root":false`}},
+	// 2 dialogs of the default cap 100000 (--limit); 2 streams of 50000.
+	"runtime_stats": {plain, []string{`"dialogs":{"used":2,"capacity":100000,"pct":0.002}`, `"streams":{"used":2,"capacity":50000,"pct":0.004}`}},
+	// the file was read whole before the call: nothing in the window.
+	"capture_health": {plain, []string{`"attachment":3`, `"in_window":{"packets":0,"invalid_timestamps":0,"undecodable_frames":0}`, `"undecoded_fraction":0,`}},
 	"capture_status": {plain,
 		[]string{`"dialog_count":2`, `"stream_count":2`, `"source_exhausted":true`, `"packets":852`}},
 	"timeline": {plain,
@@ -189,6 +208,9 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 			r := s.on(t).call(tc.tool, tc.args)
 			got := goldenVolatile.ReplaceAll(transcript(t, r), []byte("${1}0"))
 			got = goldenWrittenAt.ReplaceAll(got, []byte("${1}WRITTEN_AT"))
+			got = goldenVolatileObjects.ReplaceAll(got, []byte("${1}{}"))
+			got = goldenVolatileText.ReplaceAll(got, []byte("${1}"))
+			got = goldenVolatileList.ReplaceAll(got, []byte("${1}[]"))
 			got = bytes.ReplaceAll(got, []byte(filepath.Dir(bin)), []byte("$BINDIR"))
 			checkToolGolden(t, tc.bundle, tc.golden+".json", got)
 

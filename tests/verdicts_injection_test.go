@@ -276,6 +276,8 @@ func injCalls(t *testing.T, tool injTool, start string, refs []string) []map[str
 			base[name] = fmt.Sprintf("inj-%d.out", injFile)
 		case name == "summary":
 			base[name] = "finding about the injection capture"
+		case name == "sample_seconds":
+			base[name] = 1 // capture_health's shortest window
 		case len(props[name].Enum) > 0:
 			base[name] = props[name].Enum[0]
 		default:

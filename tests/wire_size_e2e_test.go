@@ -135,6 +135,8 @@ func largeArgs(tl wireTool, sub wireSubjects) []map[string]any {
 			})
 		case k == "timeout_seconds":
 			with(k, 0)
+		case k == "sample_seconds" && required(k):
+			with(k, 1) // capture_health's shortest window
 		case k == "index":
 			with(k, 0)
 		case k == "code":
@@ -387,7 +389,7 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 // JSON-RPC message in the response body against the cap.
 func TestToolAnswersFitTheWireCapOverHTTP(t *testing.T) {
 	t.Parallel()
-	srv := startHTTP(t, nil, "--mcp-max-response-bytes", fmt.Sprint(wireCap), "--mcp-rate-limit-per-peer", "0",
+	srv := startHTTP(t, nil, "--mcp-max-response-bytes", fmt.Sprint(wireCap), "--mcp-rate-limit-per-peer", "0", "--mcp-allow-shutdown",
 		"-I", testcap.Public("sipp-branch-scenario.pcapng"))
 	resp, body := rawPost(t, srv.URL, initBody, nil)
 	sid := resp.Header.Get("Mcp-Session-Id")

@@ -8,6 +8,7 @@ import (
 	"github.com/sipnab/sipnab/bundles/core"
 	"github.com/sipnab/sipnab/bundles/media"
 	"github.com/sipnab/sipnab/bundles/security"
+	"github.com/sipnab/sipnab/bundles/server"
 	"github.com/sipnab/sipnab/bundles/signaling"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -20,5 +21,6 @@ func Bundles() []sdk.Bundle {
 		media.Bundle{},
 		captures.Bundle{},
 		security.Bundle{},
+		server.Bundle{},
 	}
 }

@@ -88,7 +88,7 @@ func cpCall(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
 // cpRefused invokes a tool that must refuse and returns its error.
 func cpRefused(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
 	t.Helper()
-	return tooltest.Refused(t, tool, args)
+	return tooltest.CallErr(t, tool, args)
 }
 
 // cpJSON quotes a value as JSON.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipnab/sipnab/bundles/internal/tooltest"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/internal/testengine"
@@ -41,13 +42,13 @@ func tools(t *testing.T, c *engine.Capture, root string) map[string]sdk.Tool {
 // into into (when not nil).
 func call(t *testing.T, c *engine.Capture, tool, args string, into any) sdk.Reply {
 	t.Helper()
-	return testengine.Call(t, tools(t, c, "")[tool], args, into)
+	return tooltest.Call(t, tools(t, c, "")[tool], args, into)
 }
 
 // callErr invokes a tool that must fail and returns its error.
 func callErr(t *testing.T, c *engine.Capture, tool, args string) *sdk.Error {
 	t.Helper()
-	return testengine.CallErr(t, tools(t, c, "")[tool], args)
+	return tooltest.CallErr(t, tools(t, c, "")[tool], args)
 }
 
 // sipPacket builds a UDP packet carrying one SIP message written with "\n"

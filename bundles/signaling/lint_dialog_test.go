@@ -1,7 +1,6 @@
 package signaling
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipnab/sipnab/bundles/internal/tooltest"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/lint"
 	"github.com/sipnab/sipnab/internal/testcap"
@@ -38,40 +38,19 @@ func lintLoadCapture(t *testing.T, path string) *engine.Capture {
 // provisioned builds the bundle's tools the way the host does.
 func lintProvisioned(t *testing.T, c *engine.Capture) map[string]sdk.Tool {
 	t.Helper()
-	tl, err := Bundle{}.Provision(context.Background(), sdk.NewEnv(sdk.EnvOptions{Services: []any{c}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]sdk.Tool{}
-	for _, x := range tl {
-		out[x.Name] = x
-	}
-	return out
+	return tooltest.Provision(t, Bundle{}, sdk.EnvOptions{Services: []any{c}})
 }
 
 // invoke calls a tool through the sdk's public path and decodes its answer.
 func lintInvoke(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
 	t.Helper()
-	r, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool.Name, args, err)
-	}
-	if into != nil {
-		if err := json.Unmarshal([]byte(r.Blocks[0]), into); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return r
+	return tooltest.Call(t, tool, args, into)
 }
 
 // invokeErr calls a tool that must fail and returns its error.
 func lintInvokeErr(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
 	t.Helper()
-	_, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
-	if err == nil {
-		t.Fatalf("%s %s: got success, want an error", tool.Name, args)
-	}
-	return sdk.AsError(err)
+	return tooltest.CallErr(t, tool, args)
 }
 
 func lintCountRules(fs []FindingOut) map[string]int {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/tooltest"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/internal/testcap"
@@ -27,13 +28,13 @@ func sxLoad(t *testing.T, name string) *engine.Capture {
 // answer into into (when not nil).
 func sxCall(t *testing.T, tool sdk.Tool, args string, into any) sdk.Reply {
 	t.Helper()
-	return testengine.Call(t, tool, args, into)
+	return tooltest.Call(t, tool, args, into)
 }
 
 // sxCallErr invokes a tool that must fail and returns its error.
 func sxCallErr(t *testing.T, tool sdk.Tool, args string) *sdk.Error {
 	t.Helper()
-	return testengine.CallErr(t, tool, args)
+	return tooltest.CallErr(t, tool, args)
 }
 
 func sxItoa(n int) string { return strconv.Itoa(n) }

@@ -204,6 +204,11 @@ type ReasonCount struct {
 	Code int `json:"code"`
 	// Count is the number of frames.
 	Count uint64 `json:"count"`
+	// Number is what the reason names within its class: the link type
+	// (code 1), the EtherType or LLC kind (2), the IP protocol (3), 1 for
+	// a nesting budget spent (5); 0 otherwise. Not serialized: Name
+	// already spells it (capture_health reports it as a number).
+	Number uint32 `json:"-"`
 }
 
 // PortCount is a count per transport port.
@@ -323,7 +328,7 @@ func (t *slotTable) reasons() []ReasonCount {
 	out := make([]ReasonCount, 0, t.used)
 	for i := 0; i < t.used; i++ {
 		r := reasonFromKey(t.keys[i])
-		out = append(out, ReasonCount{Name: r.name(), Code: int(r.code), Count: t.counts[i]})
+		out = append(out, ReasonCount{Name: r.name(), Code: int(r.code), Count: t.counts[i], Number: r.num})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -499,3 +499,65 @@ func byCount(m map[string]uint64) []decode.ReasonCount {
 	})
 	return out
 }
+
+// UndecodableByReason returns the undecodable frames counted by reason
+// class and number (decode.ReasonCount Code and Number: 1 no decoder for
+// the link type, 2 non-IP EtherType or LLC frame, 3 unsupported IP
+// protocol, 4 truncated frame, 5 decoder rejected), summed over the
+// decoders and sorted by code then number, and the frames whose reason
+// found no free slot in a decoder's fixed-slot table (counted in
+// Status.UndecodableFrames, under no reason). It reads what Status reads,
+// under the writer lock.
+func (c *Capture) UndecodableByReason() (reasons []decode.ReasonCount, dropped uint64) {
+	c.wmu.Lock()
+	all := make([]decode.Stats, 0, len(c.decoders))
+	for _, d := range c.decoders {
+		all = append(all, d.Stats())
+	}
+	c.wmu.Unlock()
+	type key struct {
+		code   int
+		number uint32
+	}
+	at := map[key]int{}
+	for _, s := range all {
+		dropped += s.UndecodableReasonsDropped
+		for _, r := range s.Undecodable {
+			k := key{r.Code, r.Number}
+			if i, ok := at[k]; ok {
+				reasons[i].Count += r.Count
+				continue
+			}
+			at[k] = len(reasons)
+			reasons = append(reasons, r)
+		}
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if reasons[i].Code != reasons[j].Code {
+			return reasons[i].Code < reasons[j].Code
+		}
+		return reasons[i].Number < reasons[j].Number
+	})
+	return reasons, dropped
+}
+
+// HEPListeners returns the running HEP listeners (-L), in the order they
+// were started; their rosters and counters are read through their own
+// methods (core/heplisten).
+func (c *Capture) HEPListeners() []*heplisten.Listener {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return append([]*heplisten.Listener(nil), c.hepL...)
+}
+
+// LiveSources returns the names of the live sources attached (AttachLive),
+// in order.
+func (c *Capture) LiveSources() []string {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	out := make([]string, 0, len(c.live))
+	for _, s := range c.live {
+		out = append(out, s.name)
+	}
+	return out
+}

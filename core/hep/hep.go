@@ -636,3 +636,38 @@ func encode3(m *Message) ([]byte, error) {
 	binary.BigEndian.PutUint16(b[4:6], uint16(len(b)))
 	return b, nil
 }
+
+// AgentIDOf reads the capture agent id an envelope claims without decoding
+// the rest: chunk 0x000c of a HEP3 envelope (vendor 0, four value bytes),
+// or the version 2 header's capture id, read as Decode reads it. ok is
+// false when the envelope carries none or is not one. It allocates nothing
+// and reads only within b (and a HEP3 envelope's own total length).
+func AgentIDOf(b []byte) (id uint32, ok bool) {
+	if len(b) >= 6 && string(b[:4]) == "HEP3" {
+		total := int(binary.BigEndian.Uint16(b[4:6]))
+		if total > len(b) || total < 6 {
+			return 0, false
+		}
+		p := b[6:total]
+		for len(p) >= 6 {
+			vendor := binary.BigEndian.Uint16(p[0:2])
+			typ := binary.BigEndian.Uint16(p[2:4])
+			cl := int(binary.BigEndian.Uint16(p[4:6]))
+			if cl < 6 || cl > len(p) {
+				return 0, false
+			}
+			if vendor == 0 && typ == ChunkAgentID && cl == 10 {
+				return binary.BigEndian.Uint32(p[6:10]), true
+			}
+			p = p[cl:]
+		}
+		return 0, false
+	}
+	if len(b) > 0 && b[0] == 2 {
+		var m Message
+		if decode2(b, &m) == nil && m.HasAgentID {
+			return m.AgentID, true
+		}
+	}
+	return 0, false
+}

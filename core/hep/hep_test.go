@@ -495,3 +495,45 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestAgentIDOfReadsTheClaimWithoutDecoding: AgentIDOf gives the id Decode
+// gives (HEP3 chunk 0x000c, HEP2 capture id), reports none when the
+// envelope carries none, and refuses what is not a whole envelope.
+func TestAgentIDOfReadsTheClaimWithoutDecoding(t *testing.T) {
+	base := Message{Family: FamilyIPv4, Protocol: 17, Src: netip.MustParseAddrPort("192.0.2.1:5060"),
+		Dst: netip.MustParseAddrPort("192.0.2.2:5060"), TS: time.Unix(1700000000, 0), HasTS: true, Payload: []byte("OPTIONS")}
+	for _, tc := range []struct {
+		name   string
+		ver    int
+		id     uint32
+		has    bool
+		mangle func([]byte) []byte
+		wantOK bool
+	}{
+		{"v3 with id", 3, 2002, true, nil, true},
+		{"v3 without id", 3, 0, false, nil, false},
+		{"v2 capture id", 2, 513, true, nil, true},
+		{"v3 cut short", 3, 2002, true, func(b []byte) []byte { return b[:len(b)-3] }, false},
+		{"not HEP", 3, 0, false, func([]byte) []byte { return []byte("HEP4 nope") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := base
+			m.Version, m.AgentID, m.HasAgentID = tc.ver, tc.id, tc.has
+			m.HasProtoType, m.ProtoType = tc.ver == 3, ProtoSIP
+			b, err := Encode(&m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.mangle != nil {
+				b = tc.mangle(b)
+			}
+			id, ok := AgentIDOf(b)
+			if ok != tc.wantOK || (ok && id != tc.id) {
+				t.Errorf("AgentIDOf = %d, %v; want %d, %v", id, ok, tc.id, tc.wantOK)
+			}
+			if d, err := Decode(b); err == nil && (d.HasAgentID != ok || d.AgentID != id) {
+				t.Errorf("Decode says %d, %v; AgentIDOf %d, %v", d.AgentID, d.HasAgentID, id, ok)
+			}
+		})
+	}
+}

@@ -47,6 +47,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sipnab/sipnab/core/hep"
 	"github.com/sipnab/sipnab/core/packet"
 	"github.com/sipnab/sipnab/core/ratelimit"
 )
@@ -61,6 +62,9 @@ const (
 	// DefaultReapIdleAfter is how long a TCP connection must have been
 	// silent to be closed in favour of a new one at the connection cap.
 	DefaultReapIdleAfter = 10 * time.Second
+	// DefaultSilenceWarn is Config.SilenceWarn's default
+	// (--hep-silence-warn 30, engine.md §1).
+	DefaultSilenceWarn = 30 * time.Second
 	// refusalLogEvery spaces the refusal summaries in the log.
 	refusalLogEvery = 10 * time.Second
 	maxDatagram     = 65535
@@ -115,6 +119,9 @@ type Config struct {
 	// Authenticate, when set, must accept a datagram (e.g. check the HEP3
 	// shared-secret chunk with core/hep) for it to be admitted.
 	Authenticate func(hep []byte) bool
+	// SilenceWarn is how long a sender may go unheard before it counts as
+	// silent (--hep-silence-warn); 0 means DefaultSilenceWarn.
+	SilenceWarn time.Duration
 	// Name is the source name frames carry; empty means "hep:<address>".
 	Name string
 	// SourceID is the SourceID frames carry.
@@ -135,6 +142,12 @@ type Sender struct {
 	// HEP2 and HEP3 count datagrams by HEP version.
 	HEP2 uint64 `json:"hep2,omitempty"`
 	HEP3 uint64 `json:"hep3,omitempty"`
+	// AgentID is the last capture agent id the sender's admitted
+	// datagrams claimed (HEP3 chunk 0x000c, or the HEP2 capture id;
+	// hep.AgentIDOf); a datagram claiming none leaves it. HasAgentID says
+	// one did. A claim, not a proof: any sender can write any id.
+	AgentID    uint32 `json:"agent_id,omitempty"`
+	HasAgentID bool   `json:"-"`
 }
 
 // RefusedSource is one source whose datagrams were refused.
@@ -778,10 +791,14 @@ func (l *Listener) handle(b []byte, peer, local netip.AddrPort, tr packet.Transp
 		l.refuse(pa, ReasonAuthFailed)
 		return
 	}
+	agent, hasAgent := hep.AgentIDOf(b)
 	l.mu.Lock()
 	l.admitted++
 	l.bytes += uint64(len(b))
 	s := l.senders.get(pa, func() Sender { return Sender{Addr: pa, FirstSeen: now} })
+	if hasAgent {
+		s.AgentID, s.HasAgentID = agent, true
+	}
 	s.LastSeen = now
 	s.Packets++
 	s.Bytes += uint64(len(b))
@@ -863,6 +880,39 @@ func (l *Listener) Stats() Stats {
 	}
 	return s
 }
+
+// SilenceWarn is how long a sender may go unheard before it counts as
+// silent (Config.SilenceWarn, its default applied).
+func (l *Listener) SilenceWarn() time.Duration {
+	if l.cfg.SilenceWarn > 0 {
+		return l.cfg.SilenceWarn
+	}
+	return DefaultSilenceWarn
+}
+
+// Trust says on what a sender is admitted: "allowlist" (its address is in
+// Config.Allow), "shared_secret" (Config.Authenticate, no allowlist) or
+// "loopback" (neither: Listen permits that on loopback addresses only).
+func (l *Listener) Trust() string {
+	switch {
+	case len(l.allow) > 0:
+		return "allowlist"
+	case l.cfg.Authenticate != nil:
+		return "shared_secret"
+	}
+	return "loopback"
+}
+
+// MaxSenders and MaxRefused are the roster's and the refused-source
+// list's caps (Config, defaults applied).
+func (l *Listener) MaxSenders() int { return l.senders.max }
+
+// MaxRefused is the refused-source list's cap.
+func (l *Listener) MaxRefused() int { return l.refusedL.max }
+
+// Now is the listener's clock (Config.Now), which stamps first_seen and
+// last_seen.
+func (l *Listener) Now() time.Time { return l.now() }
 
 // Senders returns the roster, most recently seen first.
 func (l *Listener) Senders() []Sender {

@@ -20,15 +20,22 @@ func Tools(tb testing.TB, b sdk.Bundle, env sdk.Env) map[string]sdk.Tool {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out := map[string]sdk.Tool{}
+	out := make(map[string]sdk.Tool, len(tools))
 	for _, tl := range tools {
 		out[tl.Name] = tl
 	}
 	return out
 }
 
-// Call invokes a tool that must answer and decodes its answer (the first
-// block) into into when not nil.
+// Provision builds b's tools over an Env made of o, by name.
+func Provision(tb testing.TB, b sdk.Bundle, o sdk.EnvOptions) map[string]sdk.Tool {
+	tb.Helper()
+	return Tools(tb, b, sdk.NewEnv(o))
+}
+
+// Call invokes tool with the JSON arguments args under the default limits,
+// fails the test on an error, and decodes the answer (the first block) into
+// into when it is not nil.
 func Call(tb testing.TB, tool sdk.Tool, args string, into any) sdk.Reply {
 	tb.Helper()
 	r, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
@@ -43,8 +50,8 @@ func Call(tb testing.TB, tool sdk.Tool, args string, into any) sdk.Reply {
 	return r
 }
 
-// Refused invokes a tool that must refuse and returns its error.
-func Refused(tb testing.TB, tool sdk.Tool, args string) *sdk.Error {
+// CallErr invokes a tool that must refuse and returns its error.
+func CallErr(tb testing.TB, tool sdk.Tool, args string) *sdk.Error {
 	tb.Helper()
 	_, err := tool.Invoke(context.Background(), json.RawMessage(args), sdk.DefaultLimits())
 	if err == nil {
