@@ -76,10 +76,12 @@ const sampleA, sampleB = "1-1966@10.0.2.20", "1-1968@10.0.2.20"
 // A golden without an entry is still recorded and must answer without an
 // error, its sender text fenced and the provenance note last.
 var handChecked = map[string]goldenCheck{
-	// server bundle: started without --mcp-allow-shutdown, no -L, no -i.
-	"shutdown_server":     {refused, []string{"--mcp-allow-shutdown"}},
+	// server bundle: started with --mcp-allow-shutdown and a file root
+	// (fileToolArgs), no -L, no -i. The example is a dry run: the server
+	// stays up for the goldens after it.
+	"shutdown_server":     {plain, []string{`"dry_run":true`, `"would_stop":true`, `"stopping":false`, `"dialogs":2`}},
 	"hep_senders":         {plain, []string{`"listening":false`, `"senders":[]`}},
-	"server_capabilities": {plain, []string{`"can_hep":true`, `"libpcap":false`, `"mcp_allow_shutdown":false`, `"mcp_file_root":false`}},
+	"server_capabilities": {plain, []string{`"can_hep":true`, `"libpcap":false`, `"mcp_allow_shutdown":true`, `"mcp_file_root":true`, `"mcp_allow_save_findings":true`}},
 	// 2 dialogs of the default cap 100000 (--limit); 2 streams of 50000.
 	"runtime_stats": {plain, []string{`"dialogs":{"used":2,"capacity":100000,"pct":0.002}`, `"streams":{"used":2,"capacity":50000,"pct":0.004}`}},
 	// the file was read whole before the call: nothing in the window.
