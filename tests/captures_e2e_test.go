@@ -161,10 +161,12 @@ func TestCapturesE2E(t *testing.T) {
 		t.Errorf("stderr does not hold the one finding:\n%s", log)
 	}
 
-	// triage-outage's four tools are all built now, and with the security
-	// bundle post-change-verification's: the full selection lists both.
-	if got := listPrompts(t, s); !slices.Equal(got, []string{"post-change-verification", "triage-outage"}) {
-		t.Errorf("prompts/list: %v, want [post-change-verification triage-outage]", got)
+	// Every tool of triage-outage (captures), post-change-verification
+	// (captures, security) and codec-interop-audit (media) is built: the
+	// full selection lists them; carrier-escalation waits for
+	// build_evidence_package.
+	if got := listPrompts(t, s); !slices.Equal(got, []string{"codec-interop-audit", "post-change-verification", "triage-outage"}) {
+		t.Errorf("prompts/list: %v, want [codec-interop-audit post-change-verification triage-outage]", got)
 	}
 
 	// Without a root and the flag: listed, refused.

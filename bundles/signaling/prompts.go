@@ -43,14 +43,14 @@ Answer with a ticket: the carrier's next hop, its ASR and NER against the other 
 		{
 			Name:        "codec-interop-audit",
 			Description: "Audit codec negotiation and audio quality per codec, with MOS read the way sipnab grounds it.",
-			Tools:       []string{"capture_status", "list_dialogs", "check_codec_negotiation", "group_dialogs", "media_diagnostics"},
+			Tools:       []string{"capture_status", "list_dialogs", "check_codec_negotiation", "group_dialogs", "rtp_stats", "media_diagnostics"},
 			Text: `Audit codec interoperability in the capture sipnab holds.
 
 1. Call capture_status; if source_exhausted is false, results are partial.
 2. Call list_dialogs with the filter "state == Failed" (and again with "state == Completed" for a sample of answered calls); for the failed calls whose final response was 488 or 415, and for the sample, call check_codec_negotiation with the Call-ID. Note every result other than "ok" (no_common_codec, no_answer, sdp_present_but_no_codecs, no_sdp_in_capture) and which codecs each side offered.
 3. Call group_dialogs with by "rtp.codec" and metrics ["count", "mos_p10"]. mos_p10 is computed only over dialogs whose MOS is grounded; a null with a not_grounded reason means the codec has no published impairment, not a bad call.
 4. Read the resource sipnab://reference/mos-and-codecs before you compare MOS across codecs: it says which codecs are grounded and why a placeholder score is not a measurement.
-5. For the codecs or calls with the worst grounded MOS, call media_diagnostics to see loss, jitter and their causes.
+5. For the codecs or calls with the worst grounded MOS, call rtp_stats with the Call-ID for each stream's loss, jitter and MOS, and media_diagnostics for what surrounds them: the DSCP marking and any remarking, the clock the jitter was measured with, comfort noise, and what the endpoints' own RTCP reports claim (kept apart from sipnab's measurements).
 
 Answer with: negotiation failures by cause and endpoint pair, MOS per codec (grounded only, with the dialogs behind each figure), the media problems found, and recommendations (codec order, transcoding) that follow from them.`,
 		},

@@ -217,7 +217,7 @@ func TestPrompts(t *testing.T) {
 	ps := resRegistered(t).Prompts
 	want := map[string][]string{
 		"carrier-escalation":       {"capture_status", "group_dialogs", "list_dialogs", "get_call_tree", "build_evidence_package"},
-		"codec-interop-audit":      {"capture_status", "list_dialogs", "check_codec_negotiation", "group_dialogs", "media_diagnostics"},
+		"codec-interop-audit":      {"capture_status", "list_dialogs", "check_codec_negotiation", "group_dialogs", "rtp_stats", "media_diagnostics"},
 		"post-change-verification": {"capture_status", "list_captures", "compare_captures", "evaluate_expectations", "timeline"},
 		"triage-outage":            {"capture_status", "find_problems", "triage_call", "get_dialog", "show_evidence"},
 	}
