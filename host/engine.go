@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sipnab/sipnab/core/capture"
+	"github.com/sipnab/sipnab/core/detect"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/heplisten"
@@ -80,6 +81,7 @@ func engineConfig(cfg *Config) engine.Config {
 		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
 	}
 	ec.Gate = portGateOf(cfg)
+	ec.Detect = detect.New(detectConfig(cfg))
 	ec.Expand.Stdin = cfg.stdin                      // -I - reads it (core/capture/stdin.go)
 	ec.Media.CodecIe, _ = codecIe(cfg.Media.CodecIe) // checked at startup (checkAnalysis)
 	ec.Media.WidebandListening = mos.Listening(cfg.Media.AMRWBListening)
@@ -96,8 +98,20 @@ func engineConfig(cfg *Config) engine.Config {
 // named source that cannot be opened is an error.
 func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles func() error) (*engineHandle, error) {
 	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
+	if why := c.Detector().Disabled(); why != "" {
+		log.Warn("security detectors not running", "armed", c.Detector().Armed(), "why", why)
+	}
+	var f2b *fail2banLog
+	if path := cfg.Detect.Fail2banLog; path != "" {
+		var err error
+		if f2b, err = openFail2banLog(path, log); err != nil {
+			return nil, err
+		}
+		c.Detector().OnFinding(f2b.write)
+	}
 	eg, err := startEgress(cfg, log)
 	if err != nil {
+		f2b.close()
 		return nil, err
 	}
 	if eg != nil {

@@ -203,9 +203,13 @@ func (d *Detector) observeSource(ts time.Time, src, dst netip.AddrPort, m *sip.M
 }
 
 // expire turns the source's transactions that waited past the answer
-// wait (500 ms, RFC 3261 T1) into unanswered ones.
+// wait (500 ms, RFC 3261 T1) into unanswered ones and, when a probe of
+// the current window did, evaluates the window at the moment the last of
+// them ran out (the capture time the evidence was complete, not the time
+// of the next message that revealed it).
 func (d *Detector) expire(s *source, now time.Time) {
 	n := 0
+	var at time.Time
 	for _, p := range s.pending {
 		if now.Sub(p.ts) <= DefaultAnswerWait {
 			break
@@ -215,6 +219,7 @@ func (d *Detector) expire(s *source, now time.Time) {
 			s.scanUnanswered++
 			if p.winSeq == s.winSeq {
 				s.unans++
+				at = p.ts.Add(DefaultAnswerWait)
 			}
 		}
 		if p.reg {
@@ -223,6 +228,9 @@ func (d *Detector) expire(s *source, now time.Time) {
 	}
 	if n > 0 {
 		s.pending = s.pending[n:]
+	}
+	if !at.IsZero() {
+		d.evaluate(s, at)
 	}
 }
 
@@ -278,10 +286,7 @@ func (d *Detector) settle() {
 	if d.clock.IsZero() {
 		return
 	}
-	d.sources.each(func(_ string, s *source) {
-		d.expire(s, d.clock)
-		d.evaluate(s, d.clock)
-	})
+	d.sources.each(func(_ string, s *source) { d.expire(s, d.clock) })
 }
 
 // Gaps lists the rules' blind spots: requests they examined that the
