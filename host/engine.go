@@ -108,6 +108,9 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 			return nil, err
 		}
 		c.Detector().OnFinding(f2b.write)
+		if len(c.Detector().Armed()) == 0 {
+			log.Warn("--fail2ban-log without an armed detector (--detect-scanner, --reg-flood, --digest-leak): nothing will be written", "file", path)
+		}
 	}
 	eg, err := startEgress(cfg, log)
 	if err != nil {

@@ -349,6 +349,15 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		return 0, afterDrop(err, ranAs)
 	}
 	defer func() { _ = eng.stopEgress(sio.Stderr) }() // -O and -H end with the server
+	if done := eng.capture.Done(); done != nil {
+		go func() {
+			// When a file load ends, the detectors judge the probes still
+			// waiting for an answer at its end (and --fail2ban-log writes
+			// what that finds) without waiting for a tool call.
+			<-done
+			eng.capture.Detector().Settle()
+		}()
+	}
 	files, err := fileRootOf(cfg, eng)
 	if err != nil {
 		_ = eng.capture.Close()

@@ -1,0 +1,170 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+// madeCopy copies a capture made here (testdata/made) into a directory
+// the server can read.
+func madeCopy(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testcap.Root(), "testdata", "made", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(sharedDir(t), name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDetectorsE2E arms the detectors on the two captures made with real
+// peers (testdata/made/sipvicious-scan.sh: SIPVicious svmap and svwar
+// against kamailio; testdata/made/reg-flood.sh: a SIPp REGISTER flood
+// answered 401), reads security_findings and generate_fail2ban_rule over
+// stdio through the built binary, and proves each generated filter
+// against the real peer: fail2ban-regex over the log the binary wrote
+// with --fail2ban-log matches exactly as many lines as the rule has
+// findings, each for the finding's address.
+func TestDetectorsE2E(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	logPath := filepath.Join(t.TempDir(), "sipnab-fail2ban.log")
+	s := sigSession(t, ctx, "--mcp-tools", "core,security", "--detect-scanner", "--reg-flood", "--digest-leak",
+		"--fail2ban-log", logPath, "-I", madeCopy(t, "sipvicious-scan.pcap"), "-I", madeCopy(t, "reg-flood.pcap"))
+	defer s.close()
+	waitLoaded(t, ctx, s)
+
+	type row struct {
+		FindingID string `json:"finding_id"`
+		RuleName  string `json:"rule_name"`
+		SrcIP     string `json:"src_ip"`
+		Detail    string `json:"detail"`
+	}
+	var sf struct {
+		Findings        []row    `json:"findings"`
+		Returned        int      `json:"returned"`
+		TotalMatched    int      `json:"total_matched"`
+		ArmedKinds      []string `json:"armed_kinds"`
+		DetectionArmed  bool     `json:"detection_armed"`
+		ObservationGaps []struct {
+			RuleName string `json:"rule_name"`
+			Reason   string `json:"reason"`
+			Seen     int    `json:"seen"`
+		} `json:"observation_gaps"`
+	}
+	sigCall(t, ctx, s, "security_findings", map[string]any{}, &sf)
+	// The findings core/detect's TestFindingsOnRealTraffic checks against
+	// tshark: 4 on sipvicious-scan.pcap (scanner_detected, _enumeration
+	// and _rate for 10.98.0.1, MD5 challenges from kamailio at
+	// 10.98.0.2); on reg-flood.pcap reg_flood for 10.97.0.1, scanner_rate
+	// for both SIPp clients (more than 10 REGISTERs rejected 401 within
+	// 5 s) and MD5 challenges from the SIPp UAS at 10.97.0.2.
+	want := []string{
+		"scanner_rate@10.97.0.3@2026-12-02T16:44:24.212041Z",
+		"reg_flood@10.97.0.1@2026-12-02T16:44:23.308283Z",
+		"scanner_rate@10.97.0.1@2026-12-02T16:44:23.107971Z",
+		"digest_weak_algorithm@10.97.0.2@2026-12-02T16:44:23.059745Z",
+		"scanner_rate@10.98.0.1@2026-12-02T16:39:29.90547Z",
+		"digest_weak_algorithm@10.98.0.2@2026-12-02T16:39:29.900165Z",
+		"scanner_enumeration@10.98.0.1@2026-12-02T16:39:26.304799Z",
+		"scanner_detected@10.98.0.1@2026-12-02T16:39:25.765538Z",
+	}
+	var got []string
+	for _, f := range sf.Findings {
+		got = append(got, f.FindingID)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || sf.TotalMatched != 8 || sf.Returned != 8 || !sf.DetectionArmed ||
+		strings.Join(sf.ArmedKinds, ",") != "scanner,digest,reg_flood" {
+		t.Fatalf("security_findings: %v (total %d, armed %v %v), want %v", got, sf.TotalMatched, sf.ArmedKinds, sf.DetectionArmed, want)
+	}
+	if d := sf.Findings[7].Detail; !strings.Contains(d, "⟦untrusted-capture-data⟧") || !strings.Contains(d, `ua="friendly-scanner"`) {
+		t.Errorf("scanner_detected detail %q: want the User-Agent, fenced", d)
+	}
+	if len(sf.ObservationGaps) != 2 || sf.ObservationGaps[0].Reason != "unanswered" || sf.ObservationGaps[0].Seen != 7 {
+		t.Errorf("observation_gaps %+v: want svmap's 7 unanswered OPTIONS under both behavioural rules", sf.ObservationGaps)
+	}
+
+	var since struct {
+		Findings []row `json:"findings"`
+	}
+	sigCall(t, ctx, s, "security_findings", map[string]any{"kinds": []string{"reg_flood", "scanner"}, "since": "2026-12-02T16:44:23.107971Z"}, &since)
+	if len(since.Findings) != 2 || since.Findings[0].RuleName != "scanner_rate" || since.Findings[1].RuleName != "reg_flood" {
+		t.Errorf("kinds reg_flood,scanner strictly after 16:44:23.107971: %+v", since.Findings)
+	}
+
+	r, err := s.result(ctx, "generate_fail2ban_rule", map[string]any{"finding_id": "scanner_rate@10.0.0.9@2026-12-02T16:44:24Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.isError || !strings.Contains(r.texts[0], "This server holds: "+want[0]+", ") || !strings.Contains(r.texts[0], want[7]) {
+		t.Errorf("unknown finding: %v, want every held id listed", r.texts)
+	}
+	r, err = s.result(ctx, "generate_fail2ban_rule", map[string]any{"finding_id": "scanner.*@10.98.0.1@2026-12-02T16:39:25.765538Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.isError || !strings.Contains(r.texts[0], "bare identifier") {
+		t.Errorf("rule_name with regex metacharacters: %v", r.texts)
+	}
+
+	regexBin, err := exec.LookPath("fail2ban-regex")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("fail2ban-regex is not installed (Debian package fail2ban; .ci/run installs it)")
+		}
+		t.Skip("fail2ban-regex is not installed (Debian package fail2ban): the generated filters cannot be proved")
+	}
+	perRule := map[string][]row{}
+	for _, f := range sf.Findings {
+		perRule[f.RuleName] = append(perRule[f.RuleName], f)
+	}
+	dir := t.TempDir()
+	matched := regexp.MustCompile(`Lines: (\d+) lines, 0 ignored, (\d+) matched, (\d+) missed`)
+	for rule, fs := range perRule {
+		var fr struct {
+			FilterName string `json:"filter_name"`
+			FilterConf string `json:"filter_conf"`
+			JailConf   string `json:"jail_conf"`
+			Caveats    []string
+		}
+		sigCall(t, ctx, s, "generate_fail2ban_rule", map[string]any{"finding_id": fs[0].FindingID}, &fr)
+		if fr.FilterName != "sipnab-"+rule || !strings.Contains(fr.JailConf, "maxretry = 3") || !strings.Contains(fr.JailConf, "port     = 5060,5061") ||
+			len(fr.Caveats) != 3 {
+			t.Errorf("%s: %+v", rule, fr)
+		}
+		filter := filepath.Join(dir, fr.FilterName+".conf")
+		if err := os.WriteFile(filter, []byte(fr.FilterConf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(ctx, regexBin, "-v", logPath, filter).CombinedOutput()
+		if err != nil {
+			t.Fatalf("fail2ban-regex %s: %v\n%s", rule, err, out)
+		}
+		m := matched.FindStringSubmatch(string(out))
+		if m == nil {
+			t.Fatalf("fail2ban-regex %s: no summary line\n%s", rule, out)
+		}
+		// The log holds one line per finding (8); the filter matches the
+		// rule's own, for the findings' addresses.
+		if n, _ := strconv.Atoi(m[2]); m[1] != "8" || n != len(fs) {
+			t.Errorf("fail2ban-regex %s: %s lines, %s matched; want 8 lines, %d matched\n%s", rule, m[1], m[2], len(fs), out)
+		}
+		for _, f := range fs {
+			if !strings.Contains(string(out), "|      "+f.SrcIP+"  ") {
+				t.Errorf("fail2ban-regex %s: %s not among the matched hosts\n%s", rule, f.SrcIP, out)
+			}
+		}
+	}
+}
