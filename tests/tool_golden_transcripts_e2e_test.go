@@ -104,6 +104,11 @@ var handChecked = map[string]goldenCheck{
 	"explain_rule": {plain,
 		[]string{`"rfc":3264`, `"section":"6.1"`}},
 	"explain_rule-unknown": {refused, lint.IDs()},
+	// The sample capture is served with no detector armed: nothing was
+	// watching, and no finding can be turned into a fail2ban rule.
+	"security_findings": {plain,
+		[]string{`"findings":[]`, `"armed_kinds":[]`, `"detection_armed":false`, `nothing was watching`}},
+	"generate_fail2ban_rule": {refused, []string{"This server holds: none"}},
 	"explain_response_code": {plain,
 		[]string{`"phrase":"Not Acceptable Here"`, `"reference":"RFC 3261 §21.4.26"`}},
 	"generate_repro": {plain,

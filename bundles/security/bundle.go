@@ -31,8 +31,8 @@ var _ sdk.Bundle = Bundle{}
 func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "security",
-		Summary:    "participants rather than calls: top talkers, one endpoint's whole story, registration diagnosis, the capture judged against an expectation suite",
-		ByteBudget: sdk.Budget{Default: 4900, WithOutputSchemas: 26400},
+		Summary:    "participants rather than calls: top talkers, one endpoint's whole story, registration diagnosis, the capture judged against an expectation suite, what the armed detectors found and fail2ban rules from it",
+		ByteBudget: sdk.Budget{Default: 6200, WithOutputSchemas: 32800},
 	}
 }
 
