@@ -197,7 +197,7 @@ var options = []option{
 	{flag: "hep-send-transport", group: gEgress, arg: "udp|tcp", key: "hep.send_transport", def: "udp", usage: "with -H: udp (one envelope per datagram) or tcp"},
 	{flag: "hep-capture-id", group: gEgress, arg: "ID", key: "hep.capture_id", def: 0, usage: "with -H: capture agent id sent in every envelope (chunk 0x000c)"},
 	// Security detectors (core/detect, docs/detectors.md): each off until
-	// armed. They observe only: the reference's --kill-scanner (an active
+	// armed. They observe only: the reference's kill-scanner flag (an active
 	// response spoofed to the scanner) is not built, so the scanner
 	// detector has a flag named for what it does.
 	{flag: "detect-scanner", group: gDetect, key: "detect.scanner", def: false, usage: "arm the SIP scanner detector: User-Agent signatures, and per source per 5 s more than 10 probes (rate) or more than 5 targets (enumeration) with at least 5 rejected or unanswered probes outnumbering the rest; records findings, sends nothing"},

@@ -43,7 +43,7 @@ func detectorKinds(kinds []string) ([]string, error) {
 		if !slices.Contains(detect.Kinds, k) {
 			hint := ""
 			if strings.EqualFold(strings.ReplaceAll(k, "-", "_"), "reg_flood") {
-				hint = " (did you mean reg_flood? the --alert grammar spells it reg-flood, this tool reg_flood)"
+				hint = " (did you mean reg_flood? the alert grammar spells it reg-flood, this tool reg_flood)"
 			}
 			return nil, sdk.Refuse(sdk.KindInvalidArgument, "kinds", "unknown kind %q%s; the kinds are: %s",
 				clipArg(k), hint, strings.Join(detect.Kinds, ", ")).Accepting(detect.Kinds)

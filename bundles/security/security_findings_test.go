@@ -144,7 +144,7 @@ func TestSecurityFindingsRefusals(t *testing.T) {
 	tests := []struct {
 		name, args, says string
 	}{
-		{"reg-flood: the --alert spelling", `{"kinds":["reg-flood"]}`, "did you mean reg_flood"},
+		{"reg-flood: the alert grammar spelling", `{"kinds":["reg-flood"]}`, "did you mean reg_flood"},
 		{"unknown kind lists the vocabulary", `{"kinds":["scanners"]}`, "the kinds are: scanner, fraud, digest, reg_flood"},
 		{"since not RFC 3339", `{"since":"yesterday"}`, "not an RFC 3339 time"},
 	}

@@ -27,7 +27,7 @@ import (
 )
 
 // Kinds is the vocabulary of detector kinds (mcp-surface.md §3.4): the
-// names security_findings filters by and --alert spells (reg-flood there).
+// names security_findings filters by and the alert grammar spells (reg-flood there).
 var Kinds = []string{"scanner", "fraud", "digest", "reg_flood"}
 
 // Rule names. A finding's rule names what fired; its kind (KindOf) is the
