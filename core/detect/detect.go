@@ -176,7 +176,6 @@ type Detector struct {
 	mu    sync.Mutex
 	ring  []Finding // circular, cap cfg.History
 	head  int       // next slot
-	full  bool
 	stats Stats
 	last  map[string]time.Time // rule|src → last time it fired (cooldown), capped like sources
 	clock time.Time            // latest capture time seen
