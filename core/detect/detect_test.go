@@ -150,6 +150,21 @@ func response(code int, reason, method string, n int, extra string) string {
 		code, reason, n, n, n, n, method, extra)
 }
 
+// wantRules feeds msgs to a detector armed as cfg and wants the rules of
+// its findings, newest first.
+func wantRules(t *testing.T, cfg detect.Config, msgs []msg, want []string) {
+	t.Helper()
+	d := detect.New(cfg)
+	feed(d, msgs...)
+	var got []string
+	for _, f := range d.Findings() {
+		got = append(got, f.Rule)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("rules %v, want %v (%s)", got, want, ids(d.Findings()))
+	}
+}
+
 // TestScannerGate: the behavioural rules need the evidence gate; a source
 // that completed a call needs four times the evidence.
 func TestScannerGate(t *testing.T) {
@@ -181,17 +196,7 @@ func TestScannerGate(t *testing.T) {
 		{"established source, 25 rejected: 4x met", append(established, probes(25, 404, 100)...), []string{"scanner_enumeration", "scanner_rate"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := detect.New(detect.Config{Scanner: true})
-			feed(d, tt.msgs...)
-			var got []string
-			for _, f := range d.Findings() {
-				got = append(got, f.Rule)
-			}
-			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
-				t.Errorf("rules %v, want %v (%s)", got, tt.want, ids(d.Findings()))
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantRules(t, detect.Config{Scanner: true}, tt.msgs, tt.want) })
 	}
 }
 
@@ -252,17 +257,7 @@ func TestDigestRules(t *testing.T) {
 		{"credentials with qop and no cnonce", []msg{{ms(1), a, b, request("REGISTER", "1000", 1, "Authorization: Digest username=\"1000\", realm=\"r\", nonce=\"n\", uri=\"sip:x\", response=\"00\", qop=auth, nc=00000001\n")}}, []string{"digest_no_cnonce"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := detect.New(detect.Config{Digest: true})
-			feed(d, tt.msgs...)
-			var got []string
-			for _, f := range d.Findings() {
-				got = append(got, f.Rule)
-			}
-			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
-				t.Errorf("rules %v, want %v (%s)", got, tt.want, ids(d.Findings()))
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantRules(t, detect.Config{Digest: true}, tt.msgs, tt.want) })
 	}
 }
 
