@@ -13,15 +13,16 @@ import (
 )
 
 // detectConfig arms the security detectors (core/detect) from
-// --detect-scanner, --reg-flood, --digest-leak and --findings-history.
+// --detect-scanner, --reg-flood, --digest-leak, --fraud-detect and
+// --findings-history.
 // They run on the single-core path only (engine.md §13): with --cores 2
 // or more they are reported armed and not running, and startEngine warns.
 func detectConfig(cfg *Config) detect.Config {
 	dc := detect.Config{
-		Scanner: cfg.Detect.Scanner, RegFlood: cfg.Detect.RegFlood, Digest: cfg.Detect.DigestLeak,
+		Scanner: cfg.Detect.Scanner, RegFlood: cfg.Detect.RegFlood, Digest: cfg.Detect.DigestLeak, Fraud: cfg.Detect.FraudDetect,
 		History: cfg.Detect.FindingsHistory,
 	}
-	if cfg.Cores >= 2 && (dc.Scanner || dc.RegFlood || dc.Digest) {
+	if cfg.Cores >= 2 && (dc.Scanner || dc.RegFlood || dc.Digest || dc.Fraud) {
 		dc.Disabled = fmt.Sprintf("the detectors run only on the single-core path (engine.md §13) and this run has --cores %d: nothing was observed", cfg.Cores)
 	}
 	return dc

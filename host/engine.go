@@ -109,7 +109,7 @@ func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles
 		}
 		c.Detector().OnFinding(f2b.write)
 		if len(c.Detector().Armed()) == 0 {
-			log.Warn("--fail2ban-log without an armed detector (--detect-scanner, --reg-flood, --digest-leak): nothing will be written", "file", path)
+			log.Warn("--fail2ban-log without an armed detector (--detect-scanner, --reg-flood, --digest-leak, --fraud-detect): nothing will be written", "file", path)
 		}
 	}
 	eg, err := startEgress(cfg, log)

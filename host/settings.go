@@ -62,6 +62,7 @@ type Settings struct {
 		Scanner         bool   `koanf:"scanner"`
 		RegFlood        bool   `koanf:"reg_flood"`
 		DigestLeak      bool   `koanf:"digest_leak"`
+		FraudDetect     bool   `koanf:"fraud_detect"`
 		FindingsHistory int    `koanf:"findings_history"`
 		Fail2banLog     string `koanf:"fail2ban_log"`
 	} `koanf:"detect"`

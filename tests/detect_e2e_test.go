@@ -41,8 +41,8 @@ func TestDetectorsE2E(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	logPath := filepath.Join(t.TempDir(), "sipnab-fail2ban.log")
-	s := sigSession(t, ctx, "--mcp-tools", "core,security", "--detect-scanner", "--reg-flood", "--digest-leak",
-		"--fail2ban-log", logPath, "-I", madeCopy(t, "sipvicious-scan.pcap"), "-I", madeCopy(t, "reg-flood.pcap"))
+	s := sigSession(t, ctx, "--mcp-tools", "core,security", "--detect-scanner", "--reg-flood", "--digest-leak", "--fraud-detect",
+		"--fail2ban-log", logPath, "-I", madeCopy(t, "sipvicious-scan.pcap"), "-I", madeCopy(t, "reg-flood.pcap"), "-I", madeCopy(t, "fraud.pcap"))
 	defer s.close()
 	waitLoaded(t, ctx, s)
 
@@ -70,8 +70,12 @@ func TestDetectorsE2E(t *testing.T) {
 	// and _rate for 10.98.0.1, MD5 challenges from kamailio at
 	// 10.98.0.2); on reg-flood.pcap reg_flood for 10.97.0.1, scanner_rate
 	// for both SIPp clients (more than 10 REGISTERs rejected 401 within
-	// 5 s) and MD5 challenges from the SIPp UAS at 10.97.0.2.
+	// 5 s) and MD5 challenges from the SIPp UAS at 10.97.0.2; on
+	// fraud.pcap wangiri for 10.96.0.3 and sequential scanning for
+	// 10.96.0.1.
 	want := []string{
+		"fraud_wangiri@10.96.0.3@2026-12-02T16:56:27.595522Z",
+		"fraud_sequential_scanning@10.96.0.1@2026-12-02T16:56:24.68005Z",
 		"scanner_rate@10.97.0.3@2026-12-02T16:44:24.212041Z",
 		"reg_flood@10.97.0.1@2026-12-02T16:44:23.308283Z",
 		"scanner_rate@10.97.0.1@2026-12-02T16:44:23.107971Z",
@@ -85,11 +89,11 @@ func TestDetectorsE2E(t *testing.T) {
 	for _, f := range sf.Findings {
 		got = append(got, f.FindingID)
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") || sf.TotalMatched != 8 || sf.Returned != 8 || !sf.DetectionArmed ||
-		strings.Join(sf.ArmedKinds, ",") != "scanner,digest,reg_flood" {
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || sf.TotalMatched != 10 || sf.Returned != 10 || !sf.DetectionArmed ||
+		strings.Join(sf.ArmedKinds, ",") != "scanner,fraud,digest,reg_flood" {
 		t.Fatalf("security_findings: %v (total %d, armed %v %v), want %v", got, sf.TotalMatched, sf.ArmedKinds, sf.DetectionArmed, want)
 	}
-	if d := sf.Findings[7].Detail; !strings.Contains(d, "⟦untrusted-capture-data⟧") || !strings.Contains(d, `ua="friendly-scanner"`) {
+	if d := sf.Findings[9].Detail; !strings.Contains(d, "⟦untrusted-capture-data⟧") || !strings.Contains(d, `ua="friendly-scanner"`) {
 		t.Errorf("scanner_detected detail %q: want the User-Agent, fenced", d)
 	}
 	if len(sf.ObservationGaps) != 2 || sf.ObservationGaps[0].Reason != "unanswered" || sf.ObservationGaps[0].Seen != 7 {
@@ -108,7 +112,7 @@ func TestDetectorsE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.isError || !strings.Contains(r.texts[0], "This server holds: "+want[0]+", ") || !strings.Contains(r.texts[0], want[7]) {
+	if !r.isError || !strings.Contains(r.texts[0], "This server holds: "+want[0]+", ") || !strings.Contains(r.texts[0], want[9]) {
 		t.Errorf("unknown finding: %v, want every held id listed", r.texts)
 	}
 	r, err = s.result(ctx, "generate_fail2ban_rule", map[string]any{"finding_id": "scanner.*@10.98.0.1@2026-12-02T16:39:25.765538Z"})
@@ -156,10 +160,10 @@ func TestDetectorsE2E(t *testing.T) {
 		if m == nil {
 			t.Fatalf("fail2ban-regex %s: no summary line\n%s", rule, out)
 		}
-		// The log holds one line per finding (8); the filter matches the
+		// The log holds one line per finding (10); the filter matches the
 		// rule's own, for the findings' addresses.
-		if n, _ := strconv.Atoi(m[2]); m[1] != "8" || n != len(fs) {
-			t.Errorf("fail2ban-regex %s: %s lines, %s matched; want 8 lines, %d matched\n%s", rule, m[1], m[2], len(fs), out)
+		if n, _ := strconv.Atoi(m[2]); m[1] != "10" || n != len(fs) {
+			t.Errorf("fail2ban-regex %s: %s lines, %s matched; want 10 lines, %d matched\n%s", rule, m[1], m[2], len(fs), out)
 		}
 		for _, f := range fs {
 			if !strings.Contains(string(out), "|      "+f.SrcIP+"  ") {

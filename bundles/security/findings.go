@@ -17,7 +17,7 @@ type FindingRow struct {
 	// finding (generate_fail2ban_rule takes it).
 	FindingID string `json:"finding_id" desc:"<rule_name>@<src_ip>@<timestamp>: generate_fail2ban_rule's argument"`
 	RuleName  string `json:"rule_name" desc:"rule that fired"`
-	Kind      string `json:"kind" desc:"detector: scanner, digest, reg_flood"`
+	Kind      string `json:"kind" desc:"detector: scanner, fraud, digest, reg_flood"`
 	SrcIP     string `json:"src_ip" desc:"address the finding is about"`
 	// Detail is the measured evidence; it may quote a sender-written
 	// value (a User-Agent), so it is fenced.
@@ -97,14 +97,12 @@ func armedNote(det *detect.Detector, kinds []string) string {
 	var parts []string
 	switch {
 	case len(armed) == 0:
-		parts = append(parts, "no detector is armed (--detect-scanner, --reg-flood, --digest-leak): nothing was watching, so an empty list is not a clean bill")
+		parts = append(parts, "no detector is armed (--detect-scanner, --reg-flood, --digest-leak, --fraud-detect): nothing was watching, so an empty list is not a clean bill")
 	case det.Disabled() != "":
 		parts = append(parts, "armed but not running: "+det.Disabled())
 	}
 	for _, k := range kinds {
-		if k == "fraud" {
-			parts = append(parts, "the fraud detector is not in this build: no fraud finding can exist")
-		} else if len(armed) > 0 && !slices.Contains(armed, k) {
+		if len(armed) > 0 && !slices.Contains(armed, k) {
 			parts = append(parts, k+" is not armed: no "+k+" finding could be recorded")
 		}
 	}

@@ -46,7 +46,7 @@ func securityFindingsTool(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "security_findings",
 		Title: "Security findings",
-		Description: "What the armed detectors (--detect-scanner, --reg-flood, --digest-leak) recorded, newest first, " +
+		Description: "What the armed detectors (--detect-scanner, --reg-flood, --digest-leak, --fraud-detect) recorded, newest first, " +
 			"with each rule's blind spots. detection_armed false: nothing was watching.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Examples: []sdk.Example{

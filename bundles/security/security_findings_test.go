@@ -79,7 +79,7 @@ func TestSecurityFindingsOnSipvicious(t *testing.T) {
 		{"scanner kinds, twice named", `{"kinds":["scanner","scanner"]}`, rate + " " + enum + " " + ua, 3, false, "", 2},
 		{"strictly after the enumeration finding", `{"since":"2026-12-02T16:39:26.304799Z"}`, rate + " " + digest, 2, false, "", 2},
 		{"limit 1 of 4: truncated", `{"limit":1}`, rate, 4, true, "", 2},
-		{"fraud: accepted, not in this build", `{"kinds":["fraud"]}`, "", 0, false, "fraud detector is not in this build", 0},
+		{"fraud: in the vocabulary, not armed here", `{"kinds":["fraud"]}`, "", 0, false, "fraud is not armed", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +108,18 @@ func TestSecurityFindingsOnSipvicious(t *testing.T) {
 	// frames 3-9, never answered).
 	if g := all.ObservationGaps[0]; g.RuleName != "scanner_rate" || g.Reason != "unanswered" || g.Seen != 7 {
 		t.Errorf("gap %+v", g)
+	}
+}
+
+// TestSecurityFindingsFraud reads testdata/made/fraud.pcap (SIPp): the
+// two fraud findings core/detect's TestFindingsOnRealTraffic checks
+// against tshark.
+func TestSecurityFindingsFraud(t *testing.T) {
+	var got findingsAnswer
+	call(t, loadArmed(t, detect.Config{Fraud: true}, "fraud.pcap"), "security_findings", `{"kinds":["fraud"]}`, &got)
+	if got.ids() != "fraud_wangiri@10.96.0.3@2026-12-02T16:56:27.595522Z fraud_sequential_scanning@10.96.0.1@2026-12-02T16:56:24.68005Z" ||
+		got.Findings[0].Kind != "fraud" || strings.Join(got.ArmedKinds, ",") != "fraud" || got.Note != "" {
+		t.Errorf("%+v", got)
 	}
 }
 

@@ -98,6 +98,7 @@ type Config struct {
 	Scanner  bool // --detect-scanner
 	RegFlood bool // --reg-flood
 	Digest   bool // --digest-leak
+	Fraud    bool // --fraud-detect: sequential scanning and wangiri
 	// History is the findings ring (--findings-history); 0 means 1000.
 	History int
 	// MaxSources bounds each per-source table; 0 means 10000.
@@ -146,12 +147,17 @@ type Stats struct {
 	TargetsDropped uint64 `json:"targets_dropped"`
 	PendingEvicted uint64 `json:"pending_evicted"`
 	NoncesEvicted  uint64 `json:"nonces_evicted"`
+	// CallsEvicted counts INVITE dialogs the fraud detector stopped
+	// following at its cap; PrefixesDropped short calls to a destination
+	// prefix past a source's 64.
+	CallsEvicted    uint64 `json:"calls_evicted"`
+	PrefixesDropped uint64 `json:"prefixes_dropped"`
 }
 
 // EvidenceLost reports whether a table shed something a rule could have
 // used (the run is then not complete).
 func (s Stats) EvidenceLost() bool {
-	return s.FindingsEvicted+s.SourcesEvicted+s.TargetsDropped+s.PendingEvicted+s.NoncesEvicted > 0
+	return s.FindingsEvicted+s.SourcesEvicted+s.TargetsDropped+s.PendingEvicted+s.NoncesEvicted+s.CallsEvicted+s.PrefixesDropped > 0
 }
 
 // Gap is a blind spot of one rule: requests it examined whose answers the
@@ -182,8 +188,9 @@ type Detector struct {
 	// responses counts SIP responses seen at all (no_answers gaps).
 	responses uint64
 
-	sources *lru[*source] // per source address: scanner and reg_flood state
+	sources *lru[*source] // per source address: scanner, reg_flood and fraud state
 	nonces  *lru[nonceUse]
+	calls   *lru[*call] // INVITE dialogs the fraud detector follows
 
 	// onFinding is called (under mu) for every recorded finding: the
 	// alert channel (--fail2ban-log).
@@ -204,6 +211,7 @@ func New(cfg Config) *Detector {
 	d := &Detector{cfg: cfg, last: map[string]time.Time{}}
 	d.sources = newLRU[*source](cfg.MaxSources)
 	d.nonces = newLRU[nonceUse](MaxNonces)
+	d.calls = newLRU[*call](MaxCalls)
 	return d
 }
 
@@ -223,7 +231,7 @@ func (d *Detector) Armed() []string {
 		return out
 	}
 	for _, k := range Kinds {
-		if (k == "scanner" && d.cfg.Scanner) || (k == "reg_flood" && d.cfg.RegFlood) || (k == "digest" && d.cfg.Digest) {
+		if (k == "scanner" && d.cfg.Scanner) || (k == "reg_flood" && d.cfg.RegFlood) || (k == "digest" && d.cfg.Digest) || (k == "fraud" && d.cfg.Fraud) {
 			out = append(out, k)
 		}
 	}
@@ -240,7 +248,7 @@ func (d *Detector) Disabled() string {
 
 // running reports whether any detector observes messages.
 func (d *Detector) running() bool {
-	return d != nil && d.cfg.Disabled == "" && (d.cfg.Scanner || d.cfg.RegFlood || d.cfg.Digest)
+	return d != nil && d.cfg.Disabled == "" && (d.cfg.Scanner || d.cfg.RegFlood || d.cfg.Digest || d.cfg.Fraud)
 }
 
 // Observe feeds one applied SIP message (never a retransmission or a
@@ -262,6 +270,9 @@ func (d *Detector) Observe(ts time.Time, src, dst netip.AddrPort, m *sip.Message
 	}
 	if d.cfg.Digest {
 		d.observeDigest(ts, src, m)
+	}
+	if d.cfg.Fraud {
+		d.observeFraud(ts, src, m)
 	}
 }
 
@@ -337,6 +348,7 @@ func (d *Detector) Stats() Stats {
 	}
 	s.SourcesEvicted = d.sources.evicted
 	s.NoncesEvicted = d.nonces.evicted
+	s.CallsEvicted = d.calls.evicted
 	return s
 }
 

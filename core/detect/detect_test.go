@@ -79,6 +79,20 @@ func TestFindingsOnRealTraffic(t *testing.T) {
 			// 16:44:23.308283) is the 51st within one second of the first
 			// (16:44:23.059745). 10.97.0.3's 30 at 20/s never reach 21 in
 			// a second: no reg_flood for it.
+			// tshark (testdata/made/fraud.pcap.tshark.txt): 10.96.0.1
+			// dials 441700001-441700005, each refused 404; the third 404
+			// (frame 8, 16:56:24.680050) completes a run of three. 10.96.0.3
+			// places 4 calls to 882300001, each answered 200 and hung up
+			// about 1 s later; the third BYE (frame 36, 16:56:27.595522,
+			// 1.006 s after its 200, frame 26) is the third short call to
+			// prefix 8823 within 60 s (the fourth falls in the cooldown).
+			name: "SIPp sequential refused numbers and short completed calls", file: "fraud.pcap", cfg: detect.Config{Fraud: true, Scanner: true},
+			want: []string{
+				"fraud_wangiri@10.96.0.3@2026-12-02T16:56:27.595522Z 3 completed calls under 3s to prefix 8823 within 60s (last to 882300001 lasted 1.006s)",
+				"fraud_sequential_scanning@10.96.0.1@2026-12-02T16:56:24.68005Z 3 consecutive numbers refused in a row: 441700001 to 441700003",
+			},
+		},
+		{
 			name: "SIPp credentialed REGISTER flood answered 401", file: "reg-flood.pcap", cfg: detect.Config{RegFlood: true},
 			want: []string{
 				"reg_flood@10.97.0.1@2026-12-02T16:44:23.308283Z count=51 credentialed REGISTERs answered 401/407 within 1s (since 2026-12-02T16:44:23.059745Z)",
@@ -261,6 +275,41 @@ func TestDigestRules(t *testing.T) {
 	}
 }
 
+// TestFraudRules: a run needs each number one more than the last; a
+// wangiri call must be answered and last under 3 s.
+func TestFraudRules(t *testing.T) {
+	const a, b = "10.0.0.1:5060", "10.0.0.2:5060"
+	refused := func(n int, user string) []msg {
+		return []msg{{ms(10 * n), a, b, request("INVITE", user, n, "")}, {ms(10*n + 1), b, a, response(404, "Not Found", "INVITE", n, "")}}
+	}
+	short := func(n int, user string, holdMs int) []msg {
+		bye := strings.Replace(strings.Replace(request("BYE", user, n, ""), "CSeq: 1 BYE", "CSeq: 2 BYE", 1), "To: <sip:"+user+"@10.0.0.2>", "To: <sip:"+user+"@10.0.0.2>;tag=t"+fmt.Sprint(n), 1)
+		return []msg{{ms(1000 * n), a, b, request("INVITE", user, n, "")}, {ms(1000*n + 1), b, a, response(200, "OK", "INVITE", n, "")}, {ms(1000*n + 1 + holdMs), a, b, bye}}
+	}
+	join := func(parts ...[]msg) []msg {
+		var out []msg
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		msgs []msg
+		want []string
+	}{
+		{"1001, 1002, 1003 refused", join(refused(1, "1001"), refused(2, "1002"), refused(3, "+1-003")), []string{"fraud_sequential_scanning"}},
+		{"1001, 1003, 1004: the run breaks", join(refused(1, "1001"), refused(2, "1003"), refused(3, "1005")), nil},
+		{"names, not numbers", join(refused(1, "alice"), refused(2, "bob"), refused(3, "carol")), nil},
+		{"three 1 s calls to 4420...", join(short(1, "442071", 1000), short(2, "442072", 1000), short(3, "442073", 1000)), []string{"fraud_wangiri"}},
+		{"three 3 s calls: not under 3 s", join(short(1, "442071", 3000), short(5, "442072", 3000), short(9, "442073", 3000)), nil},
+		{"three short calls to three prefixes", join(short(1, "442071", 1000), short(2, "332072", 1000), short(3, "222073", 1000)), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { wantRules(t, detect.Config{Fraud: true}, tt.msgs, tt.want) })
+	}
+}
+
 // TestTablesAreCappedAndCounted: the ring and the source table shed at
 // their caps and say so; a one-way capture's gap reads no_answers.
 func TestTablesAreCappedAndCounted(t *testing.T) {
@@ -289,6 +338,7 @@ func TestKindOfEveryRule(t *testing.T) {
 		detect.RuleScannerUA: "scanner", detect.RuleScannerRate: "scanner", detect.RuleScannerEnumeration: "scanner",
 		detect.RuleRegFlood: "reg_flood", detect.RuleDigestWeak: "digest", detect.RuleDigestNoQop: "digest",
 		detect.RuleDigestNonceReuse: "digest", detect.RuleDigestNoCnonce: "digest", "nope": "",
+		detect.RuleFraudSequential: "fraud", detect.RuleFraudWangiri: "fraud",
 	} {
 		if got := detect.KindOf(rule); got != kind {
 			t.Errorf("KindOf(%s) = %q, want %q", rule, got, kind)

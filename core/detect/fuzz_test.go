@@ -19,7 +19,7 @@ func FuzzObserve(f *testing.F) {
 		if err != nil {
 			return
 		}
-		d := New(Config{Scanner: true, RegFlood: true, Digest: true, History: 4, MaxSources: 2})
+		d := New(Config{Scanner: true, RegFlood: true, Digest: true, Fraud: true, History: 4, MaxSources: 2})
 		src, dst := netip.MustParseAddrPort("10.0.0.1:5060"), netip.MustParseAddrPort("10.0.0.2:5060")
 		for i := range 3 {
 			ts := time.Unix(int64(i), 0)

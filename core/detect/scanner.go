@@ -39,6 +39,9 @@ type source struct {
 	// the last second (at most the threshold plus one).
 	regTimes []time.Time
 
+	// fraud is the fraud detector's evidence (nil until it has some).
+	fraud *fraudState
+
 	// For the observation gaps: requests of each rule never answered.
 	scanUnanswered uint64
 	regUnanswered  uint64
