@@ -345,3 +345,24 @@ func TestKindOfEveryRule(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictedFindingsMakeTheRunIncomplete: a findings ring too small for
+// what the detectors recorded sheds the oldest, and the capture's status
+// says the run lost evidence (capture_status and the batch document's run
+// carry the counters).
+func TestEvictedFindingsMakeTheRunIncomplete(t *testing.T) {
+	d := detect.New(detect.Config{Scanner: true, Digest: true, History: 1})
+	c := testengine.Load(t, engine.Config{Detect: d}, made("sipvicious-scan.pcap"))
+	d.Settle()
+	st := c.Status()
+	if st.Detectors == nil || st.Detectors.FindingsRecorded != 4 || st.Detectors.FindingsEvicted != 3 {
+		t.Fatalf("detectors %+v, want 4 recorded, 3 evicted from a ring of 1", st.Detectors)
+	}
+	if st.Complete || strings.Join(st.IncompleteReasons, ",") != "detector_evidence_evicted" {
+		t.Errorf("complete %v, reasons %v; want only detector_evidence_evicted", st.Complete, st.IncompleteReasons)
+	}
+	whole := testengine.Load(t, engine.Config{Detect: detect.New(detect.Config{Scanner: true})}, made("sipvicious-scan.pcap")).Status()
+	if !whole.Complete || whole.Detectors == nil || whole.Detectors.FindingsRecorded != 3 {
+		t.Errorf("a ring of 1000: complete %v %v, detectors %+v", whole.Complete, whole.IncompleteReasons, whole.Detectors)
+	}
+}
