@@ -204,7 +204,7 @@ var options = []option{
 	{flag: "reg-flood", group: gDetect, key: "detect.reg_flood", def: false, usage: "arm the registration flood detector: more than 50 credentialed REGISTERs from one source answered 401/407 within one second of capture time (a 2xx to REGISTER clears)"},
 	{flag: "digest-leak", group: gDetect, key: "detect.digest_leak", def: false, usage: "arm the digest detector: MD5 challenges with no SHA-256 offered, challenges without qop, nonces reused across challenges, credentials without cnonce under qop"},
 	{flag: "fraud-detect", group: gDetect, key: "detect.fraud_detect", def: false, usage: "arm the fraud detector: 3 numbers in a row (each one more than the last) refused by one source, and 3 answered calls under 3 s to one destination prefix (4 digits) within 60 s (wangiri)"},
-	{flag: "findings-history", group: gDetect, key: "detect.findings_history", def: 1000, usage: "findings the detectors keep (a ring: the oldest are overwritten, counted)"},
+	{flag: "findings-history", group: gDetect, key: "detect.findings_history", def: 1000, usage: "findings the detectors keep, 1 to 10000 (a ring: the oldest are overwritten, counted)"},
 	{flag: "fail2ban-log", group: gDetect, arg: "FILE", key: "detect.fail2ban_log", def: "", usage: "append one line per finding to FILE for fail2ban: <time> sipnab[<pid>]: [ALERT] <rule_name> src=<ip> <detail> (generate_fail2ban_rule writes the matching filter)"},
 	{flag: "hep-auth-key", group: gEgress, arg: "KEY", key: "hep.auth_key", def: "", usage: "with -H: shared secret sent in every envelope (chunk 0x000e); prefer SIPNAB_HEP_AUTH_KEY or the config file to the command line"},
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sipnab/sipnab/core/detect"
-	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // detectConfig arms the security detectors (core/detect) from
@@ -32,11 +31,8 @@ func detectConfig(cfg *Config) detect.Config {
 //
 //	<RFC 3339 wall time> sipnab[<pid>]: [ALERT] <rule_name> src=<ip> <detail>
 //
-// the line generate_fail2ban_rule's filters match (docs/detectors.md).
-// The detail is one line (control characters, CR and LF stripped:
-// internal/textsafe); the rule name and the address come first, written
-// by sipnab, so nothing a sender wrote can stand where the filter reads
-// the address.
+// the line generate_fail2ban_rule's filters match (docs/detectors.md),
+// the alert line made by detect.Finding.AlertLine.
 type fail2banLog struct {
 	f   *os.File
 	pid string
@@ -53,7 +49,7 @@ func openFail2banLog(path string, log hclog.Logger) (*fail2banLog, error) {
 
 // Fail2banLine renders one finding as the channel writes it at now.
 func Fail2banLine(now time.Time, pid string, f detect.Finding) string {
-	return now.UTC().Format("2006-01-02T15:04:05Z") + " sipnab[" + pid + "]: [ALERT] " + f.Rule + " src=" + f.Src.String() + " " + textsafe.Line(f.Detail, detect.MaxDetailBytes+16) + "\n"
+	return now.UTC().Format("2006-01-02T15:04:05Z") + " sipnab[" + pid + "]: " + f.AlertLine() + "\n"
 }
 
 func (l *fail2banLog) write(f detect.Finding) {

@@ -157,8 +157,8 @@ func checkStartup(cfg *Config) error {
 	if n := cfg.Cores; n < 1 || n > 256 {
 		return usagef("--cores %d: want 1 to 256", n)
 	}
-	if n := cfg.Detect.FindingsHistory; n < 1 || n > 1000000 {
-		return usagef("--findings-history %d: want 1 to 1000000", n)
+	if n := cfg.Detect.FindingsHistory; n < 1 || n > 10000 {
+		return usagef("--findings-history %d: want 1 to 10000", n)
 	}
 	if cfg.CallReport == "" {
 		for f, on := range map[string]bool{"markdown": cfg.Markdown, "no-cli-print": cfg.NoCLIPrint} {

@@ -41,6 +41,7 @@ const (
 	injFailed   = "inj-busy-2@198.51.100.10"
 	injCaller   = "198.51.100.10:5060"
 	injCallee   = "203.0.113.20:5060"
+	injScanner  = "192.0.2.66:5070"
 )
 
 // injText is the hostile text of one field, tagged INJ-<field>.
@@ -51,7 +52,7 @@ func injText(field string) string {
 
 // injFields are the tags injection.pcap writes.
 var injFields = []string{"FROMDISPLAY", "TODISPLAY", "UA", "SERVER", "XHDR", "REASONHDR",
-	"PHRASE", "WARNING", "BUSYREASON", "SDPORIGIN", "SDPSESSION", "SDPINFO"}
+	"PHRASE", "WARNING", "BUSYREASON", "SDPORIGIN", "SDPSESSION", "SDPINFO", "SCANNERUA"}
 
 func injSDP(ip string, port int) string {
 	return "v=0\r\n" +
@@ -130,6 +131,14 @@ func buildInjectionCapture(t *testing.T, path string) {
 		`Reason: SIP;cause=486;text="` + injText("BUSYREASON") + `"`}, ""))
 	add(5210*time.Millisecond, injCaller, injCallee, injMsg("ACK sip:bob@victim.example SIP/2.0", []string{via, "Max-Forwards: 70",
 		from2, busyTo, id, "CSeq: 1 ACK"}, ""))
+
+	// A probe whose User-Agent names a scanner (SIPVicious'
+	// friendly-scanner) and carries instructions: the scanner detector's
+	// finding quotes it (security_findings, generate_fail2ban_rule).
+	add(6*time.Second, injScanner, injCallee, injMsg("OPTIONS sip:100@victim.example SIP/2.0", []string{
+		"Via: SIP/2.0/UDP " + injScanner + ";branch=z9hG4bK-inj3", "Max-Forwards: 70",
+		"From: <sip:100@victim.example>;tag=f3", "To: <sip:100@victim.example>", "Call-ID: inj-scan-3@192.0.2.66", "CSeq: 1 OPTIONS",
+		"User-Agent: friendly-scanner " + injText("SCANNERUA")}, ""))
 	weakWrite(t, path, fs)
 }
 
@@ -140,7 +149,8 @@ func init() {
 		Doc: "Two calls between 198.51.100.10 and 203.0.113.20 whose sender-written text carries instructions: " +
 			"an answered call with RTP both ways (`" + injAnswered + "`: From and To display names, User-Agent, " +
 			"X-Injected, Server, the BYE's Reason, the SDP o= username, s= and i= lines) and a 486 (`" + injFailed +
-			"`: reason phrase, Warning, Reason, Server). Each value forges the fence markers, says \"ignore previous " +
+			"`: reason phrase, Warning, Reason, Server), and an OPTIONS probe from 192.0.2.66 whose User-Agent names a scanner " +
+			"(friendly-scanner) and carries instructions (the scanner detector quotes it). Each value forges the fence markers, says \"ignore previous " +
 			"instructions\", carries U+202E, U+200B, U+FEFF and terminal escapes (CSI clear screen, OSC title), and a tag " +
 			"INJ-<field>. A right answer shows each value fenced (or, in a report, sanitized with the provenance note " +
 			"attached), never a bidi, zero-width or control character, never a forged marker.",
@@ -231,7 +241,7 @@ type injTool struct {
 // injCalls builds the calls of one tool from its input schema: every
 // required argument from the capture, then one call per value of every
 // enumerated argument, per Call-ID and per message index.
-func injCalls(t *testing.T, tool injTool, start string) []map[string]any {
+func injCalls(t *testing.T, tool injTool, start, findingID string) []map[string]any {
 	t.Helper()
 	base := map[string]any{}
 	props := tool.InputSchema.Properties
@@ -255,6 +265,8 @@ func injCalls(t *testing.T, tool injTool, start string) []map[string]any {
 			base[name] = "SIP-3261-8.1.1.7-BRANCH-COOKIE"
 		case name == "start":
 			base[name] = start
+		case name == "finding_id":
+			base[name] = findingID
 		case len(props[name].Enum) > 0:
 			base[name] = props[name].Enum[0]
 		default:
@@ -350,8 +362,15 @@ func injStrings(v any, out *[]string) {
 }
 
 func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
-	s := startRaw(t, "-N", "--mcp", "--mcp-max-response-bytes", "4194304", "--mcp-file-root", t.TempDir(), "-I", verdictPath(injCapture))
+	s := startRaw(t, "-N", "--mcp", "--mcp-max-response-bytes", "4194304", "--mcp-file-root", t.TempDir(), "--detect-scanner", "-I", verdictPath(injCapture))
 	s.waitLoaded()
+	// The scanner finding on the probe, for generate_fail2ban_rule.
+	findingID := ""
+	if sf, _ := s.ok("security_findings", nil); sf != nil {
+		if rows, _ := sf["findings"].([]any); len(rows) > 0 {
+			findingID, _ = rows[0].(map[string]any)["finding_id"].(string)
+		}
+	}
 	_, line := s.request("tools/list", map[string]any{})
 	var list struct {
 		Result struct {
@@ -369,7 +388,7 @@ func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
 	unfenced := map[string]map[string]bool{}
 	calls := 0
 	for _, tool := range list.Result.Tools {
-		for _, args := range injCalls(t, tool, start) {
+		for _, args := range injCalls(t, tool, start, findingID) {
 			calls++
 			label := tool.Name
 			if b, _ := json.Marshal(args); len(args) > 0 {

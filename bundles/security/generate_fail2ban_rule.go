@@ -68,6 +68,28 @@ func generateFail2banRuleTool(d *deps) sdk.Tool {
 	})
 }
 
+// heldList names every held id, newest first ("none" without one). A
+// list longer than budget bytes (half of --mcp-max-response-bytes: the
+// refusal must reach the caller) names the newest that fit and counts the
+// rest, so the scan stays whole and the cut is said.
+func heldList(ids []string, budget int) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, id := range ids {
+		if budget > 0 && b.Len()+len(id)+2 > budget {
+			fmt.Fprintf(&b, " … and %d more (newest first; the list is cut to fit --mcp-max-response-bytes: list them with security_findings)", len(ids)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(id)
+	}
+	return b.String()
+}
+
 func generateFail2banRule(d *deps, c *sdk.Call, in generateFail2banRuleIn) (Fail2banRule, error) {
 	rule, rest, ok := strings.Cut(in.FindingID, "@")
 	at := strings.LastIndexByte(rest, '@')
@@ -91,11 +113,7 @@ func generateFail2banRule(d *deps, c *sdk.Call, in generateFail2banRuleIn) (Fail
 		}
 	}
 	if !found {
-		list := "none"
-		if len(ids) > 0 {
-			list = strings.Join(ids, ", ")
-		}
-		return Fail2banRule{}, sdk.UnknownID("finding_id", "no finding %q. This server holds: %s", clipArg(in.FindingID), list)
+		return Fail2banRule{}, sdk.UnknownID("finding_id", "no finding %q. This server holds: %s", clipArg(in.FindingID), heldList(ids, c.Limits().MaxResponseBytes/2))
 	}
 	name := "sipnab-" + f.Rule
 	filter := fmt.Sprintf(`# fail2ban filter %s, written by sipnab's generate_fail2ban_rule from finding

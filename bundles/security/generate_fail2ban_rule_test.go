@@ -97,3 +97,23 @@ func TestGenerateFail2banRuleRefusals(t *testing.T) {
 		})
 	}
 }
+
+func TestHeldListIsWholeOrSaysWhereItWasCut(t *testing.T) {
+	ids := []string{"a@1.1.1.1@t1", "b@1.1.1.1@t2", "c@1.1.1.1@t3"}
+	tests := []struct {
+		budget int
+		want   string
+	}{
+		{0, "a@1.1.1.1@t1, b@1.1.1.1@t2, c@1.1.1.1@t3"},
+		{1000, "a@1.1.1.1@t1, b@1.1.1.1@t2, c@1.1.1.1@t3"},
+		{30, "a@1.1.1.1@t1, b@1.1.1.1@t2 … and 1 more (newest first; the list is cut to fit --mcp-max-response-bytes: list them with security_findings)"},
+	}
+	for _, tt := range tests {
+		if got := heldList(ids, tt.budget); got != tt.want {
+			t.Errorf("budget %d: %q, want %q", tt.budget, got, tt.want)
+		}
+	}
+	if got := heldList(nil, 10); got != "none" {
+		t.Errorf("empty: %q", got)
+	}
+}

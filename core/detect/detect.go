@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/core/sip"
+	"github.com/sipnab/sipnab/internal/textsafe"
 )
 
 // Kinds is the vocabulary of detector kinds (mcp-surface.md §3.4): the
@@ -127,6 +128,15 @@ type Finding struct {
 // (RFC 3339 with nanoseconds, UTC): engine.md §13.
 func (f Finding) ID() string {
 	return f.Rule + "@" + f.Src.String() + "@" + f.TS.UTC().Format(time.RFC3339Nano)
+}
+
+// AlertLine is the finding as one alert line, "[ALERT] <rule_name>
+// src=<ip> <detail>" (engine.md §13): the detail made one line (control
+// characters, CR and LF stripped: internal/textsafe), the rule name and the
+// address first, so nothing a sender wrote stands where a filter reads the
+// address.
+func (f Finding) AlertLine() string {
+	return "[ALERT] " + f.Rule + " src=" + f.Src.String() + " " + textsafe.Line(f.Detail, MaxDetailBytes+16)
 }
 
 // Stats are what the detectors saw and shed.
