@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,6 +170,50 @@ func TestDetectorsE2E(t *testing.T) {
 			if !strings.Contains(string(out), "|      "+f.SrcIP+"  ") {
 				t.Errorf("fail2ban-regex %s: %s not among the matched hosts\n%s", rule, f.SrcIP, out)
 			}
+		}
+	}
+}
+
+// TestDetectorsOffTheSingleCorePath: engine.md §13 runs the detectors on
+// the single-core path only. A batch run with --cores 2 warns and records
+// nothing; the same run on one core records the scanner's three findings
+// (checked against tshark in core/detect's tests) and writes them to the
+// --fail2ban-log file.
+func TestDetectorsOffTheSingleCorePath(t *testing.T) {
+	in := madeCopy(t, "sipvicious-scan.pcap")
+	for _, tc := range []struct {
+		cores    string
+		recorded float64
+		warns    bool
+	}{{"2", 0, true}, {"1", 3, false}} {
+		logPath := filepath.Join(t.TempDir(), "f2b.log")
+		cmd := exec.Command(bin, "-N", "--json-run", "--cores", tc.cores, "--detect-scanner", "--fail2ban-log", logPath, "-I", in)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("--cores %s: %v\n%s", tc.cores, err, stderr.String())
+		}
+		var doc struct {
+			Run struct {
+				Detectors struct {
+					Armed    []string `json:"armed_kinds"`
+					Recorded float64  `json:"findings_recorded"`
+				} `json:"detectors"`
+			} `json:"run"`
+		}
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if d := doc.Run.Detectors; strings.Join(d.Armed, ",") != "scanner" || d.Recorded != tc.recorded {
+			t.Errorf("--cores %s: detectors %+v, want scanner armed, %v recorded", tc.cores, d, tc.recorded)
+		}
+		if warned := strings.Contains(stderr.String(), "security detectors not running"); warned != tc.warns {
+			t.Errorf("--cores %s: warned %v, want %v:\n%s", tc.cores, warned, tc.warns, stderr.String())
+		}
+		logged, _ := os.ReadFile(logPath)
+		if n := strings.Count(string(logged), "[ALERT] scanner_"); float64(n) != tc.recorded {
+			t.Errorf("--cores %s: %d alert lines, want %v:\n%s", tc.cores, n, tc.recorded, logged)
 		}
 	}
 }
