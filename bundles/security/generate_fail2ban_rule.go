@@ -57,7 +57,7 @@ func generateFail2banRuleTool(d *deps) sdk.Tool {
 			"--fail2ban-log writes. Text to review; nothing is applied.",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Examples: []sdk.Example{
-			{Title: "A rule from one finding", Args: map[string]any{"finding_id": "scanner_detected@10.98.0.1@2026-12-02T16:39:25.765538Z"}},
+			{Title: "A rule from the SIPVicious finding of testdata/made/sipvicious-scan.pcap (--detect-scanner)", Args: map[string]any{"finding_id": "scanner_detected@10.98.0.1@2026-12-02T16:39:25.765538Z"}},
 		},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "a finding_id not of the form <rule_name>@<src_ip>@<timestamp>, or whose rule_name is not a bare identifier"},
