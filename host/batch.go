@@ -184,6 +184,7 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger, write func(*eng
 		case <-runCtx.Done():
 		}
 		e.capture.Wait()
+		e.capture.Detector().Settle() // probes still waiting at the end of the files: judged now
 		return e, false, nil
 	}
 
@@ -245,6 +246,7 @@ func collect(ctx context.Context, cfg *Config, log hclog.Logger, write func(*eng
 		log.Warn("a source ended with an error", "error", err) // also in the document's run.errors
 	}
 	e.capture.Wait()
+	e.capture.Detector().Settle()
 	return e, onRequest, nil
 }
 

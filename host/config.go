@@ -55,6 +55,7 @@ const (
 	gMint
 	gGeneral
 	gEgress
+	gDetect
 )
 
 var groupTitles = [...]string{
@@ -67,6 +68,7 @@ var groupTitles = [...]string{
 	gMint:     "Signed tokens (--mint-token prints one and exits)",
 	gGeneral:  "General and capacity",
 	gEgress:   "Egress: re-emit what was read (-O capture file, -H HEP agent)",
+	gDetect:   "Security detectors (off until armed; single-core path only; never send a packet)",
 }
 
 // option is one setting: its flag, its config key, its default, and what
@@ -199,6 +201,16 @@ var options = []option{
 	{flag: "hep-send", short: "H", group: gEgress, arg: "HOST:PORT", key: "hep.send", def: "", usage: "forward SIP (HEP type 1) and RTCP (type 5), never RTP, to a HEP receiver as HEPv3"},
 	{flag: "hep-send-transport", group: gEgress, arg: "udp|tcp", key: "hep.send_transport", def: "udp", usage: "with -H: udp (one envelope per datagram) or tcp"},
 	{flag: "hep-capture-id", group: gEgress, arg: "ID", key: "hep.capture_id", def: 0, usage: "with -H: capture agent id sent in every envelope (chunk 0x000c)"},
+	// Security detectors (core/detect, docs/detectors.md): each off until
+	// armed. They observe only: the reference's kill-scanner flag (an active
+	// response spoofed to the scanner) is not built, so the scanner
+	// detector has a flag named for what it does.
+	{flag: "detect-scanner", group: gDetect, key: "detect.scanner", def: false, usage: "arm the SIP scanner detector: User-Agent signatures, and per source per 5 s more than 10 probes (rate) or more than 5 targets (enumeration) with at least 5 rejected or unanswered probes outnumbering the rest; records findings, sends nothing"},
+	{flag: "reg-flood", group: gDetect, key: "detect.reg_flood", def: false, usage: "arm the registration flood detector: more than 50 credentialed REGISTERs from one source answered 401/407 within one second of capture time (a 2xx to REGISTER clears)"},
+	{flag: "digest-leak", group: gDetect, key: "detect.digest_leak", def: false, usage: "arm the digest detector: MD5 challenges with no SHA-256 offered, challenges without qop, nonces reused across challenges, credentials without cnonce under qop"},
+	{flag: "fraud-detect", group: gDetect, key: "detect.fraud_detect", def: false, usage: "arm the fraud detector: 3 numbers in a row (each one more than the last) refused by one source, and 3 answered calls under 3 s to one destination prefix (4 digits) within 60 s (wangiri)"},
+	{flag: "findings-history", group: gDetect, key: "detect.findings_history", def: 1000, usage: "findings the detectors keep, 1 to 10000 (a ring: the oldest are overwritten, counted)"},
+	{flag: "fail2ban-log", group: gDetect, arg: "FILE", key: "detect.fail2ban_log", def: "", usage: "append one line per finding to FILE for fail2ban: <time> sipnab[<pid>]: [ALERT] <rule_name> src=<ip> <detail> (generate_fail2ban_rule writes the matching filter)"},
 	{flag: "hep-auth-key", group: gEgress, arg: "KEY", key: "hep.auth_key", def: "", usage: "with -H: shared secret sent in every envelope (chunk 0x000e); prefer SIPNAB_HEP_AUTH_KEY or the config file to the command line"},
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sipnab/sipnab/core/capture"
+	"github.com/sipnab/sipnab/core/detect"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/heplisten"
@@ -86,6 +87,7 @@ func engineConfig(cfg *Config) engine.Config {
 		ec.Media.OneWayDelayMs, ec.Media.HasOneWayDelay = d, true // mos.ResolveDelay: source "declared"
 	}
 	ec.Gate = portGateOf(cfg)
+	ec.Detect = detect.New(detectConfig(cfg))
 	ec.Expand.Stdin = cfg.stdin                      // -I - reads it (core/capture/stdin.go)
 	ec.Media.CodecIe, _ = codecIe(cfg.Media.CodecIe) // checked at startup (checkAnalysis)
 	ec.Media.WidebandListening = mos.Listening(cfg.Media.AMRWBListening)
@@ -102,8 +104,23 @@ func engineConfig(cfg *Config) engine.Config {
 // named source that cannot be opened is an error.
 func startEngine(ctx context.Context, cfg *Config, log hclog.Logger, beforeFiles func() error) (*engineHandle, error) {
 	c := engine.New(engineConfig(cfg), toSlog(log.Named("engine")))
+	if why := c.Detector().Disabled(); why != "" {
+		log.Warn("security detectors not running", "armed", c.Detector().Armed(), "why", why)
+	}
+	var f2b *fail2banLog
+	if path := cfg.Detect.Fail2banLog; path != "" {
+		var err error
+		if f2b, err = openFail2banLog(path, log); err != nil {
+			return nil, err
+		}
+		c.Detector().OnFinding(f2b.write)
+		if len(c.Detector().Armed()) == 0 {
+			log.Warn("--fail2ban-log without an armed detector (--detect-scanner, --reg-flood, --digest-leak, --fraud-detect): nothing will be written", "file", path)
+		}
+	}
 	eg, err := startEgress(cfg, log)
 	if err != nil {
+		f2b.close()
 		return nil, err
 	}
 	if eg != nil {

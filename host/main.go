@@ -160,6 +160,9 @@ func checkStartup(cfg *Config) error {
 	if n := cfg.HEP.SilenceWarn; n < 1 {
 		return usagef("--hep-silence-warn %d: want at least 1 second", n)
 	}
+	if n := cfg.Detect.FindingsHistory; n < 1 || n > 10000 {
+		return usagef("--findings-history %d: want 1 to 10000", n)
+	}
 	if cfg.CallReport == "" {
 		for f, on := range map[string]bool{"markdown": cfg.Markdown, "no-cli-print": cfg.NoCLIPrint} {
 			if on {
@@ -357,6 +360,15 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 		return 0, afterDrop(err, ranAs)
 	}
 	defer func() { _ = eng.stopEgress(sio.Stderr) }() // -O and -H end with the server
+	if done := eng.capture.Done(); done != nil {
+		go func() {
+			// When a file load ends, the detectors judge the probes still
+			// waiting for an answer at its end (and --fail2ban-log writes
+			// what that finds) without waiting for a tool call.
+			<-done
+			eng.capture.Detector().Settle()
+		}()
+	}
 	files, err := fileRootOf(cfg, eng)
 	if err != nil {
 		_ = eng.capture.Close()

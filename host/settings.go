@@ -59,6 +59,16 @@ type Settings struct {
 		WSPortRange string `koanf:"ws_portrange"`
 		BPFFile     string `koanf:"bpf_file"`
 	} `koanf:"capture"`
+	// Detect is the [detect] section: the security detectors
+	// (core/detect, engine.md §13), each off until armed.
+	Detect struct {
+		Scanner         bool   `koanf:"scanner"`
+		RegFlood        bool   `koanf:"reg_flood"`
+		DigestLeak      bool   `koanf:"digest_leak"`
+		FraudDetect     bool   `koanf:"fraud_detect"`
+		FindingsHistory int    `koanf:"findings_history"`
+		Fail2banLog     string `koanf:"fail2ban_log"`
+	} `koanf:"detect"`
 	MCP    MCPSettings `koanf:"mcp"`
 	Limits struct {
 		MCPMaxRows int `koanf:"mcp_max_rows"`

@@ -14,7 +14,9 @@ import (
 // (numbers hand-verified with tshark, see bundles/security's tests),
 // diagnose_registration on a shortened expiry, evaluate_expectations from a
 // sipnab.expect.toml's bytes with a suppression list in the file root, and
-// the refusals an agent meets.
+// the refusals an agent meets. With no detector armed, security_findings
+// says nothing was watching and generate_fail2ban_rule's refusal ends
+// "This server holds: none".
 func TestSecurityE2E(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -31,14 +33,9 @@ func TestSecurityE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"top_talkers", "describe_endpoint", "diagnose_registration", "evaluate_expectations"} {
+	for _, want := range []string{"top_talkers", "describe_endpoint", "diagnose_registration", "evaluate_expectations", "security_findings", "generate_fail2ban_rule"} {
 		if !containsString(names, want) {
 			t.Errorf("tools/list lacks %s", want)
-		}
-	}
-	for _, absent := range []string{"security_findings", "generate_fail2ban_rule"} {
-		if containsString(names, absent) {
-			t.Errorf("tools/list offers %s, whose detectors are not built", absent)
 		}
 	}
 
@@ -106,6 +103,17 @@ func TestSecurityE2E(t *testing.T) {
 		t.Errorf("evaluate_expectations: %+v", ev)
 	}
 
+	var sf struct {
+		Findings       []any    `json:"findings"`
+		ArmedKinds     []string `json:"armed_kinds"`
+		DetectionArmed bool     `json:"detection_armed"`
+		Note           string   `json:"note"`
+	}
+	sigCall(t, ctx, s, "security_findings", nil, &sf)
+	if len(sf.Findings) != 0 || len(sf.ArmedKinds) != 0 || sf.DetectionArmed || !strings.Contains(sf.Note, "nothing was watching") {
+		t.Errorf("security_findings with nothing armed: %+v", sf)
+	}
+
 	for _, tc := range []struct {
 		tool string
 		args map[string]any
@@ -114,6 +122,8 @@ func TestSecurityE2E(t *testing.T) {
 		{"describe_endpoint", map[string]any{"ip": "10.33.6.101", "user": "201"}, "not both"},
 		{"evaluate_expectations", map[string]any{"rules": []any{map[string]any{"metric": "mos_p200", "op": ">", "value": 1}}}, "rule 0"},
 		{"diagnose_registration", map[string]any{"call_id": "nope"}, "unknown call_id"},
+		{"generate_fail2ban_rule", map[string]any{"finding_id": "scanner_detected@10.0.0.1@2026-12-02T16:39:25Z"}, "This server holds: none"},
+		{"security_findings", map[string]any{"kinds": []string{"reg-flood"}}, "did you mean reg_flood"},
 	} {
 		r, err := s.result(ctx, tc.tool, tc.args)
 		if err != nil {

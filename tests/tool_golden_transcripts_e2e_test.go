@@ -130,6 +130,11 @@ var handChecked = map[string]goldenCheck{
 	"explain_rule-unknown": {refused, lint.IDs()},
 	"export_audio": {plain,
 		[]string{`"path":"call-1966.wav"`, `"bytes":272044`, `"ssrc":"0x343da99b"`, `"frames":425`}},
+	// The sample capture is served with no detector armed: nothing was
+	// watching, and no finding can be turned into a fail2ban rule.
+	"security_findings": {plain,
+		[]string{`"findings":[]`, `"armed_kinds":[]`, `"detection_armed":false`, `nothing was watching`}},
+	"generate_fail2ban_rule": {refused, []string{"This server holds: none"}},
 	"explain_response_code": {plain,
 		[]string{`"phrase":"Not Acceptable Here"`, `"reference":"RFC 3261 §21.4.26"`}},
 	"generate_repro": {plain,

@@ -42,6 +42,7 @@ const (
 	injFailed   = "inj-busy-2@198.51.100.10"
 	injCaller   = "198.51.100.10:5060"
 	injCallee   = "203.0.113.20:5060"
+	injScanner  = "192.0.2.66:5070"
 )
 
 // injText is the hostile text of one field, tagged INJ-<field>.
@@ -52,7 +53,7 @@ func injText(field string) string {
 
 // injFields are the tags injection.pcap writes.
 var injFields = []string{"FROMDISPLAY", "TODISPLAY", "UA", "SERVER", "XHDR", "REASONHDR",
-	"PHRASE", "WARNING", "BUSYREASON", "SDPORIGIN", "SDPSESSION", "SDPINFO"}
+	"PHRASE", "WARNING", "BUSYREASON", "SDPORIGIN", "SDPSESSION", "SDPINFO", "SCANNERUA"}
 
 func injSDP(ip string, port int) string {
 	return "v=0\r\n" +
@@ -131,6 +132,14 @@ func buildInjectionCapture(t *testing.T, path string) {
 		`Reason: SIP;cause=486;text="` + injText("BUSYREASON") + `"`}, ""))
 	add(5210*time.Millisecond, injCaller, injCallee, injMsg("ACK sip:bob@victim.example SIP/2.0", []string{via, "Max-Forwards: 70",
 		from2, busyTo, id, "CSeq: 1 ACK"}, ""))
+
+	// A probe whose User-Agent names a scanner (SIPVicious'
+	// friendly-scanner) and carries instructions: the scanner detector's
+	// finding quotes it (security_findings, generate_fail2ban_rule).
+	add(6*time.Second, injScanner, injCallee, injMsg("OPTIONS sip:100@victim.example SIP/2.0", []string{
+		"Via: SIP/2.0/UDP " + injScanner + ";branch=z9hG4bK-inj3", "Max-Forwards: 70",
+		"From: <sip:100@victim.example>;tag=f3", "To: <sip:100@victim.example>", "Call-ID: inj-scan-3@192.0.2.66", "CSeq: 1 OPTIONS",
+		"User-Agent: friendly-scanner " + injText("SCANNERUA")}, ""))
 	weakWrite(t, path, fs)
 }
 
@@ -141,7 +150,8 @@ func init() {
 		Doc: "Two calls between 198.51.100.10 and 203.0.113.20 whose sender-written text carries instructions: " +
 			"an answered call with RTP both ways (`" + injAnswered + "`: From and To display names, User-Agent, " +
 			"X-Injected, Server, the BYE's Reason, the SDP o= username, s= and i= lines) and a 486 (`" + injFailed +
-			"`: reason phrase, Warning, Reason, Server). Each value forges the fence markers, says \"ignore previous " +
+			"`: reason phrase, Warning, Reason, Server), and an OPTIONS probe from 192.0.2.66 whose User-Agent names a scanner " +
+			"(friendly-scanner) and carries instructions (the scanner detector quotes it). Each value forges the fence markers, says \"ignore previous " +
 			"instructions\", carries U+202E, U+200B, U+FEFF and terminal escapes (CSI clear screen, OSC title), and a tag " +
 			"INJ-<field>. A right answer shows each value fenced (or, in a report, sanitized with the provenance note " +
 			"attached), never a bidi, zero-width or control character, never a forged marker.",
@@ -234,10 +244,11 @@ var injFile int
 
 // injCalls builds the calls of one tool from its input schema: every
 // required argument from the capture, then one call per value of every
-// enumerated argument, per Call-ID, per message index and per evidence
+// enumerated argument, per Call-ID, per message index, per evidence
 // pointer (refs: every message's frame, for the captures bundle, whose file
-// root holds a copy of the capture and sip_call.pcap).
-func injCalls(t *testing.T, tool injTool, start string, refs []string) []map[string]any {
+// root holds a copy of the capture and sip_call.pcap) and per security
+// finding (findingID).
+func injCalls(t *testing.T, tool injTool, start string, refs []string, findingID string) []map[string]any {
 	t.Helper()
 	base := map[string]any{}
 	props := tool.InputSchema.Properties
@@ -278,6 +289,8 @@ func injCalls(t *testing.T, tool injTool, start string, refs []string) []map[str
 			base[name] = "finding about the injection capture"
 		case name == "sample_seconds":
 			base[name] = 1 // capture_health's shortest window
+		case name == "finding_id":
+			base[name] = findingID
 		case len(props[name].Enum) > 0:
 			base[name] = props[name].Enum[0]
 		default:
@@ -379,7 +392,7 @@ func injStrings(v any, out *[]string) {
 }
 
 func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
-	s := startRaw(t, append([]string{"-N", "--mcp", "--mcp-max-response-bytes", "4194304", "-I", verdictPath(injCapture)},
+	s := startRaw(t, append([]string{"-N", "--mcp", "--mcp-max-response-bytes", "4194304", "--detect-scanner", "-I", verdictPath(injCapture)},
 		fileToolArgs(t, verdictPath(injCapture))...)...)
 	s.waitLoaded()
 	// Every message's evidence pointer (get_dialog), for show_evidence and
@@ -395,6 +408,13 @@ func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
 	}
 	if len(refs) == 0 {
 		t.Fatal("no evidence pointer in get_dialog's messages")
+	}
+	// The scanner finding on the probe, for generate_fail2ban_rule.
+	findingID := ""
+	if sf, _ := s.ok("security_findings", nil); sf != nil {
+		if rows, _ := sf["findings"].([]any); len(rows) > 0 {
+			findingID, _ = rows[0].(map[string]any)["finding_id"].(string)
+		}
 	}
 	_, line := s.request("tools/list", map[string]any{})
 	var list struct {
@@ -413,7 +433,7 @@ func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
 	unfenced := map[string]map[string]bool{}
 	calls := 0
 	for _, tool := range list.Result.Tools {
-		for _, args := range injCalls(t, tool, start, refs) {
+		for _, args := range injCalls(t, tool, start, refs, findingID) {
 			calls++
 			label := tool.Name
 			if b, _ := json.Marshal(args); len(args) > 0 {

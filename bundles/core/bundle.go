@@ -26,7 +26,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "core",
 		Summary:    "what the server reads, the whole-capture verdict, dialogs, problems, one call's triage, RTP quality",
-		ByteBudget: sdk.Budget{Default: 7950, WithOutputSchemas: 60800},
+		ByteBudget: sdk.Budget{Default: 7950, WithOutputSchemas: 61800},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/ami"
+	"github.com/sipnab/sipnab/core/detect"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/live"
@@ -60,6 +61,10 @@ type CaptureStatus struct {
 	// tables shed (core/stun, docs/stun.md); absent when the capture held
 	// none.
 	STUN *stun.Stats `json:"stun,omitempty" desc:"STUN/TURN/ICE counts (docs/stun.md); absent when none was seen"`
+	// Detectors are the security detectors' counters: findings recorded
+	// and what their attacker-keyed tables shed (core/detect); absent when
+	// none is armed.
+	Detectors *detect.Stats `json:"detectors,omitempty" desc:"security detector counters and evictions (core/detect); absent when none is armed"`
 	// SchemaVersion of this answer.
 	SchemaVersion int `json:"schema_version" desc:"response schema version"`
 }
@@ -176,6 +181,7 @@ func captureStatus(d *deps, now time.Time) CaptureStatus {
 		SourceFlags:     src.Flags(),
 		CaptureIdentity: src.Identity,
 		STUN:            st.STUN,
+		Detectors:       st.Detectors,
 		SchemaVersion:   captureStatusSchemaVersion,
 	}
 	if out.Source == "none" || out.Source == "" {

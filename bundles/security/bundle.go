@@ -1,10 +1,10 @@
 // Package security is the security bundle: questions about participants
 // rather than calls (who talks most, everything one endpoint did, whether
 // a phone registered and why not) and the capture judged against a rule
-// suite (evaluate_expectations). This file holds the bundle; each tool
-// lives in its own file. security_findings and generate_fail2ban_rule are
-// not in this build: they read what armed detectors recorded, and the
-// detectors (engine.md §13) are not built yet.
+// suite (evaluate_expectations), and what the armed security detectors
+// recorded (security_findings, generate_fail2ban_rule; core/detect,
+// engine.md §13). This file holds the bundle; each tool lives in its own
+// file.
 package security
 
 import (
@@ -31,8 +31,8 @@ var _ sdk.Bundle = Bundle{}
 func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "security",
-		Summary:    "participants rather than calls: top talkers, one endpoint's whole story, registration diagnosis, the capture judged against an expectation suite",
-		ByteBudget: sdk.Budget{Default: 4900, WithOutputSchemas: 26400},
+		Summary:    "participants rather than calls: top talkers, one endpoint's whole story, registration diagnosis, the capture judged against an expectation suite, what the armed detectors found and fail2ban rules from it",
+		ByteBudget: sdk.Budget{Default: 6200, WithOutputSchemas: 32800},
 	}
 }
 
@@ -71,6 +71,8 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 		describeEndpointTool(d),
 		diagnoseRegistrationTool(d),
 		evaluateExpectationsTool(d),
+		securityFindingsTool(d),
+		generateFail2banRuleTool(d),
 	}, nil
 }
 

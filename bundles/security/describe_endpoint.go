@@ -2,6 +2,9 @@ package security
 
 import (
 	"context"
+	"net/netip"
+	"strings"
+	"time"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
 	"github.com/sipnab/sipnab/core/dialog"
@@ -14,10 +17,9 @@ import (
 // version.
 const describeEndpointSchemaVersion = 1
 
-// noDetectorsNote is what the findings block says in this build: no
-// security detector exists to arm, so an empty list means nothing was
-// watching, not a clean endpoint.
-const noDetectorsNote = "no security detector is armed: this build has none (engine.md §13), so no finding could have been recorded; an empty list means nothing was watching, not that the endpoint is clean"
+// byUserNote is what the findings block says for a user: findings are
+// filed against source addresses.
+const byUserNote = "findings are filed against source addresses: describe the endpoint by ip to select them"
 
 type describeEndpointIn struct {
 	IP    string `json:"ip,omitempty" desc:"endpoint address; matches any message to or from it (exactly one of ip, user)"`
@@ -90,13 +92,14 @@ type EndpointFindings struct {
 	// Selectable: findings are filed against a source address, so a user
 	// selects none.
 	Selectable bool `json:"selectable" desc:"findings can be selected for this endpoint (ip only)"`
-	// Findings is empty in this build: no detector exists to arm.
-	Findings     []string `json:"findings" nonnull:"true" desc:"security findings (none in this build: no detector)"`
-	TotalMatched int      `json:"total_matched" desc:"findings matching"`
-	ArmedKinds   []string `json:"armed_kinds" nonnull:"true" desc:"detectors armed (none in this build)"`
-	// DetectionArmed is false: nothing was watching.
-	DetectionArmed bool   `json:"detection_armed" desc:"a detector was armed"`
-	Note           string `json:"note" desc:"why an empty list is not a clean bill"`
+	// Findings are the held findings about the address, newest first
+	// (security_findings' rows), at most limit.
+	Findings     []FindingRow `json:"findings" nonnull:"true" desc:"findings about the address, newest first (security_findings rows)"`
+	TotalMatched int          `json:"total_matched" desc:"findings matching"`
+	ArmedKinds   []string     `json:"armed_kinds" nonnull:"true" desc:"detectors armed"`
+	// DetectionArmed is false when nothing was watching.
+	DetectionArmed bool   `json:"detection_armed" desc:"a detector was armed and running"`
+	Note           string `json:"note,omitempty" desc:"why the list may be empty or partial"`
 }
 
 // ContactObservation is what the endpoint's first REGISTER's Contact said
@@ -210,7 +213,7 @@ func describeEndpoint(ctx context.Context, d *deps, c *sdk.Call, in describeEndp
 			Count: r.Streams.Count, Orphaned: r.Streams.Orphaned, Packets: r.Streams.Packets, LostPackets: r.Streams.LostPackets,
 			MaxJitterMs: r.Streams.MaxJitterMs, Codecs: answer.FenceAll(c, r.Streams.Codecs), CodecsDropped: r.Streams.CodecsDropped,
 		},
-		Findings:        noFindings(sel),
+		Findings:        endpointFindings(d, c, sel, in.IP, limit),
 		RecentDialogs:   []dialog.Summary{},
 		Truncated:       r.Truncated,
 		SourceFlags:     src.Flags(),
@@ -269,13 +272,27 @@ func fitDescription(c *sdk.Call, out EndpointDescription) (EndpointDescription, 
 	return build(k).(EndpointDescription), nil
 }
 
-// noFindings is the findings block of this build: no detector exists, so
-// nothing is armed and nothing could be recorded.
-func noFindings(sel endpoint.Selector) EndpointFindings {
-	return EndpointFindings{
-		Selectable: sel.Kind() == "ip", Findings: []string{}, ArmedKinds: []string{},
-		Note: noDetectorsNote,
+// endpointFindings is the findings block: what the armed detectors
+// recorded about the address (none for a user: findings are filed against
+// addresses).
+func endpointFindings(d *deps, c *sdk.Call, sel endpoint.Selector, ip string, limit int) EndpointFindings {
+	det := d.capture.Detector()
+	armed := det.Armed()
+	out := EndpointFindings{
+		Selectable: sel.Kind() == "ip", Findings: []FindingRow{}, ArmedKinds: append([]string{}, armed...),
+		DetectionArmed: len(armed) > 0 && det.Disabled() == "", Note: armedNote(det, nil),
 	}
+	addr, err := netip.ParseAddr(ip)
+	if !out.Selectable || err != nil {
+		out.Note = strings.TrimPrefix(out.Note+"; "+byUserNote, "; ")
+		return out
+	}
+	matched := selectFindings(det.Findings(), nil, time.Time{}, addr.Unmap())
+	out.TotalMatched = len(matched)
+	for i := 0; i < len(matched) && i < limit; i++ {
+		out.Findings = append(out.Findings, findingRow(c, matched[i]))
+	}
+	return out
 }
 
 func contactObservationOut(o endpoint.ContactObservation) ContactObservation {

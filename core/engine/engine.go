@@ -42,6 +42,7 @@ import (
 	"github.com/sipnab/sipnab/core/ami"
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/decode"
+	"github.com/sipnab/sipnab/core/detect"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/hep"
 	"github.com/sipnab/sipnab/core/heplisten"
@@ -90,6 +91,11 @@ type Config struct {
 	// Gate is the port gate (gate.go): nil analyses SIP on every port.
 	// sipnab's command line sets it from --portrange and --ws-portrange.
 	Gate *PortGate
+	// Detect are the security detectors (core/detect, engine.md §13):
+	// every applied SIP message (not a retransmission or a capture
+	// duplicate) is fed to them in capture order. nil gives a detector
+	// with nothing armed.
+	Detect *detect.Detector
 }
 
 // Capture is one capture: its stores, its sources and its counters.
@@ -309,6 +315,9 @@ func New(cfg Config, log *slog.Logger) *Capture {
 		cfg.Load.Logger = log
 	}
 	cfg.Load.Mmap = true
+	if cfg.Detect == nil {
+		cfg.Detect = detect.New(detect.Config{})
+	}
 	c := &Capture{
 		cfg:      cfg,
 		log:      log,
@@ -340,6 +349,10 @@ func mintInstance() string {
 
 // Dialogs returns the dialog store.
 func (c *Capture) Dialogs() *dialog.Store { return c.dialogs }
+
+// Detector returns the security detectors (never nil: unarmed without
+// Config.Detect).
+func (c *Capture) Detector() *detect.Detector { return c.cfg.Detect }
 
 // Media returns the stream store (nil when a custom sink was installed).
 func (c *Capture) Media() *media.Store {
@@ -763,6 +776,9 @@ func (c *Capture) applySIP(p *packet.Packet, m *sip.Message, pre *sipParsed) {
 		c.pend.sipRetrans++
 	case r.Duplicate:
 		c.pend.sipDups++
+	}
+	if !r.Retransmission && !r.Duplicate {
+		c.cfg.Detect.Observe(p.TS, p.Src, p.Dst, m)
 	}
 	if m.CallID == "" || r.Refused || r.Retransmission || r.Duplicate || c.media == nil {
 		return

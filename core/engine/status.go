@@ -7,6 +7,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/capture"
 	"github.com/sipnab/sipnab/core/decode"
+	"github.com/sipnab/sipnab/core/detect"
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/heplisten"
 	"github.com/sipnab/sipnab/core/hepsend"
@@ -61,7 +62,9 @@ type Status struct {
 	// media_endpoints_evicted, rtp_candidates_evicted, hep_data_lost (a
 	// HEP listener refused or the kernel dropped what a sender meant to
 	// deliver: hep.listeners), stun_evidence_evicted (a STUN/TURN/ICE
-	// table shed entries at its cap, docs/stun.md), sip_not_analyzed (SIP
+	// table shed entries at its cap, docs/stun.md), detector_evidence_evicted
+	// (a security detector's table or the findings ring shed entries:
+	// detectors), sip_not_analyzed (SIP
 	// outside the port gate's ports: not_analyzed). The counts are in
 	// dialog_store, stream_store, hep, stun and not_analyzed. Absent when
 	// complete.
@@ -135,6 +138,10 @@ type Status struct {
 	// their tracker kept and shed (core/stun); absent when the capture
 	// held none.
 	STUN *stun.Stats `json:"stun,omitempty"`
+	// Detectors are the security detectors' counters (core/detect,
+	// engine.md §13): findings recorded, and what their attacker-keyed
+	// tables shed; absent when none is armed.
+	Detectors *detect.Stats `json:"detectors,omitempty"`
 
 	// Dialogs are the dialog store's counters.
 	Dialogs dialog.Stats `json:"dialog_store"`
@@ -290,6 +297,9 @@ func (c *Capture) Status() Status {
 	if ss := c.stun.Stats(); ss.Any() {
 		st.STUN = &ss
 	}
+	if ds := c.cfg.Detect.Stats(); len(ds.Armed) > 0 {
+		st.Detectors = &ds
+	}
 	if m := c.Media(); m != nil {
 		ms := m.Stats()
 		st.Media = &ms
@@ -430,6 +440,9 @@ func incompleteReasons(st *Status) []string {
 	}
 	if s := st.STUN; s != nil {
 		add(s.TransactionsEvicted+s.AllocationsEvicted+s.MappingsEvicted+s.ICEPairsEvicted, "stun_evidence_evicted")
+	}
+	if d := st.Detectors; d != nil && d.EvidenceLost() {
+		r = append(r, "detector_evidence_evicted")
 	}
 	return r
 }
