@@ -88,7 +88,7 @@ func newDocFiles(t *testing.T) docFiles {
 // command's working directory.
 var pathFlags = map[string]bool{"-I": true, "--input": true, "--config": true, "--mcp-token-file": true,
 	"--mcp-signing-key-file": true, "--mcp-audit-file": true, "--mcp-file-root": true, "--mcp-revoked-file": true,
-	"--mcp-tls-cert": true, "--mcp-tls-key": true, "-O": true, "--output": true}
+	"--mcp-tls-cert": true, "--mcp-tls-key": true, "-O": true, "--output": true, "--fail2ban-log": true}
 
 // argsOf turns a documented command line into the arguments the test runs,
 // as the command would run in f.dir: a relative path after a path flag is
@@ -326,9 +326,17 @@ func TestDocumentedCommandLinesRun(t *testing.T) {
 					t.Errorf("capture_status: %v", st)
 				}
 			default:
+				// the file -I names: a machine path's capture.pcap, or a
+				// shipped capture under testdata/
+				want := "capture.pcap"
+				for i, a := range args[:len(args)-1] {
+					if a == "-I" && strings.HasPrefix(args[i+1], filepath.Join(f.dir, "testdata")+"/") {
+						want = filepath.Base(args[i+1])
+					}
+				}
 				st := stdioStatus(t, args, nil)
-				if st["source"] != "file" || st["name"] != "capture.pcap" {
-					t.Errorf("capture_status: %v", st)
+				if st["source"] != "file" || st["name"] != want {
+					t.Errorf("capture_status: %v, want file %s", st, want)
 				}
 			}
 		})
