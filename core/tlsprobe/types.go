@@ -1,0 +1,26 @@
+package tlsprobe
+
+// Direction of a call.
+const (
+	DirWrite = 0
+	DirRead  = 1
+)
+
+// Target is one library to probe: the path to open from this mount
+// namespace and the two symbols.
+type Target struct {
+	Path        string
+	WriteSymbol string
+	ReadSymbol  string
+}
+
+// Record is one call read from the ring buffer. Data is owned by the
+// receiver.
+type Record struct {
+	PID, TID  uint32
+	SSL       uint64
+	Len       uint32 // bytes the call wrote or read
+	Dir       int    // DirWrite or DirRead
+	Data      []byte // the first min(Len, MaxCopy) bytes; nil when unreadable
+	Truncated bool   // Len > len(Data)
+}

@@ -1,0 +1,106 @@
+// Package tlspeer runs a real OpenSSL TLS server for tests: `openssl
+// s_server` on a loopback port with a certificate made by `openssl req`
+// in a temporary folder. The test side talks to it with crypto/tls (Go's
+// own TLS, not libssl), so a uprobe on libssl sees only the server's
+// SSL_read of what the test sent and SSL_write of what it answers.
+package tlspeer
+
+import (
+	"bufio"
+	"crypto/tls"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Server is a running `openssl s_server`.
+type Server struct {
+	Addr  string
+	PID   int
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	// Out carries what the server printed: the plaintext it read.
+	Out *bufio.Reader
+}
+
+// Start starts the server, skipping the test when openssl is missing.
+// It is stopped when the test ends.
+func Start(t *testing.T) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl is not installed (.ci/run installs it)")
+	}
+	dir := t.TempDir()
+	key, crt := filepath.Join(dir, "key.pem"), filepath.Join(dir, "cert.pem")
+	gen := exec.Command(bin, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+		"-nodes", "-keyout", key, "-out", crt, "-days", "1", "-subj", "/CN=sipnab-test")
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("openssl req: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "s_server", "-accept", "127.0.0.1:"+strconv.Itoa(port), "-cert", crt, "-key", key,
+		"-quiet", "-ign_eof")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stderr to /dev/null: s_server logs each bare readiness connection
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), PID: cmd.Process.Pid, cmd: cmd, stdin: stdin, Out: bufio.NewReader(stdout)}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close() // a bare connection: s_server logs the failed handshake and accepts again
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("openssl s_server did not listen on %s", s.Addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return s
+}
+
+// Dial opens the TLS session (crypto/tls, certificate not verified: it is
+// the test's own).
+func (s *Server) Dial(t *testing.T) *tls.Conn {
+	t.Helper()
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", s.Addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("TLS dial %s: %v", s.Addr, err)
+	}
+	_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Send makes the server send b (one write to its standard input, which
+// s_server passes to SSL_write).
+func (s *Server) Send(t *testing.T, b []byte) {
+	t.Helper()
+	if _, err := s.stdin.Write(b); err != nil {
+		t.Fatalf("writing to s_server: %v", err)
+	}
+}
