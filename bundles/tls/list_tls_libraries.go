@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
+	"github.com/sipnab/sipnab/bundles/tls/uprobe"
 	"github.com/sipnab/sipnab/core/tlsprobe"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -69,7 +70,7 @@ func listLibraries(d *deps) (Libraries, error) {
 	if err != nil {
 		return Libraries{}, sdk.Internal("list_tls_libraries: %v", err)
 	}
-	out := Libraries{Supported: tlsprobe.Supported, UnreachableCount: res.Unreachable, ProcessesScanned: res.Scanned,
+	out := Libraries{Supported: uprobe.Supported, UnreachableCount: res.Unreachable, ProcessesScanned: res.Scanned,
 		ProcessesSkipped: res.Skipped, MapsCut: res.MapsCut, LibrariesDropped: res.LibrariesDropped}
 	out.Privileged, out.PrivilegeNote = tlsprobe.Privileged()
 	out.Complete = res.Unreachable == 0 && res.Skipped == 0 && res.MapsCut == 0 && res.LibrariesDropped == 0

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
+	"github.com/sipnab/sipnab/bundles/tls/uprobe"
 	"github.com/sipnab/sipnab/core/tlsprobe"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -65,7 +66,7 @@ type Capture struct {
 
 // session is one capture: the attached probe and its framer.
 type session struct {
-	probe   *tlsprobe.Probe
+	probe   *uprobe.Probe
 	framer  *tlsprobe.Framer
 	targets []Target
 	started time.Time
@@ -153,7 +154,7 @@ func start(d *deps, in startIn) (Capture, error) {
 	if err != nil {
 		return Capture{}, err
 	}
-	if !tlsprobe.Supported {
+	if !uprobe.Supported {
 		return Capture{}, sdk.Refuse(sdk.KindNotEnabled, "", "this build cannot attach uprobes: they need Linux on amd64")
 	}
 	if ok, why := tlsprobe.Privileged(); !ok {
@@ -184,7 +185,7 @@ func start(d *deps, in startIn) (Capture, error) {
 		}
 	}
 	fr := tlsprobe.NewFramer(d.capture)
-	probe, err := tlsprobe.Attach(plan, fr.Add)
+	probe, err := uprobe.Attach(plan, fr.Add)
 	if err != nil {
 		// Attach detached whatever it had attached: nothing stays.
 		return Capture{}, sdk.Refuse(sdk.KindUnavailable, "", "the kernel refused the uprobes (nothing is attached): %v", err)

@@ -3,7 +3,6 @@ package tls
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -13,28 +12,6 @@ import (
 	"github.com/sipnab/sipnab/internal/tlspeer"
 	"github.com/sipnab/sipnab/sdk"
 )
-
-// exchange sends the INVITE to the openssl server over TLS (crypto/tls on
-// this side: libssl is only the server's) and has the server answer 200.
-func exchange(t *testing.T, srv *tlspeer.Server) {
-	t.Helper()
-	conn := srv.Dial(t)
-	if _, err := conn.Write([]byte(invite)); err != nil {
-		t.Fatal(err)
-	}
-	// the server printed the INVITE: its SSL_read returned it
-	for line := ""; !strings.HasPrefix(line, "Content-Length"); {
-		var err error
-		if line, err = srv.Out.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv.Send(t, []byte(ok200))
-	buf := make([]byte, len(ok200))
-	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != ok200 {
-		t.Fatalf("client read %q, %v", buf, err)
-	}
-}
 
 // waitDialog waits (≤ 5 s) until the capture holds n messages of callID.
 func waitDialog(t *testing.T, capture *engine.Capture, callID string, n int) {
@@ -92,7 +69,7 @@ func TestStartTLSCaptureReadsARealOpenSSLServersSIPIntoTheEngineAndStopDetachesE
 	if e := callErr(t, ts["start_tls_capture"], `{}`); e.StableKind() != sdk.KindUnavailable || !strings.Contains(e.Message, "already runs") {
 		t.Fatalf("second writer: %v %s", e.StableKind(), e.Message)
 	}
-	exchange(t, srv)
+	srv.Exchange(t, invite, ok200)
 	waitDialog(t, capture, "tls-bundle-1@example.test", 2)
 	call(t, ts["stop_tls_capture"], `{}`, &st)
 	if st.Running || st.Messages != 2 || st.Lost != 0 || st.Error != nil || st.Framing.Bytes < uint64(len(invite)+len(ok200)) {

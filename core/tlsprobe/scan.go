@@ -1,9 +1,11 @@
-// Package tlsprobe reads SIP sent over TLS in plaintext, at the TLS
-// library: it finds the OpenSSL and wolfSSL libraries mapped by running
-// processes (/proc/<pid>/maps, grouped by device and inode), and attaches
-// eBPF uprobes to their write and read functions (bpf_linux.go), framing
-// what they carry into SIP messages (frame.go) for the engine, which
-// files them with input origin uprobe (core/packet.OriginUprobe).
+// Package tlsprobe is the host-reading half of reading SIP sent over TLS
+// at the TLS library: it finds the OpenSSL and wolfSSL libraries mapped by
+// running processes (/proc/<pid>/maps, grouped by device and inode), says
+// whether this process may attach uprobes (its capabilities), and frames
+// the plaintext the probes read into SIP messages (frame.go) for the
+// engine, which files them with input origin uprobe
+// (core/packet.OriginUprobe). The eBPF side is the tls bundle's
+// (bundles/tls/uprobe): core imports no BPF library (architecture.md §2).
 //
 // Everything read from /proc is bounded: processes scanned, bytes read per
 // maps file and in all, ELF sizes; what a bound cut is counted.

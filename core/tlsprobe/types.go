@@ -1,5 +1,10 @@
 package tlsprobe
 
+// MaxCopy is how many bytes of one write or read call a probe copies: one
+// TLS record's largest plaintext (RFC 8446 §5.1). A longer call's rest is
+// counted as a gap, never guessed.
+const MaxCopy = 16384
+
 // Direction of a call.
 const (
 	DirWrite = 0

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,5 +103,28 @@ func (s *Server) Send(t *testing.T, b []byte) {
 	t.Helper()
 	if _, err := s.stdin.Write(b); err != nil {
 		t.Fatalf("writing to s_server: %v", err)
+	}
+}
+
+// Exchange sends request to the server over a new TLS session, waits until
+// the server has printed it (its SSL_read returned it: the request's last
+// header line, Content-Length, came out), has the server send response
+// and reads it back whole. Both are SIP messages without a body.
+func (s *Server) Exchange(t *testing.T, request, response string) {
+	t.Helper()
+	conn := s.Dial(t)
+	if _, err := conn.Write([]byte(request)); err != nil {
+		t.Fatal(err)
+	}
+	for line := ""; !strings.HasPrefix(line, "Content-Length"); {
+		var err error
+		if line, err = s.Out.ReadString('\n'); err != nil {
+			t.Fatalf("reading what s_server printed: %v", err)
+		}
+	}
+	s.Send(t, []byte(response))
+	buf := make([]byte, len(response))
+	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != response {
+		t.Fatalf("the client read %q, %v", buf, err)
 	}
 }

@@ -1,6 +1,11 @@
 //go:build linux && amd64
 
-package tlsprobe
+// Package uprobe is the tls bundle's kernel side: eBPF programs written as
+// instructions in Go (cilium/ebpf's asm package) attached as uprobes to a
+// TLS library's write and read functions, and the ring buffer they fill.
+// The libraries come from core/tlsprobe's /proc scan; the records go to
+// its framer.
+package uprobe
 
 import (
 	"encoding/binary"
@@ -14,6 +19,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/sipnab/sipnab/core/tlsprobe"
 )
 
 // The eBPF side, written as instructions in Go (cilium/ebpf's asm
@@ -22,7 +29,7 @@ import (
 // SSL pointer and the buffer address by thread (pid_tgid); the return
 // probe reads the return value (the bytes written or read, RFC-free:
 // OpenSSL's SSL_write(3)/SSL_read(3) contract, wolfSSL's the same), and
-// when it is positive copies up to MaxCopy bytes of the buffer into a ring
+// when it is positive copies up to tlsprobe.MaxCopy bytes of the buffer into a ring
 // buffer record. The buffer is read at return for both directions: a
 // write's bytes are only known written once it returns > 0 (a retried
 // SSL_write passes the same buffer again), a read's only exist then.
@@ -35,13 +42,10 @@ import (
 //	20 u32 dir        0 write, 1 read
 //	24 u32 copied     bytes copied below (≤ MaxCopy)
 //	28 i32 read_err   bpf_probe_read_user's result (0: copied)
-//	32 data[MaxCopy]
+//	32 data[tlsprobe.MaxCopy]
 const (
-	// MaxCopy is how many bytes of one call are copied (a longer call's
-	// rest is counted as truncated, never guessed).
-	MaxCopy   = 16384 // one TLS record's largest plaintext (RFC 8446 §5.1)
 	recHeader = 32
-	recSize   = recHeader + MaxCopy
+	recSize   = recHeader + tlsprobe.MaxCopy
 	// ringBytes is the ring buffer's size (a power of two of pages):
 	// about five hundred records in flight.
 	ringBytes = 8 << 20
@@ -118,8 +122,8 @@ func returnProg(stash, ring, lost *ebpf.Map, dir int32) asm.Instructions {
 		asm.StoreMem(asm.R6, 16, asm.R9, asm.Word),
 		asm.StoreImm(asm.R6, 20, int64(dir), asm.Word),
 		asm.Mov.Reg(asm.R2, asm.R9),
-		asm.JLE.Imm(asm.R2, MaxCopy, "sized"),
-		asm.Mov.Imm(asm.R2, MaxCopy),
+		asm.JLE.Imm(asm.R2, tlsprobe.MaxCopy, "sized"),
+		asm.Mov.Imm(asm.R2, tlsprobe.MaxCopy),
 		asm.StoreMem(asm.R6, 24, asm.R2, asm.Word).WithSymbol("sized"),
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.Add.Imm(asm.R1, recHeader),
@@ -163,7 +167,7 @@ type Probe struct {
 // records until Close, handing each to fn on the reader goroutine. Any
 // failure detaches what was attached and returns the error: nothing stays
 // in the kernel.
-func Attach(targets []Target, fn func(Record)) (p *Probe, err error) {
+func Attach(targets []tlsprobe.Target, fn func(tlsprobe.Record)) (p *Probe, err error) {
 	if len(targets) == 0 {
 		return nil, errors.New("no library to probe")
 	}
@@ -236,7 +240,7 @@ func Attach(targets []Target, fn func(Record)) (p *Probe, err error) {
 	return p, nil
 }
 
-func (p *Probe) read(fn func(Record)) {
+func (p *Probe) read(fn func(tlsprobe.Record)) {
 	defer close(p.done)
 	for {
 		rec, err := p.rd.Read()
@@ -258,15 +262,15 @@ func (p *Probe) read(fn func(Record)) {
 
 // decode reads one ring record (layout above); ok is false when the
 // buffer could not be read or the record is short.
-func decode(b []byte) (Record, bool) {
+func decode(b []byte) (tlsprobe.Record, bool) {
 	if len(b) < recHeader {
-		return Record{}, false
+		return tlsprobe.Record{}, false
 	}
 	le := binary.LittleEndian
 	pt := le.Uint64(b[0:])
-	r := Record{PID: uint32(pt >> 32), TID: uint32(pt), SSL: le.Uint64(b[8:]), Len: le.Uint32(b[16:]), Dir: int(le.Uint32(b[20:]))}
+	r := tlsprobe.Record{PID: uint32(pt >> 32), TID: uint32(pt), SSL: le.Uint64(b[8:]), Len: le.Uint32(b[16:]), Dir: int(le.Uint32(b[20:]))}
 	n := int(le.Uint32(b[24:]))
-	if int32(le.Uint32(b[28:])) != 0 || n > MaxCopy || recHeader+n > len(b) {
+	if int32(le.Uint32(b[28:])) != 0 || n > tlsprobe.MaxCopy || recHeader+n > len(b) {
 		return r, false
 	}
 	r.Data = append([]byte(nil), b[recHeader:recHeader+n]...)

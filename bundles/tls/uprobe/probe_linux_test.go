@@ -1,23 +1,38 @@
 //go:build linux && amd64
 
-package tlsprobe
+package uprobe
 
 import (
-	"io"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sipnab/sipnab/core/packet"
+	"github.com/sipnab/sipnab/core/tlsprobe"
 	"github.com/sipnab/sipnab/internal/tlspeer"
 )
 
+const invite = "INVITE sip:bob@example.test SIP/2.0\r\n" +
+	"Via: SIP/2.0/TLS 192.0.2.10:5061;branch=z9hG4bK-uprobe-1\r\n" +
+	"From: <sip:alice@example.test>;tag=a1\r\n" +
+	"To: <sip:bob@example.test>\r\n" +
+	"Call-ID: uprobe-1@example.test\r\n" +
+	"CSeq: 1 INVITE\r\n" +
+	"Content-Length: 0\r\n\r\n"
+
+const ok200 = "SIP/2.0 200 OK\r\n" +
+	"Via: SIP/2.0/TLS 192.0.2.10:5061;branch=z9hG4bK-uprobe-1\r\n" +
+	"From: <sip:alice@example.test>;tag=a1\r\n" +
+	"To: <sip:bob@example.test>;tag=b1\r\n" +
+	"Call-ID: uprobe-1@example.test\r\n" +
+	"CSeq: 1 INVITE\r\n" +
+	"Content-Length: 0\r\n\r\n"
+
 // libssl finds the library the openssl server maps.
-func libsslOf(t *testing.T, pid int) Library {
+func libsslOf(t *testing.T, pid int) tlsprobe.Library {
 	t.Helper()
-	res, err := Scan("/proc")
+	res, err := tlsprobe.Scan("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +44,7 @@ func libsslOf(t *testing.T, pid int) Library {
 		}
 	}
 	t.Fatalf("the openssl server (pid %d) maps no libssl the scan found: %+v", pid, res.Libraries)
-	return Library{}
+	return tlsprobe.Library{}
 }
 
 func TestScanFindsTheLibsslAnOpenSSLServerMaps(t *testing.T) {
@@ -48,7 +63,7 @@ func TestUprobesReadTheSIPAnOpenSSLServerReadsAndWrites(t *testing.T) {
 	lib := libsslOf(t, srv.PID)
 	var mu sync.Mutex
 	var got []packet.Packet
-	fr := NewFramer(packet.SinkFunc(func(p *packet.Packet) {
+	fr := tlsprobe.NewFramer(packet.SinkFunc(func(p *packet.Packet) {
 		mu.Lock()
 		defer mu.Unlock()
 		if p.Src.Addr().As4()[3] == byte(srv.PID) || p.Dst.Addr().As4()[3] == byte(srv.PID) {
@@ -58,7 +73,7 @@ func TestUprobesReadTheSIPAnOpenSSLServerReadsAndWrites(t *testing.T) {
 		}
 	}))
 	pid := uint32(srv.PID)
-	probe, err := Attach([]Target{{Path: lib.ProbePath, WriteSymbol: lib.WriteSymbol, ReadSymbol: lib.ReadSymbol}}, func(r Record) {
+	probe, err := Attach([]tlsprobe.Target{{Path: lib.ProbePath, WriteSymbol: lib.WriteSymbol, ReadSymbol: lib.ReadSymbol}}, func(r tlsprobe.Record) {
 		if r.PID == pid {
 			fr.Add(r)
 		}
@@ -67,21 +82,7 @@ func TestUprobesReadTheSIPAnOpenSSLServerReadsAndWrites(t *testing.T) {
 		t.Skipf("the kernel refused the uprobes: %v", err)
 	}
 	defer probe.Close()
-	conn := srv.Dial(t)
-	if _, err := conn.Write([]byte(invite)); err != nil {
-		t.Fatal(err)
-	}
-	// the server printed what it read: the INVITE reached SSL_read
-	for line := ""; !strings.HasPrefix(line, "Content-Length"); {
-		if line, err = srv.Out.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv.Send(t, []byte(ok200))
-	buf := make([]byte, len(ok200))
-	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != ok200 {
-		t.Fatalf("client read %q, %v", buf, err)
-	}
+	srv.Exchange(t, invite, ok200)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()
@@ -107,7 +108,7 @@ func TestUprobesReadTheSIPAnOpenSSLServerReadsAndWrites(t *testing.T) {
 		t.Fatalf("origin %v transport %v", got[0].Origin, got[0].Transport)
 	}
 	// read: peer → process; write: process → peer, same pair
-	if got[0].Dst != got[1].Src || got[0].Src != got[1].Dst || got[0].Dst.Port() != SIPTLSPort {
+	if got[0].Dst != got[1].Src || got[0].Src != got[1].Dst || got[0].Dst.Port() != tlsprobe.SIPTLSPort {
 		t.Fatalf("addresses %v→%v then %v→%v", got[0].Src, got[0].Dst, got[1].Src, got[1].Dst)
 	}
 	if probe.Lost() != 0 {

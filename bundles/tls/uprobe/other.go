@@ -1,20 +1,21 @@
 //go:build !(linux && amd64)
 
-package tlsprobe
+package uprobe
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sipnab/sipnab/core/tlsprobe"
+)
 
 // Supported reports whether this build can attach probes (linux/amd64).
 const Supported = false
-
-// MaxCopy is how many bytes of one call a probe copies.
-const MaxCopy = 16384
 
 // Probe is never attached on this platform.
 type Probe struct{}
 
 // Attach refuses: uprobes need Linux on amd64 in this build.
-func Attach([]Target, func(Record)) (*Probe, error) {
+func Attach([]tlsprobe.Target, func(tlsprobe.Record)) (*Probe, error) {
 	return nil, errors.New("TLS uprobes need Linux on amd64")
 }
 
