@@ -165,6 +165,11 @@ func (f *Framer) drain(r Record, s *stream) {
 			s.buf = nil
 			return
 		}
+		if eol := bytes.Index(s.buf, []byte("\r\n")); eol >= 0 && !startLine(s.buf[:eol]) {
+			f.st.NotSIP++
+			s.buf = nil
+			return
+		}
 		end := bytes.Index(s.buf, []byte("\r\n\r\n"))
 		if end < 0 {
 			return
@@ -212,6 +217,13 @@ func looksSIP(b []byte) bool {
 		}
 	}
 	return len(b) < 32
+}
+
+// startLine: a whole first line is a status line or a request line
+// ending in the SIP version (RFC 3261 §7.1), so an HTTP request the same
+// library carries ("GET / HTTP/1.1") is not handed on.
+func startLine(l []byte) bool {
+	return bytes.HasPrefix(l, []byte("SIP/2.0 ")) || bytes.HasSuffix(l, []byte(" SIP/2.0"))
 }
 
 // contentLength reads Content-Length (or its compact form l, RFC 3261

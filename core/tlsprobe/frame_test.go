@@ -47,6 +47,7 @@ func TestFramerSplitsAndJoinsMessagesByContentLength(t *testing.T) {
 		{"not SIP: dropped, counted", []string{"\x16\x03\x01 binary"}, nil, 1, 0},
 		{"a bad Content-Length: dropped, counted", []string{"INVITE sip:a SIP/2.0\r\nContent-Length: x\r\n\r\n"}, nil, 1, 0},
 		{"two different Content-Lengths: dropped", []string{"INVITE sip:a SIP/2.0\r\nContent-Length: 0\r\nl: 3\r\n\r\nabc"}, nil, 1, 0},
+		{"an HTTP request over the same library is not SIP", []string{"GET / HTTP/1.1\r\nHost: x\r\n\r\n"}, nil, 1, 0},
 		{"an incomplete message is held", []string{invite[:len(invite)-2]}, nil, 0, 0},
 	}
 	for _, tc := range tests {
