@@ -33,25 +33,6 @@ const (
 		"Content-Length: 0\r\n\r\n"
 )
 
-// bpfDescriptors counts a process's descriptors of BPF programs, maps and
-// links and of perf events (each uprobe is one).
-func bpfDescriptors(t *testing.T, pid int) int {
-	t.Helper()
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		l, err := os.Readlink(dir + "/" + e.Name())
-		if err == nil && (strings.HasPrefix(l, "anon_inode:bpf") || l == "anon_inode:[perf_event]") {
-			n++
-		}
-	}
-	return n
-}
-
 // TestTLSCaptureE2E drives the tls bundle over stdio through the built
 // binary: list_tls_libraries finds the libssl the openssl server maps,
 // start_tls_capture attaches to it, the INVITE the server reads and the
@@ -78,7 +59,7 @@ func TestTLSCaptureE2E(t *testing.T) {
 		t.Fatalf("list_tls_libraries names no probeable openssl library of pid %d: %v", srv.PID, libs)
 	}
 
-	before := bpfDescriptors(t, s.cmd.Process.Pid)
+	before := tlspeer.BPFDescriptors(t, s.cmd.Process.Pid)
 	r = s.call("start_tls_capture", map[string]any{"flavors": []string{"openssl"}, "libraries": []string{probePath}})
 	if rf := r.refused(t); rf != nil && strings.Contains(rf.Message, "kernel refused") {
 		t.Skipf("the kernel refused the uprobes: %s", rf.Message)
@@ -90,7 +71,7 @@ func TestTLSCaptureE2E(t *testing.T) {
 	if st := r.object(t); st["running"] != true || len(st["targets"].([]any)) != 1 {
 		t.Fatalf("start answered %v", st)
 	}
-	if n := bpfDescriptors(t, s.cmd.Process.Pid) - before; n < 8 {
+	if n := tlspeer.BPFDescriptors(t, s.cmd.Process.Pid) - before; n < 8 {
 		t.Fatalf("%d BPF/perf descriptors opened, want the 4 probes and their links at least", n)
 	}
 
@@ -135,7 +116,7 @@ func TestTLSCaptureE2E(t *testing.T) {
 		framing["bytes"].(float64) < float64(len(tlsInvite)+len(tls200)) {
 		t.Fatalf("stop answered %v", st)
 	}
-	if n := bpfDescriptors(t, s.cmd.Process.Pid); n != before {
+	if n := tlspeer.BPFDescriptors(t, s.cmd.Process.Pid); n != before {
 		t.Fatalf("%d BPF/perf descriptors after the stop, %d before the start: a probe stayed attached", n, before)
 	}
 }

@@ -2,11 +2,11 @@ package tls
 
 import (
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/sipnab/sipnab/bundles/internal/tooltest"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/internal/tlspeer"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -23,26 +23,8 @@ var (
 
 var allowed = map[string]bool{optTLSCapture: true}
 
-// bpfObjects counts this process's descriptors of BPF programs, maps and
-// links and of perf events (each uprobe is one): what a detach must close.
-func bpfObjects(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		l, err := os.Readlink("/proc/self/fd/" + e.Name())
-		if err != nil {
-			continue
-		}
-		if strings.HasPrefix(l, "anon_inode:bpf") || l == "anon_inode:[perf_event]" {
-			n++
-		}
-	}
-	return n
-}
+// bpfObjects counts this process's BPF and perf event descriptors.
+func bpfObjects(t *testing.T) int { return tlspeer.BPFDescriptors(t, os.Getpid()) }
 
 func needRoot(t *testing.T) {
 	t.Helper()

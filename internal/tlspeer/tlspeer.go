@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -127,4 +128,24 @@ func (s *Server) Exchange(t *testing.T, request, response string) {
 	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != response {
 		t.Fatalf("the client read %q, %v", buf, err)
 	}
+}
+
+// BPFDescriptors counts a process's open descriptors of BPF programs,
+// maps and links and of perf events (each uprobe is one): what detaching
+// every probe must close.
+func BPFDescriptors(t *testing.T, pid int) int {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		l, err := os.Readlink(dir + "/" + e.Name())
+		if err == nil && (strings.HasPrefix(l, "anon_inode:bpf") || l == "anon_inode:[perf_event]") {
+			n++
+		}
+	}
+	return n
 }
