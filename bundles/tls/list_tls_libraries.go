@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
-	"github.com/sipnab/sipnab/bundles/tls/uprobe"
 	"github.com/sipnab/sipnab/core/tlsprobe"
+	"github.com/sipnab/sipnab/core/tlsprobe/uprobe"
 	"github.com/sipnab/sipnab/sdk"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
-	"github.com/sipnab/sipnab/bundles/tls/uprobe"
 	"github.com/sipnab/sipnab/core/tlsprobe"
+	"github.com/sipnab/sipnab/core/tlsprobe/uprobe"
 	"github.com/sipnab/sipnab/sdk"
 )
 

@@ -4,8 +4,8 @@
 // whether this process may attach uprobes (its capabilities), and frames
 // the plaintext the probes read into SIP messages (frame.go) for the
 // engine, which files them with input origin uprobe
-// (core/packet.OriginUprobe). The eBPF side is the tls bundle's
-// (bundles/tls/uprobe): core imports no BPF library (architecture.md §2).
+// (core/packet.OriginUprobe). The eBPF side is the subpackage uprobe, the
+// one core package allowed cilium/ebpf.
 //
 // Everything read from /proc is bounded: processes scanned, bytes read per
 // maps file and in all, ELF sizes; what a bound cut is counted.

@@ -1,10 +1,11 @@
 //go:build linux && amd64
 
-// Package uprobe is the tls bundle's kernel side: eBPF programs written as
-// instructions in Go (cilium/ebpf's asm package) attached as uprobes to a
-// TLS library's write and read functions, and the ring buffer they fill.
-// The libraries come from core/tlsprobe's /proc scan; the records go to
-// its framer.
+// Package uprobe is the kernel side of core/tlsprobe: eBPF programs
+// written as instructions in Go (cilium/ebpf's asm package: no cgo, no C
+// toolchain) attached as uprobes to a TLS library's write and read
+// functions, and the ring buffer they fill. The libraries come from
+// tlsprobe's /proc scan; the records go to its framer. It is the one core
+// package that imports cilium/ebpf (tests/imports_test.go).
 package uprobe
 
 import (
