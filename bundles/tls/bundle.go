@@ -30,7 +30,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "tls",
 		Summary:    "SIP over TLS read in plaintext by uprobes on the TLS libraries of this host (Linux, root)",
-		ByteBudget: sdk.Budget{Default: 1900, WithOutputSchemas: 9000},
+		ByteBudget: sdk.Budget{Default: 1850, WithOutputSchemas: 8700},
 	}
 }
 

@@ -125,7 +125,7 @@ var _ = addTool(func(d *deps) sdk.Tool {
 	return sdk.NewTool(sdk.Descriptor{
 		Name:  "start_tls_capture",
 		Title: "Start a TLS uprobe capture",
-		Description: "Attach uprobes to SSL_write/SSL_read (wolfSSL_write/wolfSSL_read) of the mapped TLS libraries and feed the SIP " +
+		Description: "Attach uprobes to SSL_write/SSL_read and their _ex variants (wolfSSL_write/wolfSSL_read) of the mapped TLS libraries and feed the SIP " +
 			"they carry, in plaintext, to the capture (input_origin uprobe; addresses are placeholders: 127.<pid>:5061 is the process). " +
 			"Needs --mcp-allow-tls-capture and root. Every refusal comes before anything is attached.",
 		Annotations: sdk.Annotations{Effect: sdk.Writes, Idempotency: sdk.NotIdempotent, World: sdk.ClosedWorld},
@@ -258,9 +258,14 @@ func planTargets(d *deps, flavors map[string]bool, libs []string) ([]Target, []t
 		if l.ProbePath == "" || l.WriteSymbol == "" || l.ReadSymbol == "" {
 			continue
 		}
-		plan = append(plan, tlsprobe.Target{Path: l.ProbePath, WriteSymbol: l.WriteSymbol, ReadSymbol: l.ReadSymbol})
+		plan = append(plan, tlsprobe.Target{Path: l.ProbePath, WriteSymbol: l.WriteSymbol, ReadSymbol: l.ReadSymbol,
+			WriteExSymbol: l.WriteExSymbol, ReadExSymbol: l.ReadExSymbol})
+		syms := l.WriteSymbol + ", " + l.ReadSymbol
+		if l.WriteExSymbol != "" {
+			syms += ", " + l.WriteExSymbol + ", " + l.ReadExSymbol
+		}
 		targets = append(targets, Target{Flavor: l.Flavor, Path: answer.Unfenced(l.Path), ProbePath: answer.Unfenced(l.ProbePath),
-			Inode: l.Inode, ProcessCount: l.ProcessCount, Symbols: l.WriteSymbol + ", " + l.ReadSymbol})
+			Inode: l.Inode, ProcessCount: l.ProcessCount, Symbols: syms})
 	}
 	for _, l := range libs {
 		if !named[l] {

@@ -58,7 +58,7 @@ func TestStartTLSCaptureReadsARealOpenSSLServersSIPIntoTheEngineAndStopDetachesE
 	}
 	call(t, ts["stop_tls_capture"], `{}`, nil) // stop and start again: a capture after a stop is allowed
 	call(t, ts["start_tls_capture"], fmt.Sprintf(`{"flavors":["openssl"],"libraries":[%q]}`, *lib), &st)
-	if !st.Running || len(st.Targets) != 1 || st.Targets[0].ProbePath != *lib || st.Targets[0].Symbols != "SSL_write, SSL_read" {
+	if !st.Running || len(st.Targets) != 1 || st.Targets[0].ProbePath != *lib || st.Targets[0].Symbols != "SSL_write, SSL_read, SSL_write_ex, SSL_read_ex" {
 		t.Fatalf("start answered %+v", st)
 	}
 	// each library: 2 functions × (entry + return) perf events and links

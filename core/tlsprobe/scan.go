@@ -42,11 +42,15 @@ type Flavor struct {
 	Prefix      string // file base name prefix
 	WriteSymbol string
 	ReadSymbol  string
+	// WriteExSymbol and ReadExSymbol are the size_t variants (OpenSSL
+	// 1.1.1+: SSL_write_ex(3), SSL_read_ex(3)), which some applications
+	// call instead (Python's ssl module); probed too where defined.
+	WriteExSymbol, ReadExSymbol string
 }
 
 // Flavors are the libraries this package knows.
 var Flavors = []Flavor{
-	{Name: "openssl", Prefix: "libssl.so", WriteSymbol: "SSL_write", ReadSymbol: "SSL_read"},
+	{Name: "openssl", Prefix: "libssl.so", WriteSymbol: "SSL_write", ReadSymbol: "SSL_read", WriteExSymbol: "SSL_write_ex", ReadExSymbol: "SSL_read_ex"},
 	{Name: "wolfssl", Prefix: "libwolfssl.so", WriteSymbol: "wolfSSL_write", ReadSymbol: "wolfSSL_read"},
 }
 
@@ -74,9 +78,11 @@ type Library struct {
 	// path was found whose inode matches).
 	ProbePath string
 	// WriteSymbol and ReadSymbol are set when the dynamic symbol table
-	// defines them; SymbolNote says why not otherwise.
-	WriteSymbol, ReadSymbol string
-	SymbolNote              string
+	// defines them; SymbolNote says why not otherwise. WriteExSymbol and
+	// ReadExSymbol are set when it also defines the _ex variants.
+	WriteSymbol, ReadSymbol     string
+	WriteExSymbol, ReadExSymbol string
+	SymbolNote                  string
 }
 
 // Result is one scan.
@@ -146,7 +152,7 @@ func Scan(procRoot string) (Result, error) {
 		if lib.ProbePath == "" {
 			lib.SymbolNote = "no path from this mount namespace reaches the mapped file"
 		} else {
-			lib.WriteSymbol, lib.ReadSymbol, lib.SymbolNote = symbols(lib.ProbePath, lib.Flavor)
+			lib.WriteSymbol, lib.ReadSymbol, lib.WriteExSymbol, lib.ReadExSymbol, lib.SymbolNote = symbols(lib.ProbePath, lib.Flavor)
 		}
 		res.Libraries = append(res.Libraries, *lib)
 	}
@@ -238,9 +244,10 @@ func devString(d uint64) string {
 	return fmt.Sprintf("%02x:%02x", major, minor)
 }
 
-// symbols looks the flavor's write and read functions up in the ELF
-// dynamic symbol table, bounded in file and table size.
-func symbols(path, flavor string) (write, read, note string) {
+// symbols looks the flavor's write and read functions (and their _ex
+// variants) up in the ELF dynamic symbol table, bounded in file and table
+// size.
+func symbols(path, flavor string) (write, read, writeEx, readEx, note string) {
 	var fl Flavor
 	for _, f := range Flavors {
 		if f.Name == flavor {
@@ -249,29 +256,29 @@ func symbols(path, flavor string) (write, read, note string) {
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return "", "", "unreadable: " + err.Error()
+		return "", "", "", "", "unreadable: " + err.Error()
 	}
 	if st.Size() > maxELFBytes {
-		return "", "", fmt.Sprintf("not read: larger than %d bytes", maxELFBytes)
+		return "", "", "", "", fmt.Sprintf("not read: larger than %d bytes", maxELFBytes)
 	}
 	ef, err := elf.Open(path)
 	if err != nil {
-		return "", "", "not an ELF file sipnab can read"
+		return "", "", "", "", "not an ELF file sipnab can read"
 	}
 	defer ef.Close()
 	ds := ef.Section(".dynsym")
 	if ds == nil {
-		return "", "", "no dynamic symbol table"
+		return "", "", "", "", "no dynamic symbol table"
 	}
 	if ds.Size > maxDynsymBytes {
-		return "", "", fmt.Sprintf("dynamic symbol table larger than %d bytes", maxDynsymBytes)
+		return "", "", "", "", fmt.Sprintf("dynamic symbol table larger than %d bytes", maxDynsymBytes)
 	}
 	syms, err := ef.DynamicSymbols()
 	if err != nil {
-		return "", "", "dynamic symbol table unreadable"
+		return "", "", "", "", "dynamic symbol table unreadable"
 	}
 	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Name == "" {
 			continue
 		}
 		switch s.Name {
@@ -279,10 +286,17 @@ func symbols(path, flavor string) (write, read, note string) {
 			write = s.Name
 		case fl.ReadSymbol:
 			read = s.Name
+		case fl.WriteExSymbol:
+			writeEx = s.Name
+		case fl.ReadExSymbol:
+			readEx = s.Name
 		}
 	}
 	if write == "" || read == "" {
-		return "", "", fmt.Sprintf("%s or %s not defined in the dynamic symbol table", fl.WriteSymbol, fl.ReadSymbol)
+		return "", "", "", "", fmt.Sprintf("%s or %s not defined in the dynamic symbol table", fl.WriteSymbol, fl.ReadSymbol)
 	}
-	return write, read, ""
+	if writeEx == "" || readEx == "" {
+		writeEx, readEx = "", "" // the pair or neither
+	}
+	return write, read, writeEx, readEx, ""
 }

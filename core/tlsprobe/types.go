@@ -12,11 +12,12 @@ const (
 )
 
 // Target is one library to probe: the path to open from this mount
-// namespace and the two symbols.
+// namespace and its symbols (the _ex ones empty when the library has
+// none).
 type Target struct {
-	Path        string
-	WriteSymbol string
-	ReadSymbol  string
+	Path                        string
+	WriteSymbol, ReadSymbol     string
+	WriteExSymbol, ReadExSymbol string
 }
 
 // Record is one call read from the ring buffer. Data is owned by the

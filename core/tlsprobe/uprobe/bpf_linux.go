@@ -58,6 +58,7 @@ const (
 // x86-64 struct pt_regs offsets (arch/x86/include/asm/ptrace.h).
 const (
 	regAX = 80
+	regCX = 88
 	regSI = 104
 	regDI = 112
 )
@@ -66,19 +67,23 @@ const (
 const Supported = true
 
 func entryProg(stash *ebpf.Map) asm.Instructions {
+	// value: ssl (rdi) at fp-40, buf (rsi) at fp-32, the _ex variants'
+	// size_t *written/*readbytes (rcx) at fp-24; key pid_tgid at fp-8
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R6, regDI, asm.DWord),
-		asm.StoreMem(asm.RFP, -24, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, -40, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R6, regSI, asm.DWord),
-		asm.StoreMem(asm.RFP, -16, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, -32, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R6, regCX, asm.DWord),
+		asm.StoreMem(asm.RFP, -24, asm.R1, asm.DWord),
 		asm.LoadMapPtr(asm.R1, stash.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -8),
 		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, -24),
+		asm.Add.Imm(asm.R3, -40),
 		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
 		asm.FnMapUpdateElem.Call(),
 		asm.Mov.Imm(asm.R0, 0),
@@ -86,8 +91,32 @@ func entryProg(stash *ebpf.Map) asm.Instructions {
 	}
 }
 
-func returnProg(stash, ring, lost *ebpf.Map, dir int32) asm.Instructions {
-	return asm.Instructions{
+// returnProg reads the call's length: the return value (SSL_write,
+// SSL_read: bytes, ≤ 0 failure), or for the _ex variants (return 1 on
+// success) the size_t their last argument points at.
+func returnProg(stash, ring, lost *ebpf.Map, dir int32, ex bool) asm.Instructions {
+	length := asm.Instructions{
+		// r9 = (s32) return value; nothing to read unless > 0
+		asm.LoadMem(asm.R9, asm.R6, regAX, asm.DWord),
+		asm.LSh.Imm(asm.R9, 32),
+		asm.ArSh.Imm(asm.R9, 32),
+		asm.JSLE.Imm(asm.R9, 0, "out"),
+	}
+	if ex {
+		length = asm.Instructions{
+			asm.LoadMem(asm.R9, asm.R6, regAX, asm.DWord),
+			asm.JNE.Imm32(asm.R9, 1, "out"),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, -48),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.LoadMem(asm.R3, asm.RFP, -40, asm.DWord),
+			asm.FnProbeReadUser.Call(),
+			asm.JNE.Imm(asm.R0, 0, "out"),
+			asm.LoadMem(asm.R9, asm.RFP, -48, asm.DWord),
+			asm.JEq.Imm(asm.R9, 0, "out"),
+		}
+	}
+	return append(append(asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
@@ -96,20 +125,19 @@ func returnProg(stash, ring, lost *ebpf.Map, dir int32) asm.Instructions {
 		asm.Add.Imm(asm.R2, -8),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
-		// copy the stash (ssl at 0, buf at 8) to the stack, then drop it
+		// copy the stash (ssl at 0, buf at 8, length pointer at 16) to
+		// the stack (fp-16, fp-24, fp-40), then drop it
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.StoreMem(asm.RFP, -16, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
 		asm.StoreMem(asm.RFP, -24, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, 16, asm.DWord),
+		asm.StoreMem(asm.RFP, -40, asm.R1, asm.DWord),
 		asm.LoadMapPtr(asm.R1, stash.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -8),
 		asm.FnMapDeleteElem.Call(),
-		// r9 = (s32) return value; nothing to read unless > 0
-		asm.LoadMem(asm.R9, asm.R6, regAX, asm.DWord),
-		asm.LSh.Imm(asm.R9, 32),
-		asm.ArSh.Imm(asm.R9, 32),
-		asm.JSLE.Imm(asm.R9, 0, "out"),
+	}, length...), asm.Instructions{
 		asm.LoadMapPtr(asm.R1, ring.FD()),
 		asm.Mov.Imm(asm.R2, recSize),
 		asm.Mov.Imm(asm.R3, 0),
@@ -146,7 +174,7 @@ func returnProg(stash, ring, lost *ebpf.Map, dir int32) asm.Instructions {
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
-	}
+	}...)
 }
 
 // Probe is a set of attached uprobes and their ring buffer reader.
@@ -196,19 +224,30 @@ func Attach(targets []tlsprobe.Target, fn func(tlsprobe.Record)) (p *Probe, err 
 		return nil, err
 	}
 	p.lost = lost
-	var progs [4]*ebpf.Program // write entry, write return, read entry, read return
-	for dir := range 2 {
-		stash, err := mk(&ebpf.MapSpec{Name: "sipnab_tls_st", Type: ebpf.Hash, KeySize: 8, ValueSize: 16, MaxEntries: stashEntries})
+	// entry and return programs of each kind: write, read, write_ex, read_ex
+	type kind struct {
+		dir   int32
+		ex    bool
+		entry *ebpf.Program
+		ret   *ebpf.Program
+	}
+	kinds := []*kind{{dir: tlsprobe.DirWrite}, {dir: tlsprobe.DirRead}, {dir: tlsprobe.DirWrite, ex: true}, {dir: tlsprobe.DirRead, ex: true}}
+	for _, k := range kinds {
+		stash, err := mk(&ebpf.MapSpec{Name: "sipnab_tls_st", Type: ebpf.Hash, KeySize: 8, ValueSize: 24, MaxEntries: stashEntries})
 		if err != nil {
 			return nil, err
 		}
-		for i, ins := range []asm.Instructions{entryProg(stash), returnProg(stash, ring, lost, int32(dir))} {
+		for i, ins := range []asm.Instructions{entryProg(stash), returnProg(stash, ring, lost, k.dir, k.ex)} {
 			prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "sipnab_tls", Type: ebpf.Kprobe, License: "GPL", Instructions: ins})
 			if err != nil {
 				return nil, fmt.Errorf("loading BPF program: %w", err)
 			}
 			p.objs = append(p.objs, prog)
-			progs[dir*2+i] = prog
+			if i == 0 {
+				k.entry = prog
+			} else {
+				k.ret = prog
+			}
 		}
 	}
 	for _, t := range targets {
@@ -216,19 +255,17 @@ func Attach(targets []tlsprobe.Target, fn func(tlsprobe.Record)) (p *Probe, err 
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", t.Path, err)
 		}
-		for _, a := range []struct {
-			sym string
-			ret bool
-			pg  *ebpf.Program
-		}{{t.WriteSymbol, false, progs[0]}, {t.WriteSymbol, true, progs[1]}, {t.ReadSymbol, false, progs[2]}, {t.ReadSymbol, true, progs[3]}} {
-			var l link.Link
-			if a.ret {
-				l, err = ex.Uretprobe(a.sym, a.pg, nil)
-			} else {
-				l, err = ex.Uprobe(a.sym, a.pg, nil)
+		for i, sym := range []string{t.WriteSymbol, t.ReadSymbol, t.WriteExSymbol, t.ReadExSymbol} {
+			if sym == "" {
+				continue // a library without the _ex variants (OpenSSL before 1.1.1, wolfSSL)
 			}
+			l, err := ex.Uprobe(sym, kinds[i].entry, nil)
 			if err != nil {
-				return nil, fmt.Errorf("attaching to %s in %s: %w", a.sym, t.Path, err)
+				return nil, fmt.Errorf("attaching to %s in %s: %w", sym, t.Path, err)
+			}
+			p.links = append(p.links, l)
+			if l, err = ex.Uretprobe(sym, kinds[i].ret, nil); err != nil {
+				return nil, fmt.Errorf("attaching to the return of %s in %s: %w", sym, t.Path, err)
 			}
 			p.links = append(p.links, l)
 		}

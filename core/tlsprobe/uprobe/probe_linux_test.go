@@ -29,7 +29,7 @@ const ok200 = "SIP/2.0 200 OK\r\n" +
 	"CSeq: 1 INVITE\r\n" +
 	"Content-Length: 0\r\n\r\n"
 
-// libssl finds the library the openssl server maps.
+// libsslOf finds the libssl a server process maps.
 func libsslOf(t *testing.T, pid int) tlsprobe.Library {
 	t.Helper()
 	res, err := tlsprobe.Scan("/proc")
@@ -43,7 +43,7 @@ func libsslOf(t *testing.T, pid int) tlsprobe.Library {
 			}
 		}
 	}
-	t.Fatalf("the openssl server (pid %d) maps no libssl the scan found: %+v", pid, res.Libraries)
+	t.Fatalf("the server (pid %d) maps no libssl the scan found: %+v", pid, res.Libraries)
 	return tlsprobe.Library{}
 }
 
@@ -55,25 +55,42 @@ func TestScanFindsTheLibsslAnOpenSSLServerMaps(t *testing.T) {
 	}
 }
 
-func TestUprobesReadTheSIPAnOpenSSLServerReadsAndWrites(t *testing.T) {
+// TestUprobesReadTheSIPARealServerReadsAndWrites: openssl s_server calls
+// SSL_read/SSL_write, Python's ssl module SSL_read_ex/SSL_write_ex; both
+// are probed, and each message is read once (no function of the pair
+// calls the other).
+func TestUprobesReadTheSIPARealServerReadsAndWrites(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("attaching uprobes needs root")
 	}
-	srv := tlspeer.Start(t)
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) *tlspeer.Server
+	}{
+		{"openssl s_server: SSL_read, SSL_write", tlspeer.Start},
+		{"python ssl: SSL_read_ex, SSL_write_ex", func(t *testing.T) *tlspeer.Server { return tlspeer.StartPython(t, ok200) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { readsAndWrites(t, tc.start(t)) })
+	}
+}
+
+func readsAndWrites(t *testing.T, srv *tlspeer.Server) {
 	lib := libsslOf(t, srv.PID)
+	if lib.WriteExSymbol != "SSL_write_ex" || lib.ReadExSymbol != "SSL_read_ex" {
+		t.Fatalf("library %+v: want the _ex variants found (OpenSSL 3)", lib)
+	}
 	var mu sync.Mutex
 	var got []packet.Packet
 	fr := tlsprobe.NewFramer(packet.SinkFunc(func(p *packet.Packet) {
 		mu.Lock()
 		defer mu.Unlock()
-		if p.Src.Addr().As4()[3] == byte(srv.PID) || p.Dst.Addr().As4()[3] == byte(srv.PID) {
-			c := *p
-			c.Payload = append([]byte(nil), p.Payload...)
-			got = append(got, c)
-		}
+		c := *p
+		c.Payload = append([]byte(nil), p.Payload...)
+		got = append(got, c)
 	}))
 	pid := uint32(srv.PID)
-	probe, err := Attach([]tlsprobe.Target{{Path: lib.ProbePath, WriteSymbol: lib.WriteSymbol, ReadSymbol: lib.ReadSymbol}}, func(r tlsprobe.Record) {
+	probe, err := Attach([]tlsprobe.Target{{Path: lib.ProbePath, WriteSymbol: lib.WriteSymbol, ReadSymbol: lib.ReadSymbol,
+		WriteExSymbol: lib.WriteExSymbol, ReadExSymbol: lib.ReadExSymbol}}, func(r tlsprobe.Record) {
 		if r.PID == pid {
 			fr.Add(r)
 		}
@@ -107,11 +124,17 @@ func TestUprobesReadTheSIPAnOpenSSLServerReadsAndWrites(t *testing.T) {
 	if got[0].Origin != packet.OriginUprobe || got[0].Transport != packet.TransportTLS {
 		t.Fatalf("origin %v transport %v", got[0].Origin, got[0].Transport)
 	}
-	// read: peer → process; write: process → peer, same pair
-	if got[0].Dst != got[1].Src || got[0].Src != got[1].Dst || got[0].Dst.Port() != tlsprobe.SIPTLSPort {
+	// read: peer → process; write: process → peer, same pair; the
+	// process is 127.<pid>:5061
+	local := [4]byte{127, byte(pid >> 16), byte(pid >> 8), byte(pid)}
+	if got[0].Dst != got[1].Src || got[0].Src != got[1].Dst || got[0].Dst.Port() != tlsprobe.SIPTLSPort || got[0].Dst.Addr().As4() != local {
 		t.Fatalf("addresses %v→%v then %v→%v", got[0].Src, got[0].Dst, got[1].Src, got[1].Dst)
 	}
-	if probe.Lost() != 0 {
-		t.Fatalf("lost %d", probe.Lost())
+	if probe.Lost() != 0 || probe.Unreadable() != 0 {
+		t.Fatalf("lost %d, unreadable %d", probe.Lost(), probe.Unreadable())
+	}
+	fs := fr.Stats()
+	if fs.Calls != 2 || fs.Bytes != uint64(len(invite)+len(ok200)) {
+		t.Fatalf("framer %+v: want exactly 2 calls of %d bytes", fs, len(invite)+len(ok200))
 	}
 }
