@@ -80,9 +80,14 @@ func TestTLSCaptureE2E(t *testing.T) {
 	const callID = "tls-e2e-1@example.test"
 	var dialog map[string]any
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		page, _ := s.ok("list_dialogs", nil)
-		rows := rowsOf(page, "dialogs")
-		if len(rows) == 1 && rows[0]["call_id"] == callID {
+		// other tests' SIP over libssl may arrive too (the probes see every
+		// process mapping the library): look for this Call-ID
+		page, _ := s.ok("list_dialogs", map[string]any{"limit": 1000})
+		listed := false
+		for _, row := range rowsOf(page, "dialogs") {
+			listed = listed || row["call_id"] == callID
+		}
+		if listed {
 			if d, _ := s.ok("get_dialog", map[string]any{"call_id": callID}); len(rowsOf(d, "messages")) == 2 {
 				dialog = d
 				break
@@ -112,7 +117,7 @@ func TestTLSCaptureE2E(t *testing.T) {
 	st, r := s.ok("stop_tls_capture", nil)
 	checkStructured(t, schemas["stop_tls_capture"], r)
 	framing, _ := st["framing"].(map[string]any)
-	if st["running"] != false || st["messages"] != float64(2) || st["lost"] != float64(0) || st["error"] != nil ||
+	if st["running"] != false || st["messages"].(float64) < 2 || st["lost"] != float64(0) || st["error"] != nil ||
 		framing["bytes"].(float64) < float64(len(tlsInvite)+len(tls200)) {
 		t.Fatalf("stop answered %v", st)
 	}

@@ -72,7 +72,10 @@ func TestStartTLSCaptureReadsARealOpenSSLServersSIPIntoTheEngineAndStopDetachesE
 	srv.Exchange(t, invite, ok200)
 	waitDialog(t, capture, "tls-bundle-1@example.test", 2)
 	call(t, ts["stop_tls_capture"], `{}`, &st)
-	if st.Running || st.Messages != 2 || st.Lost != 0 || st.Error != nil || st.Framing.Bytes < uint64(len(invite)+len(ok200)) {
+	// at least these 2: a uprobe on libssl fires in every process mapping
+	// it, and another test (go test runs packages at once) may send SIP
+	// over TLS meanwhile; the dialog below holds exactly ours
+	if st.Running || st.Messages < 2 || st.Lost != 0 || st.Error != nil || st.Framing.Bytes < uint64(len(invite)+len(ok200)) {
 		t.Fatalf("stop answered %+v", st)
 	}
 	if got := bpfObjects(t); got != before {
