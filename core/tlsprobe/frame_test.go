@@ -99,3 +99,26 @@ func TestFramerBoundsItsTables(t *testing.T) {
 		t.Fatalf("stats %+v, %d messages", st, len(*out))
 	}
 }
+
+// FuzzFramer: any sequence of calls, on few streams, never panics, and the
+// tables stay within their bounds.
+func FuzzFramer(f *testing.F) {
+	f.Add([]byte(invite+ok200), uint8(3))
+	f.Add([]byte(reqBody), uint8(0))
+	f.Add([]byte("\r\n\r\nINVITE sip:a SIP/2.0\r\nl: 99999999999999999999\r\n\r\n"), uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, split uint8) {
+		fr := NewFramer(packet.SinkFunc(func(p *packet.Packet) {
+			if len(p.Payload) > MaxMessageBytes+1<<14 {
+				t.Fatalf("a %d-byte message", len(p.Payload))
+			}
+		}))
+		step := int(split%64) + 1
+		for i := 0; i < len(b); i += step {
+			c := b[i:min(i+step, len(b))]
+			fr.Add(Record{PID: uint32(i % 3), SSL: uint64(split % 2), Dir: i % 2, Len: uint32(len(c)), Data: c, Truncated: split == 255})
+		}
+		if st := fr.Stats(); st.Streams > MaxStreams {
+			t.Fatalf("%d streams", st.Streams)
+		}
+	})
+}
