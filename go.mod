@@ -3,6 +3,7 @@ module github.com/sipnab/sipnab
 go 1.26
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/gopacket/gopacket v1.7.7
 	github.com/hashicorp/go-hclog v1.6.3

@@ -143,6 +143,7 @@ var options = []option{
 	{flag: "mcp-allow-save-findings", group: gMCP, key: "mcp.allow_save_findings", def: false, usage: "enable save_findings: an agent's finding appended to this server's log (stderr), never readable over MCP"},
 	{flag: "mcp-max-findings", group: gLimits, key: "mcp.max_findings", def: 1000, usage: "save_findings budget: past it the tool refuses, never discards"},
 	{flag: "mcp-allow-shutdown", group: gMCP, key: "mcp.allow_shutdown", def: false, usage: "enable shutdown_server (stops the server; a dry run first; a live source also needs save_to or discard_unsaved)"},
+	{flag: "mcp-allow-tls-capture", group: gMCP, key: "mcp.allow_tls_capture", def: false, usage: "enable start_tls_capture: eBPF uprobes on the TLS libraries of this host's processes read their SIP in plaintext (needs root)"},
 
 	// The run's analysis thresholds (filter.Thresholds): the filter aliases
 	// (problems, slow-setup, short-calls), sipnab://filter/<alias>, the

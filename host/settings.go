@@ -146,6 +146,8 @@ type MCPSettings struct {
 	AllowSaveFindings bool `koanf:"allow_save_findings"`
 	MaxFindings       int  `koanf:"max_findings"`
 	AllowShutdown     bool `koanf:"allow_shutdown"`
+	// AllowTLSCapture gates start_tls_capture (bundles/tls).
+	AllowTLSCapture bool `koanf:"allow_tls_capture"`
 	// Bundles are the custom bundles of [mcp.bundles]: name = [members].
 	Bundles map[string][]string `koanf:"bundles"`
 }

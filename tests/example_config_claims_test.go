@@ -44,9 +44,9 @@ func TestSignalingOnlyConfigLoadsWhatItsCommentSays(t *testing.T) {
 // TestNoOptInFlagForAToolNotBuilt: an --mcp-allow-<x> flag enables a tool;
 // each one --help lists names ("enable <tool>") a tool compiled into this
 // build. A flag for a tool that does not exist promises what the server
-// cannot do (open_capture, start_tls_capture and relay queries are not
-// built; --mcp-allow-save-findings enables save_findings and
-// --mcp-allow-shutdown shutdown_server).
+// cannot do (open_capture and relay queries are not built;
+// --mcp-allow-save-findings enables save_findings, --mcp-allow-shutdown
+// shutdown_server and --mcp-allow-tls-capture start_tls_capture).
 func TestNoOptInFlagForAToolNotBuilt(t *testing.T) {
 	out, _ := exec.Command(bin, "--help").CombinedOutput()
 	if !strings.Contains(string(out), "mcp-file-root") {
@@ -71,7 +71,7 @@ func TestNoOptInFlagForAToolNotBuilt(t *testing.T) {
 			t.Errorf("opt-in flag for a tool not built (%s): %q", m[1], l)
 		}
 	}
-	for _, gone := range []string{"mcp-allow-open-capture", "mcp-allow-tls-capture", "mcp-allow-relay-query"} {
+	for _, gone := range []string{"mcp-allow-open-capture", "mcp-allow-relay-query"} {
 		code := exitCode(t, exec.Command(bin, "--"+gone, "--version"))
 		if code != 2 {
 			t.Errorf("--%s: exit %d, want 2 (unknown flag)", gone, code)

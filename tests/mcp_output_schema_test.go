@@ -163,6 +163,12 @@ func TestOutputSchemasHoldOnTheLiveWire(t *testing.T) {
 	sort.Strings(tools)
 	var lines []string
 	for _, tool := range tools {
+		if tool == "start_tls_capture" && seen.called[tool] == 0 {
+			// skipped above (it attaches uprobes); TestTLSCaptureE2E
+			// validates a real answer against its schema
+			lines = append(lines, tool+" in TestTLSCaptureE2E")
+			continue
+		}
 		if seen.called[tool] == 0 {
 			t.Errorf("%s was never called with valid arguments", tool)
 		}
@@ -445,6 +451,14 @@ func discoverCalls(t *testing.T, s *rawSession, sample bool) []toolCall {
 		for _, c := range ex {
 			if handChecked[c.golden].shape == refused {
 				continue // an example the sample capture refuses (its golden says so)
+			}
+			if c.tool == "start_tls_capture" {
+				// attaches uprobes: it answers only as root, with
+				// --mcp-allow-tls-capture and a TLS library mapped, and
+				// never over HTTP (root dropped). Its answer's type is
+				// stop_tls_capture's, whose example answers here;
+				// tests/tls_e2e_test.go checks a real start.
+				continue
 			}
 			examples = append(examples, toolCall{c.tool, c.args})
 		}

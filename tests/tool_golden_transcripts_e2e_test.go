@@ -41,6 +41,16 @@ var (
 	goldenVolatileList    = regexp.MustCompile(`(\\*"bundles\\*":\s*)\[[^\]]*\]`)
 )
 
+// goldenTLSLibraries and the rest empty list_tls_libraries' reading of this machine's
+// processes (which libraries they map, how many were read), which differs
+// from one machine and one moment to the next; the answer's shape stays.
+var (
+	goldenTLSLibraries = regexp.MustCompile(`(?s)(\\*"libraries\\*":\s*)\[.*?\](\s*,\s*\\*"(?:unreachable_count|libraries_dropped))`)
+	goldenTLSCounts    = regexp.MustCompile(`(\\*"(?:unreachable_count|processes_scanned|processes_skipped|maps_cut|libraries_dropped)\\*":\s*)[0-9]+`)
+	goldenTLSComplete  = regexp.MustCompile(`(\\*"complete\\*":\s*)(?:true|false)`)
+	goldenTLSSummary   = regexp.MustCompile(`(\\*"summary\\*":\s*\\*")[^"\\]*`)
+)
+
 // goldenWrittenAt is save_findings' written_at, the server's clock.
 var goldenWrittenAt = regexp.MustCompile(`(\\*"written_at\\*":\s*\\*")[0-9T:.Z+-]+`)
 
@@ -82,6 +92,11 @@ var handChecked = map[string]goldenCheck{
 	"shutdown_server":     {plain, []string{`"dry_run":true`, `"would_stop":true`, `"stopping":false`, `"dialogs":2`}},
 	"hep_senders":         {plain, []string{`"listening":false`, `"senders":[]`}},
 	"server_capabilities": {plain, []string{`"can_hep":true`, `"libpcap":false`, `"mcp_allow_shutdown":true`, `"mcp_file_root":true`, `"mcp_allow_save_findings":true`}},
+	// tls bundle: started without --mcp-allow-tls-capture, so the example
+	// start refuses naming the flag and stop has nothing to stop.
+	"start_tls_capture":  {refused, []string{"--mcp-allow-tls-capture"}},
+	"stop_tls_capture":   {plain, []string{`"running":false`, `"messages":0`, `"summary":"no TLS capture was started"`}},
+	"list_tls_libraries": {plain, []string{`"supported":true`, `"libraries":[`, `"unreachable_count":`}},
 	// 2 dialogs of the default cap 100000 (--limit); 2 streams of 50000.
 	"runtime_stats": {plain, []string{`"dialogs":{"used":2,"capacity":100000,"pct":0.002}`, `"streams":{"used":2,"capacity":50000,"pct":0.004}`}},
 	// the file was read whole before the call: nothing in the window.
@@ -219,6 +234,12 @@ func TestToolGoldenTranscriptsE2E(t *testing.T) {
 			got = goldenVolatileText.ReplaceAll(got, []byte("${1}"))
 			got = goldenVolatileList.ReplaceAll(got, []byte("${1}[]"))
 			got = bytes.ReplaceAll(got, []byte(filepath.Dir(bin)), []byte("$BINDIR"))
+			if tc.tool == "list_tls_libraries" {
+				got = goldenTLSLibraries.ReplaceAll(got, []byte("${1}[]${2}"))
+				got = goldenTLSCounts.ReplaceAll(got, []byte("${1}0"))
+				got = goldenTLSComplete.ReplaceAll(got, []byte("${1}true"))
+				got = goldenTLSSummary.ReplaceAll(got, []byte("${1}"))
+			}
 			checkToolGolden(t, tc.bundle, tc.golden+".json", got)
 
 			hc, checked := handChecked[tc.golden]

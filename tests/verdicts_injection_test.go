@@ -504,6 +504,11 @@ func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
 	// Nothing vacuous: every tool answered at least once, every field was
 	// shown fenced by some tool.
 	for _, tool := range list.Result.Tools {
+		if answered[tool.Name] == 0 && tool.Name == "start_tls_capture" {
+			// off here: it attaches uprobes (TestTLSCaptureE2E) and shows
+			// no capture text, only library paths (fenced hygiene)
+			continue
+		}
 		if answered[tool.Name] == 0 {
 			t.Errorf("%s never answered on %s: its answers were not checked", tool.Name, injCapture)
 		}

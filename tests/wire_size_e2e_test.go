@@ -395,6 +395,9 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 				if name == "export_audio" && strings.Contains(why, "nothing retained for call") {
 					continue // no G.711 audio in the capture: the documented -32603, a few hundred bytes
 				}
+				if name == "start_tls_capture" && strings.Contains(why, "--mcp-allow-tls-capture") {
+					continue // off here: it attaches uprobes (TestTLSCaptureE2E); its answer holds no capture text, a few hundred bytes per library
+				}
 				t.Errorf("%s: no answer, only refusals (the test proves nothing for it): %.300s", name, why)
 			}
 			if name != "SIP_CALL_RTP_G711" && name != "SIP_DTMF2.cap" {

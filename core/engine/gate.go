@@ -13,8 +13,9 @@ import (
 // both outside SIP and WS) is not parsed, not applied to the dialog store
 // and not handed to media, but counted under the lower of its two ports
 // (usually the server's) and reported as not analysed. SIP a HEP envelope
-// carried is never gated: the HEP agent chose what to send. Media is never
-// gated.
+// carried is never gated: the HEP agent chose what to send; nor is SIP a
+// TLS uprobe read, whose ports are placeholders (core/tlsprobe) and whose
+// operator chose the library. Media is never gated.
 type PortGate struct {
 	// SIP are the SIP ports (--portrange). A nil set admits nothing.
 	SIP *portrange.Set
@@ -29,7 +30,7 @@ const MaxGatedPorts = 256
 
 // admits reports whether the gate lets p's SIP through.
 func (g *PortGate) admits(p *packet.Packet) bool {
-	if p.Origin == packet.OriginHEP {
+	if p.Origin == packet.OriginHEP || p.Origin == packet.OriginUprobe {
 		return true
 	}
 	s, d := p.Src.Port(), p.Dst.Port()

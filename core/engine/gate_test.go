@@ -175,6 +175,9 @@ func TestPortGateAdmitsHEPCarriedSIPAndWebSocketOnItsPorts(t *testing.T) {
 		{"udp from 5061", pkt("10.0.0.1:5061", "10.0.0.2:40000", packet.TransportUDP, packet.OriginWire, "b"), true},
 		{"udp off the ports", pkt("10.0.0.1:40000", "10.0.0.2:7000", packet.TransportUDP, packet.OriginWire, "c"), false},
 		{"hep-carried off the ports", pkt("10.0.0.1:40000", "10.0.0.2:7000", packet.TransportUDP, packet.OriginHEP, "d"), true},
+		// a uprobe's addresses are placeholders (core/tlsprobe), not ports
+		// a --portrange could name
+		{"uprobe-read off the ports", pkt("127.0.0.1:10001", "127.1.2.3:7000", packet.TransportTLS, packet.OriginUprobe, "u"), true},
 		{"ws on 8443", pkt("10.0.0.1:50000", "10.0.0.2:8443", packet.TransportWS, packet.OriginWire, "e"), true},
 		{"wss on 443", pkt("10.0.0.1:50000", "10.0.0.2:443", packet.TransportWSS, packet.OriginWire, "f"), true},
 		{"ws on 9000", pkt("10.0.0.1:50000", "10.0.0.2:9000", packet.TransportWS, packet.OriginWire, "g"), false},
