@@ -136,6 +136,12 @@ type MCPSettings struct {
 	AllowSaveFindings bool `koanf:"allow_save_findings"`
 	MaxFindings       int  `koanf:"max_findings"`
 	AllowShutdown     bool `koanf:"allow_shutdown"`
+	// The find_in_captures sweep bounds (sdk.SweepLimits).
+	SweepMaxFiles            int `koanf:"sweep_max_files"`
+	SweepDeadlineMS          int `koanf:"sweep_deadline_ms"`
+	SweepMaxRunning          int `koanf:"sweep_max_running"`
+	SweepMaxHeldResults      int `koanf:"sweep_max_held_results"`
+	SweepResultRetentionSecs int `koanf:"sweep_result_retention_secs"`
 	// Bundles are the custom bundles of [mcp.bundles]: name = [members].
 	Bundles map[string][]string `koanf:"bundles"`
 }

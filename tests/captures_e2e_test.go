@@ -36,6 +36,18 @@ func capSIP(t *testing.T, path string) []string {
 	return rows
 }
 
+// firstInvite is the Call-ID of a capture's first INVITE request as
+// tshark reads it (the earliest INVITE dialog: first_call_id).
+func firstInvite(t *testing.T, path string) string {
+	t.Helper()
+	out, err := exec.Command("tshark", "-r", path, "-Y", `sip.Method == "INVITE"`, "-T", "fields", "-e", "sip.Call-ID").Output()
+	if err != nil {
+		t.Skipf("tshark: %v", err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(first)
+}
+
 // TestCapturesE2E drives the captures bundle through the built binary
 // over stdio, reading public captures copied into --mcp-file-root: the
 // listing, the engine's evidence pointers (get_dialog's messages[].frame)
@@ -132,6 +144,35 @@ func TestCapturesE2E(t *testing.T) {
 		t.Errorf("compare_captures changed the loaded capture: %v → %v", before["capture_identity"], after["capture_identity"])
 	}
 
+	// find_in_captures sweeps the root in the background, each file in a
+	// scratch store: INVITE dialogs by tshark (distinct Call-IDs of INVITE
+	// requests) are 1 in sip-over-tcp.pcap and 2 in sip-rtp-g711.pcap,
+	// none in sip-auth-failure.pcapng nor in export.pcap (its REGISTERs
+	// rebuilt). The loaded capture keeps its identity; the result is
+	// handed over once.
+	sw, _ := s.ok("find_in_captures", map[string]any{"filter": "method == INVITE", "wait_seconds": 30})
+	res, _ := sw["sweep"].(map[string]any)
+	if sw["status"] != "done" || sw["job_id"] != "sweep-1" || res == nil || res["files_total"] != float64(4) || res["files_examined"] != float64(4) || res["complete"] != true {
+		t.Fatalf("find_in_captures: %v", sw)
+	}
+	var found []string
+	for _, mm := range res["matches"].([]any) {
+		m := mm.(map[string]any)
+		found = append(found, fmt.Sprintf("%s:%v:%v", m["filename"], m["dialogs_matched"], m["first_call_id"]))
+	}
+	if want := []string{"sip-over-tcp.pcap:1:" + firstInvite(t, filepath.Join(root, "sip-over-tcp.pcap")), "sip-rtp-g711.pcap:2:" + firstInvite(t, filepath.Join(root, "sip-rtp-g711.pcap"))}; !slices.Equal(found, want) {
+		t.Errorf("find_in_captures matches %v, want %v", found, want)
+	}
+	if rf := s.call("find_in_captures_status", map[string]any{"job_id": "sweep-1"}).refused(t); rf == nil || rf.Code != "unknown_id" || !strings.Contains(rf.Message, "handed over") {
+		t.Errorf("a second status on a collected sweep: %+v", rf)
+	}
+	if rf := s.call("cancel_find_in_captures", map[string]any{"job_id": "sweep-1"}).refused(t); rf == nil || rf.Code != "unknown_id" {
+		t.Errorf("cancel of a collected sweep: %+v", rf)
+	}
+	if after2, _ := s.ok("capture_status", nil); fmt.Sprint(before["capture_identity"]) != fmt.Sprint(after2["capture_identity"]) {
+		t.Errorf("find_in_captures changed the loaded capture: %v → %v", before["capture_identity"], after2["capture_identity"])
+	}
+
 	// The file changes after the pointers were made: the same pointer is a
 	// digest mismatch, its bytes never shown.
 	data, _ := os.ReadFile(input)
@@ -172,7 +213,8 @@ func TestCapturesE2E(t *testing.T) {
 	// Without a root and the flag: listed, refused.
 	bare := startRaw(t, "-N", "--mcp", "-I", sampleCapture())
 	have := bare.tools()
-	for _, tool := range []string{"list_captures", "show_evidence", "decode_evidence", "export_capture", "compare_captures", "save_findings"} {
+	for _, tool := range []string{"list_captures", "show_evidence", "decode_evidence", "export_capture", "compare_captures", "save_findings",
+		"find_in_captures", "find_in_captures_status", "cancel_find_in_captures"} {
 		if !have[tool] {
 			t.Errorf("%s is not listed without its gate", tool)
 		}
@@ -180,6 +222,7 @@ func TestCapturesE2E(t *testing.T) {
 	for tool, args := range map[string]map[string]any{
 		"list_captures": nil, "show_evidence": {"refs": refs[:1]}, "decode_evidence": {"frame_ref": refs[0]},
 		"export_capture": {"filename": "x.pcap"}, "compare_captures": {"a": "x.pcap", "b": "y.pcap"}, "save_findings": {"summary": "x"},
+		"find_in_captures": {"filter": "method == INVITE"}, "find_in_captures_status": {"job_id": "sweep-1"}, "cancel_find_in_captures": {"job_id": "sweep-1"},
 	} {
 		if rf := bare.call(tool, args).refused(t); rf == nil || rf.Code != "not_enabled" {
 			t.Errorf("%s without its gate: %+v", tool, rf)

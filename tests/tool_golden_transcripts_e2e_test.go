@@ -156,6 +156,18 @@ var handChecked = map[string]goldenCheck{
 		[]string{`"path":"exported-sip.pcap","messages":10`, `"dialogs":2`}},
 	"save_findings": {plain,
 		[]string{`"seq":1`, `"readable_over_mcp":false`, `"remaining":999`}},
+	// find_in_captures sweeps the three files (exported-sip.pcap is in the
+	// root by then): INVITE dialogs by tshark (distinct Call-IDs of INVITE
+	// requests) 2, 2 and 1; the sample holds no problem call. The examples
+	// run in name order, so cancel_find_in_captures' example (sweep-1)
+	// runs before any sweep was issued: refused, naming none issued.
+	"find_in_captures": {plain,
+		[]string{`"job_id":"sweep-1","status":"done"`, `{"filename":"exported-sip.pcap","dialogs_matched":2,"first_call_id":"1-1966@10.0.2.20"}`,
+			`{"filename":"sip-rtp-g711.pcap","dialogs_matched":2,"first_call_id":"1-1966@10.0.2.20"}`, `{"filename":"sip_call.pcap","dialogs_matched":1,"first_call_id":"test-call-1@10.0.0.1"}`,
+			`"unreadable":[],"complete":true`}},
+	"find_in_captures-2":      {plain, []string{`"job_id":"sweep-2","status":"running"`, `"files_examined":0,"files_total":3`}},
+	"find_in_captures_status": {plain, []string{`"job_id":"sweep-2","status":"done"`, `"matches":[],"files_examined":3,"files_total":3,"unreadable":[],"complete":true`}},
+	"cancel_find_in_captures": {refused, []string{`unknown job_id "sweep-1"`, "this server issued 0"}},
 	"generate_wireshark_filter": {plain,
 		[]string{`"display_filter":"sip.Call-ID == \"` + sampleA + `\"`, `"sip_messages":6`, `"tshark":"tshark -r $BINDIR/sip-rtp-g711.pcap`}},
 }

@@ -1,6 +1,7 @@
 // Package captures is the captures bundle: the capture files in the file
 // root (--mcp-file-root) and the bytes behind the evidence pointers every
-// other answer carries. It lists the captures (list_captures), verifies and
+// other answer carries. It lists the captures (list_captures), sweeps them
+// for a filter in the background (find_in_captures, sweep.go), verifies and
 // decodes the frames behind pointers (show_evidence, decode_evidence),
 // writes the SIP the capture holds to a new pcap (export_capture) and takes
 // an agent's conclusion to the operator's log (save_findings). Every tool
@@ -15,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -30,8 +32,8 @@ var _ sdk.Bundle = Bundle{}
 func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "captures",
-		Summary:    "capture files in the file root: list them, verify and decode the frames behind evidence pointers, export the held SIP as a pcap, record an agent's finding in the operator log",
-		ByteBudget: sdk.Budget{Default: 4900, WithOutputSchemas: 18300},
+		Summary:    "capture files in the file root: list them, sweep them for a filter, compare two, verify and decode the frames behind evidence pointers, export the held SIP as a pcap, record an agent's finding in the operator log",
+		ByteBudget: sdk.Budget{Default: 7800, WithOutputSchemas: 31000},
 	}
 }
 
@@ -57,6 +59,8 @@ type deps struct {
 	// findings counts what save_findings recorded in this process.
 	findingsMu sync.Mutex
 	findings   int
+	// sweeps holds find_in_captures' background sweeps.
+	sweeps *sweeper
 }
 
 // Provision reads [bundles.captures], fetches the capture engine and
@@ -72,6 +76,14 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	}
 	d := &deps{capture: capture, root: env.FileRoot(), log: env.Logger(),
 		allowFindings: env.Option(OptSaveFindings), maxFindings: env.Limits().MaxFindings}
+	// The sweeps filter with the run's thresholds (the filter aliases
+	// expand with them); they run for the life of the server (ctx) and stop
+	// with it.
+	th := filter.DefaultThresholds()
+	if t, err := sdk.Service[filter.Thresholds](env); err == nil {
+		th = t
+	}
+	d.sweeps = newSweeper(ctx, d.root, env.Limits().Sweep, th)
 	return tools(d), nil
 }
 
@@ -85,6 +97,9 @@ func tools(d *deps) []sdk.Tool {
 		exportCaptureTool(d),
 		saveFindingsTool(d),
 		compareCapturesTool(d),
+		findInCapturesTool(d),
+		findInCapturesStatusTool(d),
+		cancelFindInCapturesTool(d),
 	}
 }
 
