@@ -18,6 +18,14 @@ import (
 // the captures used here.
 func capSIP(t *testing.T, path string) []string {
 	t.Helper()
+	rows := capSIPInOrder(t, path)
+	slices.Sort(rows)
+	return rows
+}
+
+// capSIPInOrder is capSIP in the file's (time) order.
+func capSIPInOrder(t *testing.T, path string) []string {
+	t.Helper()
 	out, err := exec.Command("tshark", "-r", path, "-Y", "sip", "-T", "fields", "-E", "separator=|",
 		"-e", "sip.Call-ID", "-e", "sip.CSeq", "-e", "sip.Method", "-e", "sip.Status-Code").Output()
 	if err != nil {
@@ -32,7 +40,6 @@ func capSIP(t *testing.T, path string) []string {
 		}
 		rows = append(rows, f[0]+"|"+f[1]+"|"+kind)
 	}
-	slices.Sort(rows)
 	return rows
 }
 
@@ -173,6 +180,33 @@ func TestCapturesE2E(t *testing.T) {
 		t.Errorf("find_in_captures changed the loaded capture: %v → %v", before["capture_identity"], after2["capture_identity"])
 	}
 
+	// build_evidence_package: the loaded capture's two Call-IDs into a new
+	// folder; tshark reads signaling.pcapng back as the source's 8 SIP
+	// messages (Call-ID, CSeq, method or status) in the same time order.
+	var ids []string
+	for _, d := range dl["dialogs"].([]any) {
+		ids = append(ids, d.(map[string]any)["call_id"].(string))
+	}
+	pk, pkr := s.ok("build_evidence_package", map[string]any{"call_ids": ids, "filename": "ticket-1"})
+	if pk["path"] != "ticket-1" || pk["messages"] != float64(8) || len(pk["calls"].([]any)) != 2 || len(pk["files"].([]any)) != 7 || strings.Contains(string(pkr.Response), root) {
+		t.Errorf("build_evidence_package: %v", pk)
+	}
+	if got, src := capSIPInOrder(t, filepath.Join(root, "ticket-1", "signaling.pcapng")), capSIPInOrder(t, input); !slices.Equal(got, src) {
+		t.Errorf("tshark reads the package back as\n%v\nthe source in time order\n%v", got, src)
+	}
+	if rd, err := os.ReadFile(filepath.Join(root, "ticket-1", "README.md")); err != nil || !strings.Contains(string(rd), "rebuilt frames") {
+		t.Errorf("README.md: %v %.300s", err, rd)
+	}
+	if rf := s.call("build_evidence_package", map[string]any{"call_ids": ids[:1], "filename": "ticket-1"}).refused(t); rf == nil || rf.Code != "file_refused" {
+		t.Errorf("a second package under a taken name: %+v", rf)
+	}
+	if rf := s.call("build_evidence_package", map[string]any{"call_ids": []string{ids[0], "no-such-call"}, "filename": "ticket-2"}).refused(t); rf == nil || rf.Code != "unknown_id" {
+		t.Errorf("an unknown call_id: %+v", rf)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "ticket-2")); err == nil {
+		t.Error("a refused package left its folder")
+	}
+
 	// The file changes after the pointers were made: the same pointer is a
 	// digest mismatch, its bytes never shown.
 	data, _ := os.ReadFile(input)
@@ -203,18 +237,18 @@ func TestCapturesE2E(t *testing.T) {
 	}
 
 	// Every tool of triage-outage (captures), post-change-verification
-	// (captures, security) and codec-interop-audit (media) is built: the
-	// full selection lists them; carrier-escalation waits for
-	// build_evidence_package.
-	if got := listPrompts(t, s); !slices.Equal(got, []string{"codec-interop-audit", "post-change-verification", "triage-outage"}) {
-		t.Errorf("prompts/list: %v, want [codec-interop-audit post-change-verification triage-outage]", got)
+	// (captures, security), codec-interop-audit (media) and
+	// carrier-escalation (build_evidence_package, captures) is built: the
+	// full selection lists all four.
+	if got := listPrompts(t, s); !slices.Equal(got, []string{"carrier-escalation", "codec-interop-audit", "post-change-verification", "triage-outage"}) {
+		t.Errorf("prompts/list: %v, want all four", got)
 	}
 
 	// Without a root and the flag: listed, refused.
 	bare := startRaw(t, "-N", "--mcp", "-I", sampleCapture())
 	have := bare.tools()
 	for _, tool := range []string{"list_captures", "show_evidence", "decode_evidence", "export_capture", "compare_captures", "save_findings",
-		"find_in_captures", "find_in_captures_status", "cancel_find_in_captures"} {
+		"find_in_captures", "find_in_captures_status", "cancel_find_in_captures", "build_evidence_package"} {
 		if !have[tool] {
 			t.Errorf("%s is not listed without its gate", tool)
 		}
@@ -223,6 +257,7 @@ func TestCapturesE2E(t *testing.T) {
 		"list_captures": nil, "show_evidence": {"refs": refs[:1]}, "decode_evidence": {"frame_ref": refs[0]},
 		"export_capture": {"filename": "x.pcap"}, "compare_captures": {"a": "x.pcap", "b": "y.pcap"}, "save_findings": {"summary": "x"},
 		"find_in_captures": {"filter": "method == INVITE"}, "find_in_captures_status": {"job_id": "sweep-1"}, "cancel_find_in_captures": {"job_id": "sweep-1"},
+		"build_evidence_package": {"call_ids": []string{"x"}, "filename": "p"},
 	} {
 		if rf := bare.call(tool, args).refused(t); rf == nil || rf.Code != "not_enabled" {
 			t.Errorf("%s without its gate: %+v", tool, rf)

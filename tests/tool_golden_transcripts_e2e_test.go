@@ -139,10 +139,11 @@ var handChecked = map[string]goldenCheck{
 	// of sip_call.pcap (one INVITE call, Completed: tshark -Y sip). The
 	// examples run in name order: export_capture's file is in the root
 	// when list_captures lists it (its first frame is the sample's first
-	// INVITE, so the same first_packet).
+	// INVITE, so the same first_packet), and so is build_evidence_package's
+	// folder (not_listed.other).
 	"list_captures": {plain,
 		[]string{`"filename":"sip-rtp-g711.pcap","bytes":198831,"first_packet":"2016-11-26T14:52:59.666393Z","encrypted":false`,
-			`"filename":"exported-sip.pcap","bytes":5673,"first_packet":"2016-11-26T14:52:59.666393Z"`, `"filename":"sip_call.pcap","bytes":2171`, `"returned":3`}},
+			`"filename":"exported-sip.pcap","bytes":5673,"first_packet":"2016-11-26T14:52:59.666393Z"`, `"filename":"sip_call.pcap","bytes":2171`, `"returned":3`, `"not_listed":{"other_files":1,"symlinks":0,"other":1}`}},
 	"compare_captures": {plain,
 		[]string{`"dialogs":1`, `{"value":"InCall","a":0,"b":1,"delta":1},{"value":"Completed","a":1,"b":1,"delta":0}`,
 			`{"value":"INVITE","a":1,"b":2,"delta":1}`}},
@@ -168,6 +169,10 @@ var handChecked = map[string]goldenCheck{
 	"find_in_captures-2":      {plain, []string{`"job_id":"sweep-2","status":"running"`, `"files_examined":0,"files_total":3`}},
 	"find_in_captures_status": {plain, []string{`"job_id":"sweep-2","status":"done"`, `"matches":[],"files_examined":3,"files_total":3,"unreadable":[],"complete":true`}},
 	"cancel_find_in_captures": {refused, []string{`unknown job_id "sweep-1"`, "this server issued 0"}},
+	// Both sample calls: 10 SIP messages (6 + 4), one RTP stream each.
+	"build_evidence_package": {plain,
+		[]string{`"path":"ticket-evidence"`, `{"ordinal":1,"call_id":"` + sampleA + `","ladder":"call-01-ladder.md","rtp":"call-01-rtp.json","messages":6,"streams":1}`,
+			`"messages":10`, `"name":"signaling.pcapng"`}},
 	"generate_wireshark_filter": {plain,
 		[]string{`"display_filter":"sip.Call-ID == \"` + sampleA + `\"`, `"sip_messages":6`, `"tshark":"tshark -r $BINDIR/sip-rtp-g711.pcap`}},
 }

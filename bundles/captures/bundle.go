@@ -3,7 +3,8 @@
 // other answer carries. It lists the captures (list_captures), sweeps them
 // for a filter in the background (find_in_captures, sweep.go), verifies and
 // decodes the frames behind pointers (show_evidence, decode_evidence),
-// writes the SIP the capture holds to a new pcap (export_capture) and takes
+// writes the SIP the capture holds to a new pcap (export_capture) or a
+// folder for a carrier ticket (build_evidence_package) and takes
 // an agent's conclusion to the operator's log (save_findings). Every tool
 // naming a file goes through the one sandbox (sdk.FileRoot); each tool
 // lives in its own file.
@@ -15,6 +16,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
@@ -32,8 +34,8 @@ var _ sdk.Bundle = Bundle{}
 func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "captures",
-		Summary:    "capture files in the file root: list them, sweep them for a filter, compare two, verify and decode the frames behind evidence pointers, export the held SIP as a pcap, record an agent's finding in the operator log",
-		ByteBudget: sdk.Budget{Default: 7800, WithOutputSchemas: 31000},
+		Summary:    "capture files in the file root: list them, sweep them for a filter, compare two, verify and decode the frames behind evidence pointers, export the held SIP as a pcap or an evidence package, record an agent's finding in the operator log",
+		ByteBudget: sdk.Budget{Default: 8800, WithOutputSchemas: 34400},
 	}
 }
 
@@ -61,6 +63,11 @@ type deps struct {
 	findings   int
 	// sweeps holds find_in_captures' background sweeps.
 	sweeps *sweeper
+	// th and correlation are the run's analysis thresholds and leg
+	// correlation settings: build_evidence_package's ladders and media
+	// diagnoses are render_ladder's and rtp_stats'.
+	th          filter.Thresholds
+	correlation correlate.Config
 }
 
 // Provision reads [bundles.captures], fetches the capture engine and
@@ -79,11 +86,14 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	// The sweeps filter with the run's thresholds (the filter aliases
 	// expand with them); they run for the life of the server (ctx) and stop
 	// with it.
-	th := filter.DefaultThresholds()
+	d.th = filter.DefaultThresholds()
 	if t, err := sdk.Service[filter.Thresholds](env); err == nil {
-		th = t
+		d.th = t
 	}
-	d.sweeps = newSweeper(ctx, d.root, env.Limits().Sweep, th)
+	if cc, err := sdk.Service[correlate.Config](env); err == nil {
+		d.correlation = cc
+	}
+	d.sweeps = newSweeper(ctx, d.root, env.Limits().Sweep, d.th)
 	return tools(d), nil
 }
 
@@ -100,6 +110,7 @@ func tools(d *deps) []sdk.Tool {
 		findInCapturesTool(d),
 		findInCapturesStatusTool(d),
 		cancelFindInCapturesTool(d),
+		buildEvidencePackageTool(d),
 	}
 }
 
