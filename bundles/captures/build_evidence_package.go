@@ -48,11 +48,11 @@ type PackageFile struct {
 
 // EvidencePackage is build_evidence_package's answer.
 type EvidencePackage struct {
-	Path      string        `json:"path" desc:"the folder written, by its name in the file root"`
-	Calls     []PackageCall `json:"calls" nonnull:"true" desc:"the calls packaged, by ordinal: files are named by ordinal, never by Call-ID"`
-	Messages  int           `json:"messages" desc:"SIP messages in signaling.pcapng"`
-	Files     []PackageFile `json:"files" nonnull:"true" desc:"the files written in the folder"`
-	Summary   string        `json:"summary" desc:"one line: calls, messages, files"`
+	Path     string        `json:"path" desc:"the folder written, by its name in the file root"`
+	Calls    []PackageCall `json:"calls" nonnull:"true" desc:"the calls packaged, by ordinal: files are named by ordinal, never by Call-ID"`
+	Messages int           `json:"messages" desc:"SIP messages in signaling.pcapng"`
+	Files    []PackageFile `json:"files" nonnull:"true" desc:"the files written in the folder"`
+	Summary  string        `json:"summary" desc:"one line: calls, messages, files"`
 	sdk.SourceFlags
 	CaptureIdentity sdk.CaptureIdentity `json:"capture_identity" desc:"capture the package was built from"`
 	SchemaVersion   int                 `json:"schema_version" desc:"response schema version"`
