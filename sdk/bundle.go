@@ -249,7 +249,8 @@ func (e Env) Option(name string) bool { return e.opts[name] }
 
 // FileRoot returns the server's file sandbox (--mcp-file-root), shared by
 // every tool and the file resources. A tool argument naming a file goes
-// through it: Open or ReadFile to read, WriteNew to create (each opens
+// through it: Open or ReadFile to read, WriteNew to create, WriteNewDir to
+// create a folder of new files (each opens
 // beneath the root, race-free, and reads regular files only). Without a root every call refuses with -32602 "file tools are
 // disabled…"; the tool stays listed (mcp-surface §1.3).
 func (e Env) FileRoot() FileRoot { return e.root }

@@ -26,21 +26,7 @@ func capSIP(t *testing.T, path string) []string {
 // capSIPInOrder is capSIP in the file's (time) order.
 func capSIPInOrder(t *testing.T, path string) []string {
 	t.Helper()
-	out, err := exec.Command("tshark", "-r", path, "-Y", "sip", "-T", "fields", "-E", "separator=|",
-		"-e", "sip.Call-ID", "-e", "sip.CSeq", "-e", "sip.Method", "-e", "sip.Status-Code").Output()
-	if err != nil {
-		t.Skipf("tshark: %v", err)
-	}
-	var rows []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Split(l, "|")
-		kind := f[3]
-		if kind == "" {
-			kind = f[2]
-		}
-		rows = append(rows, f[0]+"|"+f[1]+"|"+kind)
-	}
-	return rows
+	return testcap.TsharkSIP(t, path)
 }
 
 // firstInvite is the Call-ID of a capture's first INVITE request as

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,31 +25,6 @@ const (
 func cpSample(t *testing.T) *engine.Capture {
 	t.Helper()
 	return testengine.Load(t, engine.Config{Node: "test"}, filepath.Join(testcap.Root(), "testdata", sampleCapture))
-}
-
-// cpTshark lists a pcap's SIP messages in file order as
-// "Call-ID|CSeq|method or status".
-func cpTshark(t *testing.T, path string, extra ...string) []string {
-	t.Helper()
-	if _, err := exec.LookPath("tshark"); err != nil {
-		t.Skip("tshark not installed")
-	}
-	args := append([]string{"-r", path, "-Y", "sip"}, extra...)
-	args = append(args, "-T", "fields", "-E", "separator=|", "-e", "sip.Call-ID", "-e", "sip.CSeq", "-e", "sip.Method", "-e", "sip.Status-Code")
-	out, err := exec.Command("tshark", args...).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Split(l, "|")
-		kind := f[3]
-		if kind == "" {
-			kind = f[2]
-		}
-		rows = append(rows, f[0]+"|"+f[1]+"|"+kind)
-	}
-	return rows
 }
 
 // TestBuildEvidencePackageWritesTheFolder: both calls of the sample
@@ -118,8 +92,8 @@ func TestBuildEvidencePackageWritesTheFolder(t *testing.T) {
 	if err := json.Unmarshal(b, &man); err != nil || len(man.Calls) != 2 || man.Calls[1].CallID != cpCallB || len(man.Files) != 5 || man.Disclaimer == "" {
 		t.Errorf("manifest: %v %s", err, b)
 	}
-	src := cpTshark(t, filepath.Join(testcap.Root(), "testdata", sampleCapture))
-	if back := cpTshark(t, filepath.Join(root, "ticket", "signaling.pcapng")); !slices.Equal(back, src) || len(back) != 10 {
+	src := testcap.TsharkSIP(t, filepath.Join(testcap.Root(), "testdata", sampleCapture))
+	if back := testcap.TsharkSIP(t, filepath.Join(root, "ticket", "signaling.pcapng")); !slices.Equal(back, src) || len(back) != 10 {
 		t.Errorf("tshark reads back\n%v\nthe source in time order\n%v", back, src)
 	}
 }
@@ -134,8 +108,8 @@ func TestBuildEvidencePackageOfOneCallHoldsOnlyIt(t *testing.T) {
 	if got.Messages != 4 || len(got.Files) != 5 {
 		t.Fatalf("%+v", got)
 	}
-	src := cpTshark(t, filepath.Join(testcap.Root(), "testdata", sampleCapture), "-2", "-R", `sip.Call-ID == "`+cpCallB+`"`)
-	if back := cpTshark(t, filepath.Join(root, "one", "signaling.pcapng")); !slices.Equal(back, src) || len(back) != 4 {
+	src := testcap.TsharkSIP(t, filepath.Join(testcap.Root(), "testdata", sampleCapture), "-2", "-R", `sip.Call-ID == "`+cpCallB+`"`)
+	if back := testcap.TsharkSIP(t, filepath.Join(root, "one", "signaling.pcapng")); !slices.Equal(back, src) || len(back) != 4 {
 		t.Errorf("tshark reads back %v, want %v", back, src)
 	}
 }

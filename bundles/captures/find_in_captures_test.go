@@ -410,3 +410,21 @@ func TestFindInCapturesRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestFindInCapturesStopsWithTheServer: the server's life ending (the
+// context Provision got) stops a running sweep inside its file, with
+// stopped_because shutdown and the file in hand not counted.
+func TestFindInCapturesStopsWithTheServer(t *testing.T) {
+	tools, s := cpSweepTools(t, cpLoad(t, sampleCapture), cpRoot(t, "sip_call.pcap"), sdk.SweepLimits{DeadlineMS: sdk.MaxSweepDeadlineMS})
+	life, stop := context.WithCancel(context.Background())
+	s.life = life
+	in := blockingReader(s)
+	var got SweepJob
+	cpCall(t, tools["find_in_captures"], `{"filter":"method == INVITE"}`, &got)
+	<-in
+	stop()
+	cpCall(t, tools["find_in_captures_status"], `{"job_id":"`+got.JobID+`","wait_seconds":60}`, &got)
+	if got.Status != sweepDone || got.Sweep == nil || got.Sweep.StoppedBecause != stopShutdown || got.Sweep.FilesExamined != 0 || got.Sweep.Complete {
+		t.Fatalf("%+v %+v", got, got.Sweep)
+	}
+}
