@@ -43,6 +43,9 @@ type wireSubjects struct {
 	// bundle.
 	refs []string
 	file string
+	// jobID is a sweep find_in_captures started just before a tool taking
+	// a job_id is called (held until that call collects it).
+	jobID string
 }
 
 // largeArgs builds, from a tool's input schema, the argument sets that
@@ -161,6 +164,17 @@ func largeArgs(tl wireTool, sub wireSubjects) []map[string]any {
 			// a name of the tool's own: export_capture and export_audio
 			// share the file root, and a taken name is refused
 			with(k, tl.Name+".out")
+		case k == "call_ids":
+			// every subject call in one package
+			ids := []string{sub.big}
+			for _, id := range []string{sub.other, sub.media} {
+				if id != "" && !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+			with(k, ids)
+		case k == "job_id":
+			with(k, sub.jobID)
 		case required(k) && (k == "filter" || k == "expr"):
 			with(k, "method == INVITE")
 		case required(k) && len(p.Enum) > 0:
@@ -335,6 +349,11 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 			silent := map[string]string{} // tool -> its last refusal, until one call answers
 			for _, tl := range list.Result.Tools {
 				silent[tl.Name] = "no call"
+				if _, ok := tl.InputSchema.Properties["job_id"]; ok {
+					// A sweep of the root to poll or cancel.
+					started, _ := s.ok("find_in_captures", map[string]any{"filter": "method == INVITE"})
+					sub.jobID = str(started["job_id"])
+				}
 				for _, args := range largeArgs(tl, sub) {
 					r := s.call(tl.Name, args)
 					size := len(r.Response) + 1 // the line's newline

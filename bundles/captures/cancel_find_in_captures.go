@@ -21,13 +21,13 @@ func cancelFindInCapturesTool(d *deps) sdk.Tool {
 		Name:  "cancel_find_in_captures",
 		Title: "Cancel a capture sweep",
 		Description: "Stop a running find_in_captures sweep (between files and inside the file in hand) and answer its envelope, status canceled, " +
-			"with what it found so far (handed over: the id is released). A sweep that already ended is refused: collect it with find_in_captures_status.",
+			"with what it found so far (handed over: the id is released). A sweep that already ended answers its result (status done).",
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		StrictArgs:  true,
 		Examples:    []sdk.Example{{Title: "Stop sweep-1", Args: map[string]any{"job_id": "sweep-1"}}},
 		Refusals: []sdk.Refusal{
 			{Code: sdk.CodeInvalidParams, When: "the server was started without --mcp-file-root (\"file tools are disabled\")"},
-			{Code: sdk.CodeInvalidParams, When: "a job_id not held; a sweep that already ended (its result waits for find_in_captures_status)"},
+			{Code: sdk.CodeInvalidParams, When: "a job_id not held: never issued, its result already handed over, or expired after --mcp-sweep-result-retention-secs"},
 		},
 	}, func(ctx context.Context, c *sdk.Call, in cancelFindInCapturesIn) (SweepJob, error) {
 		if err := d.needRoot(); err != nil {
@@ -40,8 +40,10 @@ func cancelFindInCapturesTool(d *deps) sdk.Tool {
 		}
 		s.mu.Lock()
 		if j.result != nil {
+			// Nothing to stop: the result, as find_in_captures_status
+			// would hand it over (status done; cancel_requested false).
 			s.mu.Unlock()
-			return SweepJob{}, sdk.Refuse(sdk.KindInvalidArgument, "job_id", "sweep %q already ended: nothing to cancel; collect its result with find_in_captures_status", j.id)
+			return s.answer(ctx, j, 0), nil
 		}
 		j.cancelRequested = true
 		s.mu.Unlock()

@@ -87,14 +87,14 @@ type SweepResult struct {
 	FilesExamined  int               `json:"files_examined" desc:"files read to a verdict"`
 	FilesTotal     int               `json:"files_total" desc:"capture files in the root"`
 	Unreadable     []SweepUnreadable `json:"unreadable" nonnull:"true" desc:"files that could not be read (or not to their end): never skipped silently"`
-	StoppedBecause string            `json:"stopped_because,omitempty" enum:"deadline,max-files,canceled,shutdown" desc:"why the sweep stopped before every file; absent when it read them all"`
+	StoppedBecause string            `json:"stopped_because,omitempty" enum:"deadline|max-files|canceled|shutdown" desc:"why the sweep stopped before every file; absent when it read them all"`
 	Complete       bool              `json:"complete" desc:"every capture file of the root was read to its end: none left, none unreadable"`
 }
 
 // SweepJob is the job envelope every sweep tool answers with.
 type SweepJob struct {
 	JobID    string         `json:"job_id" desc:"sweep-<n>: poll with find_in_captures_status, stop with cancel_find_in_captures"`
-	Status   string         `json:"status" enum:"running,done,canceled" desc:"running, done, or canceled (by cancel_find_in_captures)"`
+	Status   string         `json:"status" enum:"running|done|canceled" desc:"running, done, or canceled (by cancel_find_in_captures)"`
 	Filter   string         `json:"filter" desc:"the filter swept for, as given"`
 	Limits   SweepLimitsOut `json:"limits" desc:"the bounds the sweep runs under"`
 	Progress SweepProgress  `json:"progress" desc:"where the sweep is"`
