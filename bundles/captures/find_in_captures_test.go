@@ -430,3 +430,23 @@ func TestFindInCapturesStopsWithTheServer(t *testing.T) {
 		t.Fatalf("%+v %+v", got, got.Sweep)
 	}
 }
+
+// TestReadScratchHonoursItsContextInsideTheFile: the scratch read of
+// sipp-branch-scenario.pcapng (3.7 MB) under a context already ended stops
+// inside the file: fewer dialogs than the whole file's read. Cancellation
+// and the deadline reach the engine's load, not only the gaps between
+// files.
+func TestReadScratchHonoursItsContextInsideTheFile(t *testing.T) {
+	root := cpRoot(t, "sipp-branch-scenario.pcapng")
+	s := newSweeper(context.Background(), sdk.NewFileRoot(root, nil), sdk.DefaultSweepLimits(), filter.DefaultThresholds())
+	all, err := s.readFile(context.Background(), "sipp-branch-scenario.pcapng", nil)
+	if err != nil || all.matched == 0 || all.partial != "" {
+		t.Fatalf("whole read: %+v %v", all, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cut, err := s.readFile(ctx, "sipp-branch-scenario.pcapng", nil)
+	if err == nil && cut.matched >= all.matched {
+		t.Errorf("a read under an ended context matched %d dialogs, the whole file %d", cut.matched, all.matched)
+	}
+}
