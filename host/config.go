@@ -142,6 +142,11 @@ var options = []option{
 	{flag: "mcp-file-root", group: gMCP, arg: "DIR", key: "mcp.file_root", def: "", usage: "sandbox directory for file tools"},
 	{flag: "mcp-allow-save-findings", group: gMCP, key: "mcp.allow_save_findings", def: false, usage: "enable save_findings: an agent's finding appended to this server's log (stderr), never readable over MCP"},
 	{flag: "mcp-max-findings", group: gLimits, key: "mcp.max_findings", def: 1000, usage: "save_findings budget: past it the tool refuses, never discards"},
+	{flag: "mcp-sweep-max-files", group: gLimits, key: "mcp.sweep_max_files", def: 20, usage: "find_in_captures: ceiling and default of a sweep's max_files (at most 4294967295)"},
+	{flag: "mcp-sweep-deadline-ms", group: gLimits, key: "mcp.sweep_deadline_ms", def: 30000, usage: "find_in_captures: ceiling and default of a sweep's deadline_ms (at most 43200000, 12 h)"},
+	{flag: "mcp-sweep-max-running", group: gLimits, key: "mcp.sweep_max_running", def: 4, usage: "find_in_captures: sweeps running at once; one more is refused, not queued (at most 64)"},
+	{flag: "mcp-sweep-max-held-results", group: gLimits, key: "mcp.sweep_max_held_results", def: 16, usage: "find_in_captures: sweeps held (running or finished, not yet collected); one more is refused (at most 256)"},
+	{flag: "mcp-sweep-result-retention-secs", group: gLimits, key: "mcp.sweep_result_retention_secs", def: 600, usage: "find_in_captures: seconds a finished sweep's result waits to be collected (at most 43200)"},
 	{flag: "mcp-allow-shutdown", group: gMCP, key: "mcp.allow_shutdown", def: false, usage: "enable shutdown_server (stops the server; a dry run first; a live source also needs save_to or discard_unsaved)"},
 	{flag: "mcp-allow-tls-capture", group: gMCP, key: "mcp.allow_tls_capture", def: false, usage: "enable start_tls_capture: eBPF uprobes on the TLS libraries of this host's processes read their SIP in plaintext (needs root)"},
 

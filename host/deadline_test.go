@@ -167,3 +167,35 @@ func TestExitAfterSignal(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepBoundsAreRangeChecked: each --mcp-sweep-* flag outside 1 to its
+// maximum (mcp-surface §5) stops startup with a usage error naming it; the
+// maxima themselves start.
+func TestSweepBoundsAreRangeChecked(t *testing.T) {
+	for _, tc := range []struct {
+		flag, value, key string
+	}{
+		{"--mcp-sweep-max-files", "4294967296", "mcp.sweep_max_files"},
+		{"--mcp-sweep-deadline-ms", "43200001", "mcp.sweep_deadline_ms"},
+		{"--mcp-sweep-max-running", "65", "mcp.sweep_max_running"},
+		{"--mcp-sweep-max-running", "0", "mcp.sweep_max_running"},
+		{"--mcp-sweep-max-held-results", "257", "mcp.sweep_max_held_results"},
+		{"--mcp-sweep-result-retention-secs", "43201", "mcp.sweep_result_retention_secs"},
+	} {
+		t.Run(tc.flag+"="+tc.value, func(t *testing.T) {
+			var stderr syncBuffer
+			code := Run(context.Background(), []string{"-N", "--mcp", tc.flag, tc.value}, nil,
+				IO{Stdin: strings.NewReader(""), Stdout: &syncBuffer{}, Stderr: &stderr})
+			if code != exitUsage || !strings.Contains(stderr.String(), tc.key+" must be between 1 and") {
+				t.Errorf("exit %d, stderr %q", code, stderr.String())
+			}
+		})
+	}
+	var stderr syncBuffer
+	code := Run(context.Background(), []string{"-N", "--mcp", "--mcp-sweep-max-files", "4294967295", "--mcp-sweep-deadline-ms", "43200000",
+		"--mcp-sweep-max-running", "64", "--mcp-sweep-max-held-results", "256", "--mcp-sweep-result-retention-secs", "43200"}, nil,
+		IO{Stdin: strings.NewReader(""), Stdout: &syncBuffer{}, Stderr: &stderr})
+	if code == exitUsage {
+		t.Errorf("the maxima refused: %q", stderr.String())
+	}
+}

@@ -206,6 +206,17 @@ func checkStartup(cfg *Config) error {
 				return usagef("%s must be 0 (unlimited) or more", c.key)
 			}
 		}
+		// The sweep bounds, each between 1 and its maximum (mcp-surface §5).
+		for _, c := range []struct {
+			key    string
+			v, max int
+		}{{"mcp.sweep_max_files", cfg.MCP.SweepMaxFiles, sdk.MaxSweepMaxFiles}, {"mcp.sweep_deadline_ms", cfg.MCP.SweepDeadlineMS, sdk.MaxSweepDeadlineMS},
+			{"mcp.sweep_max_running", cfg.MCP.SweepMaxRunning, sdk.MaxSweepMaxRunning}, {"mcp.sweep_max_held_results", cfg.MCP.SweepMaxHeldResults, sdk.MaxSweepMaxHeldResults},
+			{"mcp.sweep_result_retention_secs", cfg.MCP.SweepResultRetentionSecs, sdk.MaxSweepResultRetentionSecs}} {
+			if c.v < 1 || c.v > c.max {
+				return usagef("%s must be between 1 and %d, got %d", c.key, c.max, c.v)
+			}
+		}
 		if ct, mw := cfg.MCP.CallTimeout, cfg.MCP.MaxWaitSeconds; ct <= mw {
 			return usagef("--mcp-call-timeout %d must exceed --mcp-max-wait-seconds %d: a tool that waits would time out first", ct, mw)
 		}
@@ -269,6 +280,8 @@ func limitsFrom(cfg *Config) sdk.Limits {
 		MaxResponseBytes: cfg.MCP.MaxResponseBytes,
 		MaxWaitSeconds:   cfg.MCP.MaxWaitSeconds,
 		MaxFindings:      cfg.MCP.MaxFindings,
+		Sweep: sdk.SweepLimits{MaxFiles: cfg.MCP.SweepMaxFiles, DeadlineMS: cfg.MCP.SweepDeadlineMS, MaxRunning: cfg.MCP.SweepMaxRunning,
+			MaxHeldResults: cfg.MCP.SweepMaxHeldResults, RetentionSecs: cfg.MCP.SweepResultRetentionSecs},
 	}
 }
 

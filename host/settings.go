@@ -148,6 +148,12 @@ type MCPSettings struct {
 	AllowShutdown     bool `koanf:"allow_shutdown"`
 	// AllowTLSCapture gates start_tls_capture (bundles/tls).
 	AllowTLSCapture bool `koanf:"allow_tls_capture"`
+	// The find_in_captures sweep bounds (sdk.SweepLimits).
+	SweepMaxFiles            int `koanf:"sweep_max_files"`
+	SweepDeadlineMS          int `koanf:"sweep_deadline_ms"`
+	SweepMaxRunning          int `koanf:"sweep_max_running"`
+	SweepMaxHeldResults      int `koanf:"sweep_max_held_results"`
+	SweepResultRetentionSecs int `koanf:"sweep_result_retention_secs"`
 	// Bundles are the custom bundles of [mcp.bundles]: name = [members].
 	Bundles map[string][]string `koanf:"bundles"`
 }

@@ -70,6 +70,75 @@ type Limits struct {
 	// MaxFindings is save_findings' budget (--mcp-max-findings, 1000):
 	// past it the tool refuses, never discards.
 	MaxFindings int
+	// Sweep bounds the background file sweeps of find_in_captures (the
+	// --mcp-sweep-* flags; mcp-surface §5).
+	Sweep SweepLimits
+}
+
+// SweepLimits bound find_in_captures' background sweeps (the design notes'
+// "Sweep job bounds" and "Sweep ceilings").
+type SweepLimits struct {
+	// MaxFiles is the ceiling of a call's max_files and its default
+	// (--mcp-sweep-max-files, 20; at most MaxSweepMaxFiles).
+	MaxFiles int
+	// DeadlineMS is the ceiling of a call's deadline_ms and its default
+	// (--mcp-sweep-deadline-ms, 30000; at most MaxSweepDeadlineMS).
+	DeadlineMS int
+	// MaxRunning caps the sweeps running at once; one more is refused,
+	// not queued (--mcp-sweep-max-running, 4; at most MaxSweepMaxRunning).
+	MaxRunning int
+	// MaxHeldResults caps the finished results held until collected
+	// (--mcp-sweep-max-held-results, 16; at most MaxSweepMaxHeldResults).
+	MaxHeldResults int
+	// RetentionSecs is how long a finished result waits to be collected
+	// (--mcp-sweep-result-retention-secs, 600; at most
+	// MaxSweepResultRetentionSecs).
+	RetentionSecs int
+}
+
+// Sweep defaults and maxima (mcp-surface §5; the design notes' "Sweep job
+// bounds"): a running sweep is a goroutine with its own scratch stores, so
+// the running maximum is sixteen times the default; four held results per
+// running sweep at that maximum; a result waits at most as long as the
+// longest sweep may run (12 h); max_files is a u32.
+const (
+	DefaultSweepMaxFiles        = 20
+	DefaultSweepDeadlineMS      = 30000
+	DefaultSweepMaxRunning      = 4
+	DefaultSweepMaxHeldResults  = 16
+	DefaultSweepRetentionSecs   = 600
+	MaxSweepMaxFiles            = 4294967295
+	MaxSweepDeadlineMS          = 43200000
+	MaxSweepMaxRunning          = 64
+	MaxSweepMaxHeldResults      = 256
+	MaxSweepResultRetentionSecs = 43200
+)
+
+// DefaultSweepLimits returns the documented sweep defaults.
+func DefaultSweepLimits() SweepLimits {
+	return SweepLimits{MaxFiles: DefaultSweepMaxFiles, DeadlineMS: DefaultSweepDeadlineMS, MaxRunning: DefaultSweepMaxRunning,
+		MaxHeldResults: DefaultSweepMaxHeldResults, RetentionSecs: DefaultSweepRetentionSecs}
+}
+
+// withDefaults fills the zero (or negative) fields with the defaults.
+func (s SweepLimits) withDefaults() SweepLimits {
+	d := DefaultSweepLimits()
+	if s.MaxFiles <= 0 {
+		s.MaxFiles = d.MaxFiles
+	}
+	if s.DeadlineMS <= 0 {
+		s.DeadlineMS = d.DeadlineMS
+	}
+	if s.MaxRunning <= 0 {
+		s.MaxRunning = d.MaxRunning
+	}
+	if s.MaxHeldResults <= 0 {
+		s.MaxHeldResults = d.MaxHeldResults
+	}
+	if s.RetentionSecs <= 0 {
+		s.RetentionSecs = d.RetentionSecs
+	}
+	return s
 }
 
 // Default limits (mcp-surface §2.1).
@@ -85,7 +154,8 @@ const (
 // DefaultLimits returns the documented defaults.
 func DefaultLimits() Limits {
 	return Limits{MaxRows: DefaultMaxRows, MaxBodyBytes: DefaultMaxBodyBytes,
-		MaxResponseBytes: DefaultMaxResponseBytes, MaxWaitSeconds: DefaultMaxWaitSeconds, MaxFindings: DefaultMaxFindings}
+		MaxResponseBytes: DefaultMaxResponseBytes, MaxWaitSeconds: DefaultMaxWaitSeconds, MaxFindings: DefaultMaxFindings,
+		Sweep: DefaultSweepLimits()}
 }
 
 // Env is what a bundle receives at Provision. Build one with [NewEnv] (the
@@ -148,6 +218,7 @@ func NewEnv(o EnvOptions) Env {
 	if e.limits.MaxFindings <= 0 {
 		e.limits.MaxFindings = d.MaxFindings
 	}
+	e.limits.Sweep = e.limits.Sweep.withDefaults()
 	return e
 }
 
@@ -178,7 +249,8 @@ func (e Env) Option(name string) bool { return e.opts[name] }
 
 // FileRoot returns the server's file sandbox (--mcp-file-root), shared by
 // every tool and the file resources. A tool argument naming a file goes
-// through it: Open or ReadFile to read, WriteNew to create (each opens
+// through it: Open or ReadFile to read, WriteNew to create, WriteNewDir to
+// create a folder of new files (each opens
 // beneath the root, race-free, and reads regular files only). Without a root every call refuses with -32602 "file tools are
 // disabled…"; the tool stays listed (mcp-surface §1.3).
 func (e Env) FileRoot() FileRoot { return e.root }

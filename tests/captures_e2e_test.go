@@ -18,22 +18,27 @@ import (
 // the captures used here.
 func capSIP(t *testing.T, path string) []string {
 	t.Helper()
-	out, err := exec.Command("tshark", "-r", path, "-Y", "sip", "-T", "fields", "-E", "separator=|",
-		"-e", "sip.Call-ID", "-e", "sip.CSeq", "-e", "sip.Method", "-e", "sip.Status-Code").Output()
+	rows := capSIPInOrder(t, path)
+	slices.Sort(rows)
+	return rows
+}
+
+// capSIPInOrder is capSIP in the file's (time) order.
+func capSIPInOrder(t *testing.T, path string) []string {
+	t.Helper()
+	return testcap.TsharkSIP(t, path)
+}
+
+// firstInvite is the Call-ID of a capture's first INVITE request as
+// tshark reads it (the earliest INVITE dialog: first_call_id).
+func firstInvite(t *testing.T, path string) string {
+	t.Helper()
+	out, err := exec.Command("tshark", "-r", path, "-Y", `sip.Method == "INVITE"`, "-T", "fields", "-e", "sip.Call-ID").Output()
 	if err != nil {
 		t.Skipf("tshark: %v", err)
 	}
-	var rows []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Split(l, "|")
-		kind := f[3]
-		if kind == "" {
-			kind = f[2]
-		}
-		rows = append(rows, f[0]+"|"+f[1]+"|"+kind)
-	}
-	slices.Sort(rows)
-	return rows
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(first)
 }
 
 // TestCapturesE2E drives the captures bundle through the built binary
@@ -132,6 +137,62 @@ func TestCapturesE2E(t *testing.T) {
 		t.Errorf("compare_captures changed the loaded capture: %v → %v", before["capture_identity"], after["capture_identity"])
 	}
 
+	// find_in_captures sweeps the root in the background, each file in a
+	// scratch store: INVITE dialogs by tshark (distinct Call-IDs of INVITE
+	// requests) are 1 in sip-over-tcp.pcap and 2 in sip-rtp-g711.pcap,
+	// none in sip-auth-failure.pcapng nor in export.pcap (its REGISTERs
+	// rebuilt). The loaded capture keeps its identity; the result is
+	// handed over once.
+	sw, _ := s.ok("find_in_captures", map[string]any{"filter": "method == INVITE", "wait_seconds": 30})
+	res, _ := sw["sweep"].(map[string]any)
+	if sw["status"] != "done" || sw["job_id"] != "sweep-1" || res == nil || res["files_total"] != float64(4) || res["files_examined"] != float64(4) || res["complete"] != true {
+		t.Fatalf("find_in_captures: %v", sw)
+	}
+	var found []string
+	for _, mm := range res["matches"].([]any) {
+		m := mm.(map[string]any)
+		found = append(found, fmt.Sprintf("%s:%v:%v", m["filename"], m["dialogs_matched"], m["first_call_id"]))
+	}
+	if want := []string{"sip-over-tcp.pcap:1:" + firstInvite(t, filepath.Join(root, "sip-over-tcp.pcap")), "sip-rtp-g711.pcap:2:" + firstInvite(t, filepath.Join(root, "sip-rtp-g711.pcap"))}; !slices.Equal(found, want) {
+		t.Errorf("find_in_captures matches %v, want %v", found, want)
+	}
+	if rf := s.call("find_in_captures_status", map[string]any{"job_id": "sweep-1"}).refused(t); rf == nil || rf.Code != "unknown_id" || !strings.Contains(rf.Message, "handed over") {
+		t.Errorf("a second status on a collected sweep: %+v", rf)
+	}
+	if rf := s.call("cancel_find_in_captures", map[string]any{"job_id": "sweep-1"}).refused(t); rf == nil || rf.Code != "unknown_id" {
+		t.Errorf("cancel of a collected sweep: %+v", rf)
+	}
+	if after2, _ := s.ok("capture_status", nil); fmt.Sprint(before["capture_identity"]) != fmt.Sprint(after2["capture_identity"]) {
+		t.Errorf("find_in_captures changed the loaded capture: %v → %v", before["capture_identity"], after2["capture_identity"])
+	}
+
+	// build_evidence_package: the loaded capture's two Call-IDs into a new
+	// folder; tshark reads signaling.pcapng back as the source's 8 SIP
+	// messages (Call-ID, CSeq, method or status) in the same time order.
+	var ids []string
+	for _, d := range dl["dialogs"].([]any) {
+		ids = append(ids, d.(map[string]any)["call_id"].(string))
+	}
+	pk, pkr := s.ok("build_evidence_package", map[string]any{"call_ids": ids, "filename": "ticket-1"})
+	if pk["path"] != "ticket-1" || pk["messages"] != float64(8) || len(pk["calls"].([]any)) != 2 || len(pk["files"].([]any)) != 7 || strings.Contains(string(pkr.Response), root) {
+		t.Errorf("build_evidence_package: %v", pk)
+	}
+	if got, src := capSIPInOrder(t, filepath.Join(root, "ticket-1", "signaling.pcapng")), capSIPInOrder(t, input); !slices.Equal(got, src) {
+		t.Errorf("tshark reads the package back as\n%v\nthe source in time order\n%v", got, src)
+	}
+	if rd, err := os.ReadFile(filepath.Join(root, "ticket-1", "README.md")); err != nil || !strings.Contains(string(rd), "rebuilt frames") {
+		t.Errorf("README.md: %v %.300s", err, rd)
+	}
+	if rf := s.call("build_evidence_package", map[string]any{"call_ids": ids[:1], "filename": "ticket-1"}).refused(t); rf == nil || rf.Code != "file_refused" {
+		t.Errorf("a second package under a taken name: %+v", rf)
+	}
+	if rf := s.call("build_evidence_package", map[string]any{"call_ids": []string{ids[0], "no-such-call"}, "filename": "ticket-2"}).refused(t); rf == nil || rf.Code != "unknown_id" {
+		t.Errorf("an unknown call_id: %+v", rf)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "ticket-2")); err == nil {
+		t.Error("a refused package left its folder")
+	}
+
 	// The file changes after the pointers were made: the same pointer is a
 	// digest mismatch, its bytes never shown.
 	data, _ := os.ReadFile(input)
@@ -162,17 +223,18 @@ func TestCapturesE2E(t *testing.T) {
 	}
 
 	// Every tool of triage-outage (captures), post-change-verification
-	// (captures, security) and codec-interop-audit (media) is built: the
-	// full selection lists them; carrier-escalation waits for
-	// build_evidence_package.
-	if got := listPrompts(t, s); !slices.Equal(got, []string{"codec-interop-audit", "post-change-verification", "triage-outage"}) {
-		t.Errorf("prompts/list: %v, want [codec-interop-audit post-change-verification triage-outage]", got)
+	// (captures, security), codec-interop-audit (media) and
+	// carrier-escalation (build_evidence_package, captures) is built: the
+	// full selection lists all four.
+	if got := listPrompts(t, s); !slices.Equal(got, []string{"carrier-escalation", "codec-interop-audit", "post-change-verification", "triage-outage"}) {
+		t.Errorf("prompts/list: %v, want all four", got)
 	}
 
 	// Without a root and the flag: listed, refused.
 	bare := startRaw(t, "-N", "--mcp", "-I", sampleCapture())
 	have := bare.tools()
-	for _, tool := range []string{"list_captures", "show_evidence", "decode_evidence", "export_capture", "compare_captures", "save_findings"} {
+	for _, tool := range []string{"list_captures", "show_evidence", "decode_evidence", "export_capture", "compare_captures", "save_findings",
+		"find_in_captures", "find_in_captures_status", "cancel_find_in_captures", "build_evidence_package"} {
 		if !have[tool] {
 			t.Errorf("%s is not listed without its gate", tool)
 		}
@@ -180,6 +242,8 @@ func TestCapturesE2E(t *testing.T) {
 	for tool, args := range map[string]map[string]any{
 		"list_captures": nil, "show_evidence": {"refs": refs[:1]}, "decode_evidence": {"frame_ref": refs[0]},
 		"export_capture": {"filename": "x.pcap"}, "compare_captures": {"a": "x.pcap", "b": "y.pcap"}, "save_findings": {"summary": "x"},
+		"find_in_captures": {"filter": "method == INVITE"}, "find_in_captures_status": {"job_id": "sweep-1"}, "cancel_find_in_captures": {"job_id": "sweep-1"},
+		"build_evidence_package": {"call_ids": []string{"x"}, "filename": "p"},
 	} {
 		if rf := bare.call(tool, args).refused(t); rf == nil || rf.Code != "not_enabled" {
 			t.Errorf("%s without its gate: %+v", tool, rf)

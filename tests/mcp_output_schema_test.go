@@ -449,8 +449,12 @@ func discoverCalls(t *testing.T, s *rawSession, sample bool) []toolCall {
 	if sample {
 		ex, _ := exampleCalls(registry(t))
 		for _, c := range ex {
-			if handChecked[c.golden].shape == refused {
-				continue // an example the sample capture refuses (its golden says so)
+			if hc, ok := handChecked[c.golden]; ok && hc.shape == refused {
+				// An example that refuses where the goldens run it
+				// (cancel_find_in_captures before any sweep, a fail2ban
+				// rule from no finding): its refusal is checked by
+				// TestToolGoldenTranscriptsE2E.
+				continue
 			}
 			if c.tool == "start_tls_capture" {
 				// attaches uprobes: it answers only as root, with
@@ -616,6 +620,18 @@ func discoverCalls(t *testing.T, s *rawSession, sample bool) []toolCall {
 	sort.Strings(rules)
 	for _, r := range rules {
 		calls = append(calls, toolCall{"explain_rule", map[string]any{"rule_id": r}})
+	}
+	if sample {
+		// A sweep held for cancel_find_in_captures (whose own example runs
+		// before any sweep): ids count up from the examples' sweeps.
+		n := 0
+		for _, c := range examples {
+			if c.tool == "find_in_captures" {
+				n++
+			}
+		}
+		calls = append(calls, toolCall{"find_in_captures", map[string]any{"filter": "method == INVITE"}},
+			toolCall{"cancel_find_in_captures", map[string]any{"job_id": fmt.Sprintf("sweep-%d", n+1)}})
 	}
 	return append(examples, calls...)
 }

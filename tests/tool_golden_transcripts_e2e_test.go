@@ -159,10 +159,11 @@ var handChecked = map[string]goldenCheck{
 	// of sip_call.pcap (one INVITE call, Completed: tshark -Y sip). The
 	// examples run in name order: export_capture's file is in the root
 	// when list_captures lists it (its first frame is the sample's first
-	// INVITE, so the same first_packet).
+	// INVITE, so the same first_packet), and so is build_evidence_package's
+	// folder (not_listed.other).
 	"list_captures": {plain,
 		[]string{`"filename":"sip-rtp-g711.pcap","bytes":198831,"first_packet":"2016-11-26T14:52:59.666393Z","encrypted":false`,
-			`"filename":"exported-sip.pcap","bytes":5673,"first_packet":"2016-11-26T14:52:59.666393Z"`, `"filename":"sip_call.pcap","bytes":2171`, `"returned":3`}},
+			`"filename":"exported-sip.pcap","bytes":5673,"first_packet":"2016-11-26T14:52:59.666393Z"`, `"filename":"sip_call.pcap","bytes":2171`, `"returned":3`, `"not_listed":{"other_files":1,"symlinks":0,"other":1}`}},
 	"compare_captures": {plain,
 		[]string{`"dialogs":1`, `{"value":"InCall","a":0,"b":1,"delta":1},{"value":"Completed","a":1,"b":1,"delta":0}`,
 			`{"value":"INVITE","a":1,"b":2,"delta":1}`}},
@@ -176,6 +177,22 @@ var handChecked = map[string]goldenCheck{
 		[]string{`"path":"exported-sip.pcap","messages":10`, `"dialogs":2`}},
 	"save_findings": {plain,
 		[]string{`"seq":1`, `"readable_over_mcp":false`, `"remaining":999`}},
+	// find_in_captures sweeps the three files (exported-sip.pcap is in the
+	// root by then): INVITE dialogs by tshark (distinct Call-IDs of INVITE
+	// requests) 2, 2 and 1; the sample holds no problem call. The examples
+	// run in name order, so cancel_find_in_captures' example (sweep-1)
+	// runs before any sweep was issued: refused, naming none issued.
+	"find_in_captures": {plain,
+		[]string{`"job_id":"sweep-1","status":"done"`, `{"filename":"exported-sip.pcap","dialogs_matched":2,"first_call_id":"1-1966@10.0.2.20"}`,
+			`{"filename":"sip-rtp-g711.pcap","dialogs_matched":2,"first_call_id":"1-1966@10.0.2.20"}`, `{"filename":"sip_call.pcap","dialogs_matched":1,"first_call_id":"test-call-1@10.0.0.1"}`,
+			`"unreadable":[],"complete":true`}},
+	"find_in_captures-2":      {plain, []string{`"job_id":"sweep-2","status":"running"`, `"files_examined":0,"files_total":3`}},
+	"find_in_captures_status": {plain, []string{`"job_id":"sweep-2","status":"done"`, `"matches":[],"files_examined":3,"files_total":3,"unreadable":[],"complete":true`}},
+	"cancel_find_in_captures": {refused, []string{`unknown job_id "sweep-1"`, "this server issued 0"}},
+	// Both sample calls: 10 SIP messages (6 + 4), one RTP stream each.
+	"build_evidence_package": {plain,
+		[]string{`"path":"ticket-evidence"`, `{"ordinal":1,"call_id":"` + sampleA + `","ladder":"call-01-ladder.md","rtp":"call-01-rtp.json","messages":6,"streams":1}`,
+			`"messages":10`, `"name":"signaling.pcapng"`}},
 	"generate_wireshark_filter": {plain,
 		[]string{`"display_filter":"sip.Call-ID == \"` + sampleA + `\"`, `"sip_messages":6`, `"tshark":"tshark -r $BINDIR/sip-rtp-g711.pcap`}},
 }

@@ -242,6 +242,10 @@ type injTool struct {
 // injFile numbers the files the calls name (filename arguments).
 var injFile int
 
+// injJobID is the sweep find_in_captures started just before a tool taking
+// a job_id is called.
+var injJobID string
+
 // injCalls builds the calls of one tool from its input schema: every
 // required argument from the capture, then one call per value of every
 // enumerated argument, per Call-ID, per message index, per evidence
@@ -287,6 +291,10 @@ func injCalls(t *testing.T, tool injTool, start string, refs []string, findingID
 			base[name] = fmt.Sprintf("inj-%d.out", injFile)
 		case name == "summary":
 			base[name] = "finding about the injection capture"
+		case name == "call_ids":
+			base[name] = []string{injAnswered, injFailed}
+		case name == "job_id":
+			base[name] = injJobID
 		case name == "sample_seconds":
 			base[name] = 1 // capture_health's shortest window
 		case name == "finding_id":
@@ -433,6 +441,11 @@ func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
 	unfenced := map[string]map[string]bool{}
 	calls := 0
 	for _, tool := range list.Result.Tools {
+		if _, ok := tool.InputSchema.Properties["job_id"]; ok {
+			// A sweep of the file root to poll or cancel.
+			started, _ := s.ok("find_in_captures", map[string]any{"filter": "state == Failed"})
+			injJobID = str(started["job_id"])
+		}
 		for _, args := range injCalls(t, tool, start, refs, findingID) {
 			calls++
 			label := tool.Name

@@ -46,6 +46,9 @@ type wireSubjects struct {
 	// finding is the id of a security finding the armed detectors
 	// recorded ("" when the capture gives none).
 	finding string
+	// jobID is a sweep find_in_captures started just before a tool taking
+	// a job_id is called (held until that call collects it).
+	jobID string
 }
 
 // largeArgs builds, from a tool's input schema, the argument sets that
@@ -170,6 +173,17 @@ func largeArgs(tl wireTool, sub wireSubjects) []map[string]any {
 				id = "scanner_detected@192.0.2.1@2026-01-01T00:00:00Z" // held nowhere: the not_found refusal
 			}
 			with(k, id)
+		case k == "call_ids":
+			// every subject call in one package
+			ids := []string{sub.big}
+			for _, id := range []string{sub.other, sub.media} {
+				if id != "" && !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+			with(k, ids)
+		case k == "job_id":
+			with(k, sub.jobID)
 		case required(k) && (k == "filter" || k == "expr"):
 			with(k, "method == INVITE")
 		case required(k) && len(p.Enum) > 0:
@@ -352,6 +366,11 @@ func TestEveryToolAnswerFitsTheWireCap(t *testing.T) {
 			silent := map[string]string{} // tool -> its last refusal, until one call answers
 			for _, tl := range list.Result.Tools {
 				silent[tl.Name] = "no call"
+				if _, ok := tl.InputSchema.Properties["job_id"]; ok {
+					// A sweep of the root to poll or cancel.
+					started, _ := s.ok("find_in_captures", map[string]any{"filter": "method == INVITE"})
+					sub.jobID = str(started["job_id"])
+				}
 				for _, args := range largeArgs(tl, sub) {
 					r := s.call(tl.Name, args)
 					size := len(r.Response) + 1 // the line's newline

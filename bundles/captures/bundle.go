@@ -1,8 +1,10 @@
 // Package captures is the captures bundle: the capture files in the file
 // root (--mcp-file-root) and the bytes behind the evidence pointers every
-// other answer carries. It lists the captures (list_captures), verifies and
+// other answer carries. It lists the captures (list_captures), sweeps them
+// for a filter in the background (find_in_captures, sweep.go), verifies and
 // decodes the frames behind pointers (show_evidence, decode_evidence),
-// writes the SIP the capture holds to a new pcap (export_capture) and takes
+// writes the SIP the capture holds to a new pcap (export_capture) or a
+// folder for a carrier ticket (build_evidence_package) and takes
 // an agent's conclusion to the operator's log (save_findings). Every tool
 // naming a file goes through the one sandbox (sdk.FileRoot); each tool
 // lives in its own file.
@@ -14,7 +16,9 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -30,8 +34,8 @@ var _ sdk.Bundle = Bundle{}
 func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "captures",
-		Summary:    "capture files in the file root: list them, verify and decode the frames behind evidence pointers, export the held SIP as a pcap, record an agent's finding in the operator log",
-		ByteBudget: sdk.Budget{Default: 4900, WithOutputSchemas: 18300},
+		Summary:    "capture files in the file root: list them, sweep them for a filter, compare two, verify and decode the frames behind evidence pointers, export the held SIP as a pcap or an evidence package, record an agent's finding in the operator log",
+		ByteBudget: sdk.Budget{Default: 8800, WithOutputSchemas: 34400},
 	}
 }
 
@@ -57,6 +61,13 @@ type deps struct {
 	// findings counts what save_findings recorded in this process.
 	findingsMu sync.Mutex
 	findings   int
+	// sweeps holds find_in_captures' background sweeps.
+	sweeps *sweeper
+	// th and correlation are the run's analysis thresholds and leg
+	// correlation settings: build_evidence_package's ladders and media
+	// diagnoses are render_ladder's and rtp_stats'.
+	th          filter.Thresholds
+	correlation correlate.Config
 }
 
 // Provision reads [bundles.captures], fetches the capture engine and
@@ -72,6 +83,17 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	}
 	d := &deps{capture: capture, root: env.FileRoot(), log: env.Logger(),
 		allowFindings: env.Option(OptSaveFindings), maxFindings: env.Limits().MaxFindings}
+	// The sweeps filter with the run's thresholds (the filter aliases
+	// expand with them); they run for the life of the server (ctx) and stop
+	// with it.
+	d.th = filter.DefaultThresholds()
+	if t, err := sdk.Service[filter.Thresholds](env); err == nil {
+		d.th = t
+	}
+	if cc, err := sdk.Service[correlate.Config](env); err == nil {
+		d.correlation = cc
+	}
+	d.sweeps = newSweeper(ctx, d.root, env.Limits().Sweep, d.th)
 	return tools(d), nil
 }
 
@@ -85,6 +107,10 @@ func tools(d *deps) []sdk.Tool {
 		exportCaptureTool(d),
 		saveFindingsTool(d),
 		compareCapturesTool(d),
+		findInCapturesTool(d),
+		findInCapturesStatusTool(d),
+		cancelFindInCapturesTool(d),
+		buildEvidencePackageTool(d),
 	}
 }
 

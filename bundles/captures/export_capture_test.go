@@ -2,7 +2,6 @@ package captures
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,32 +11,11 @@ import (
 	"github.com/sipnab/sipnab/sdk"
 )
 
-// tsharkSIP lists the SIP messages of a capture as tshark reads them: one
-// "Call-ID|CSeq|method or status" line per message, sorted.
+// tsharkSIP lists the SIP messages of a capture as tshark reads them
+// (testcap.TsharkSIP), sorted.
 func tsharkSIP(t *testing.T, path string) []string {
 	t.Helper()
-	out, err := exec.Command("tshark", "-r", path, "-Y", "sip", "-T", "fields", "-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;",
-		"-e", "sip.Call-ID", "-e", "sip.CSeq", "-e", "sip.Method", "-e", "sip.Status-Code").Output()
-	if err != nil {
-		t.Skipf("tshark: %v", err)
-	}
-	var rows []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if l == "" {
-			continue
-		}
-		// A frame with several messages lists each field's values joined
-		// by ";": one row per message.
-		f := strings.Split(l, "|")
-		ids, cseqs := strings.Split(f[0], ";"), strings.Split(f[1], ";")
-		for i := range ids {
-			kind := f[3]
-			if kind == "" {
-				kind = f[2]
-			}
-			rows = append(rows, ids[i]+"|"+cseqs[min(i, len(cseqs)-1)]+"|"+strings.Split(kind, ";")[min(i, len(strings.Split(kind, ";"))-1)])
-		}
-	}
+	rows := testcap.TsharkSIP(t, path)
 	slices.Sort(rows)
 	return rows
 }

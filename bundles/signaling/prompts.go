@@ -36,7 +36,7 @@ Answer with: how many calls are affected out of how many, the distinct failure c
 1. Call capture_status and check source_exhausted: if false, the metrics below are partial; say so.
 2. Call group_dialogs with by "next_hop" and metrics ["asr", "ner"]. ASR and NER are percent over seizures; a null metric comes with a not_grounded reason, never treat it as 0. Pick the next hop whose ASR or NER is clearly below the others and that carried enough seizures to matter.
 3. Call list_dialogs with a filter selecting that hop's failed calls (for example dst.ip == <address> and state == Failed) and, for two or three representative Call-IDs, call get_call_tree to see every leg of the call and where it failed.
-4. Call build_evidence_package for those Call-IDs so the carrier receives the frames themselves.
+4. Call build_evidence_package with call_ids set to those Call-IDs and filename a new folder name (for example the ticket number; an existing name is refused). It writes, per call by ordinal, the ladder and the RTP statistics, and the calls' SIP as signaling.pcapng: frames rebuilt from the held messages, not the wire's (the README inside says so), so tell the carrier to ask for the original capture for byte-level checks.
 
 Answer with a ticket: the carrier's next hop, its ASR and NER against the other hops (with the seizure counts behind them), the failure pattern (response codes, timing), the representative Call-IDs with their call trees, and the evidence package's name.`,
 		},

@@ -43,10 +43,28 @@ const maxSegment = 60000
 // sipnab reads the file back to the same dialogs. app goes into the section
 // header.
 func (c *Capture) WriteHeldSIP(w io.Writer, app string) (SavedSIP, error) {
+	return c.WriteHeldSIPOf(w, app, nil)
+}
+
+// WriteHeldSIPOf is WriteHeldSIP for the Call-IDs named (nil: every Call-ID
+// held): their retained messages as one chronological run, so the
+// interleaving of several calls stays as it was captured
+// (build_evidence_package's signaling.pcapng).
+func (c *Capture) WriteHeldSIPOf(w io.Writer, app string, callIDs []string) (SavedSIP, error) {
 	st := c.dialogs
 	var out SavedSIP
 	var msgs []dialog.Message
+	var only map[string]bool
+	if callIDs != nil {
+		only = make(map[string]bool, len(callIDs))
+		for _, id := range callIDs {
+			only[id] = true
+		}
+	}
 	for _, rc := range st.RetainedCounts(nil) {
+		if only != nil && !only[rc.CallID] {
+			continue
+		}
 		n := 0
 		for i := range rc.Retained {
 			m, ok := st.MessageAt(rc.CallID, i)

@@ -99,3 +99,28 @@ func TestWriteHeldSIPReadsBackToTheSameDialogs(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteHeldSIPOfWritesOnlyTheCallsNamed: of the sample's two Call-IDs
+// (tshark -Y sip: 6 messages of 1-1966@10.0.2.20, 4 of
+// 1-1968@10.0.2.20), naming one writes its 6 messages only, and they load
+// back into that one dialog byte for byte; an unknown Call-ID adds
+// nothing.
+func TestWriteHeldSIPOfWritesOnlyTheCallsNamed(t *testing.T) {
+	c := testengine.Load(t, engine.Config{}, filepath.Join(testcap.Root(), "testdata", "sip-rtp-g711.pcap"))
+	var buf bytes.Buffer
+	saved, err := c.WriteHeldSIPOf(&buf, "sipnab test", []string{"1-1966@10.0.2.20", "no-such-call"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Dialogs != 1 || saved.Messages != 6 {
+		t.Fatalf("saved %+v, want 1 dialog, 6 messages", saved)
+	}
+	path := filepath.Join(t.TempDir(), "one.pcapng")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, want := retained(testengine.Load(t, engine.Config{}, path)), retained(c)
+	if len(got) != 1 || fmt.Sprint(got["1-1966@10.0.2.20"]) != fmt.Sprint(want["1-1966@10.0.2.20"]) {
+		t.Errorf("read back %v", got)
+	}
+}
