@@ -258,7 +258,15 @@ type schemaGen struct {
 	output bool
 }
 
+// Object is a JSON object of any members: an argument or an answer member
+// that carries a document in a schema of its own (a vCon container,
+// draft-ietf-vcon-vcon-core), which the tool checks itself. Its schema is
+// an open {"type":"object"}: the generic argument check looks at its type
+// only, never at its members.
+type Object map[string]any
+
 var (
+	objectType        = reflect.TypeFor[Object]()
 	timeType          = reflect.TypeFor[time.Time]()
 	rawMsgType        = reflect.TypeFor[json.RawMessage]()
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
@@ -273,6 +281,11 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 	switch {
 	case t == timeType:
 		return &Schema{Type: []string{"string"}, Format: "date-time"}, nil
+	case t == objectType:
+		if g.output {
+			return &Schema{Type: []string{"object", "null"}}, nil
+		}
+		return &Schema{Type: []string{"object"}}, nil
 	case t == rawMsgType:
 		return nil, fmt.Errorf("%s: json.RawMessage has no schema (a bare `true` schema fails strict clients); use a typed struct", where)
 	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
