@@ -182,6 +182,9 @@ type Input struct {
 	MediaStore    bool
 	RetainAudio   bool
 	StreamsOfCall int
+	// MediaOmitted: the caller asked for no audio (export_vcon media
+	// "omit").
+	MediaOmitted bool
 }
 
 // Built is one container with its canonical bytes and caveat.
@@ -391,6 +394,8 @@ func completeness(in Input) Completeness {
 	}
 	c := Completeness{Media: MediaNotConsidered}
 	switch {
+	case in.MediaOmitted:
+		c.MediaNote = "media \"omit\" was asked: the container carries no audio by request"
 	case !in.MediaStore:
 		c.MediaNote = "no media store: the run reads no RTP, so the container carries no audio"
 	case !in.RetainAudio:
