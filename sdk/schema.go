@@ -55,6 +55,11 @@ type Schema struct {
 	// above it (a top-level "limit", or a clamp:"rows" tag); it has no
 	// static maximum, the ceiling being the server's.
 	clampRows bool
+	// open: an [Object], whose members are not named here. Its input
+	// schema is a bare {"type":"object"}; its output schema adds
+	// "additionalProperties": {} so a strict reader that closes every
+	// object naming no additionalProperties still accepts its members.
+	open, openOutput bool
 }
 
 // Property is one named member of Properties or Defs.
@@ -118,7 +123,7 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 		key("maximum")
 		b.WriteString(s.Maximum)
 	}
-	if s.Properties != nil || s.isObject() && s.AdditionalProperties == nil {
+	if !s.open && (s.Properties != nil || s.isObject() && s.AdditionalProperties == nil) {
 		key("properties")
 		if err := writeProps(&b, s.Properties); err != nil {
 			return nil, err
@@ -142,6 +147,9 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 	} else if s.Closed {
 		key("additionalProperties")
 		b.WriteString("false")
+	} else if s.openOutput {
+		key("additionalProperties")
+		b.WriteString("{}")
 	}
 	if len(s.Defs) > 0 {
 		key("$defs")
@@ -283,9 +291,9 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 		return &Schema{Type: []string{"string"}, Format: "date-time"}, nil
 	case t == objectType:
 		if g.output {
-			return &Schema{Type: []string{"object", "null"}}, nil
+			return &Schema{Type: []string{"object", "null"}, open: true, openOutput: true}, nil
 		}
-		return &Schema{Type: []string{"object"}}, nil
+		return &Schema{Type: []string{"object"}, open: true}, nil
 	case t == rawMsgType:
 		return nil, fmt.Errorf("%s: json.RawMessage has no schema (a bare `true` schema fails strict clients); use a typed struct", where)
 	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&

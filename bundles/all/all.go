@@ -10,6 +10,7 @@ import (
 	"github.com/sipnab/sipnab/bundles/security"
 	"github.com/sipnab/sipnab/bundles/server"
 	"github.com/sipnab/sipnab/bundles/signaling"
+	"github.com/sipnab/sipnab/bundles/vcon"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -22,5 +23,6 @@ func Bundles() []sdk.Bundle {
 		captures.Bundle{},
 		security.Bundle{},
 		server.Bundle{},
+		vcon.Bundle{},
 	}
 }

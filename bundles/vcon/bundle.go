@@ -31,7 +31,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "vcon",
 		Summary:    "dialogs as vCon observer containers, container validation against the vendored vCon schema, SIPREC metadata",
-		ByteBudget: sdk.Budget{Default: 4000, WithOutputSchemas: 20000},
+		ByteBudget: sdk.Budget{Default: 2400, WithOutputSchemas: 8200},
 	}
 }
 

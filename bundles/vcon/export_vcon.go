@@ -7,6 +7,7 @@ import (
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/reference"
 	"github.com/sipnab/sipnab/core/vcon"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -52,7 +53,7 @@ func exportVConTool(d *deps) sdk.Tool {
 		Description: "Dialogs as draft-ietf-vcon-vcon-core observer containers (syntax 0.4.0, UUIDv8, unsigned), inline: " +
 			"parties from From/To, the SIP messages as a sip-message-trace attachment, and one completeness caveat " +
 			"(in the container and the answer). call_id for one dialog or filter for a set, not both; a filter matching nothing is an empty set. " +
-			"Check a container: validate_vcon.",
+			"Check a container: validate_vcon. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Examples: []sdk.Example{
 			{Title: "One call's container", Args: map[string]any{"call_id": sampleCallID}},

@@ -69,7 +69,9 @@ func TestExportOneCall(t *testing.T) {
 	if err := json.Unmarshal(got.Container, &ct); err != nil {
 		t.Fatal(err)
 	}
-	if ct.Vcon != "0.4.0" || ct.UUID != vcon.UUID("", out.CaptureIdentity.Instance, "1-1966@10.0.2.20") {
+	// The UUID's anchor is the INVITE's frame pointer (frame 1 of the
+	// capture; show_evidence verifies it).
+	if ct.Vcon != "0.4.0" || ct.UUID != vcon.UUID("", "sip-rtp-g711.pcap#1@436e86580983e304", "1-1966@10.0.2.20") {
 		t.Errorf("vcon %q uuid %q", ct.Vcon, ct.UUID)
 	}
 	if len(ct.Parties) != 3 || ct.Parties[0].SIP != "sip:sipp@10.0.2.20:5060" || ct.Parties[1].SIP != "sip:test@10.0.2.15:5060" ||

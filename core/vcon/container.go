@@ -201,9 +201,15 @@ type Built struct {
 }
 
 // UUID returns the container's UUIDv8 (RFC 9562 §5.8): the first 16 bytes
-// of SHA-256 over the capture's node, its instance and the Call-ID,
-// NUL-separated, with the version (8) and variant (10) bits set. The same
-// dialog of the same capture always gets the same id.
+// of SHA-256 over the capture's node, the capture anchor and the Call-ID,
+// NUL-separated, with the version (8) and variant (10) bits set. The
+// anchor is the evidence pointer of the dialog's opening frame
+// (<source>#<ordinal>@<frame digest>, docs/cli-output.md), which names this
+// capture's copy of the dialog: the same dialog of the same capture file
+// gets the same id across loads and restarts (a pipeline deduplicates by
+// it), another capture of the same Call-ID another. Without a pointer (a
+// source that gives none) the anchor is the capture instance, stable for
+// the loaded capture only.
 func UUID(node, instance, callID string) string {
 	h := sha256.Sum256([]byte(node + "\x00" + instance + "\x00" + callID))
 	b := h[:16]
@@ -211,6 +217,15 @@ func UUID(node, instance, callID string) string {
 	b[8] = b[8]&0x3f | 0x80
 	x := hex.EncodeToString(b)
 	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
+}
+
+// Anchor is the capture anchor of a dialog's UUID (see UUID): its opening
+// frame's evidence pointer, else the capture instance.
+func Anchor(det dialog.Detail, st engine.Status) string {
+	if det.Frame != "" {
+		return det.Frame
+	}
+	return "instance:" + st.Identity.Instance
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
@@ -229,7 +244,7 @@ func Build(in Input) (Built, error) {
 	start := rfc3339(det.CreatedAt)
 	c := Container{
 		Vcon:      Syntax,
-		UUID:      UUID(st.Identity.Node, st.Identity.Instance, det.CallID),
+		UUID:      UUID(st.Identity.Node, Anchor(det, st), det.CallID),
 		CreatedAt: rfc3339(det.UpdatedAt),
 		Parties:   parties,
 		Dialog:    []Dialog{dlg},
