@@ -1,0 +1,123 @@
+package tests
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/sipnab/sipnab/internal/testcap"
+)
+
+// vconTools are the vcon bundle's registered tools (mcp-surface §3.8).
+var vconTools = []string{"export_vcon", "validate_vcon"}
+
+// independentVConSchema resolves the vendored vCon schema with
+// google/jsonschema-go, a validator sipnab's own (core/vcon) does not share
+// code with: every exported container must pass both.
+func independentVConSchema(t *testing.T) *jsonschema.Resolved {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testcap.Root(), "core", "vcon", "schema", "vcon_json_schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestVConBundleE2E drives export_vcon and validate_vcon over stdio on the
+// sample capture (testdata/sip-rtp-g711.pcap: two INVITE dialogs, both
+// answered 200 per tshark; 1-1966@10.0.2.20 has six SIP messages).
+func TestVConBundleE2E(t *testing.T) {
+	s := startRaw(t, "-N", "--mcp", "-I", sampleCapture())
+	needTools(t, s.tools(), vconTools...)
+	s.waitLoaded()
+	indep := independentVConSchema(t)
+
+	// Every dialog: two containers, each valid for both validators, each
+	// digest the SHA-256 of the container's bytes as the answer wrote them.
+	r := s.call("export_vcon", nil)
+	if r.Err != nil || r.IsError {
+		t.Fatalf("export_vcon: %s", r.Response)
+	}
+	var page struct {
+		Returned     int `json:"returned"`
+		TotalMatched int `json:"total_matched"`
+		Containers   []struct {
+			CallID       string          `json:"call_id"`
+			Digest       string          `json:"digest"`
+			Container    json.RawMessage `json:"container"`
+			Completeness struct {
+				Complete bool   `json:"complete"`
+				Media    string `json:"media"`
+				Capture  struct {
+					BlindSpots []string `json:"blind_spots"`
+				} `json:"capture"`
+			} `json:"completeness"`
+		} `json:"containers"`
+	}
+	if err := json.Unmarshal([]byte(r.Content[0].Text), &page); err != nil {
+		t.Fatal(err)
+	}
+	if page.Returned != 2 || page.TotalMatched != 2 {
+		t.Fatalf("returned %d of %d, want 2 of 2", page.Returned, page.TotalMatched)
+	}
+	if last := r.Content[len(r.Content)-1].Text; !strings.HasPrefix(last, "Provenance:") {
+		t.Errorf("no provenance note after capture text: %q", last)
+	}
+	for _, c := range page.Containers {
+		sum := sha256.Sum256(c.Container)
+		if hex.EncodeToString(sum[:]) != c.Digest {
+			t.Errorf("%s: digest %s is not the sha256 of the container as written", c.CallID, c.Digest)
+		}
+		if !c.Completeness.Complete || c.Completeness.Media != "not-considered" || c.Completeness.Capture.BlindSpots == nil {
+			t.Errorf("%s: completeness %+v", c.CallID, c.Completeness)
+		}
+		var doc any
+		if err := json.Unmarshal(c.Container, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if err := indep.Validate(doc); err != nil {
+			t.Errorf("%s: the independent validator rejects the container: %v", c.CallID, err)
+		}
+		v, _ := s.ok("validate_vcon", map[string]any{"container": doc})
+		if v["verdict"] != "valid" || v["schema_version"] != float64(2) {
+			t.Errorf("%s: validate_vcon %v", c.CallID, v)
+		}
+		// The same container with a dialog type outside the enum.
+		broken := strings.Replace(string(c.Container), `"type":"recording"`, `"type":"video"`, 1)
+		var bad any
+		if err := json.Unmarshal([]byte(broken), &bad); err != nil {
+			t.Fatal(err)
+		}
+		if indep.Validate(bad) == nil {
+			t.Errorf("%s: the independent validator accepts a dialog type outside the enum", c.CallID)
+		}
+		v, _ = s.ok("validate_vcon", map[string]any{"container": bad})
+		errs, _ := v["errors"].([]any)
+		if v["verdict"] != "invalid" || len(errs) != 1 || errs[0].(map[string]any)["path"] != "/dialog/0/type" {
+			t.Errorf("%s: broken container: %v", c.CallID, v)
+		}
+	}
+
+	// call_id with filter is refused; a filter matching nothing is an
+	// empty set.
+	if ref := s.call("export_vcon", map[string]any{"call_id": "1-1966@10.0.2.20", "filter": "method == INVITE"}).refused(t); ref == nil || ref.Code != "invalid_argument" {
+		t.Errorf("call_id with filter: %+v", ref)
+	}
+	none, _ := s.ok("export_vcon", map[string]any{"filter": "final_status_code >= 400"})
+	if none["returned"] != float64(0) || none["total_matched"] != float64(0) {
+		t.Errorf("a filter matching nothing: %v", none)
+	}
+}
