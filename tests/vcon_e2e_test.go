@@ -14,7 +14,7 @@ import (
 )
 
 // vconTools are the vcon bundle's registered tools (mcp-surface §3.8).
-var vconTools = []string{"export_vcon", "validate_vcon"}
+var vconTools = []string{"export_vcon", "validate_vcon", "siprec_metadata"}
 
 // independentVConSchema resolves the vendored vCon schema with
 // google/jsonschema-go, a validator sipnab's own (core/vcon) does not share
@@ -119,5 +119,39 @@ func TestVConBundleE2E(t *testing.T) {
 	none, _ := s.ok("export_vcon", map[string]any{"filter": "final_status_code >= 400"})
 	if none["returned"] != float64(0) || none["total_matched"] != float64(0) {
 		t.Errorf("a filter matching nothing: %v", none)
+	}
+}
+
+// TestSIPRECMetadataE2E reads the SIPp-made recording session
+// (testdata/made/siprec-metadata.pcap) over stdio: the values tshark
+// decodes from its INVITE (testdata/made/siprec-metadata.pcap.tshark.txt),
+// the names fenced; its container validates too.
+func TestSIPRECMetadataE2E(t *testing.T) {
+	s := startRaw(t, "-N", "--mcp", "-I", filepath.Join(testcap.Root(), "testdata", "made", "siprec-metadata.pcap"))
+	needTools(t, s.tools(), vconTools...)
+	s.waitLoaded()
+	m, r := s.ok("siprec_metadata", map[string]any{"call_id": "1-30771@127.0.0.1"})
+	rec, _ := m["siprec"].(map[string]any)
+	if m["recorded"] != true || rec["session_id"] != "hVpd7YQgRW2nD22h7q60JQ==" || rec["mode"] != "complete" {
+		t.Fatalf("%v", m)
+	}
+	parts, _ := rec["participants"].([]any)
+	streams, _ := rec["streams"].([]any)
+	if len(parts) != 2 || len(streams) != 2 {
+		t.Fatalf("participants %v streams %v", parts, streams)
+	}
+	bob := parts[0].(map[string]any)
+	if name, _ := bob["name"].(string); !strings.Contains(name, "Bob Biloxi") || name == "Bob Biloxi" {
+		t.Errorf("name %q: want Bob Biloxi inside the fence", name)
+	}
+	if st := streams[1].(map[string]any); st["label"] != "97" || st["participant_id"] != bob["participant_id"] {
+		t.Errorf("stream 97 %v", st)
+	}
+	if last := r.Content[len(r.Content)-1].Text; !strings.HasPrefix(last, "Provenance:") {
+		t.Errorf("no provenance note: %q", last)
+	}
+	v, _ := s.ok("validate_vcon", map[string]any{"call_id": "1-30771@127.0.0.1"})
+	if v["verdict"] != "valid" {
+		t.Errorf("the recording session's container: %v", v)
 	}
 }
