@@ -2,6 +2,8 @@ package tests
 
 import (
 	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -153,5 +155,45 @@ func TestSIPRECMetadataE2E(t *testing.T) {
 	v, _ := s.ok("validate_vcon", map[string]any{"call_id": "1-30771@127.0.0.1"})
 	if v["verdict"] != "valid" {
 		t.Errorf("the recording session's container: %v", v)
+	}
+}
+
+// TestVConInlineMediaE2E: with --retain-audio the sample's answered call
+// 1-1966@10.0.2.20 carries its 272044-byte WAV (tshark: 425 PCMU packets
+// of 160 samples, stereo 16-bit, 44-byte header), its content_hash the
+// SHA-512 of the decoded bytes; --vcon-max-inline-media 1000 refuses it
+// whole and says so.
+func TestVConInlineMediaE2E(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		media string
+		size  int
+	}{
+		{"default budget", nil, "carried", 272044},
+		{"--vcon-max-inline-media 1000", []string{"--vcon-max-inline-media", "1000"}, "refused-over-budget", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startRaw(t, append([]string{"-N", "--mcp", "--retain-audio", "-I", sampleCapture()}, tc.args...)...)
+			needTools(t, s.tools(), vconTools...)
+			s.waitLoaded()
+			m, _ := s.ok("export_vcon", map[string]any{"call_id": "1-1966@10.0.2.20"})
+			row := m["containers"].([]any)[0].(map[string]any)
+			comp := row["completeness"].(map[string]any)
+			dlg := row["container"].(map[string]any)["dialog"].([]any)[0].(map[string]any)
+			body, _ := dlg["body"].(string)
+			wav, err := base64.RawURLEncoding.DecodeString(body)
+			if err != nil || comp["media"] != tc.media || len(wav) != tc.size {
+				t.Fatalf("media %v, %d bytes (%v): %v", comp["media"], len(wav), err, comp)
+			}
+			if tc.size > 0 {
+				sum := sha512.Sum512(wav)
+				if dlg["content_hash"] != "sha512-"+base64.RawURLEncoding.EncodeToString(sum[:]) {
+					t.Errorf("content_hash %v", dlg["content_hash"])
+				}
+			} else if note, _ := comp["media_note"].(string); !strings.Contains(note, "--vcon-max-inline-media 1000") {
+				t.Errorf("media_note %q", note)
+			}
+		})
 	}
 }

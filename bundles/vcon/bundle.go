@@ -17,6 +17,7 @@ import (
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/query"
+	"github.com/sipnab/sipnab/core/vcon"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -42,6 +43,9 @@ type Config struct{}
 type deps struct {
 	capture *engine.Capture
 	th      filter.Thresholds
+	// opts are the host's vCon settings (--vcon-max-inline-media); a unit
+	// test that provides none gets the defaults.
+	opts vcon.Options
 }
 
 // Provision reads [bundles.vcon], fetches the engine and builds the tools.
@@ -57,6 +61,10 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	d := &deps{capture: capture, th: filter.DefaultThresholds()}
 	if th, err := sdk.Service[filter.Thresholds](env); err == nil {
 		d.th = th
+	}
+	d.opts = vcon.Options{MaxInlineMedia: vcon.DefaultMaxInlineMedia}
+	if o, err := sdk.Service[vcon.Options](env); err == nil {
+		d.opts = o
 	}
 	tools := make([]sdk.Tool, 0, len(constructors))
 	for _, mk := range constructors {

@@ -20,7 +20,7 @@ type exportVConIn struct {
 	Filter string `json:"filter,omitempty" desc:"filter expression or alias choosing the dialogs; not with call_id; neither: every dialog"`
 	Limit  int    `json:"limit,omitempty" default:"50" desc:"containers per page (1..--mcp-max-rows)"`
 	Cursor string `json:"cursor,omitempty" desc:"next_cursor of the previous page"`
-	Media  string `json:"media,omitempty" enum:"omit" desc:"omit: leave the call audio out whatever the server retains"`
+	Media  string `json:"media,omitempty" enum:"omit" desc:"omit: leave the call audio out; absent: an answered call's retained audio (--retain-audio) is inlined as a WAV up to --vcon-max-inline-media"`
 }
 
 // ExportedContainer is one dialog's container with its digest and caveat.
@@ -56,7 +56,7 @@ func exportVConTool(d *deps) sdk.Tool {
 			"Check a container: validate_vcon. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
 		Examples: []sdk.Example{
-			{Title: "One call's container", Args: map[string]any{"call_id": sampleCallID}},
+			{Title: "One call's container, its audio left out", Args: map[string]any{"call_id": sampleCallID, "media": "omit"}},
 			{Title: "Every call answered 400 or above, five at a time", Args: map[string]any{"filter": "final_status_code >= 400", "limit": 5}},
 		},
 		Refusals: []sdk.Refusal{
@@ -87,12 +87,16 @@ func exportVCon(ctx context.Context, d *deps, c *sdk.Call, in exportVConIn) (Exp
 	// container is data for a pipeline, and a marker inside it would
 	// alter the record and its digest. The provenance note says so.
 	c.MarkFenced()
+	budget, err := c.ResponseBudget(0)
+	if err != nil {
+		return ExportVCon{}, err
+	}
 	if in.CallID != "" {
 		det, ok := d.capture.Dialogs().Get(in.CallID)
 		if !ok {
 			return ExportVCon{}, answer.UnknownCall("call_id", in.CallID)
 		}
-		row, err := d.container(det, st, in.Media)
+		row, err := d.container(det, st, in.Media, budget)
 		if err != nil {
 			return ExportVCon{}, err
 		}
@@ -135,7 +139,7 @@ func exportVCon(ctx context.Context, d *deps, c *sdk.Call, in exportVConIn) (Exp
 			// container account's dialogs_evicted counts it.
 			continue
 		}
-		row, err := d.container(det, st, in.Media)
+		row, err := d.container(det, st, in.Media, budget)
 		if err != nil {
 			return ExportVCon{}, err
 		}
@@ -167,12 +171,19 @@ func exportVCon(ctx context.Context, d *deps, c *sdk.Call, in exportVConIn) (Exp
 }
 
 // container builds one dialog's container.
-func (d *deps) container(det dialog.Detail, st engine.Status, media string) (ExportedContainer, error) {
-	in := vcon.Input{Detail: det, Status: st, MediaOmitted: media == "omit"}
+// responseBudget, when set, is the answer's byte ceiling: a WAV that
+// would not fit it with its container is refused (media
+// refused-over-budget), not inlined into an answer that cannot be sent.
+func (d *deps) container(det dialog.Detail, st engine.Status, media string, responseBudget int) (ExportedContainer, error) {
+	in := vcon.Input{Detail: det, Status: st, MediaOmitted: media == "omit",
+		MaxInlineMedia: d.opts.MaxInlineMedia, ResponseBudget: int64(responseBudget)}
 	if m := d.capture.Media(); m != nil {
 		in.MediaStore = true
 		in.RetainAudio = m.Config().RetainAudio
 		in.StreamsOfCall = len(m.StreamsFor(det.CallID))
+		if in.RetainAudio && !in.MediaOmitted {
+			in.Audio = m.AudioFor(det.CallID)
+		}
 	}
 	b, err := vcon.Build(in)
 	if err != nil {

@@ -1,13 +1,19 @@
 package vcon
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/sipnab/sipnab/bundles/internal/tooltest"
+	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/media"
 	"github.com/sipnab/sipnab/core/vcon"
+	"github.com/sipnab/sipnab/internal/testcap"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -184,5 +190,50 @@ func TestExportMediaOmit(t *testing.T) {
 	call(t, tools["export_vcon"], `{"call_id":"1-1966@10.0.2.20","media":"omit"}`, &out)
 	if c := out.Containers[0].Completeness; c.Media != "not-considered" || !strings.Contains(c.MediaNote, "omit") {
 		t.Errorf("completeness %+v", c)
+	}
+}
+
+// TestExportInlineMedia: with --retain-audio the answered call carries
+// its WAV (272044 bytes: tshark's 425 PCMU packets × 160 samples, stereo
+// 16-bit, plus the 44-byte header); the host's --vcon-max-inline-media
+// (vcon.Options) below that refuses it whole.
+func TestExportInlineMedia(t *testing.T) {
+	c := engine.New(engine.Config{Media: media.Config{RetainAudio: true}}, nil)
+	if err := c.LoadFiles(context.Background(), []string{testcap.Public("sip-rtp-g711.pcap")}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	type out struct {
+		Containers []struct {
+			Completeness vcon.Completeness `json:"completeness"`
+			Container    struct {
+				Dialog []struct {
+					Body        string `json:"body"`
+					ContentHash string `json:"content_hash"`
+				} `json:"dialog"`
+			} `json:"container"`
+		} `json:"containers"`
+	}
+	for _, tc := range []struct {
+		name     string
+		services []any
+		media    string
+		bodyLen  int
+	}{
+		{"default budget: carried", []any{c}, "carried", base64.RawURLEncoding.EncodedLen(272044)},
+		{"--vcon-max-inline-media 1000: refused", []any{c, vcon.Options{MaxInlineMedia: 1000}}, "refused-over-budget", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tools := tooltest.Provision(t, Bundle{}, sdk.EnvOptions{Services: tc.services})
+			var o out
+			call(t, tools["export_vcon"], `{"call_id":"1-1966@10.0.2.20"}`, &o)
+			got := o.Containers[0]
+			if got.Completeness.Media != tc.media || len(got.Container.Dialog[0].Body) != tc.bodyLen {
+				t.Errorf("media %s, body %d bytes: %+v", got.Completeness.Media, len(got.Container.Dialog[0].Body), got.Completeness)
+			}
+			if tc.media == "refused-over-budget" && !strings.Contains(got.Completeness.MediaNote, "--vcon-max-inline-media 1000") {
+				t.Errorf("note %q", got.Completeness.MediaNote)
+			}
+		})
 	}
 }

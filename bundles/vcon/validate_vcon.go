@@ -75,7 +75,7 @@ func validateVCon(d *deps, c *sdk.Call, in validateVConIn) (ValidateVCon, error)
 		if !ok {
 			return ValidateVCon{}, answer.UnknownCall("call_id", in.CallID)
 		}
-		row, err := d.container(det, d.capture.Status(), "")
+		row, err := d.container(det, d.capture.Status(), "", 0)
 		if err != nil {
 			return ValidateVCon{}, err
 		}

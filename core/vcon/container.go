@@ -12,6 +12,7 @@ package vcon
 
 import (
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/media"
 )
 
 // Syntax is the vCon syntax version the containers declare (the schema's
@@ -47,9 +49,9 @@ const (
 
 // Omission is one kind of thing the container lacks, counted.
 type Omission struct {
-	Kind  string `json:"kind" desc:"what is missing: sip_messages_not_retained, rtp_streams_not_carried"`
+	Kind  string `json:"kind" desc:"what is missing: sip_messages_not_retained, rtp_streams_not_carried, audio_frames_not_retained"`
 	Count uint64 `json:"count" desc:"how many"`
-	Unit  string `json:"unit" desc:"what count counts: messages, streams"`
+	Unit  string `json:"unit" desc:"what count counts: messages, streams, frames"`
 }
 
 // CaptureAccount is the capture-wide account of what the observer read and
@@ -185,6 +187,34 @@ type Input struct {
 	// MediaOmitted: the caller asked for no audio (export_vcon media
 	// "omit").
 	MediaOmitted bool
+	// Audio is the call's retained audio (media.Store.AudioFor), oldest
+	// stream first; MaxInlineMedia the largest WAV inlined, bytes before
+	// base64url (Options.MaxInlineMedia).
+	Audio          []media.StreamAudio
+	MaxInlineMedia int64
+	// ResponseBudget, when set, is the answer's byte ceiling
+	// (--mcp-max-response-bytes): a WAV whose base64url text and its
+	// container would not fit is refused like one over MaxInlineMedia.
+	ResponseBudget int64
+}
+
+// containerReserve is what a container around its inline WAV is assumed
+// to need under ResponseBudget (the trace of a call, its caveat twice,
+// the answer's envelope); the SIP trace is added to it.
+const containerReserve = 8 << 10
+
+// DefaultMaxInlineMedia is --vcon-max-inline-media's default: 5 MiB of WAV
+// (about 5.5 minutes of the stereo 8 kHz 16-bit file RenderWAV writes).
+const DefaultMaxInlineMedia = 5 << 20
+
+// Options are the host's vCon settings, handed to the vcon bundle as a
+// service.
+type Options struct {
+	// MaxInlineMedia is --vcon-max-inline-media: the largest WAV a
+	// container inlines, in bytes before base64url; a larger one is
+	// refused (media refused-over-budget), never truncated. 0 inlines
+	// none.
+	MaxInlineMedia int64
 }
 
 // Built is one container with its canonical bytes and caveat.
@@ -238,8 +268,9 @@ func Build(in Input) (Built, error) {
 	parties := []Party{party(from), party(to), {Name: Vendor, Type: "observer", Validation: "none"}}
 	const observer = 2
 
-	comp := completeness(in)
 	dlg := dialogObject(det)
+	wav := inlineMedia(&in, &dlg, UUID(st.Identity.Node, Anchor(det, st), det.CallID))
+	comp := completeness(in, wav)
 	trace := traceOf(det)
 	start := rfc3339(det.CreatedAt)
 	c := Container{
@@ -385,8 +416,72 @@ func traceOf(det dialog.Detail) Trace {
 	return t
 }
 
+// inlined is what inlineMedia decided.
+type inlined struct {
+	state, note string
+	// carried counts the streams in the WAV (its channels with a stream);
+	// evicted the frames of theirs the retention ring let go (silence in
+	// the WAV).
+	carried int
+	evicted uint64
+}
+
+// inlineMedia puts the call's retained audio into the recording dialog as
+// a base64url WAV (RFC 4648 §5, unpadded) with its SHA-512 content_hash
+// ("sha512-" + base64url digest, the schema's algorithm-hash form), when
+// the caller did not omit it, the server retains audio, the dialog is an
+// answered call and the WAV fits MaxInlineMedia. Over the budget it is
+// refused whole, never truncated.
+func inlineMedia(in *Input, dlg *Dialog, id string) inlined {
+	switch {
+	case in.MediaOmitted:
+		return inlined{state: MediaNotConsidered, note: "media \"omit\" was asked: the container carries no audio by request"}
+	case !in.MediaStore:
+		return inlined{state: MediaNotConsidered, note: "no media store: the run reads no RTP, so the container carries no audio"}
+	case !in.RetainAudio:
+		return inlined{state: MediaNotConsidered, note: "the server keeps no call audio without --retain-audio, so the container carries none; a container without audio is not a conversation without audio"}
+	case dlg.Type != "recording":
+		return inlined{state: MediaNotConsidered, note: "the dialog is not an answered call (" + dlg.Type + "): no conversation to record, so no audio is inlined"}
+	case len(in.Audio) == 0:
+		if in.StreamsOfCall == 0 {
+			return inlined{state: MediaNoneDecodable, note: "audio is retained (--retain-audio) but the call has no RTP stream in the capture"}
+		}
+		return inlined{state: MediaNoneDecodable, note: fmt.Sprintf("audio is retained (--retain-audio) but none of the call's %d RTP streams left G.711 audio in the retention ring (another codec, or let go at the audio byte budget)", in.StreamsOfCall)}
+	}
+	w := media.RenderWAV(in.Audio)
+	if int64(len(w.Bytes)) > in.MaxInlineMedia {
+		return inlined{state: MediaOverBudget, note: fmt.Sprintf("the call's WAV is %d bytes, over --vcon-max-inline-media %d: refused whole, never truncated (export_audio writes it to a file)", len(w.Bytes), in.MaxInlineMedia)}
+	}
+	if in.ResponseBudget > 0 {
+		text := int64(base64.RawURLEncoding.EncodedLen(len(w.Bytes)))
+		trace := int64(containerReserve)
+		for i := range in.Detail.Messages {
+			if m := in.Detail.Messages[i].Msg; m != nil {
+				trace += int64(len(m.Raw))*6/5 + 256 // JSON escaping, the row's fields
+			}
+		}
+		if text+trace > in.ResponseBudget {
+			return inlined{state: MediaOverBudget, note: fmt.Sprintf("the call's WAV is %d bytes (%d as base64url): with its container it would not fit --mcp-max-response-bytes %d, so it is refused whole, never truncated (export_audio writes it to a file)", len(w.Bytes), text, in.ResponseBudget)}
+		}
+	}
+	sum := sha512.Sum512(w.Bytes)
+	dlg.Mediatype = "audio/x-wav"
+	dlg.Filename = id + ".wav"
+	dlg.Encoding = "base64url"
+	dlg.Body = base64.RawURLEncoding.EncodeToString(w.Bytes)
+	dlg.ContentHash = "sha512-" + base64.RawURLEncoding.EncodeToString(sum[:])
+	carried, evicted := 0, uint64(0)
+	for _, ch := range w.Channels {
+		if ch.SSRC != "" {
+			carried++
+			evicted += ch.FramesEvicted
+		}
+	}
+	return inlined{state: MediaCarried, carried: carried, evicted: evicted, note: fmt.Sprintf("%d bytes of WAV (%s), %.0f ms, %d stream(s) of the call's retained audio; frames the retention ring let go are silence in it (export_audio's channel account)", len(w.Bytes), media.WAVFormat, w.DurationMs, carried)}
+}
+
 // completeness builds the one caveat value.
-func completeness(in Input) Completeness {
+func completeness(in Input, wav inlined) Completeness {
 	st := in.Status
 	det := in.Detail
 	acc := CaptureAccount{
@@ -407,21 +502,17 @@ func completeness(in Input) Completeness {
 	if det.Bounds.LegsDropped > 0 {
 		acc.BlindSpots = appendOnce(acc.BlindSpots, "dialog_legs_dropped")
 	}
-	c := Completeness{Media: MediaNotConsidered}
-	switch {
-	case in.MediaOmitted:
-		c.MediaNote = "media \"omit\" was asked: the container carries no audio by request"
-	case !in.MediaStore:
-		c.MediaNote = "no media store: the run reads no RTP, so the container carries no audio"
-	case !in.RetainAudio:
-		c.MediaNote = "the server keeps no call audio without --retain-audio, so the container carries none; a container without audio is not a conversation without audio"
-	default:
-		c.MediaNote = "audio is retained (--retain-audio) but this build's export_vcon does not inline it: export_audio writes the call's WAV; the container carries no audio"
+	c := Completeness{Media: wav.state, MediaNote: wav.note}
+	if n := in.StreamsOfCall - wav.carried; n > 0 {
+		omissions = append(omissions, Omission{Kind: "rtp_streams_not_carried", Count: uint64(n), Unit: "streams"})
 	}
-	if in.StreamsOfCall > 0 {
-		omissions = append(omissions, Omission{Kind: "rtp_streams_not_carried", Count: uint64(in.StreamsOfCall), Unit: "streams"})
+	if wav.evicted > 0 {
+		omissions = append(omissions, Omission{Kind: "audio_frames_not_retained", Count: wav.evicted, Unit: "frames"})
+		acc.BlindSpots = appendOnce(acc.BlindSpots, "audio_frames_not_retained")
 	}
-	acc.BlindSpots = appendOnce(acc.BlindSpots, "media_not_carried")
+	if wav.state != MediaCarried {
+		acc.BlindSpots = appendOnce(acc.BlindSpots, "media_not_carried")
+	}
 	c.Omissions = omissions
 	c.Capture = acc
 	c.Complete = st.Complete && det.Bounds == (dialog.Bounds{}) && len(det.Messages) == det.MsgCount

@@ -2,13 +2,17 @@ package vcon
 
 import (
 	"context"
+	"crypto/sha512"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sipnab/sipnab/core/engine"
+	"github.com/sipnab/sipnab/core/media"
 	"github.com/sipnab/sipnab/internal/testcap"
 )
 
@@ -282,5 +286,68 @@ func TestHostileDocumentsErrorNeverPanic(t *testing.T) {
 		if len(r.Errors) > MaxErrors {
 			t.Errorf("%d errors listed, cap %d", len(r.Errors), MaxErrors)
 		}
+	}
+}
+
+// TestInlineMedia: with --retain-audio, the answered call 1-1966@10.0.2.20
+// of sip-rtp-g711.pcap carries its audio as a WAV. tshark counts 425 RTP
+// packets of its one stream (SSRC 0x343da99b, PCMU, 160 samples each), so
+// the WAV holds 425 × 160 = 68000 stereo frames: 44 + 68000 × 4 = 272044
+// bytes, 8500 ms. Over the budget (one byte less) the audio is refused
+// whole; so it is when the answer's ceiling cannot hold it.
+func TestInlineMedia(t *testing.T) {
+	c := engine.New(engine.Config{Media: media.Config{RetainAudio: true}}, nil)
+	if err := c.LoadFiles(context.Background(), []string{testcap.Public("sip-rtp-g711.pcap")}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	det, _ := c.Dialogs().Get("1-1966@10.0.2.20")
+	in := Input{Detail: det, Status: c.Status(), MediaStore: true, RetainAudio: true, StreamsOfCall: 1,
+		Audio: c.Media().AudioFor("1-1966@10.0.2.20"), MaxInlineMedia: DefaultMaxInlineMedia}
+	b, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := b.Container.Dialog[0]
+	wav, err := base64.RawURLEncoding.DecodeString(d.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha512.Sum512(wav)
+	if len(wav) != 272044 || string(wav[:4]) != "RIFF" || d.Encoding != "base64url" || d.Mediatype != "audio/x-wav" ||
+		d.ContentHash != "sha512-"+base64.RawURLEncoding.EncodeToString(sum[:]) || d.Filename != b.Container.UUID+".wav" {
+		t.Fatalf("dialog %s %s %s, %d bytes", d.Mediatype, d.Encoding, d.ContentHash, len(wav))
+	}
+	comp := b.Completeness
+	if comp.Media != MediaCarried || len(comp.Omissions) != 0 || slices.Contains(comp.Capture.BlindSpots, "media_not_carried") ||
+		!strings.Contains(comp.MediaNote, "272044 bytes") || !strings.Contains(comp.MediaNote, "8500 ms") {
+		t.Errorf("completeness %+v", comp)
+	}
+	if r, _ := vendored(t).ValidateJSON(b.Canonical); !r.Valid {
+		t.Errorf("container with media invalid: %+v", r.Errors)
+	}
+
+	for _, tc := range []struct {
+		name           string
+		max, response  int64
+		noteContaining string
+	}{
+		{"one byte over --vcon-max-inline-media", 272043, 0, "over --vcon-max-inline-media 272043"},
+		{"no room in the answer", DefaultMaxInlineMedia, 300000, "would not fit --mcp-max-response-bytes 300000"},
+		{"inline none", 0, 0, "over --vcon-max-inline-media 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := in
+			in.MaxInlineMedia, in.ResponseBudget = tc.max, tc.response
+			b, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := b.Completeness
+			if c.Media != MediaOverBudget || b.Container.Dialog[0].Body != "" || !strings.Contains(c.MediaNote, tc.noteContaining) ||
+				len(c.Omissions) != 1 || c.Omissions[0].Kind != "rtp_streams_not_carried" {
+				t.Errorf("%+v", c)
+			}
+		})
 	}
 }
