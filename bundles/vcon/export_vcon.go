@@ -51,7 +51,8 @@ func exportVConTool(d *deps) sdk.Tool {
 		Name:  "export_vcon",
 		Title: "Export dialogs as vCon containers",
 		Description: "Dialogs as draft-ietf-vcon-vcon-core observer containers (syntax 0.4.0, UUIDv8, unsigned), inline: " +
-			"parties from From/To, the SIP messages as a sip-message-trace attachment, and one completeness caveat " +
+			"parties from From/To, the SIP messages as a sip-message-trace attachment, an answered call's retained audio (--retain-audio) " +
+			"as a WAV up to --vcon-max-inline-media, and one completeness caveat " +
 			"(in the container and the answer). call_id for one dialog or filter for a set, not both; a filter matching nothing is an empty set. " +
 			"Check a container: validate_vcon. " + reference.FilterHelp,
 		Annotations: sdk.Annotations{Effect: sdk.ReadOnly, World: sdk.ClosedWorld},
