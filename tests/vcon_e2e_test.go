@@ -16,7 +16,7 @@ import (
 )
 
 // vconTools are the vcon bundle's registered tools (mcp-surface §3.8).
-var vconTools = []string{"export_vcon", "validate_vcon", "siprec_metadata"}
+var vconTools = []string{"export_vcon", "validate_vcon", "analyze_vcon", "siprec_metadata"}
 
 // independentVConSchema resolves the vendored vCon schema with
 // google/jsonschema-go, a validator sipnab's own (core/vcon) does not share
@@ -92,6 +92,12 @@ func TestVConBundleE2E(t *testing.T) {
 		}
 		if err := indep.Validate(doc); err != nil {
 			t.Errorf("%s: the independent validator rejects the container: %v", c.CallID, err)
+		}
+		// Analysed apart, the container gives its dialog back.
+		a, _ := s.ok("analyze_vcon", map[string]any{"container_base64": base64.StdEncoding.EncodeToString(c.Container)})
+		rows, _ := a["dialogs"].([]any)
+		if len(rows) != 1 || rows[0].(map[string]any)["call_id"] != c.CallID || rows[0].(map[string]any)["final_status_code"] != float64(200) {
+			t.Errorf("%s: analyze_vcon %v", c.CallID, a)
 		}
 		v, _ := s.ok("validate_vcon", map[string]any{"container": doc})
 		if v["verdict"] != "valid" || v["schema_version"] != float64(2) {

@@ -32,7 +32,7 @@ func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "vcon",
 		Summary:    "dialogs as vCon observer containers, container validation against the vendored vCon schema, SIPREC metadata",
-		ByteBudget: sdk.Budget{Default: 3100, WithOutputSchemas: 12800},
+		ByteBudget: sdk.Budget{Default: 4200, WithOutputSchemas: 18300},
 	}
 }
 
@@ -74,7 +74,7 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 }
 
 // constructors are the bundle's tools in mcp-surface §3.8's order.
-var constructors = []func(*deps) sdk.Tool{exportVConTool, validateVConTool, siprecMetadataTool}
+var constructors = []func(*deps) sdk.Tool{exportVConTool, validateVConTool, analyzeVConTool, siprecMetadataTool}
 
 // querier reads the capture's dialogs with the run's thresholds (the
 // filter aliases expand with them).
