@@ -351,3 +351,29 @@ func TestInlineMedia(t *testing.T) {
 		})
 	}
 }
+
+// FuzzValidateAndRebuild: any JSON a caller hands validate_vcon or
+// analyze_vcon is judged or counted, never a panic, the error list capped.
+func FuzzValidateAndRebuild(f *testing.F) {
+	f.Add([]byte(`{"uuid":"01928e10-193e-8231-b9a2-279e0d16bc46","created_at":"2026-01-01T00:00:00Z","dialog":[{"type":"recording","start":"2026-01-01T00:00:00Z","duration":1.5,"parties":[0,[1,null]]}]}`))
+	f.Add([]byte(`{"attachments":[{"purpose":"sip-message-trace","body":{"messages":[{"time":"2026-01-01T00:00:00Z","src":"[::1]:5060","dst":"[::1]:5062","base64url":"SU5WSVRF"}]}}]}`))
+	f.Add([]byte(`{"redacted":{"url":"https://x","type":"t"},"analysis":[{"type":"x","vendor":"v","dialog":[0,1.0]}]}`))
+	s, err := Vendored()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := decode(data)
+		if err != nil {
+			return
+		}
+		if r := s.Validate(v); len(r.Errors) > MaxErrors || r.Valid != (r.ErrorsTotal == 0) {
+			t.Fatalf("result %+v", r)
+		}
+		if m, ok := v.(map[string]any); ok {
+			if rb := Rebuild(m); len(rb.Skipped) > MaxSkipListed || rb.Frames > MaxTraceMessages {
+				t.Fatalf("rebuild %d skipped listed, %d frames", len(rb.Skipped), rb.Frames)
+			}
+		}
+	})
+}
