@@ -31,7 +31,7 @@ var _ sdk.Bundle = Bundle{}
 func (Bundle) Info() sdk.Info {
 	return sdk.Info{
 		ID:         "vcon",
-		Summary:    "dialogs as vCon observer containers, container validation against the vendored vCon schema, SIPREC metadata",
+		Summary:    "dialogs as vCon observer containers (with retained audio), validation against the vendored vCon schema, a container's SIP analysed apart, SIPREC metadata",
 		ByteBudget: sdk.Budget{Default: 4200, WithOutputSchemas: 18300},
 	}
 }
