@@ -22,6 +22,7 @@ import (
 
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/media"
+	"github.com/sipnab/sipnab/core/vcon"
 )
 
 // usageError is a command-line or configuration mistake: exit code 2.
@@ -102,7 +103,8 @@ var options = []option{
 	{flag: "limit", group: gGeneral, key: "limit", def: 100000, usage: "dialog cap (evicts oldest past it)"},
 	{flag: "max-store-mb", group: gGeneral, arg: "MIB", key: "max_store_mb", def: 0, usage: "dialog store budget in MiB (retained messages and their structures); past it the oldest dialogs are evicted, counted as evicted_for_bytes (0: a sixteenth of memory, 64 MiB to 1 GiB)"},
 	{flag: "max-streams", group: gGeneral, key: "media.max_streams", def: media.DefaultMaxStreams, usage: "RTP stream cap (evicts oldest past it, counted as streams_evicted)"},
-	{flag: "retain-audio", group: gGeneral, key: "media.retain_audio", def: false, usage: "keep the payloads of G.711 RTP packets in memory for export_audio: the last 1500 frames per stream, 64 MiB across streams (oldest stream's audio let go first, counted); call audio is content: off by default"},
+	{flag: "retain-audio", group: gGeneral, key: "media.retain_audio", def: false, usage: "keep the payloads of G.711 RTP packets in memory for export_audio and export_vcon: the last 1500 frames per stream, 64 MiB across streams (oldest stream's audio let go first, counted); call audio is content: off by default"},
+	{flag: "vcon-max-inline-media", group: gGeneral, arg: "BYTES", key: "vcon.max_inline_media", def: vcon.DefaultMaxInlineMedia, usage: "largest WAV export_vcon inlines in a container (bytes before base64url; needs --retain-audio); a larger one is refused, never truncated (0: inline none)"},
 	{flag: "one-way-delay", group: gAnalysis, arg: "MS", key: "media.one_way_delay", def: -1.0, usage: "one-way path delay in ms for MOS, delay source declared (-1: half an RTCP round trip, else 100 ms assumed)"},
 	// Media quality (docs/media-quality.md): AMR-WB's wideband score.
 	{flag: "amr-wb-listening", group: gAnalysis, arg: "monotic|diotic", key: "media.amr_wb_listening", def: "monotic", usage: "listening context of AMR-WB's G.107.1 score: monotic (handset, G.113 Table IV.1) or diotic (two ears, Table IV.3)"},

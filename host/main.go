@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sipnab/sipnab/core/filter"
+	"github.com/sipnab/sipnab/core/vcon"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -162,6 +163,9 @@ func checkStartup(cfg *Config) error {
 	}
 	if n := cfg.Detect.FindingsHistory; n < 1 || n > 10000 {
 		return usagef("--findings-history %d: want 1 to 10000", n)
+	}
+	if n := cfg.VCon.MaxInlineMedia; n < 0 {
+		return usagef("--vcon-max-inline-media %d: want 0 (inline none) or more bytes", n)
 	}
 	if cfg.CallReport == "" {
 		for f, on := range map[string]bool{"markdown": cfg.Markdown, "no-cli-print": cfg.NoCLIPrint} {
@@ -389,7 +393,8 @@ func runMCP(ctx context.Context, cfg *Config, bundles []sdk.Bundle, sio IO, root
 	}
 	th := thresholdsOf(cfg)
 	log.Debug("analysis thresholds", "thresholds", thresholdsLine(th))
-	services := append(eng.services(), th, correlationOf(cfg), buildInfoOf(bundles), sdk.Shutdowner(stop), sdk.Elicitor(elicit))
+	services := append(eng.services(), th, correlationOf(cfg), buildInfoOf(bundles), sdk.Shutdowner(stop), sdk.Elicitor(elicit),
+		vcon.Options{MaxInlineMedia: int64(cfg.VCon.MaxInlineMedia)})
 	reg, err := buildRegistry(ctx, cfg, bundles, root, services, limits, files)
 	// A bundle over its byte budget costs agents context, not correctness:
 	// the tests refuse it, startup only warns.

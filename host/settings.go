@@ -53,6 +53,11 @@ type Settings struct {
 		CodecIe        map[string]any `koanf:"codec_ie"`
 		AMRWBListening string         `koanf:"amr_wb_listening"`
 	} `koanf:"media"`
+	// VCon is the [vcon] section: --vcon-max-inline-media
+	// (core/vcon.Options, the vcon bundle's export_vcon).
+	VCon struct {
+		MaxInlineMedia int `koanf:"max_inline_media"`
+	} `koanf:"vcon"`
 	// Capture is the [capture] section (host/capture.go).
 	Capture struct {
 		PortRange   string `koanf:"portrange"`

@@ -55,6 +55,11 @@ type Schema struct {
 	// above it (a top-level "limit", or a clamp:"rows" tag); it has no
 	// static maximum, the ceiling being the server's.
 	clampRows bool
+	// open: an [Object], whose members are not named here. Its input
+	// schema is a bare {"type":"object"}; its output schema adds
+	// "additionalProperties": {} so a strict reader that closes every
+	// object naming no additionalProperties still accepts its members.
+	open, openOutput bool
 }
 
 // Property is one named member of Properties or Defs.
@@ -118,7 +123,7 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 		key("maximum")
 		b.WriteString(s.Maximum)
 	}
-	if s.Properties != nil || s.isObject() && s.AdditionalProperties == nil {
+	if !s.open && (s.Properties != nil || s.isObject() && s.AdditionalProperties == nil) {
 		key("properties")
 		if err := writeProps(&b, s.Properties); err != nil {
 			return nil, err
@@ -142,6 +147,9 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 	} else if s.Closed {
 		key("additionalProperties")
 		b.WriteString("false")
+	} else if s.openOutput {
+		key("additionalProperties")
+		b.WriteString("{}")
 	}
 	if len(s.Defs) > 0 {
 		key("$defs")
@@ -258,7 +266,15 @@ type schemaGen struct {
 	output bool
 }
 
+// Object is a JSON object of any members: an argument or an answer member
+// that carries a document in a schema of its own (a vCon container,
+// draft-ietf-vcon-vcon-core), which the tool checks itself. Its schema is
+// an open {"type":"object"}: the generic argument check looks at its type
+// only, never at its members.
+type Object map[string]any
+
 var (
+	objectType        = reflect.TypeFor[Object]()
 	timeType          = reflect.TypeFor[time.Time]()
 	rawMsgType        = reflect.TypeFor[json.RawMessage]()
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
@@ -273,6 +289,11 @@ func (g *schemaGen) gen(t reflect.Type, path string) (*Schema, error) {
 	switch {
 	case t == timeType:
 		return &Schema{Type: []string{"string"}, Format: "date-time"}, nil
+	case t == objectType:
+		if g.output {
+			return &Schema{Type: []string{"object", "null"}, open: true, openOutput: true}, nil
+		}
+		return &Schema{Type: []string{"object"}, open: true}, nil
 	case t == rawMsgType:
 		return nil, fmt.Errorf("%s: json.RawMessage has no schema (a bare `true` schema fails strict clients); use a typed struct", where)
 	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&

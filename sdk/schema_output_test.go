@@ -198,3 +198,39 @@ func TestNonNullListsAreWrittenEmpty(t *testing.T) {
 		t.Errorf("nonnull on a string: got %v, want a refusal", err)
 	}
 }
+
+// TestObjectIsAnOpenObject: an Object member (a document in a schema of
+// its own) is {"type":"object"} on input, with no properties and no
+// additionalProperties false (its members are the tool's to check), and
+// on output a nullable object whose additionalProperties is {} (a strict
+// reader closing every object must still accept its members).
+func TestObjectIsAnOpenObject(t *testing.T) {
+	type in struct {
+		Doc Object `json:"doc,omitempty" desc:"a document"`
+	}
+	type out struct {
+		Doc Object `json:"doc" desc:"a document"`
+	}
+	is, err := SchemaFor(reflect.TypeFor[in]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(is.Property("doc"))
+	if string(b) != `{"type":"object","description":"a document"}` {
+		t.Errorf("input: %s", b)
+	}
+	if err := ValidateArgs(is, json.RawMessage(`{"doc":{"any":[1,{"x":null}]}}`)); err != nil {
+		t.Errorf("input members refused: %v", err)
+	}
+	if err := ValidateArgs(is, json.RawMessage(`{"doc":[1]}`)); err == nil {
+		t.Error("an array passed as an object")
+	}
+	os, err := OutputSchemaFor(reflect.TypeFor[out]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(os.Property("doc"))
+	if string(b) != `{"type":["object","null"],"description":"a document","additionalProperties":{}}` {
+		t.Errorf("output: %s", b)
+	}
+}

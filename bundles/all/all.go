@@ -11,6 +11,7 @@ import (
 	"github.com/sipnab/sipnab/bundles/server"
 	"github.com/sipnab/sipnab/bundles/signaling"
 	"github.com/sipnab/sipnab/bundles/tls"
+	"github.com/sipnab/sipnab/bundles/vcon"
 	"github.com/sipnab/sipnab/sdk"
 )
 
@@ -24,5 +25,6 @@ func Bundles() []sdk.Bundle {
 		security.Bundle{},
 		server.Bundle{},
 		tls.Bundle{},
+		vcon.Bundle{},
 	}
 }
