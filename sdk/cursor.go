@@ -236,3 +236,21 @@ func showArg(name, v string) string {
 	}
 	return fmt.Sprintf("%s %q", name, v)
 }
+
+// PageEnd says where a page ends when k of the page's rows are kept
+// (a page cut to fit the response, [Call.FitPage]): last is the sealed
+// cursor of its last kept row, keys[k-1], or of pos when it keeps none;
+// more is whether rows follow it (the listing had more, or rows of the
+// page were cut off); next is last when more, else "" (no next page).
+func (c *Call) PageEnd(pos string, keys []string, k int, listingHasMore bool) (last string, more bool, next string) {
+	at := pos
+	if k > 0 {
+		at = keys[k-1]
+	}
+	last = c.Cursor(at)
+	more = listingHasMore || k < len(keys)
+	if more {
+		next = last
+	}
+	return last, more, next
+}

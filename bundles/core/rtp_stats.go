@@ -243,16 +243,7 @@ func rtpStatsSweep(d *deps, c *sdk.Call, in rtpStatsIn) (RTPStats, error) {
 	build := func(k int) RTPStats {
 		o := out
 		o.Streams = append([]media.StreamInfo{}, page[:k]...)
-		last := pos
-		if k > 0 {
-			last = keys[k-1]
-		}
-		last = c.Cursor(last)
-		m := more || k < len(page)
-		next := ""
-		if m {
-			next = last
-		}
+		last, m, next := c.PageEnd(pos, keys, k, more)
 		o.Page = sdk.NewPage(k, len(matched), m, next, src, rtpStatsSchemaVersion)
 		o.Page.ResumeAt(src, last)
 		return o

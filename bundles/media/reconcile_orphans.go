@@ -127,16 +127,7 @@ func reconcileOrphans(d *deps, c *sdk.Call, in reconcileOrphansIn) (ReconcileOrp
 		keys = append(keys, rows[i].key)
 	}
 	build := func(k int) ReconcileOrphans {
-		last := pos
-		if k > 0 {
-			last = keys[k-1]
-		}
-		last = c.Cursor(last)
-		m := more || k < len(page)
-		next := ""
-		if m {
-			next = last
-		}
+		last, m, next := c.PageEnd(pos, keys, k, more)
 		out := ReconcileOrphans{
 			Orphans:      append([]Orphan{}, page[:k]...),
 			TotalOrphans: len(rows),
