@@ -246,6 +246,10 @@ var injFile int
 // a job_id is called.
 var injJobID string
 
+// injContainer is export_vcon's container of the answered injected call,
+// for analyze_vcon: the injected text goes round the trace and back.
+var injContainer map[string]any
+
 // injCalls builds the calls of one tool from its input schema: every
 // required argument from the capture, then one call per value of every
 // enumerated argument, per Call-ID, per message index, per evidence
@@ -335,6 +339,8 @@ func injCalls(t *testing.T, tool injTool, start string, refs []string, findingID
 			}
 		case name == "call_id" || name == "call_id_b":
 			calls = append(calls, with(name, injFailed))
+		case name == "container" && injContainer != nil:
+			calls = append(calls, with(name, injContainer))
 		case name == "index":
 			for i := 1; i < 8; i++ {
 				calls = append(calls, with(name, i))
@@ -441,6 +447,12 @@ func TestInjectionCaptureEveryToolEveryFormat(t *testing.T) {
 	unfenced := map[string]map[string]bool{}
 	calls := 0
 	for _, tool := range list.Result.Tools {
+		if _, ok := tool.InputSchema.Properties["container"]; ok && injContainer == nil {
+			ex, _ := s.ok("export_vcon", map[string]any{"call_id": injAnswered})
+			if cs, _ := ex["containers"].([]any); len(cs) > 0 {
+				injContainer, _ = cs[0].(map[string]any)["container"].(map[string]any)
+			}
+		}
 		if _, ok := tool.InputSchema.Properties["job_id"]; ok {
 			// A sweep of the file root to poll or cancel.
 			started, _ := s.ok("find_in_captures", map[string]any{"filter": "state == Failed"})

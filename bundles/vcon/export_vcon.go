@@ -37,7 +37,7 @@ type ExportedContainer struct {
 	Completeness vcon.Completeness `json:"completeness" desc:"the caveat written into the container's analysis and attachment, repeated: a container without audio looks like a conversation that had none"`
 	// Container is the vCon (draft-ietf-vcon-vcon-core-04, syntax 0.4.0);
 	// validate_vcon checks it against the vendored schema.
-	Container sdk.Object `json:"container" desc:"the vCon observer container (syntax 0.4.0, unsigned); its SIP trace is capture text, unfenced"`
+	Container sdk.Object `json:"container" desc:"the vCon observer container (syntax 0.4.0, unsigned); its SIP trace is capture bytes, base64url"`
 }
 
 // ExportVCon is export_vcon's answer.
@@ -84,9 +84,11 @@ func exportVCon(ctx context.Context, d *deps, c *sdk.Call, in exportVConIn) (Exp
 	if err != nil {
 		return ExportVCon{}, err
 	}
-	// The container's SIP trace is sender-written text, unfenced: a
-	// container is data for a pipeline, and a marker inside it would
-	// alter the record and its digest. The provenance note says so.
+	// The container's SIP trace is sender-written bytes, base64url
+	// (core/vcon TraceMessage): never in the clear, never fenced (a marker
+	// inside it would alter the record and its digest). Parties' URIs
+	// are identifiers (verbatim, like a Call-ID). The provenance note says
+	// the container came off the wire.
 	c.MarkFenced()
 	budget, err := c.ResponseBudget(0)
 	if err != nil {

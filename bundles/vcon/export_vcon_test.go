@@ -64,7 +64,8 @@ func TestExportOneCall(t *testing.T) {
 			Purpose string `json:"purpose"`
 			Body    struct {
 				Messages []struct {
-					Text string `json:"text"`
+					Text      string `json:"text"`
+					Base64URL string `json:"base64url"`
 				} `json:"messages"`
 			} `json:"body"`
 		} `json:"attachments"`
@@ -91,9 +92,12 @@ func TestExportOneCall(t *testing.T) {
 		ct.Attachments[1].Purpose != "sipnab-capture-completeness" {
 		t.Fatalf("attachments %+v", ct.Attachments)
 	}
-	// Raw capture text, not fenced: a container is pipeline data.
-	if m := ct.Attachments[0].Body.Messages[0].Text; !strings.HasPrefix(m, "INVITE sip:test@10.0.2.15:5060 SIP/2.0\r\n") || strings.Contains(m, sdk.FenceOpen) {
-		t.Errorf("first message %.60q", m)
+	// Every byte kept, none in the clear: base64url of the message as
+	// captured (its first line as tshark shows frame 1).
+	first := ct.Attachments[0].Body.Messages[0]
+	if raw, err := base64.RawURLEncoding.DecodeString(first.Base64URL); err != nil || first.Text != "" ||
+		!strings.HasPrefix(string(raw), "INVITE sip:test@10.0.2.15:5060 SIP/2.0\r\n") || strings.Contains(string(raw), sdk.FenceOpen) {
+		t.Errorf("first message %+v (%v)", first, err)
 	}
 	c := got.Completeness
 	if !c.Complete || c.Media != "not-considered" || c.Capture.BlindSpots == nil || ct.Analysis[0].Body.Note != c.Note {

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sipnab/sipnab/core/dialog"
 	"github.com/sipnab/sipnab/core/engine"
@@ -148,9 +147,12 @@ type Container struct {
 }
 
 // TraceMessage is one SIP message of the sip-message-trace attachment.
-// The message's bytes are Text when they are valid UTF-8 (JSON escapes
-// what it must), else Base64URL (RFC 4648 §5, unpadded): every byte is
-// kept either way.
+// The message's bytes are always Base64URL (RFC 4648 §5, unpadded): every
+// byte kept, and no sender-written text in the clear. A container is
+// pipeline data, but export_vcon hands it to a model inline, and the
+// fencing contract (docs/mcp-protocol.md; a body is fenced or not shown
+// as text) would otherwise change the record and its digest. Text is read
+// by analyze_vcon from containers other writers made.
 type TraceMessage struct {
 	Index          int    `json:"index"`
 	Time           string `json:"time"`
@@ -406,11 +408,7 @@ func traceOf(det dialog.Detail) Trace {
 		if m.Msg != nil {
 			raw = m.Msg.Raw
 		}
-		if utf8.Valid(raw) {
-			tm.Text = string(raw)
-		} else {
-			tm.Base64URL = base64.RawURLEncoding.EncodeToString(raw)
-		}
+		tm.Base64URL = base64.RawURLEncoding.EncodeToString(raw)
 		t.Messages = append(t.Messages, tm)
 	}
 	return t

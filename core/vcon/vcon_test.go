@@ -147,7 +147,7 @@ func TestContainerOfAnAnsweredCall(t *testing.T) {
 	if ct.Attachments[0].Purpose != PurposeTrace || len(tr.Messages) != 6 || tr.MessagesTotal != 6 {
 		t.Fatalf("trace %s: %d messages of %d", ct.Attachments[0].Purpose, len(tr.Messages), tr.MessagesTotal)
 	}
-	if !strings.HasPrefix(tr.Messages[0].Text, "INVITE sip:") || tr.Messages[0].Src != "10.0.2.20:5060" {
+	if raw, _ := base64.RawURLEncoding.DecodeString(tr.Messages[0].Base64URL); !strings.HasPrefix(string(raw), "INVITE sip:") || tr.Messages[0].Text != "" || tr.Messages[0].Src != "10.0.2.20:5060" {
 		t.Errorf("first trace message %+v", tr.Messages[0])
 	}
 	comp := b.Completeness
