@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
@@ -77,19 +78,16 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err := env.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("reading [bundles.captures]: %w", err)
 	}
-	capture, err := sdk.Service[*engine.Capture](env)
+	capture, err := provision.Capture(env, "captures")
 	if err != nil {
-		return nil, fmt.Errorf("captures bundle needs the capture engine: %w", err)
+		return nil, err
 	}
 	d := &deps{capture: capture, root: env.FileRoot(), log: env.Logger(),
 		allowFindings: env.Option(OptSaveFindings), maxFindings: env.Limits().MaxFindings}
 	// The sweeps filter with the run's thresholds (the filter aliases
 	// expand with them); they run for the life of the server (ctx) and stop
 	// with it.
-	d.th = filter.DefaultThresholds()
-	if t, err := sdk.Service[filter.Thresholds](env); err == nil {
-		d.th = t
-	}
+	d.th = provision.Thresholds(env)
 	if cc, err := sdk.Service[correlate.Config](env); err == nil {
 		d.correlation = cc
 	}

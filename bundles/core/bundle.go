@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/core/live"
@@ -53,18 +54,15 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err := env.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("reading [bundles.core]: %w", err)
 	}
-	capture, err := sdk.Service[*engine.Capture](env)
+	capture, err := provision.Capture(env, "core")
 	if err != nil {
-		return nil, fmt.Errorf("core bundle needs the capture engine: %w", err)
+		return nil, err
 	}
 	d := &deps{capture: capture, started: time.Now()}
 	if l, err := sdk.Service[[]*live.Capture](env); err == nil {
 		d.live = l
 	}
-	d.th = filter.DefaultThresholds()
-	if th, err := sdk.Service[filter.Thresholds](env); err == nil {
-		d.th = th
-	}
+	d.th = provision.Thresholds(env)
 	tools := make([]sdk.Tool, 0, len(constructors))
 	for _, mk := range constructors {
 		tools = append(tools, mk(d))

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -53,9 +54,9 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err := env.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("reading [bundles.media]: %w", err)
 	}
-	capture, err := sdk.Service[*engine.Capture](env)
+	capture, err := provision.Capture(env, "media")
 	if err != nil {
-		return nil, fmt.Errorf("media bundle needs the capture engine: %w", err)
+		return nil, err
 	}
 	return tools(&deps{capture: capture, root: env.FileRoot()}), nil
 }

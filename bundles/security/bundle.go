@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
@@ -58,14 +59,11 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err := env.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("reading [bundles.security]: %w", err)
 	}
-	capture, err := sdk.Service[*engine.Capture](env)
+	capture, err := provision.Capture(env, "security")
 	if err != nil {
-		return nil, fmt.Errorf("security bundle needs the capture engine: %w", err)
+		return nil, err
 	}
-	d := &deps{capture: capture, root: env.FileRoot(), th: filter.DefaultThresholds()}
-	if th, err := sdk.Service[filter.Thresholds](env); err == nil {
-		d.th = th
-	}
+	d := &deps{capture: capture, root: env.FileRoot(), th: provision.Thresholds(env)}
 	return []sdk.Tool{
 		topTalkersTool(d),
 		describeEndpointTool(d),

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/hepsend"
 	"github.com/sipnab/sipnab/core/live"
@@ -68,9 +69,9 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err := env.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("reading [bundles.server]: %w", err)
 	}
-	capture, err := sdk.Service[*engine.Capture](env)
+	capture, err := provision.Capture(env, "server")
 	if err != nil {
-		return nil, fmt.Errorf("server bundle needs the capture engine: %w", err)
+		return nil, err
 	}
 	d := &deps{env: env, capture: capture}
 	if l, err := sdk.Service[[]*live.Capture](env); err == nil {

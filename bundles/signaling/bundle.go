@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/correlate"
 	"github.com/sipnab/sipnab/core/engine"
@@ -76,9 +77,9 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err := env.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("reading [bundles.signaling]: %w", err)
 	}
-	capture, err := sdk.Service[*engine.Capture](env)
+	capture, err := provision.Capture(env, "signaling")
 	if err != nil {
-		return nil, fmt.Errorf("signaling bundle needs the capture engine: %w", err)
+		return nil, err
 	}
 	d := &deps{capture: capture, root: env.FileRoot()}
 	if th, err := sdk.Service[filter.Thresholds](env); err == nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sipnab/sipnab/bundles/internal/answer"
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/filter"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -37,12 +38,7 @@ const (
 // this run: the host's filter.Thresholds service when it provides one
 // (--pdd-threshold and its siblings), filter's defaults otherwise, which is
 // what every filter compiles with until the host provides it.
-func runThresholds(env sdk.Env) filter.Thresholds {
-	if th, err := sdk.Service[filter.Thresholds](env); err == nil {
-		return th
-	}
-	return filter.DefaultThresholds()
-}
+func runThresholds(env sdk.Env) filter.Thresholds { return provision.Thresholds(env) }
 
 // addResources registers the templates. Every one resolves (a template is
 // advertised only when its URIs can), and each completes its variable.

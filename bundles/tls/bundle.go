@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/sdk"
 )
@@ -64,9 +65,9 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err := env.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("reading [bundles.tls]: %w", err)
 	}
-	capture, err := sdk.Service[*engine.Capture](env)
+	capture, err := provision.Capture(env, "tls")
 	if err != nil {
-		return nil, fmt.Errorf("tls bundle needs the capture engine: %w", err)
+		return nil, err
 	}
 	d := &deps{env: env, capture: capture, procRoot: procRoot}
 	tools := make([]sdk.Tool, 0, len(constructors))

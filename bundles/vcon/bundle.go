@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sipnab/sipnab/bundles/internal/provision"
 	"github.com/sipnab/sipnab/core/analysis"
 	"github.com/sipnab/sipnab/core/engine"
 	"github.com/sipnab/sipnab/core/filter"
@@ -54,14 +55,11 @@ func (Bundle) Provision(ctx context.Context, env sdk.Env) ([]sdk.Tool, error) {
 	if err := env.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("reading [bundles.vcon]: %w", err)
 	}
-	capture, err := sdk.Service[*engine.Capture](env)
+	capture, err := provision.Capture(env, "vcon")
 	if err != nil {
-		return nil, fmt.Errorf("vcon bundle needs the capture engine: %w", err)
+		return nil, err
 	}
-	d := &deps{capture: capture, th: filter.DefaultThresholds()}
-	if th, err := sdk.Service[filter.Thresholds](env); err == nil {
-		d.th = th
-	}
+	d := &deps{capture: capture, th: provision.Thresholds(env)}
 	d.opts = vcon.Options{MaxInlineMedia: vcon.DefaultMaxInlineMedia}
 	if o, err := sdk.Service[vcon.Options](env); err == nil {
 		d.opts = o
